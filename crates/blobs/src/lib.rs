@@ -1,0 +1,307 @@
+//! Object storage for originals and claim-checked payloads.
+//!
+//! Objects are addressed as `s3://bucket/key`; events carry these URIs and
+//! the SHA-256 of the bytes, never the bytes themselves.
+
+use std::path::Path;
+
+use aws_sdk_s3::config::{BehaviorVersion, Credentials, Region, RequestChecksumCalculation, ResponseChecksumValidation};
+use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_s3::primitives::ByteStream;
+use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
+use aws_sdk_s3::Client;
+use sha2::{Digest, Sha256};
+use tokio::io::AsyncReadExt;
+
+/// Files above this size go up in parts, so a large upload never needs to be
+/// held in memory and a failed part is retried alone.
+pub const MULTIPART_THRESHOLD: u64 = 16 * 1024 * 1024;
+/// Part size for multipart uploads (S3 requires at least 5 MiB).
+pub const PART_SIZE: usize = 8 * 1024 * 1024;
+
+#[derive(Debug, Clone)]
+pub struct BlobConfig {
+    pub endpoint: String,
+    pub region: String,
+    pub bucket: String,
+    pub access_key: String,
+    pub secret_key: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BlobError {
+    #[error("object storage {op} {key}: {message}")]
+    Request { op: &'static str, key: String, message: String, transient: bool },
+    #[error("reading {path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("not an s3:// URI of bucket {bucket}: {uri}")]
+    BadUri { uri: String, bucket: String },
+}
+
+impl BlobError {
+    /// Whether retrying may help (network trouble, timeouts, 5xx, throttling).
+    pub fn is_transient(&self) -> bool {
+        match self {
+            BlobError::Request { transient, .. } => *transient,
+            BlobError::Io { .. } | BlobError::BadUri { .. } => false,
+        }
+    }
+}
+
+fn request_error<E, R>(op: &'static str, key: &str, err: SdkError<E, R>) -> BlobError
+where
+    E: ProvideErrorMetadata + std::error::Error + 'static,
+    R: std::fmt::Debug,
+{
+    let transient = match &err {
+        SdkError::TimeoutError(_) | SdkError::DispatchFailure(_) | SdkError::ResponseError(_) => true,
+        SdkError::ServiceError(e) => {
+            let code = e.err().code().unwrap_or_default();
+            matches!(code, "SlowDown" | "InternalError" | "ServiceUnavailable" | "RequestTimeout")
+        }
+        _ => false,
+    };
+    let message = match err.as_service_error() {
+        Some(e) => format!("{} {}", e.code().unwrap_or("error"), e.message().unwrap_or_default()),
+        None => format!("{err}: {}", std::error::Error::source(&err).map(|s| s.to_string()).unwrap_or_default()),
+    };
+    BlobError::Request { op, key: key.to_string(), message, transient }
+}
+
+/// A stored object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredBlob {
+    pub uri: String,
+    pub key: String,
+    pub sha256: String,
+    pub size: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct BlobStore {
+    client: Client,
+    bucket: String,
+}
+
+impl BlobStore {
+    pub fn new(cfg: &BlobConfig) -> Self {
+        let creds = Credentials::new(&cfg.access_key, &cfg.secret_key, None, None, "rag-engine-config");
+        let conf = aws_sdk_s3::Config::builder()
+            .behavior_version(BehaviorVersion::latest())
+            .region(Region::new(cfg.region.clone()))
+            .endpoint_url(&cfg.endpoint)
+            // Self-hosted servers (MinIO, s3s-fs) address buckets by path.
+            .force_path_style(true)
+            // Flexible checksums are an AWS extension that not every
+            // S3-compatible server implements; SigV4 still signs the body.
+            .request_checksum_calculation(RequestChecksumCalculation::WhenRequired)
+            .response_checksum_validation(ResponseChecksumValidation::WhenRequired)
+            .credentials_provider(creds)
+            .build();
+        BlobStore { client: Client::from_conf(conf), bucket: cfg.bucket.clone() }
+    }
+
+    pub fn bucket(&self) -> &str {
+        &self.bucket
+    }
+
+    pub fn uri(&self, key: &str) -> String {
+        format!("s3://{}/{}", self.bucket, key)
+    }
+
+    /// The key of one of our URIs.
+    pub fn key_of<'a>(&self, uri: &'a str) -> Result<&'a str, BlobError> {
+        uri.strip_prefix("s3://")
+            .and_then(|rest| rest.strip_prefix(self.bucket.as_str()))
+            .and_then(|rest| rest.strip_prefix('/'))
+            .filter(|k| !k.is_empty())
+            .ok_or_else(|| BlobError::BadUri { uri: uri.to_string(), bucket: self.bucket.clone() })
+    }
+
+    /// Creates the bucket unless it exists.
+    pub async fn ensure_bucket(&self) -> Result<(), BlobError> {
+        if self.client.head_bucket().bucket(&self.bucket).send().await.is_ok() {
+            return Ok(());
+        }
+        match self.client.create_bucket().bucket(&self.bucket).send().await {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                let code = e.as_service_error().and_then(|s| s.code()).unwrap_or_default().to_string();
+                if code == "BucketAlreadyOwnedByYou" || code == "BucketAlreadyExists" {
+                    Ok(())
+                } else {
+                    Err(request_error("create-bucket", &self.bucket, e))
+                }
+            }
+        }
+    }
+
+    /// Whether the storage answers (for readiness checks).
+    pub async fn ping(&self) -> Result<(), BlobError> {
+        self.client
+            .head_bucket()
+            .bucket(&self.bucket)
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(|e| request_error("head-bucket", &self.bucket, e))
+    }
+
+    pub async fn put_bytes(&self, key: &str, bytes: Vec<u8>, content_type: &str) -> Result<StoredBlob, BlobError> {
+        let sha256 = hex::encode(Sha256::digest(&bytes));
+        let size = bytes.len() as u64;
+        self.client
+            .put_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .content_type(content_type)
+            .body(ByteStream::from(bytes))
+            .send()
+            .await
+            .map_err(|e| request_error("put", key, e))?;
+        Ok(StoredBlob { uri: self.uri(key), key: key.to_string(), sha256, size })
+    }
+
+    /// Stores a file already hashed by the caller; large files go in parts.
+    pub async fn put_file(
+        &self,
+        key: &str,
+        path: &Path,
+        size: u64,
+        sha256: &str,
+        content_type: &str,
+    ) -> Result<StoredBlob, BlobError> {
+        let io = |source| BlobError::Io { path: path.display().to_string(), source };
+        if size <= MULTIPART_THRESHOLD {
+            let bytes = tokio::fs::read(path).await.map_err(io)?;
+            let stored = self.put_bytes(key, bytes, content_type).await?;
+            return Ok(StoredBlob { sha256: sha256.to_string(), ..stored });
+        }
+        let upload = self
+            .client
+            .create_multipart_upload()
+            .bucket(&self.bucket)
+            .key(key)
+            .content_type(content_type)
+            .send()
+            .await
+            .map_err(|e| request_error("create-multipart", key, e))?;
+        let upload_id = upload.upload_id().unwrap_or_default().to_string();
+        let result = self.upload_parts(key, path, &upload_id).await;
+        match result {
+            Ok(parts) => {
+                self.client
+                    .complete_multipart_upload()
+                    .bucket(&self.bucket)
+                    .key(key)
+                    .upload_id(&upload_id)
+                    .multipart_upload(CompletedMultipartUpload::builder().set_parts(Some(parts)).build())
+                    .send()
+                    .await
+                    .map_err(|e| request_error("complete-multipart", key, e))?;
+                Ok(StoredBlob { uri: self.uri(key), key: key.to_string(), sha256: sha256.to_string(), size })
+            }
+            Err(e) => {
+                // Leave no orphaned parts behind.
+                let _ = self
+                    .client
+                    .abort_multipart_upload()
+                    .bucket(&self.bucket)
+                    .key(key)
+                    .upload_id(&upload_id)
+                    .send()
+                    .await;
+                Err(e)
+            }
+        }
+    }
+
+    async fn upload_parts(&self, key: &str, path: &Path, upload_id: &str) -> Result<Vec<CompletedPart>, BlobError> {
+        let io = |source| BlobError::Io { path: path.display().to_string(), source };
+        let mut file = tokio::fs::File::open(path).await.map_err(io)?;
+        let mut parts = Vec::new();
+        let mut number = 1;
+        loop {
+            let mut buf = Vec::with_capacity(PART_SIZE);
+            let mut taken = (&mut file).take(PART_SIZE as u64);
+            taken.read_to_end(&mut buf).await.map_err(io)?;
+            if buf.is_empty() {
+                break;
+            }
+            let part = self
+                .client
+                .upload_part()
+                .bucket(&self.bucket)
+                .key(key)
+                .upload_id(upload_id)
+                .part_number(number)
+                .body(ByteStream::from(buf))
+                .send()
+                .await
+                .map_err(|e| request_error("upload-part", key, e))?;
+            parts.push(CompletedPart::builder().part_number(number).set_e_tag(part.e_tag().map(str::to_string)).build());
+            number += 1;
+        }
+        Ok(parts)
+    }
+
+    pub async fn get(&self, key: &str) -> Result<Vec<u8>, BlobError> {
+        let out = self
+            .client
+            .get_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .send()
+            .await
+            .map_err(|e| request_error("get", key, e))?;
+        let bytes = out.body.collect().await.map_err(|e| BlobError::Request {
+            op: "get",
+            key: key.to_string(),
+            message: e.to_string(),
+            transient: true,
+        })?;
+        Ok(bytes.into_bytes().to_vec())
+    }
+
+    /// Size of an object, or None when it does not exist.
+    pub async fn head(&self, key: &str) -> Result<Option<u64>, BlobError> {
+        match self.client.head_object().bucket(&self.bucket).key(key).send().await {
+            Ok(out) => Ok(Some(out.content_length().unwrap_or(0).max(0) as u64)),
+            Err(e) if e.as_service_error().is_some_and(|s| s.is_not_found()) => Ok(None),
+            Err(e) => Err(request_error("head", key, e)),
+        }
+    }
+
+    pub async fn delete(&self, key: &str) -> Result<(), BlobError> {
+        self.client
+            .delete_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .send()
+            .await
+            .map_err(|e| request_error("delete", key, e))?;
+        Ok(())
+    }
+}
+
+/// Streaming SHA-256 and size of a file, without reading it into memory.
+pub async fn hash_file(path: &Path) -> Result<(String, u64), BlobError> {
+    let io = |source| BlobError::Io { path: path.display().to_string(), source };
+    let mut file = tokio::fs::File::open(path).await.map_err(io)?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 1024 * 1024];
+    let mut size = 0u64;
+    loop {
+        let n = file.read(&mut buf).await.map_err(io)?;
+        if n == 0 {
+            break;
+        }
+        size += n as u64;
+        hasher.update(&buf[..n]);
+    }
+    Ok((hex::encode(hasher.finalize()), size))
+}

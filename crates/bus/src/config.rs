@@ -1,0 +1,36 @@
+use std::time::Duration;
+
+use rag_events::Topics;
+use rdkafka::ClientConfig;
+
+/// Connection and behaviour of the bus, built by the binary from its
+/// environment (see `rag-engine --help` for the variables and defaults).
+#[derive(Debug, Clone)]
+pub struct BusConfig {
+    pub brokers: String,
+    pub topics: Topics,
+    /// Partitions of each topic created by [`crate::admin::ensure_topics`].
+    pub partitions: i32,
+    /// Kept low: the local broker answers a fetch only after this wait.
+    pub fetch_wait_max_ms: u32,
+    /// Attempts after the first for a transient error, before the stage stops.
+    pub max_retries: u32,
+    pub retry_backoff: Duration,
+    pub max_backoff: Duration,
+    /// How often each stage computes and exports its lag.
+    pub lag_interval: Duration,
+    pub session_timeout_ms: u32,
+}
+
+impl BusConfig {
+    /// Consumer group of a stage; the topic prefix keeps deployments apart.
+    pub fn group_of(&self, stage_group: &str) -> String {
+        format!("{}{}", self.topics.prefix(), stage_group)
+    }
+
+    pub(crate) fn client(&self) -> ClientConfig {
+        let mut c = ClientConfig::new();
+        c.set("bootstrap.servers", &self.brokers);
+        c
+    }
+}

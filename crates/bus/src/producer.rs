@@ -1,0 +1,105 @@
+use std::time::Duration;
+
+use metrics::counter;
+use rag_events::{Codec, Event};
+use rag_telemetry::{labels, names};
+use rdkafka::message::{Header, OwnedHeaders};
+use rdkafka::producer::{FutureProducer, FutureRecord};
+
+use crate::{headers, BusConfig, BusError};
+
+/// Where a produced record landed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Delivered {
+    pub partition: i32,
+    pub offset: i64,
+}
+
+/// Idempotent producer (`enable.idempotence=true`, `acks=all`): a retried
+/// send is never written twice by the broker. Every send waits for the
+/// broker's delivery report, so `Ok` means the record is durable.
+#[derive(Clone)]
+pub struct EventProducer {
+    producer: FutureProducer,
+    codec: Codec,
+    cfg: BusConfig,
+    name: String,
+}
+
+impl std::fmt::Debug for EventProducer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventProducer").field("name", &self.name).finish_non_exhaustive()
+    }
+}
+
+impl EventProducer {
+    pub fn new(cfg: &BusConfig, codec: Codec, name: &str) -> Result<Self, BusError> {
+        let producer: FutureProducer = cfg
+            .client()
+            .set("client.id", name)
+            .set("enable.idempotence", "true")
+            .set("acks", "all")
+            .set("linger.ms", "5")
+            // Keep trying through a broker restart for up to five minutes.
+            .set("message.timeout.ms", "300000")
+            .create()?;
+        Ok(EventProducer { producer, codec, cfg: cfg.clone(), name: name.to_string() })
+    }
+
+    pub fn codec(&self) -> &Codec {
+        &self.codec
+    }
+
+    pub fn config(&self) -> &BusConfig {
+        &self.cfg
+    }
+
+    /// Encodes and produces a catalog event on its topic, keyed by its entity.
+    pub async fn send<E: Event>(&self, event: &E) -> Result<Delivered, BusError> {
+        let payload = self.codec.encode(event)?;
+        let env = event.envelope();
+        let fingerprint = self.codec.fingerprint_hex(E::TYPE);
+        let hdrs = vec![
+            (headers::EVENT_TYPE.to_string(), E::TYPE.name().as_bytes().to_vec()),
+            (headers::SCHEMA_FINGERPRINT.to_string(), fingerprint.into_bytes()),
+            (headers::EVENT_ID.to_string(), env.event_id.as_bytes().to_vec()),
+            (headers::CORRELATION_ID.to_string(), env.correlation_id.as_bytes().to_vec()),
+            (headers::CONTENT_TYPE.to_string(), b"application/vnd.apache.avro.single-object".to_vec()),
+        ];
+        let topic = self.cfg.topics.of(E::TYPE);
+        self.send_raw(&topic, Some(event.key().as_bytes()), &payload, &hdrs).await
+    }
+
+    /// Produces raw bytes (dead letters, redrives, tests of bad input).
+    pub async fn send_raw(
+        &self,
+        topic: &str,
+        key: Option<&[u8]>,
+        payload: &[u8],
+        hdrs: &[(String, Vec<u8>)],
+    ) -> Result<Delivered, BusError> {
+        let mut owned = OwnedHeaders::new_with_capacity(hdrs.len());
+        for (k, v) in hdrs {
+            owned = owned.insert(Header { key: k, value: Some(v.as_slice()) });
+        }
+        let mut record: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(topic).payload(payload).headers(owned);
+        if let Some(key) = key {
+            record = record.key(key);
+        }
+        let delivery = self
+            .producer
+            .send(record, Duration::from_secs(0))
+            .await
+            .map_err(|(e, _)| BusError::Kafka(e))?;
+        let (partition, offset) = (delivery.partition, delivery.offset);
+        counter!(names::PRODUCED, "producer" => self.name.clone(), labels::TOPIC => topic.to_string()).increment(1);
+        Ok(Delivered { partition, offset })
+    }
+
+    /// Waits for every queued record's delivery report.
+    pub fn flush(&self, timeout: Duration) -> Result<(), BusError> {
+        use rdkafka::producer::Producer;
+        self.producer.flush(timeout)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,124 @@
+//! Typed configuration from environment variables (or the matching flags),
+//! each with a documented default. `rag-engine --help` lists them all.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use clap::Args;
+use rag_blobs::BlobConfig;
+use rag_bus::BusConfig;
+use rag_events::Topics;
+use rag_store::StoreConfig;
+
+#[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Configuration (environment variable, default)")]
+pub struct Settings {
+    /// Kafka bootstrap servers.
+    #[arg(long, env = "KAFKA_BROKERS", default_value = "127.0.0.1:19092", global = true)]
+    pub kafka_brokers: String,
+    /// Prefix of every topic and consumer group, to run several deployments on one broker.
+    #[arg(long, env = "TOPIC_PREFIX", default_value = "", global = true)]
+    pub topic_prefix: String,
+    /// Partitions of each topic when `topics ensure` creates it.
+    #[arg(long, env = "TOPIC_PARTITIONS", default_value_t = 6, global = true)]
+    pub topic_partitions: i32,
+    /// Longest wait of a consumer fetch; small keeps each hop fast on the local broker.
+    #[arg(long, env = "KAFKA_FETCH_WAIT_MAX_MS", default_value_t = 20, global = true)]
+    pub kafka_fetch_wait_max_ms: u32,
+    /// Consumer group session timeout: how fast a dead instance's partitions move on.
+    #[arg(long, env = "KAFKA_SESSION_TIMEOUT_MS", default_value_t = 10_000, global = true)]
+    pub kafka_session_timeout_ms: u32,
+    /// Retries of a transient processing error before the stage stops (it resumes at that event on restart).
+    #[arg(long, env = "STAGE_MAX_RETRIES", default_value_t = 5, global = true)]
+    pub stage_max_retries: u32,
+    /// First retry backoff in milliseconds; doubles per attempt.
+    #[arg(long, env = "STAGE_RETRY_BACKOFF_MS", default_value_t = 200, global = true)]
+    pub stage_retry_backoff_ms: u64,
+    /// Longest retry backoff in milliseconds.
+    #[arg(long, env = "STAGE_MAX_BACKOFF_MS", default_value_t = 10_000, global = true)]
+    pub stage_max_backoff_ms: u64,
+    /// Seconds between consumer lag computations.
+    #[arg(long, env = "LAG_INTERVAL_SECS", default_value_t = 5, global = true)]
+    pub lag_interval_secs: u64,
+    /// Postgres (with pgvector) holding the read models.
+    #[arg(long, env = "DATABASE_URL", default_value = "postgres://rag@127.0.0.1:15432/rag", global = true)]
+    pub database_url: String,
+    /// Connection pool size per process.
+    #[arg(long, env = "DATABASE_MAX_CONNECTIONS", default_value_t = 10, global = true)]
+    pub database_max_connections: u32,
+    /// S3-compatible endpoint for originals and claim-checked payloads.
+    #[arg(long, env = "S3_ENDPOINT", default_value = "http://127.0.0.1:19000", global = true)]
+    pub s3_endpoint: String,
+    /// S3 region (any value for self-hosted servers).
+    #[arg(long, env = "S3_REGION", default_value = "us-east-1", global = true)]
+    pub s3_region: String,
+    /// Bucket for every object rag-engine stores.
+    #[arg(long, env = "S3_BUCKET", default_value = "rag-engine", global = true)]
+    pub s3_bucket: String,
+    /// S3 access key.
+    #[arg(long, env = "S3_ACCESS_KEY", default_value = "rag-engine", global = true)]
+    pub s3_access_key: String,
+    /// S3 secret key.
+    #[arg(long, env = "S3_SECRET_KEY", default_value = "rag-engine-secret", global = true, hide_env_values = true)]
+    pub s3_secret_key: String,
+    /// Address of the Prometheus /metrics endpoint of `run`.
+    #[arg(long, env = "METRICS_ADDR", default_value = "127.0.0.1:9464", global = true)]
+    pub metrics_addr: SocketAddr,
+    /// Largest file `upload` accepts, in bytes.
+    #[arg(long, env = "UPLOAD_MAX_BYTES", default_value_t = 100 * 1024 * 1024, global = true)]
+    pub upload_max_bytes: u64,
+    /// Log format on stderr: text or json.
+    #[arg(long, env = "LOG_FORMAT", default_value = "text", global = true, value_parser = ["text", "json"])]
+    pub log_format: String,
+}
+
+impl Settings {
+    pub fn topics(&self) -> Topics {
+        Topics::new(self.topic_prefix.clone())
+    }
+
+    pub fn bus(&self) -> BusConfig {
+        BusConfig {
+            brokers: self.kafka_brokers.clone(),
+            topics: self.topics(),
+            partitions: self.topic_partitions,
+            fetch_wait_max_ms: self.kafka_fetch_wait_max_ms,
+            max_retries: self.stage_max_retries,
+            retry_backoff: Duration::from_millis(self.stage_retry_backoff_ms),
+            max_backoff: Duration::from_millis(self.stage_max_backoff_ms),
+            lag_interval: Duration::from_secs(self.lag_interval_secs.max(1)),
+            session_timeout_ms: self.kafka_session_timeout_ms,
+        }
+    }
+
+    pub fn store(&self) -> StoreConfig {
+        StoreConfig {
+            database_url: self.database_url.clone(),
+            max_connections: self.database_max_connections,
+            connect_timeout: Duration::from_secs(10),
+        }
+    }
+
+    pub fn blobs(&self) -> BlobConfig {
+        BlobConfig {
+            endpoint: self.s3_endpoint.clone(),
+            region: self.s3_region.clone(),
+            bucket: self.s3_bucket.clone(),
+            access_key: self.s3_access_key.clone(),
+            secret_key: self.s3_secret_key.clone(),
+        }
+    }
+}
+
+/// Workspace ids appear in object keys and topics' data: keep them plain.
+pub fn validate_workspace(ws: &str) -> anyhow::Result<()> {
+    let ok = !ws.is_empty()
+        && ws.len() <= 64
+        && ws.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
+        && ws.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if ok {
+        Ok(())
+    } else {
+        anyhow::bail!("invalid workspace id {ws:?}: use 1-64 characters of A-Z a-z 0-9 - _ . starting with a letter or digit")
+    }
+}

@@ -1,0 +1,100 @@
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Subcommand;
+
+use crate::config::{validate_workspace, Settings};
+
+#[derive(Subcommand, Debug)]
+pub enum DocsCommand {
+    /// List a workspace's documents, newest first.
+    List {
+        #[arg(long, short)]
+        workspace: String,
+        /// Print as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one document.
+    Show {
+        /// Document id.
+        id: uuid::Uuid,
+        #[arg(long, short)]
+        workspace: String,
+        /// Print as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn human_size(n: Option<i64>) -> String {
+    let Some(n) = n else { return "-".into() };
+    let n = n as f64;
+    if n < 1024.0 {
+        format!("{n} B")
+    } else if n < 1024.0 * 1024.0 {
+        format!("{:.1} KiB", n / 1024.0)
+    } else {
+        format!("{:.1} MiB", n / 1024.0 / 1024.0)
+    }
+}
+
+pub async fn docs(s: &Settings, cmd: DocsCommand) -> anyhow::Result<ExitCode> {
+    let pool = rag_store::connect(&s.store()).await.context("connecting to Postgres (DATABASE_URL)")?;
+    match cmd {
+        DocsCommand::List { workspace, json } => {
+            validate_workspace(&workspace)?;
+            let rows = rag_store::documents::list(&pool, &workspace).await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&rows)?);
+                return Ok(ExitCode::SUCCESS);
+            }
+            if rows.is_empty() {
+                println!("no documents in workspace {workspace}");
+                return Ok(ExitCode::SUCCESS);
+            }
+            println!("{:<36}  {:<9}  {:>10}  {:<19}  FILENAME", "ID", "STATUS", "SIZE", "UPLOADED (UTC)");
+            for d in &rows {
+                let uploaded = d.uploaded_at.map(|t| t.format("%Y-%m-%d %H:%M:%S").to_string()).unwrap_or_default();
+                let mut line = format!(
+                    "{:<36}  {:<9}  {:>10}  {:<19}  {}",
+                    d.id,
+                    d.status,
+                    human_size(d.size_bytes),
+                    uploaded,
+                    d.filename.as_deref().unwrap_or("-")
+                );
+                if let Some(reason) = &d.failure_reason {
+                    line.push_str(&format!("  ({reason})"));
+                }
+                println!("{line}");
+            }
+            println!("{} document(s)", rows.len());
+        }
+        DocsCommand::Show { id, workspace, json } => {
+            validate_workspace(&workspace)?;
+            let Some(d) = rag_store::documents::get(&pool, &workspace, id).await? else {
+                anyhow::bail!("document {id} not found in workspace {workspace}");
+            };
+            if json {
+                println!("{}", serde_json::to_string_pretty(&d)?);
+            } else {
+                println!("id:            {}", d.id);
+                println!("workspace:     {}", d.workspace_id);
+                println!("filename:      {}", d.filename.as_deref().unwrap_or("-"));
+                println!("status:        {}", d.status);
+                if let Some(r) = &d.failure_reason {
+                    println!("failure:       {} ({})", r, d.failure_code.as_deref().unwrap_or("-"));
+                }
+                println!("content type:  {}", d.content_type.as_deref().unwrap_or("-"));
+                println!("size:          {}", human_size(d.size_bytes));
+                println!("sha256:        {}", d.sha256.as_deref().unwrap_or("-"));
+                println!("blob:          {}", d.blob_uri.as_deref().unwrap_or("-"));
+                println!("chunking:      {}", d.active_chunking_version.as_deref().unwrap_or("-"));
+                println!("uploaded by:   {}", d.uploaded_by.as_deref().unwrap_or("-"));
+                println!("metadata:      {}", d.metadata);
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,83 @@
+//! `rag-engine`: runs the pipeline's stages and the operator/user commands.
+
+mod config;
+mod docs;
+mod run;
+mod setup;
+mod upload;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::config::Settings;
+
+const AFTER_HELP: &str = "\
+Other environment variables:
+  RUST_LOG              log filter (default: info,rdkafka=warn,sqlx=warn)
+  RAG_ENGINE_FAILPOINT  testing only: <point>:<n> hangs the process at the n-th hit
+                        of a failpoint so a test can kill it there
+
+Every command that prints data takes --json. Exit status is non-zero on failure.";
+
+#[derive(Parser, Debug)]
+#[command(name = "rag-engine", version, about = "Explainable RAG on an event-sourced pipeline (Kafka, Postgres + pgvector, S3)",
+          after_help = AFTER_HELP, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+    #[command(flatten)]
+    settings: Settings,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run pipeline stages until SIGINT/SIGTERM (`all`: every stage in one process).
+    Run(run::RunArgs),
+    /// Apply the database migrations (embedded in the binary).
+    Migrate,
+    /// Create what the pipeline needs: topics, bucket, migrations. Idempotent.
+    Init,
+    /// Manage Kafka topics.
+    #[command(subcommand)]
+    Topics(setup::TopicsCommand),
+    /// Store files (or whole directories) and produce DocumentUploaded for each.
+    Upload(upload::UploadArgs),
+    /// Inspect documents.
+    #[command(subcommand)]
+    Docs(docs::DocsCommand),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let json_logs = cli.settings.log_format == "json";
+    if let Err(e) = rag_telemetry::init_logs(json_logs) {
+        eprintln!("error: {e}");
+        return ExitCode::FAILURE;
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: starting the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async move {
+        let s = &cli.settings;
+        match cli.command {
+            Command::Run(args) => run::run(s, args).await,
+            Command::Migrate => setup::migrate(s).await,
+            Command::Init => setup::init(s).await,
+            Command::Topics(cmd) => setup::topics(s, cmd).await,
+            Command::Upload(args) => upload::upload(s, args).await,
+            Command::Docs(cmd) => docs::docs(s, cmd).await,
+        }
+    });
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

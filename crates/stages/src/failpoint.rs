@@ -1,0 +1,44 @@
+//! Crash-test hooks. `RAG_ENGINE_FAILPOINT=<name>:<n>` makes the process
+//! stop dead at the n-th time it reaches the named point: it prints
+//! `FAILPOINT <name> reached` on stderr and hangs, so a test can SIGKILL it
+//! at exactly that moment. Unset in production; costs one atomic add.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+#[derive(Debug)]
+pub struct Failpoint {
+    name: String,
+    at: u64,
+    seen: AtomicU64,
+}
+
+impl Failpoint {
+    /// Parses `name:n` (n defaults to 1).
+    pub fn parse(spec: &str) -> Option<Failpoint> {
+        let spec = spec.trim();
+        if spec.is_empty() {
+            return None;
+        }
+        let (name, at) = match spec.split_once(':') {
+            Some((n, a)) => (n, a.parse().ok()?),
+            None => (spec, 1),
+        };
+        Some(Failpoint { name: name.to_string(), at, seen: AtomicU64::new(0) })
+    }
+
+    pub fn from_env() -> Option<Failpoint> {
+        std::env::var("RAG_ENGINE_FAILPOINT").ok().and_then(|s| Failpoint::parse(&s))
+    }
+
+    /// Hangs forever (until killed) when this is the configured hit.
+    pub async fn hit(this: &Option<Failpoint>, name: &str) {
+        let Some(fp) = this else { return };
+        if fp.name != name {
+            return;
+        }
+        if fp.seen.fetch_add(1, Ordering::SeqCst) + 1 == fp.at {
+            eprintln!("FAILPOINT {name} reached");
+            std::future::pending::<()>().await;
+        }
+    }
+}

@@ -1,0 +1,175 @@
+//! The documents read model.
+
+use chrono::{DateTime, TimeZone, Utc};
+use rag_events::DocumentUploaded;
+use serde::Serialize;
+use sqlx::{PgPool, Postgres, Transaction};
+use uuid::Uuid;
+
+use crate::StoreError;
+
+/// Lifecycle of a document. The rank only grows: a late, earlier event fills
+/// in what it carries but never moves the status back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DocumentStatus {
+    Uploaded,
+    Parsed,
+    Chunked,
+    Ingested,
+    Failed,
+    Deleted,
+}
+
+impl DocumentStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DocumentStatus::Uploaded => "uploaded",
+            DocumentStatus::Parsed => "parsed",
+            DocumentStatus::Chunked => "chunked",
+            DocumentStatus::Ingested => "ingested",
+            DocumentStatus::Failed => "failed",
+            DocumentStatus::Deleted => "deleted",
+        }
+    }
+
+    pub fn rank(self) -> i16 {
+        match self {
+            DocumentStatus::Uploaded => 0,
+            DocumentStatus::Parsed => 1,
+            DocumentStatus::Chunked => 2,
+            DocumentStatus::Ingested => 3,
+            DocumentStatus::Failed => 10,
+            DocumentStatus::Deleted => 20,
+        }
+    }
+}
+
+fn millis(ms: i64) -> DateTime<Utc> {
+    Utc.timestamp_millis_opt(ms).single().unwrap_or_else(Utc::now)
+}
+
+fn parse_id(id: &str) -> Result<Uuid, StoreError> {
+    Uuid::parse_str(id).map_err(|e| StoreError::Invalid(format!("document id {id:?}: {e}")))
+}
+
+/// Projects DocumentUploaded: creates the row, or fills in the upload facts
+/// of a row a later event created first, keeping its status.
+pub async fn apply_uploaded(tx: &mut Transaction<'_, Postgres>, e: &DocumentUploaded) -> Result<(), StoreError> {
+    let id = parse_id(&e.document_id)?;
+    let metadata = serde_json::to_value(&e.metadata).map_err(|e| StoreError::Invalid(e.to_string()))?;
+    let at = millis(e.envelope.occurred_at);
+    sqlx::query(
+        "INSERT INTO documents (id, workspace_id, filename, content_type, size_bytes, sha256, blob_uri, uploaded_by,
+                                metadata, status, status_rank, correlation_id, uploaded_at, updated_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13)
+         ON CONFLICT (id) DO UPDATE SET
+            filename = EXCLUDED.filename, content_type = EXCLUDED.content_type,
+            size_bytes = EXCLUDED.size_bytes, sha256 = EXCLUDED.sha256, blob_uri = EXCLUDED.blob_uri,
+            uploaded_by = EXCLUDED.uploaded_by, metadata = EXCLUDED.metadata,
+            correlation_id = EXCLUDED.correlation_id, uploaded_at = EXCLUDED.uploaded_at
+         WHERE documents.workspace_id = EXCLUDED.workspace_id",
+    )
+    .bind(id)
+    .bind(&e.envelope.workspace_id)
+    .bind(&e.filename)
+    .bind(&e.content_type)
+    .bind(e.size_bytes)
+    .bind(&e.sha256)
+    .bind(&e.blob_uri)
+    .bind(&e.uploaded_by)
+    .bind(metadata)
+    .bind(DocumentStatus::Uploaded.as_str())
+    .bind(DocumentStatus::Uploaded.rank())
+    .bind(&e.envelope.correlation_id)
+    .bind(at)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// Marks an existing document failed (e.g. its event went to the dead-letter
+/// topic). Unknown ids are ignored: there is nothing to mark.
+pub async fn mark_failed(
+    tx: &mut Transaction<'_, Postgres>,
+    document_id: &str,
+    code: &str,
+    reason: &str,
+) -> Result<bool, StoreError> {
+    let Ok(id) = Uuid::parse_str(document_id) else { return Ok(false) };
+    let done = sqlx::query(
+        "UPDATE documents SET status = 'failed', status_rank = $2, failure_code = $3, failure_reason = $4, updated_at = now()
+         WHERE id = $1 AND status_rank < $2",
+    )
+    .bind(id)
+    .bind(DocumentStatus::Failed.rank())
+    .bind(code)
+    .bind(reason)
+    .execute(&mut **tx)
+    .await?;
+    Ok(done.rows_affected() > 0)
+}
+
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct DocumentRow {
+    pub id: Uuid,
+    pub workspace_id: String,
+    pub filename: Option<String>,
+    pub content_type: Option<String>,
+    pub size_bytes: Option<i64>,
+    pub sha256: Option<String>,
+    pub blob_uri: Option<String>,
+    pub uploaded_by: Option<String>,
+    pub metadata: serde_json::Value,
+    pub status: String,
+    pub failure_code: Option<String>,
+    pub failure_reason: Option<String>,
+    pub page_count: Option<i32>,
+    pub active_chunking_version: Option<String>,
+    pub chunk_count: Option<i32>,
+    pub uploaded_at: Option<DateTime<Utc>>,
+    pub updated_at: DateTime<Utc>,
+}
+
+const COLUMNS: &str = "id, workspace_id, filename, content_type, size_bytes, sha256, blob_uri, uploaded_by, metadata,
+    status, failure_code, failure_reason, page_count, active_chunking_version, chunk_count, uploaded_at, updated_at";
+
+/// Documents of one workspace, newest first (deleted ones excluded).
+pub async fn list(pool: &PgPool, workspace_id: &str) -> Result<Vec<DocumentRow>, StoreError> {
+    Ok(sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM documents WHERE workspace_id = $1 AND status <> 'deleted'
+         ORDER BY uploaded_at DESC NULLS LAST, id"
+    ))
+    .bind(workspace_id)
+    .fetch_all(pool)
+    .await?)
+}
+
+/// One document, only if it belongs to the workspace.
+pub async fn get(pool: &PgPool, workspace_id: &str, id: Uuid) -> Result<Option<DocumentRow>, StoreError> {
+    Ok(sqlx::query_as(&format!("SELECT {COLUMNS} FROM documents WHERE workspace_id = $1 AND id = $2"))
+        .bind(workspace_id)
+        .bind(id)
+        .fetch_optional(pool)
+        .await?)
+}
+
+/// Projects DocumentDeleted: the document leaves every listing at once.
+/// Removing its derived rows and blobs is the deletion stage's job.
+pub async fn apply_deleted(tx: &mut Transaction<'_, Postgres>, e: &rag_events::DocumentDeleted) -> Result<(), StoreError> {
+    let id = parse_id(&e.document_id)?;
+    let at = millis(e.envelope.occurred_at);
+    sqlx::query(
+        "INSERT INTO documents (id, workspace_id, status, status_rank, updated_at, deleted_at)
+         VALUES ($1, $2, 'deleted', $3, $4, $4)
+         ON CONFLICT (id) DO UPDATE SET status = 'deleted', status_rank = $3, deleted_at = $4, updated_at = $4
+         WHERE documents.workspace_id = EXCLUDED.workspace_id AND documents.status_rank < $3",
+    )
+    .bind(id)
+    .bind(&e.envelope.workspace_id)
+    .bind(DocumentStatus::Deleted.rank())
+    .bind(at)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}

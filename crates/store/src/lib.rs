@@ -1,0 +1,73 @@
+//! Postgres read models of rag-engine.
+//!
+//! Rows are written only by projections (Kafka -> Postgres stages) inside a
+//! transaction that also advances the stage's stored offset, see [`offsets`].
+
+pub mod documents;
+pub mod offsets;
+
+use std::time::Duration;
+
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::PgPool;
+
+pub use sqlx;
+
+/// Migrations embedded from `migrations/` at build time.
+pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations");
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("database: {0}")]
+    Database(#[from] sqlx::Error),
+    #[error("migration: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error("invalid value: {0}")]
+    Invalid(String),
+}
+
+impl StoreError {
+    /// Whether retrying later may succeed (connection trouble, deadlock,
+    /// serialization failure) as opposed to a defect in the data.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            StoreError::Database(e) => match e {
+                sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Tls(_) => true,
+                sqlx::Error::Database(db) => {
+                    // 40001 serialization_failure, 40P01 deadlock_detected,
+                    // 57P01 admin_shutdown, 53300 too_many_connections, 08*: connection exceptions.
+                    let code = db.code().unwrap_or_default();
+                    matches!(code.as_ref(), "40001" | "40P01" | "57P01" | "57P02" | "57P03" | "53300")
+                        || code.starts_with("08")
+                }
+                _ => false,
+            },
+            StoreError::Migrate(_) | StoreError::Invalid(_) => false,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct StoreConfig {
+    pub database_url: String,
+    pub max_connections: u32,
+    pub connect_timeout: Duration,
+}
+
+pub async fn connect(cfg: &StoreConfig) -> Result<PgPool, StoreError> {
+    let options: PgConnectOptions = cfg
+        .database_url
+        .parse()
+        .map_err(|e: sqlx::Error| StoreError::Invalid(format!("DATABASE_URL: {e}")))?;
+    let pool = PgPoolOptions::new()
+        .max_connections(cfg.max_connections)
+        .acquire_timeout(cfg.connect_timeout)
+        .connect_with(options)
+        .await?;
+    Ok(pool)
+}
+
+pub async fn migrate(pool: &PgPool) -> Result<(), StoreError> {
+    MIGRATOR.run(pool).await?;
+    Ok(())
+}

@@ -1,0 +1,94 @@
+//! Telemetry of rag-engine: every metric name lives in [`names`], so the
+//! dashboards and the code cannot drift apart silently; [`install_metrics`]
+//! serves them for Prometheus and [`init_logs`] sets up structured logs.
+
+use std::net::SocketAddr;
+
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
+
+/// Metric names. Labels are documented beside each name.
+pub mod names {
+    /// Counter; labels: stage, topic. Events a stage received.
+    pub const EVENTS_IN: &str = "rag_stage_events_in_total";
+    /// Counter; labels: stage, topic. Events a stage produced.
+    pub const EVENTS_OUT: &str = "rag_stage_events_out_total";
+    /// Counter; labels: stage, topic, kind (transient|permanent). Failed attempts.
+    pub const EVENTS_FAILED: &str = "rag_stage_events_failed_total";
+    /// Counter; labels: stage, topic. Events a stage skipped because they were already applied.
+    pub const EVENTS_DUPLICATE: &str = "rag_stage_events_duplicate_total";
+    /// Counter; labels: stage, topic, reason. Events sent to `<topic>.dlq`.
+    pub const DEAD_LETTERS: &str = "rag_stage_dead_letters_total";
+    /// Histogram (seconds); labels: stage, topic. Time to process one event, retries included.
+    pub const PROCESSING_SECONDS: &str = "rag_stage_processing_seconds";
+    /// Gauge; labels: stage, group, topic, partition. Log end offset minus the stage's next offset.
+    pub const CONSUMER_LAG: &str = "rag_consumer_lag_messages";
+    /// Gauge; labels: stage, group, topic, partition. Next offset the stage will process.
+    pub const CONSUMER_NEXT_OFFSET: &str = "rag_consumer_next_offset";
+    /// Gauge; labels: stage, group, topic, partition. Seconds since the newest processed event was produced, while lag > 0.
+    pub const CONSUMER_LAG_SECONDS: &str = "rag_consumer_lag_seconds";
+    /// Counter; labels: stage, group. Partition assignments and revocations.
+    pub const REBALANCES: &str = "rag_consumer_rebalances_total";
+    /// Counter; labels: producer, topic. Events whose delivery the broker confirmed.
+    pub const PRODUCED: &str = "rag_produced_events_total";
+    /// Counter; label: outcome (ok|failed). Files the upload command stored.
+    pub const UPLOADS: &str = "rag_uploads_total";
+}
+
+/// Label keys, shared so label spelling cannot drift.
+pub mod labels {
+    pub const STAGE: &str = "stage";
+    pub const TOPIC: &str = "topic";
+    pub const GROUP: &str = "group";
+    pub const PARTITION: &str = "partition";
+    pub const KIND: &str = "kind";
+    pub const REASON: &str = "reason";
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TelemetryError {
+    #[error("metrics exporter on {addr}: {message}")]
+    Exporter { addr: SocketAddr, message: String },
+    #[error("log setup: {0}")]
+    Logs(String),
+}
+
+/// Serves `/metrics` for Prometheus on `addr` from a background thread.
+pub fn install_metrics(addr: SocketAddr) -> Result<(), TelemetryError> {
+    let exporter_err = |e: &dyn std::fmt::Display| TelemetryError::Exporter { addr, message: e.to_string() };
+    PrometheusBuilder::new()
+        .with_http_listener(addr)
+        .set_buckets_for_metric(
+            Matcher::Suffix("_seconds".into()),
+            &[0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0],
+        )
+        .map_err(|e| exporter_err(&e))?
+        .install()
+        .map_err(|e| exporter_err(&e))?;
+    describe();
+    Ok(())
+}
+
+fn describe() {
+    use metrics::{describe_counter, describe_gauge, describe_histogram, Unit};
+    describe_counter!(names::EVENTS_IN, "Events received by a stage");
+    describe_counter!(names::EVENTS_OUT, "Events produced by a stage");
+    describe_counter!(names::EVENTS_FAILED, "Failed processing attempts");
+    describe_counter!(names::EVENTS_DUPLICATE, "Re-delivered events skipped because already applied");
+    describe_counter!(names::DEAD_LETTERS, "Events sent to the dead-letter topic");
+    describe_histogram!(names::PROCESSING_SECONDS, Unit::Seconds, "Time to process one event");
+    describe_gauge!(names::CONSUMER_LAG, "Log end offset minus the stage's next offset");
+    describe_gauge!(names::CONSUMER_NEXT_OFFSET, "Next offset the stage will process");
+    describe_gauge!(names::CONSUMER_LAG_SECONDS, Unit::Seconds, "Age of the newest processed event while behind");
+    describe_counter!(names::REBALANCES, "Consumer group rebalances seen by a stage");
+    describe_counter!(names::PRODUCED, "Events whose delivery the broker confirmed");
+}
+
+/// Structured logs to stderr; `json` gives one JSON object per line.
+/// The filter comes from `RUST_LOG` (default `info`).
+pub fn init_logs(json: bool) -> Result<(), TelemetryError> {
+    use tracing_subscriber::{fmt, EnvFilter};
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,rdkafka=warn,sqlx=warn"));
+    let builder = fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let result = if json { builder.json().try_init() } else { builder.compact().try_init() };
+    result.map_err(|e| TelemetryError::Logs(e.to_string()))
+}
