@@ -88,7 +88,8 @@ fn describe() {
 pub fn init_logs(json: bool) -> Result<(), TelemetryError> {
     use tracing_subscriber::{fmt, EnvFilter};
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,rdkafka=warn,sqlx=warn"));
-    let builder = fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let builder = fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);
     let result = if json { builder.json().try_init() } else { builder.compact().try_init() };
     result.map_err(|e| TelemetryError::Logs(e.to_string()))
 }

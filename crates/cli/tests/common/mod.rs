@@ -1,0 +1,293 @@
+//! Test harness: real broker, real Postgres, real S3 from `scripts/stack up`.
+//! Each test gets a fresh database and its own topic prefix (hence its own
+//! topics and consumer groups), so tests run in parallel without seeing each
+//! other, as in zero-to-production's `tests/api/helpers.rs`.
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rag_bus::{BusConfig, EventProducer};
+use rag_events::{Codec, DocumentUploaded, Envelope, Topics};
+use rag_store::sqlx::{self, PgPool};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+/// The stack's environment: the process environment, else `.local/env`.
+pub fn stack_env() -> HashMap<String, String> {
+    let mut env = HashMap::new();
+    let file = repo_root().join(".local/env");
+    if let Ok(text) = std::fs::read_to_string(&file) {
+        for line in text.lines() {
+            if let Some((k, v)) = line.trim().trim_start_matches("export ").split_once('=') {
+                env.insert(k.to_string(), v.to_string());
+            }
+        }
+    }
+    for k in ["KAFKA_BROKERS", "DATABASE_URL", "S3_ENDPOINT", "S3_REGION", "S3_BUCKET", "S3_ACCESS_KEY", "S3_SECRET_KEY", "RAG_ENGINE_TANSU_BIN"] {
+        if let Ok(v) = std::env::var(k) {
+            env.insert(k.to_string(), v);
+        }
+    }
+    assert!(
+        env.contains_key("KAFKA_BROKERS") && env.contains_key("DATABASE_URL"),
+        "the local stack is not configured: run `scripts/stack up` first (it writes .local/env)"
+    );
+    env
+}
+
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+pub async fn wait_until<F, Fut>(what: &str, timeout: Duration, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let start = Instant::now();
+    loop {
+        if check().await {
+            return;
+        }
+        assert!(start.elapsed() < timeout, "timed out after {timeout:?} waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+pub struct TestEnv {
+    pub env: HashMap<String, String>,
+    pub prefix: String,
+    pub db_name: String,
+    pub pool: PgPool,
+    pub admin_url: String,
+    pub workspace: String,
+    pub codec: Codec,
+}
+
+pub const PARTITIONS: i32 = 4;
+
+impl TestEnv {
+    pub async fn new() -> TestEnv {
+        Self::with_brokers(None).await
+    }
+
+    /// A test environment; `brokers` overrides the stack's broker (tests
+    /// that restart their own broker).
+    pub async fn with_brokers(brokers: Option<String>) -> TestEnv {
+        let mut env = stack_env();
+        if let Some(b) = brokers {
+            env.insert("KAFKA_BROKERS".into(), b);
+        }
+        let id = uuid::Uuid::new_v4().simple().to_string();
+        let prefix = format!("t{}.", &id[..12]);
+        let db_name = format!("test_{}", &id[..16]);
+        let base = env["DATABASE_URL"].clone();
+        let (server, _) = base.rsplit_once('/').unwrap();
+        let admin_url = format!("{server}/postgres");
+        let admin = PgPool::connect(&admin_url).await.expect("connect to the stack's Postgres");
+        sqlx::query(&format!("CREATE DATABASE {db_name}")).execute(&admin).await.unwrap();
+        admin.close().await;
+        let url = format!("{server}/{db_name}");
+        env.insert("DATABASE_URL".into(), url.clone());
+        env.insert("TOPIC_PREFIX".into(), prefix.clone());
+        env.insert("TOPIC_PARTITIONS".into(), PARTITIONS.to_string());
+        env.insert("DATABASE_MAX_CONNECTIONS".into(), "4".into());
+        env.insert("LAG_INTERVAL_SECS".into(), "1".into());
+        env.insert("KAFKA_SESSION_TIMEOUT_MS".into(), "6000".into());
+        let pool = PgPool::connect(&url).await.unwrap();
+        rag_store::migrate(&pool).await.unwrap();
+        let te = TestEnv {
+            env,
+            prefix,
+            db_name,
+            pool,
+            admin_url,
+            workspace: format!("ws-{}", &id[16..28]),
+            codec: Codec::embedded().unwrap(),
+        };
+        te.ensure_topics().await;
+        te
+    }
+
+    pub async fn ensure_topics(&self) {
+        let bus = self.bus();
+        let mut last = None;
+        for _ in 0..50 {
+            match rag_bus::admin::ensure_topics(&bus).await {
+                Ok(_) => return,
+                Err(e) => last = Some(e),
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        panic!("creating topics: {last:?}");
+    }
+
+    pub fn topics(&self) -> Topics {
+        Topics::new(self.prefix.clone())
+    }
+
+    pub fn bus(&self) -> BusConfig {
+        BusConfig {
+            brokers: self.env["KAFKA_BROKERS"].clone(),
+            topics: self.topics(),
+            partitions: PARTITIONS,
+            fetch_wait_max_ms: 20,
+            max_retries: 3,
+            retry_backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_secs(2),
+            lag_interval: Duration::from_secs(1),
+            session_timeout_ms: 6000,
+        }
+    }
+
+    pub fn producer(&self) -> EventProducer {
+        EventProducer::new(&self.bus(), self.codec.clone(), "test").unwrap()
+    }
+
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_rag-engine"));
+        cmd.args(args).envs(&self.env).env("RUST_LOG", "info,rdkafka=warn,sqlx=warn").kill_on_drop(true);
+        cmd
+    }
+
+    /// Runs a command to completion; returns (status ok, stdout, stderr).
+    pub async fn run(&self, args: &[&str]) -> (bool, String, String) {
+        let out = self.command(args).stdin(Stdio::null()).output().await.unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).to_string(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    }
+
+    /// Starts a long-running process (a stage) with its stderr captured.
+    pub fn spawn(&self, args: &[&str], extra_env: &[(&str, &str)]) -> Process {
+        let metrics_port = free_port();
+        let mut cmd = self.command(args);
+        cmd.env("METRICS_ADDR", format!("127.0.0.1:{metrics_port}"));
+        for (k, v) in extra_env {
+            cmd.env(k, v);
+        }
+        cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let stderr = child.stderr.take().unwrap();
+        let sink = lines.clone();
+        let tag = args.join(" ");
+        tokio::spawn(async move {
+            let mut reader = BufReader::new(stderr).lines();
+            while let Ok(Some(line)) = reader.next_line().await {
+                eprintln!("[{tag}] {line}");
+                sink.lock().unwrap().push(line);
+            }
+        });
+        Process { child, lines, metrics_port }
+    }
+
+    pub fn uploaded_event(&self, filename: &str) -> DocumentUploaded {
+        DocumentUploaded {
+            envelope: Envelope::originating(&self.workspace, "test@0"),
+            document_id: uuid::Uuid::new_v4().to_string(),
+            blob_uri: format!("s3://{}/test/{filename}", self.env.get("S3_BUCKET").map(String::as_str).unwrap_or("rag-engine")),
+            filename: filename.to_string(),
+            content_type: "text/plain".into(),
+            size_bytes: 3,
+            sha256: "0".repeat(64),
+            uploaded_by: "test".into(),
+            metadata: HashMap::new(),
+        }
+    }
+
+    pub async fn document_count(&self) -> i64 {
+        sqlx::query_scalar("SELECT count(*) FROM documents").fetch_one(&self.pool).await.unwrap()
+    }
+
+    pub async fn document_ids(&self) -> Vec<String> {
+        let ids: Vec<uuid::Uuid> =
+            sqlx::query_scalar("SELECT id FROM documents ORDER BY id").fetch_all(&self.pool).await.unwrap();
+        ids.into_iter().map(|i| i.to_string()).collect()
+    }
+
+    /// Sum of the projector's stored next offsets over every partition.
+    pub async fn stored_offsets_sum(&self, group: &str) -> i64 {
+        sqlx::query_scalar::<_, Option<i64>>(
+            "SELECT sum(next_offset)::bigint FROM consumer_offsets WHERE consumer_group = $1",
+        )
+        .bind(format!("{}{group}", self.prefix))
+        .fetch_one(&self.pool)
+        .await
+        .unwrap()
+        .unwrap_or(0)
+    }
+
+    pub async fn cleanup(self) {
+        self.pool.close().await;
+        if let Ok(admin) = PgPool::connect(&self.admin_url).await {
+            let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.db_name)).execute(&admin).await;
+            admin.close().await;
+        }
+    }
+}
+
+pub struct Process {
+    pub child: Child,
+    pub lines: Arc<Mutex<Vec<String>>>,
+    pub metrics_port: u16,
+}
+
+impl Process {
+    pub fn saw(&self, needle: &str) -> bool {
+        self.lines.lock().unwrap().iter().any(|l| l.contains(needle))
+    }
+
+    pub fn count(&self, needle: &str) -> usize {
+        self.lines.lock().unwrap().iter().filter(|l| l.contains(needle)).count()
+    }
+
+    pub async fn wait_for_line(&self, needle: &str, timeout: Duration) {
+        wait_until(&format!("a log line containing {needle:?}"), timeout, || async { self.saw(needle) }).await;
+    }
+
+    pub async fn metrics(&self) -> String {
+        let url = format!("http://127.0.0.1:{}/metrics", self.metrics_port);
+        match reqwest::get(&url).await {
+            Ok(r) => r.text().await.unwrap_or_default(),
+            Err(_) => String::new(),
+        }
+    }
+
+    /// Value of a counter/gauge summed over the series whose labels contain
+    /// every given `label="value"` fragment.
+    pub async fn metric_sum(&self, name: &str, fragments: &[&str]) -> f64 {
+        sum_metric(&self.metrics().await, name, fragments)
+    }
+
+    pub async fn sigkill(&mut self) {
+        self.child.kill().await.unwrap();
+    }
+
+    /// SIGTERM, then wait for the exit status.
+    pub async fn terminate(&mut self, timeout: Duration) -> std::process::ExitStatus {
+        let pid = self.child.id().expect("process still running");
+        let status = std::process::Command::new("kill").arg("-TERM").arg(pid.to_string()).status().unwrap();
+        assert!(status.success());
+        tokio::time::timeout(timeout, self.child.wait()).await.expect("process did not stop after SIGTERM").unwrap()
+    }
+}
+
+pub fn sum_metric(text: &str, name: &str, fragments: &[&str]) -> f64 {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter(|l| l.starts_with(name) && l[name.len()..].starts_with(['{', ' ']))
+        .filter(|l| fragments.iter().all(|f| l.contains(f)))
+        .filter_map(|l| l.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok()))
+        .sum()
+}

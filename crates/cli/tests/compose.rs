@@ -1,0 +1,163 @@
+//! No Docker engine runs here, so docker-compose.yml is checked statically:
+//! every service the binary needs is there, every setting whose default only
+//! works on a developer machine (127.0.0.1) is overridden, hosts name real
+//! services, credentials agree, and Prometheus/Grafana are wired.
+
+mod common;
+
+use std::collections::{BTreeSet, HashMap};
+
+use serde_yaml::Value;
+
+fn compose() -> Value {
+    let text = std::fs::read_to_string(common::repo_root().join("docker-compose.yml")).unwrap();
+    serde_yaml::from_str(&text).expect("docker-compose.yml is valid YAML")
+}
+
+fn env_of(service: &Value) -> HashMap<String, String> {
+    let mut out = HashMap::new();
+    match &service["environment"] {
+        Value::Mapping(m) => {
+            for (k, v) in m {
+                let v = match v {
+                    Value::String(s) => s.clone(),
+                    Value::Number(n) => n.to_string(),
+                    Value::Bool(b) => b.to_string(),
+                    other => panic!("unexpected env value {other:?}"),
+                };
+                out.insert(k.as_str().unwrap().to_string(), v);
+            }
+        }
+        Value::Sequence(s) => {
+            for item in s {
+                let (k, v) = item.as_str().unwrap().split_once('=').unwrap();
+                out.insert(k.to_string(), v.to_string());
+            }
+        }
+        _ => {}
+    }
+    out
+}
+
+/// `[env: NAME=...] [default: VALUE]` pairs from `rag-engine --help`.
+fn env_defaults() -> Vec<(String, String)> {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rag-engine")).arg("--help").output().unwrap();
+    let help = String::from_utf8(out.stdout).unwrap().replace('\n', " ");
+    let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut pairs = Vec::new();
+    for part in help.split("[env: ").skip(1) {
+        let name: String = part.chars().take_while(|c| c.is_ascii_uppercase() || *c == '_' || c.is_ascii_digit()).collect();
+        let default = part
+            .split_once("[default: ")
+            .and_then(|(before, after)| (!before.contains("[env: ")).then_some(after))
+            .and_then(|a| a.split_once(']'))
+            .map(|(d, _)| d.to_string())
+            .unwrap_or_default();
+        pairs.push((name, default));
+    }
+    pairs
+}
+
+fn host_of(url: &str) -> String {
+    let rest = url.split_once("://").map(|(_, r)| r).unwrap_or(url);
+    let rest = rest.rsplit_once('@').map(|(_, r)| r).unwrap_or(rest);
+    rest.split([':', '/']).next().unwrap().to_string()
+}
+
+#[test]
+fn compose_has_every_service_and_setting_the_binary_needs() {
+    let doc = compose();
+    let services = doc["services"].as_mapping().expect("services");
+    let names: BTreeSet<String> = services.keys().map(|k| k.as_str().unwrap().to_string()).collect();
+    for needed in ["kafka", "postgres", "minio", "prometheus", "grafana", "rag-engine", "rag-engine-init"] {
+        assert!(names.contains(needed), "docker-compose.yml lacks service {needed}");
+    }
+    let kafka = &doc["services"]["kafka"];
+    let kenv = env_of(kafka);
+    assert!(kenv["KAFKA_PROCESS_ROLES"].contains("controller"), "Kafka runs in KRaft mode");
+    assert_eq!(kenv["KAFKA_AUTO_CREATE_TOPICS_ENABLE"], "false");
+    assert!(doc["services"]["postgres"]["image"].as_str().unwrap().contains("pgvector"));
+
+    let defaults = env_defaults();
+    assert!(defaults.len() >= 15, "parsed the --help environment list: {defaults:?}");
+    for svc in ["rag-engine", "rag-engine-init"] {
+        let env = env_of(&doc["services"][svc]);
+        for (name, default) in &defaults {
+            if default.contains("127.0.0.1") {
+                let v = env.get(name).unwrap_or_else(|| panic!("{svc} must set {name} (its default {default} is local)"));
+                assert!(!v.contains("127.0.0.1") && !v.contains("localhost") || name == "METRICS_ADDR", "{svc}: {name}={v}");
+            }
+        }
+        assert_eq!(env["METRICS_ADDR"], "0.0.0.0:9464", "{svc}: metrics must be reachable by Prometheus");
+        // Hosts name services of this file.
+        for key in ["KAFKA_BROKERS", "DATABASE_URL", "S3_ENDPOINT"] {
+            for part in env[key].split(',') {
+                let host = host_of(part);
+                assert!(names.contains(&host), "{svc}: {key} points at {host}, not a compose service");
+            }
+        }
+        // Credentials agree with the servers.
+        let minio = env_of(&doc["services"]["minio"]);
+        assert_eq!(env["S3_ACCESS_KEY"], minio["MINIO_ROOT_USER"]);
+        assert_eq!(env["S3_SECRET_KEY"], minio["MINIO_ROOT_PASSWORD"]);
+        let pg = env_of(&doc["services"]["postgres"]);
+        let url = &env["DATABASE_URL"];
+        assert!(url.contains(&format!("{}:{}@", pg["POSTGRES_USER"], pg["POSTGRES_PASSWORD"])), "{url}");
+        assert!(url.ends_with(&format!("/{}", pg["POSTGRES_DB"])), "{url}");
+    }
+    let run = doc["services"]["rag-engine"]["command"].as_sequence().unwrap();
+    assert_eq!(run[0].as_str(), Some("run"));
+    assert_eq!(doc["services"]["rag-engine-init"]["command"][0].as_str(), Some("init"));
+
+    // Prometheus scrapes every rag-engine process on its metrics port.
+    let prom_mount = doc["services"]["prometheus"]["volumes"][0].as_str().unwrap();
+    let prom_file = prom_mount.split(':').next().unwrap();
+    let prom: Value =
+        serde_yaml::from_str(&std::fs::read_to_string(common::repo_root().join(prom_file)).unwrap()).unwrap();
+    let sd = &prom["scrape_configs"][0]["dns_sd_configs"][0];
+    assert_eq!(sd["names"][0].as_str(), Some("rag-engine"));
+    assert_eq!(sd["port"].as_u64(), Some(9464));
+
+    // Grafana is provisioned from dashboards/.
+    let mounts: Vec<String> = doc["services"]["grafana"]["volumes"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect();
+    assert!(mounts.iter().any(|m| m.starts_with("./dashboards/provisioning:/etc/grafana/provisioning")));
+    assert!(mounts.iter().any(|m| m.starts_with("./dashboards:/var/lib/grafana/dashboards")));
+    assert!(common::repo_root().join("dashboards/provisioning/datasources/prometheus.yml").exists());
+    assert!(common::repo_root().join("dashboards/provisioning/dashboards/rag-engine.yml").exists());
+}
+
+#[test]
+fn dashboard_queries_only_metrics_the_code_exports() {
+    let text = std::fs::read_to_string(common::repo_root().join("dashboards/rag-engine-stages.json")).unwrap();
+    let dash: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let panels = dash["panels"].as_array().unwrap();
+    assert!(panels[0]["title"].as_str().unwrap().to_lowercase().contains("lag"), "stage lag comes first");
+    let known = [
+        rag_telemetry::names::EVENTS_IN,
+        rag_telemetry::names::EVENTS_OUT,
+        rag_telemetry::names::EVENTS_FAILED,
+        rag_telemetry::names::EVENTS_DUPLICATE,
+        rag_telemetry::names::DEAD_LETTERS,
+        rag_telemetry::names::PROCESSING_SECONDS,
+        rag_telemetry::names::CONSUMER_LAG,
+        rag_telemetry::names::CONSUMER_LAG_SECONDS,
+        rag_telemetry::names::CONSUMER_NEXT_OFFSET,
+        rag_telemetry::names::REBALANCES,
+    ];
+    for p in panels {
+        for target in p["targets"].as_array().unwrap() {
+            let expr = target["expr"].as_str().unwrap();
+            for word in expr.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+                if word.starts_with("rag_") {
+                    let base = word.trim_end_matches("_bucket").trim_end_matches("_sum").trim_end_matches("_count");
+                    assert!(known.contains(&base), "dashboard queries {word}, which the code does not export");
+                }
+            }
+        }
+    }
+}
