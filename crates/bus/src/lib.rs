@@ -26,6 +26,7 @@ pub mod headers {
     pub const SCHEMA_FINGERPRINT: &str = "schema-fingerprint";
     pub const EVENT_ID: &str = "event-id";
     pub const CORRELATION_ID: &str = "correlation-id";
+    pub const WORKSPACE_ID: &str = "workspace-id";
     pub const CONTENT_TYPE: &str = "content-type";
     /// W3C trace context of the producing span, when there is one.
     pub const TRACEPARENT: &str = "traceparent";

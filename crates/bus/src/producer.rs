@@ -8,6 +8,27 @@ use rdkafka::producer::{FutureProducer, FutureRecord};
 
 use crate::{headers, BusConfig, BusError};
 
+/// W3C trace context derived from the envelope: the whole chain started by
+/// one upload or question shares a trace id (its correlation id), and each
+/// event is a span (its event id). Deterministic, so a re-produced event
+/// carries the same context.
+pub fn traceparent(env: &rag_events::Envelope) -> String {
+    fn hex_of(id: &str, len: usize) -> String {
+        let mut hex: String = id.chars().filter(|c| c.is_ascii_hexdigit()).map(|c| c.to_ascii_lowercase()).collect();
+        if hex.len() < len || hex.chars().all(|c| c == '0') {
+            // Not a UUID: fall back to a stable digest of the text.
+            let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+            for b in id.bytes() {
+                h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+            }
+            hex = format!("{h:016x}{:016x}", h.rotate_left(29) ^ 0x9e37_79b9_7f4a_7c15);
+        }
+        hex.truncate(len);
+        hex
+    }
+    format!("00-{}-{}-01", hex_of(&env.correlation_id, 32), hex_of(&env.event_id, 16))
+}
+
 /// Where a produced record landed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Delivered {
@@ -64,6 +85,8 @@ impl EventProducer {
             (headers::SCHEMA_FINGERPRINT.to_string(), fingerprint.into_bytes()),
             (headers::EVENT_ID.to_string(), env.event_id.as_bytes().to_vec()),
             (headers::CORRELATION_ID.to_string(), env.correlation_id.as_bytes().to_vec()),
+            (headers::WORKSPACE_ID.to_string(), env.workspace_id.as_bytes().to_vec()),
+            (headers::TRACEPARENT.to_string(), traceparent(env).into_bytes()),
             (headers::CONTENT_TYPE.to_string(), b"application/vnd.apache.avro.single-object".to_vec()),
         ];
         let topic = self.cfg.topics.of(E::TYPE);

@@ -289,9 +289,10 @@ async fn consume<P: Processor>(
             continue;
         }
 
+        let text = |name| msg.header(name).and_then(|v| std::str::from_utf8(v).ok()).unwrap_or("");
         let span = info_span!("event", stage = %spec.name, topic = %msg.topic, partition = msg.partition,
-            offset = msg.offset, key = msg.key_str().unwrap_or(""),
-            event_id = msg.header(headers::EVENT_ID).and_then(|v| std::str::from_utf8(v).ok()).unwrap_or(""));
+            offset = msg.offset, key = msg.key_str().unwrap_or(""), workspace_id = text(headers::WORKSPACE_ID),
+            event_id = text(headers::EVENT_ID), traceparent = text(headers::TRACEPARENT));
         let handled = handle(cfg, spec, processor, dlq, &msg, shutdown).instrument(span).await?;
         if !handled {
             // Shutdown during a retry: leave the offset unstored.

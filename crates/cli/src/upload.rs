@@ -177,6 +177,10 @@ async fn upload_one(
     content_type: &str,
     metadata: &HashMap<String, String>,
 ) -> anyhow::Result<(String, String, String, u64)> {
+    let on_disk = tokio::fs::metadata(path).await.with_context(|| path.display().to_string())?.len();
+    if on_disk > s.upload_max_bytes {
+        anyhow::bail!("file is {on_disk} bytes, over the limit of {} (UPLOAD_MAX_BYTES)", s.upload_max_bytes);
+    }
     let (sha256, size) = rag_blobs::hash_file(path).await?;
     if size > s.upload_max_bytes {
         anyhow::bail!("file is {size} bytes, over the limit of {} (UPLOAD_MAX_BYTES)", s.upload_max_bytes);

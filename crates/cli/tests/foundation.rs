@@ -243,3 +243,29 @@ pub fn tempdir(tag: &str) -> std::path::PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn upload_reports_bad_files_and_keeps_going() {
+    let t = TestEnv::new().await;
+    let dir = tempdir("upload-bad");
+    std::fs::write(dir.join("ok.txt"), "small").unwrap();
+    std::fs::write(dir.join("huge.txt"), "x".repeat(5000)).unwrap();
+    let out = t
+        .command(&["upload", dir.to_str().unwrap(), "--workspace", &t.workspace])
+        .env("UPLOAD_MAX_BYTES", "1000")
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "a failed file makes the command fail");
+    assert!(stderr.contains("huge.txt") && stderr.contains("UPLOAD_MAX_BYTES"), "{stderr}");
+    assert!(stdout.contains("1 uploaded, 1 failed"), "{stdout}");
+
+    // A bad workspace id and a missing path are clear errors.
+    let (ok, _, err) = t.run(&["upload", dir.to_str().unwrap(), "--workspace", "../etc"]).await;
+    assert!(!ok && err.contains("invalid workspace id"), "{err}");
+    let (ok, _, err) = t.run(&["upload", "/definitely/not/here", "--workspace", &t.workspace]).await;
+    assert!(!ok && err.contains("/definitely/not/here"), "{err}");
+    t.cleanup().await;
+}
