@@ -1,0 +1,183 @@
+//! Document parsing without I/O: bytes in, the full raw text and the
+//! paragraph-level segments that tile it out.
+//!
+//! Supported: plain text, Markdown, HTML, PDF with a text layer, DOCX and
+//! Google Document AI JSON. Every failure is a [`ParseError`] with a stable
+//! [`ParseError::code`]; nothing here panics on hostile input (PDF
+//! extraction is additionally isolated with `catch_unwind`).
+
+mod docai;
+mod docx;
+mod html;
+mod pdf;
+pub mod segments;
+
+use serde::{Deserialize, Serialize};
+
+pub use segments::{char_slice, Block, Segment};
+
+pub const PARSER_NAME: &str = "rag-docparse";
+/// Bump when the output for the same input changes.
+pub const PARSER_VERSION: &str = "1";
+
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Largest input accepted.
+    pub max_bytes: u64,
+    /// Longest segment; longer paragraphs split at sentence boundaries.
+    pub max_segment_chars: usize,
+    /// Largest total of decompressed bytes read from an archive (DOCX).
+    pub max_unzipped_bytes: u64,
+    /// Largest decompressed/compressed ratio of an archive entry.
+    pub max_compression_ratio: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_bytes: 100 * 1024 * 1024,
+            max_segment_chars: 600,
+            max_unzipped_bytes: 256 * 1024 * 1024,
+            max_compression_ratio: 200,
+        }
+    }
+}
+
+/// The parser's output.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ParsedDocument {
+    pub format: Format,
+    pub full_text: String,
+    pub segments: Vec<Segment>,
+    /// Pages in the source (1 for formats without pages).
+    pub page_count: u32,
+    /// Zero-based pages that had no extractable text (scans without OCR).
+    pub pages_without_text: Vec<u32>,
+}
+
+impl ParsedDocument {
+    pub fn char_count(&self) -> u64 {
+        self.segments.last().map(|s| s.char_end).unwrap_or(0)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Format {
+    Text,
+    Markdown,
+    Html,
+    Pdf,
+    Docx,
+    DocAi,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParseError {
+    #[error("the file is empty")]
+    Empty,
+    #[error("unsupported content type {content_type:?} ({filename})")]
+    UnsupportedContentType { content_type: String, filename: String },
+    #[error("the file is {size} bytes, over the limit of {limit}")]
+    TooLarge { size: u64, limit: u64 },
+    #[error("the text is not valid UTF-8 (first bad byte at {0})")]
+    InvalidUtf8(usize),
+    #[error("corrupt PDF: {0}")]
+    CorruptPdf(String),
+    #[error("the PDF is encrypted and cannot be read without a password")]
+    EncryptedPdf,
+    #[error("corrupt DOCX: {0}")]
+    CorruptDocx(String),
+    #[error("decompression bomb: {0}")]
+    DecompressionBomb(String),
+    #[error("invalid Document AI JSON: {0}")]
+    InvalidDocAi(String),
+    #[error("no text could be extracted ({0})")]
+    NoText(String),
+}
+
+impl ParseError {
+    /// Stable machine-readable code, carried in DocumentParsed.failure.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ParseError::Empty => "empty_file",
+            ParseError::UnsupportedContentType { .. } => "unsupported_content_type",
+            ParseError::TooLarge { .. } => "too_large",
+            ParseError::InvalidUtf8(_) => "invalid_utf8",
+            ParseError::CorruptPdf(_) => "corrupt_pdf",
+            ParseError::EncryptedPdf => "encrypted_pdf",
+            ParseError::CorruptDocx(_) => "corrupt_docx",
+            ParseError::DecompressionBomb(_) => "decompression_bomb",
+            ParseError::InvalidDocAi(_) => "invalid_docai",
+            ParseError::NoText(_) => "no_text",
+        }
+    }
+}
+
+/// Decides the format from the content type, falling back to the file
+/// extension when the type is generic.
+pub fn detect_format(content_type: &str, filename: &str) -> Option<Format> {
+    let ct = content_type.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    let by_type = match ct.as_str() {
+        "text/plain" => Some(Format::Text),
+        "text/markdown" | "text/x-markdown" => Some(Format::Markdown),
+        "text/html" | "application/xhtml+xml" => Some(Format::Html),
+        "application/pdf" => Some(Format::Pdf),
+        "application/vnd.openxmlformats-officedocument.wordprocessingml.document" => Some(Format::Docx),
+        "application/json" | "application/vnd.google.documentai+json" => Some(Format::DocAi),
+        _ => None,
+    };
+    if by_type.is_some() {
+        return by_type;
+    }
+    if !(ct.is_empty() || ct == "application/octet-stream" || ct == "binary/octet-stream") {
+        return None;
+    }
+    let ext = filename.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()).unwrap_or_default();
+    match ext.as_str() {
+        "txt" | "text" => Some(Format::Text),
+        "md" | "markdown" => Some(Format::Markdown),
+        "html" | "htm" => Some(Format::Html),
+        "pdf" => Some(Format::Pdf),
+        "docx" => Some(Format::Docx),
+        "json" => Some(Format::DocAi),
+        _ => None,
+    }
+}
+
+/// Parses one document.
+pub fn parse(bytes: &[u8], content_type: &str, filename: &str, limits: &Limits) -> Result<ParsedDocument, ParseError> {
+    if bytes.len() as u64 > limits.max_bytes {
+        return Err(ParseError::TooLarge { size: bytes.len() as u64, limit: limits.max_bytes });
+    }
+    if bytes.is_empty() {
+        return Err(ParseError::Empty);
+    }
+    let format = detect_format(content_type, filename).ok_or_else(|| ParseError::UnsupportedContentType {
+        content_type: content_type.to_string(),
+        filename: filename.to_string(),
+    })?;
+    let (blocks, page_count) = match format {
+        Format::Text | Format::Markdown => (vec![Block { page_idx: 0, text: utf8(bytes)?.to_string() }], 1),
+        Format::Html => (html::blocks(utf8(bytes)?), 1),
+        Format::Pdf => pdf::blocks(bytes)?,
+        Format::Docx => docx::blocks(bytes, limits)?,
+        Format::DocAi => docai::blocks(utf8(bytes)?)?,
+    };
+    let (full_text, segments) = segments::assemble(&blocks, limits.max_segment_chars);
+    let mut pages_without_text: Vec<u32> =
+        (0..page_count).filter(|p| !segments.iter().any(|s| s.page_idx == *p)).collect();
+    if segments.is_empty() {
+        return Err(ParseError::NoText(match format {
+            Format::Pdf => format!("{page_count} page(s) without a text layer"),
+            _ => "the document holds only whitespace or markup".to_string(),
+        }));
+    }
+    pages_without_text.dedup();
+    Ok(ParsedDocument { format, full_text, segments, page_count, pages_without_text })
+}
+
+fn utf8(bytes: &[u8]) -> Result<&str, ParseError> {
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    std::str::from_utf8(bytes).map_err(|e| ParseError::InvalidUtf8(e.valid_up_to()))
+}
