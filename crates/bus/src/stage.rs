@@ -516,3 +516,8 @@ async fn report_lag(
         let _ = done.await;
     }
 }
+
+/// Counts an event a stage produced (the stage loop counts what comes in).
+pub fn record_out(stage: &str, topic: &str) {
+    counter!(names::EVENTS_OUT, labels::STAGE => stage.to_string(), labels::TOPIC => topic.to_string()).increment(1);
+}

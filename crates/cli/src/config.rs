@@ -67,6 +67,18 @@ pub struct Settings {
     /// Largest file `upload` accepts, in bytes.
     #[arg(long, env = "UPLOAD_MAX_BYTES", default_value_t = 100 * 1024 * 1024, global = true)]
     pub upload_max_bytes: u64,
+    /// Largest document the parser reads, in bytes (bigger ones fail with `too_large`).
+    #[arg(long, env = "PARSE_MAX_BYTES", default_value_t = 100 * 1024 * 1024, global = true)]
+    pub parse_max_bytes: u64,
+    /// Longest segment in characters; longer paragraphs split at sentence boundaries.
+    #[arg(long, env = "SEGMENT_MAX_CHARS", default_value_t = 600, global = true)]
+    pub segment_max_chars: usize,
+    /// Chunking profile `name@version` the chunker runs (shipped: default@1, fine@1).
+    #[arg(long, env = "CHUNKING_PROFILE", default_value = "default@1", global = true)]
+    pub chunking_profile: String,
+    /// Directory of the embedding model (model.safetensors + tokenizer.json); its tokenizer sets the chunk token budget.
+    #[arg(long, env = "EMBEDDING_MODEL_DIR", default_value = "", global = true)]
+    pub embedding_model_dir: String,
     /// Log format on stderr: text or json.
     #[arg(long, env = "LOG_FORMAT", default_value = "text", global = true, value_parser = ["text", "json"])]
     pub log_format: String,
@@ -97,6 +109,32 @@ impl Settings {
             max_connections: self.database_max_connections,
             connect_timeout: Duration::from_secs(10),
         }
+    }
+
+    pub fn parse_limits(&self) -> rag_docparse::Limits {
+        rag_docparse::Limits {
+            max_bytes: self.parse_max_bytes,
+            max_segment_chars: self.segment_max_chars,
+            ..rag_docparse::Limits::default()
+        }
+    }
+
+    pub fn chunking_profile(&self) -> anyhow::Result<rag_chunking::ChunkingProfile> {
+        rag_chunking::profile(&self.chunking_profile).ok_or_else(|| {
+            let known: Vec<String> = rag_chunking::profiles().iter().map(|p| p.id()).collect();
+            anyhow::anyhow!("unknown CHUNKING_PROFILE {:?}; known: {}", self.chunking_profile, known.join(", "))
+        })
+    }
+
+    /// The token counter of the embedding model, or a word counter (with a
+    /// warning) when no model directory is configured.
+    pub fn token_counter(&self) -> anyhow::Result<std::sync::Arc<dyn rag_chunking::TokenCounter>> {
+        if self.embedding_model_dir.is_empty() {
+            tracing::warn!("EMBEDDING_MODEL_DIR is not set: chunk budgets are counted in words, not word pieces");
+            return Ok(std::sync::Arc::new(rag_chunking::WordCounter));
+        }
+        let path = std::path::Path::new(&self.embedding_model_dir).join("tokenizer.json");
+        Ok(std::sync::Arc::new(rag_chunking::WordPieceCounter::from_file(&path)?))
     }
 
     pub fn blobs(&self) -> BlobConfig {

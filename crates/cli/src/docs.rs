@@ -15,6 +15,16 @@ pub enum DocsCommand {
         #[arg(long)]
         json: bool,
     },
+    /// The raw-text viewer: a document's segments with pages and character offsets.
+    Segments {
+        /// Document id.
+        id: uuid::Uuid,
+        #[arg(long, short)]
+        workspace: String,
+        /// Print as JSON (`{document_id, workspace_id, status, segments: [...]}`).
+        #[arg(long)]
+        json: bool,
+    },
     /// Show one document.
     Show {
         /// Document id.
@@ -71,13 +81,46 @@ pub async fn docs(s: &Settings, cmd: DocsCommand) -> anyhow::Result<ExitCode> {
             }
             println!("{} document(s)", rows.len());
         }
+        DocsCommand::Segments { id, workspace, json } => {
+            validate_workspace(&workspace)?;
+            let Some(d) = rag_store::documents::get(&pool, &workspace, id).await? else {
+                anyhow::bail!("document {id} not found in workspace {workspace}");
+            };
+            let segments = rag_store::pipeline::segments(&pool, &workspace, id).await?;
+            if json {
+                let v = serde_json::json!({"document_id": d.id, "workspace_id": d.workspace_id, "status": d.status,
+                                           "segments": segments});
+                println!("{}", serde_json::to_string_pretty(&v)?);
+                return Ok(ExitCode::SUCCESS);
+            }
+            if segments.is_empty() {
+                anyhow::bail!("document {id} has no segments yet (status {})", d.status);
+            }
+            let mut page = -1;
+            for seg in &segments {
+                if seg.page_idx != page {
+                    page = seg.page_idx;
+                    println!("── page {} ──", page + 1);
+                }
+                println!("[{}] {}..{}", seg.segment_index, seg.char_start, seg.char_end);
+                for line in seg.text.trim_end().lines() {
+                    println!("    {line}");
+                }
+            }
+            println!("{} segment(s), {} character(s)", segments.len(), segments.last().map(|s| s.char_end).unwrap_or(0));
+        }
         DocsCommand::Show { id, workspace, json } => {
             validate_workspace(&workspace)?;
             let Some(d) = rag_store::documents::get(&pool, &workspace, id).await? else {
                 anyhow::bail!("document {id} not found in workspace {workspace}");
             };
+            let mappings = rag_store::pipeline::chunk_mappings(&pool, &workspace, id).await?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&d)?);
+                let mut v = serde_json::to_value(&d)?;
+                v["chunks"] = serde_json::to_value(
+                    mappings.iter().filter(|m| Some(&m.chunking_version) == d.active_chunking_version.as_ref()).collect::<Vec<_>>(),
+                )?;
+                println!("{}", serde_json::to_string_pretty(&v)?);
             } else {
                 println!("id:            {}", d.id);
                 println!("workspace:     {}", d.workspace_id);
@@ -90,7 +133,9 @@ pub async fn docs(s: &Settings, cmd: DocsCommand) -> anyhow::Result<ExitCode> {
                 println!("size:          {}", human_size(d.size_bytes));
                 println!("sha256:        {}", d.sha256.as_deref().unwrap_or("-"));
                 println!("blob:          {}", d.blob_uri.as_deref().unwrap_or("-"));
-                println!("chunking:      {}", d.active_chunking_version.as_deref().unwrap_or("-"));
+                println!("pages:         {}", d.page_count.map(|p| p.to_string()).unwrap_or("-".into()));
+                println!("chunking:      {} ({} chunks)", d.active_chunking_version.as_deref().unwrap_or("-"),
+                    d.chunk_count.map(|c| c.to_string()).unwrap_or("-".into()));
                 println!("uploaded by:   {}", d.uploaded_by.as_deref().unwrap_or("-"));
                 println!("metadata:      {}", d.metadata);
             }

@@ -3,9 +3,9 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use rag_bus::{EventProducer, StageSpec};
-use rag_events::Codec;
-use rag_stages::projector;
+use rag_bus::{BusConfig, EventProducer, Processor, StageSpec};
+use rag_events::{Codec, EventType};
+use rag_stages::{chunker, failpoint::Failpoint, indexer, parser, projector};
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info};
 
@@ -15,8 +15,41 @@ use crate::config::Settings;
 pub enum StageName {
     /// Every stage below, in one process.
     All,
+    /// DocumentUploaded -> DocumentParsed.
+    Parser,
+    /// DocumentParsed -> DocumentChunked (CHUNKING_PROFILE).
+    Chunker,
+    /// DocumentChunked -> search index -> DocumentIngested.
+    Indexer,
     /// All events -> Postgres read models.
     Projector,
+}
+
+type StageTasks = tokio::task::JoinSet<(String, Result<(), rag_bus::BusError>)>;
+
+#[allow(clippy::too_many_arguments)]
+fn spawn_stage<P: Processor>(
+    tasks: &mut StageTasks,
+    bus: &BusConfig,
+    codec: &Codec,
+    name: &str,
+    group: String,
+    consumes: &[EventType],
+    processor: P,
+    shutdown: &CancellationToken,
+) -> anyhow::Result<()> {
+    let spec = StageSpec {
+        name: name.to_string(),
+        group,
+        topics: consumes.iter().map(|t| bus.topics.of(*t)).collect(),
+    };
+    let dlq = EventProducer::new(bus, codec.clone(), &format!("rag-engine/{name}-dlq"))?;
+    let (bus, shutdown, processor) = (bus.clone(), shutdown.clone(), Arc::new(processor));
+    tasks.spawn(async move {
+        let r = rag_bus::stage::run_stage(&bus, &spec, processor, dlq, shutdown).await;
+        (spec.name, r)
+    });
+    Ok(())
 }
 
 #[derive(Args, Debug)]
@@ -57,24 +90,38 @@ pub async fn run(s: &Settings, args: RunArgs) -> anyhow::Result<ExitCode> {
     rag_store::migrate(&pool).await.context("applying migrations")?;
     let codec = Codec::embedded()?;
     let topics = s.topics();
+    let blobs = rag_blobs::BlobStore::new(&s.blobs());
     let shutdown = CancellationToken::new();
-    let mut tasks = tokio::task::JoinSet::new();
+    let mut tasks: StageTasks = tokio::task::JoinSet::new();
 
     let wants = |stage: StageName| args.stage == StageName::All || args.stage == stage;
+    if wants(StageName::Parser) {
+        let output = EventProducer::new(&bus, codec.clone(), "rag-engine/parser")?;
+        let p = parser::Parser { blobs: blobs.clone(), output, limits: s.parse_limits() };
+        spawn_stage(&mut tasks, &bus, &codec, parser::STAGE, parser::GROUP.into(), parser::CONSUMES, p, &shutdown)?;
+    }
+    if wants(StageName::Chunker) {
+        let profile = s.chunking_profile()?;
+        let output = EventProducer::new(&bus, codec.clone(), "rag-engine/chunker")?;
+        let group = chunker::group(&profile);
+        let c = chunker::Chunker { blobs: blobs.clone(), output, profile, counter: s.token_counter()? };
+        spawn_stage(&mut tasks, &bus, &codec, chunker::STAGE, group, chunker::CONSUMES, c, &shutdown)?;
+    }
+    if wants(StageName::Indexer) {
+        let output = EventProducer::new(&bus, codec.clone(), "rag-engine/indexer")?;
+        let i = indexer::Indexer {
+            pool: pool.clone(),
+            blobs: blobs.clone(),
+            output,
+            group: bus.group_of(indexer::GROUP),
+            failpoint: Failpoint::from_env(),
+        };
+        spawn_stage(&mut tasks, &bus, &codec, indexer::STAGE, indexer::GROUP.into(), indexer::CONSUMES, i, &shutdown)?;
+    }
     if wants(StageName::Projector) {
         let group = bus.group_of(projector::GROUP);
-        let processor = Arc::new(projector::Projector::new(pool.clone(), codec.clone(), topics.clone(), group));
-        let spec = StageSpec {
-            name: projector::STAGE.to_string(),
-            group: projector::GROUP.to_string(),
-            topics: projector::CONSUMES.iter().map(|t| topics.of(*t)).collect(),
-        };
-        let dlq = EventProducer::new(&bus, codec.clone(), "rag-engine/projector")?;
-        let (bus, shutdown) = (bus.clone(), shutdown.clone());
-        tasks.spawn(async move {
-            let r = rag_bus::stage::run_stage(&bus, &spec, processor, dlq, shutdown).await;
-            (spec.name, r)
-        });
+        let p = projector::Projector::new(pool.clone(), blobs.clone(), codec.clone(), topics.clone(), group);
+        spawn_stage(&mut tasks, &bus, &codec, projector::STAGE, projector::GROUP.into(), projector::CONSUMES, p, &shutdown)?;
     }
 
     let mut failed = false;

@@ -92,7 +92,9 @@ pub fn split_long(paragraph: &str, max_chars: usize) -> Vec<String> {
     let mut current_len = 0;
     for unit in units {
         let len = unit.chars().count();
-        if current_len + len > max_chars && !current.is_empty() {
+        // Whitespace stays with the piece before it, so no piece is blank.
+        let blank = unit.trim().is_empty();
+        if current_len + len > max_chars && !current.is_empty() && !blank {
             pieces.push(std::mem::take(&mut current));
             current_len = 0;
         }
@@ -102,7 +104,21 @@ pub fn split_long(paragraph: &str, max_chars: usize) -> Vec<String> {
     if !current.is_empty() {
         pieces.push(current);
     }
-    pieces
+    // Leading whitespace can still form a blank piece: fold it into the next.
+    let mut merged: Vec<String> = Vec::with_capacity(pieces.len());
+    let mut carry = String::new();
+    for piece in pieces {
+        if piece.trim().is_empty() {
+            carry.push_str(&piece);
+        } else {
+            merged.push(std::mem::take(&mut carry) + &piece);
+        }
+    }
+    match merged.last_mut() {
+        Some(last) => last.push_str(&carry),
+        None => merged.push(carry),
+    }
+    merged
 }
 
 /// Builds the full text and its tiling segments from blocks in reading order.

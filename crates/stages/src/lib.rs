@@ -1,7 +1,11 @@
 //! Stage processors. Each is stateless and runs in a Kafka consumer group;
 //! scaling out means starting more instances.
 
+pub mod chunker;
+pub mod common;
 pub mod failpoint;
+pub mod indexer;
+pub mod parser;
 pub mod projector;
 
 pub use projector::Projector;

@@ -5,22 +5,33 @@
 //! point leaves either nothing or everything of that message, and a
 //! re-delivery is recognised and skipped.
 
+use rag_blobs::BlobStore;
 use rag_bus::{Inbound, Outcome, ProcessError, Processor, StartAt};
+use rag_chunking::Chunk;
+use rag_docparse::Segment;
 use rag_events::{AnyEvent, Codec, EventType, Topics};
 use rag_store::offsets::{self, Claim};
-use rag_store::{documents, sqlx::PgPool, StoreError};
+use rag_store::{documents, pipeline, sqlx::PgPool, StoreError};
 use tracing::{debug, info};
 
+use crate::common::fetch_verified;
 use crate::failpoint::Failpoint;
 
 pub const STAGE: &str = "projector";
 pub const GROUP: &str = "rag-projector";
 
 /// Events the projector consumes (today: what has a read model).
-pub const CONSUMES: &[EventType] = &[EventType::DocumentUploaded, EventType::DocumentDeleted];
+pub const CONSUMES: &[EventType] = &[
+    EventType::DocumentUploaded,
+    EventType::DocumentParsed,
+    EventType::DocumentChunked,
+    EventType::DocumentIngested,
+    EventType::DocumentDeleted,
+];
 
 pub struct Projector {
     pool: PgPool,
+    blobs: BlobStore,
     codec: Codec,
     topics: Topics,
     group: String,
@@ -30,12 +41,28 @@ pub struct Projector {
 impl Projector {
     /// `group` is the full consumer group name (deployment prefix included):
     /// offsets are stored under it.
-    pub fn new(pool: PgPool, codec: Codec, topics: Topics, group: String) -> Self {
-        Projector { pool, codec, topics, group, failpoint: Failpoint::from_env() }
+    pub fn new(pool: PgPool, blobs: BlobStore, codec: Codec, topics: Topics, group: String) -> Self {
+        Projector { pool, blobs, codec, topics, group, failpoint: Failpoint::from_env() }
     }
 }
 
-fn store_err(e: StoreError) -> ProcessError {
+/// Claims a dead-lettered message's offset so the partition moves past it.
+pub async fn skip_offset(pool: &PgPool, group: &str, msg: &Inbound) -> Result<(), ProcessError> {
+    let mut tx = pool.begin().await.map_err(|e| store_err(e.into()))?;
+    offsets::claim(&mut tx, group, &msg.topic, msg.partition, msg.offset).await.map_err(store_err)?;
+    tx.commit().await.map_err(|e| store_err(e.into()))?;
+    Ok(())
+}
+
+/// Where a partition resumes for a stage whose offsets live in Postgres.
+pub async fn stored_start(pool: &PgPool, group: &str, topic: &str, partition: i32) -> Result<StartAt, ProcessError> {
+    Ok(match offsets::load(pool, group, topic, partition).await.map_err(store_err)? {
+        Some(n) => StartAt::Offset(n),
+        None => StartAt::Beginning,
+    })
+}
+
+pub fn store_err(e: StoreError) -> ProcessError {
     if e.is_transient() {
         ProcessError::Transient(e.to_string())
     } else {
@@ -56,6 +83,26 @@ impl Processor for Projector {
                 format!("a {} event does not belong on {}", event.event_type(), msg.topic),
             ));
         }
+        // Claim-checked payloads are read before the transaction opens.
+        let mut segments: Vec<Segment> = Vec::new();
+        let mut chunks: Vec<Chunk> = Vec::new();
+        match &event {
+            AnyEvent::DocumentParsed(e) if e.failure.is_none() => {
+                if let Some(uri) = &e.segments_uri {
+                    let bytes = fetch_verified(&self.blobs, uri, e.segments_sha256.as_deref()).await?;
+                    segments = serde_json::from_slice(&bytes)
+                        .map_err(|err| ProcessError::permanent("invalid_segments", err.to_string()))?;
+                }
+            }
+            AnyEvent::DocumentChunked(e) if e.failure.is_none() => {
+                if let Some(uri) = &e.chunks_uri {
+                    let bytes = fetch_verified(&self.blobs, uri, e.chunks_sha256.as_deref()).await?;
+                    chunks = serde_json::from_slice(&bytes)
+                        .map_err(|err| ProcessError::permanent("invalid_chunks", err.to_string()))?;
+                }
+            }
+            _ => {}
+        }
         let mut tx = self.pool.begin().await.map_err(|e| store_err(e.into()))?;
         match offsets::claim(&mut tx, &self.group, &msg.topic, msg.partition, msg.offset).await.map_err(store_err)? {
             Claim::AlreadyApplied { next_offset } => {
@@ -75,8 +122,24 @@ impl Processor for Projector {
                 info!(workspace_id = %e.envelope.workspace_id, document_id = %e.document_id,
                       event_id = %e.envelope.event_id, "document deleted");
             }
-            // Later stages' read models land with their issues; the offset
-            // still advances so the partition moves on.
+            AnyEvent::DocumentParsed(e) => {
+                pipeline::apply_parsed(&mut tx, e, &segments).await.map_err(store_err)?;
+                info!(workspace_id = %e.envelope.workspace_id, document_id = %e.document_id,
+                      event_id = %e.envelope.event_id, segments = segments.len(),
+                      failure = e.failure.as_ref().map(|f| f.code.as_str()).unwrap_or(""), "document parsed");
+            }
+            AnyEvent::DocumentChunked(e) => {
+                pipeline::apply_chunked(&mut tx, e, &chunks).await.map_err(store_err)?;
+                info!(workspace_id = %e.envelope.workspace_id, document_id = %e.document_id,
+                      event_id = %e.envelope.event_id, chunks = chunks.len(), "document chunked");
+            }
+            AnyEvent::DocumentIngested(e) => {
+                pipeline::apply_ingested(&mut tx, e).await.map_err(store_err)?;
+                info!(workspace_id = %e.envelope.workspace_id, document_id = %e.document_id,
+                      event_id = %e.envelope.event_id, version = %e.chunking_version, "document ingested");
+            }
+            // Questions and answers get their read models with the answer
+            // orchestrator; the offset still advances so the partition moves on.
             _ => {}
         }
         Failpoint::hit(&self.failpoint, "projector-before-commit").await;
@@ -110,9 +173,6 @@ impl Processor for Projector {
     }
 
     async fn start_at(&self, topic: &str, partition: i32) -> Result<StartAt, ProcessError> {
-        Ok(match offsets::load(&self.pool, &self.group, topic, partition).await.map_err(store_err)? {
-            Some(n) => StartAt::Offset(n),
-            None => StartAt::Beginning,
-        })
+        stored_start(&self.pool, &self.group, topic, partition).await
     }
 }

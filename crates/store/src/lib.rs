@@ -5,6 +5,7 @@
 
 pub mod documents;
 pub mod offsets;
+pub mod pipeline;
 
 use std::time::Duration;
 

@@ -1,0 +1,240 @@
+//! Document pipeline on the real stack: upload -> parser -> chunker ->
+//! indexer, with the projector keeping documents, segments and chunk
+//! mappings current.
+
+mod common;
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::time::Duration;
+
+use common::*;
+use rag_store::sqlx;
+
+const WAIT: Duration = Duration::from_secs(120);
+
+fn docx(paragraphs: &[&str]) -> Vec<u8> {
+    let body: String = paragraphs.iter().map(|p| format!("<w:p><w:r><w:t>{p}</w:t></w:r></w:p>")).collect();
+    let xml = format!(r#"<?xml version="1.0"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>{body}</w:body></w:document>"#);
+    zip_of(&[("word/document.xml", xml.into_bytes())])
+}
+
+fn zip_of(files: &[(&str, Vec<u8>)]) -> Vec<u8> {
+    let mut buf = std::io::Cursor::new(Vec::new());
+    {
+        let mut z = zip::ZipWriter::new(&mut buf);
+        let opts = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
+        for (name, bytes) in files {
+            z.start_file(*name, opts).unwrap();
+            z.write_all(bytes).unwrap();
+        }
+        z.finish().unwrap();
+    }
+    buf.into_inner()
+}
+
+fn fixture(name: &str) -> Vec<u8> {
+    std::fs::read(repo_root().join("crates/docparse/tests/fixtures").join(name)).unwrap()
+}
+
+async fn statuses(t: &TestEnv) -> HashMap<String, (String, Option<String>)> {
+    let rows: Vec<(Option<String>, String, Option<String>)> =
+        sqlx::query_as("SELECT filename, status, failure_code FROM documents").fetch_all(&t.pool).await.unwrap();
+    rows.into_iter().map(|(f, s, c)| (f.unwrap_or_default(), (s, c))).collect()
+}
+
+async fn upload(t: &TestEnv, dir: &std::path::Path) -> serde_json::Value {
+    let out = t.command(&["upload", dir.to_str().unwrap(), "--workspace", &t.workspace, "--json"]).output().await.unwrap();
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+async fn count(t: &TestEnv, sql: &str) -> i64 {
+    sqlx::query_scalar(sql).fetch_one(&t.pool).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_format_ingests_and_bad_inputs_fail_with_their_reason() {
+    let t = TestEnv::new().await;
+    let _all = t.spawn(&["run", "all"], &[("PARSE_MAX_BYTES", "2000000")]);
+    let dir = std::env::temp_dir().join(format!("rag-engine-pipeline-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let w = |name: &str, bytes: &[u8]| std::fs::write(dir.join(name), bytes).unwrap();
+    w("notes.txt", "Chi phí vận chuyển tăng 7%.\n\nGiá nhiên liệu là nguyên nhân chính.".as_bytes());
+    w("readme.md", "# Guide\n\nExpense reports are due on the fifth working day.".as_bytes());
+    w("page.html", "<html><body><h1>Hướng dẫn</h1><p>Mỗi trích dẫn trỏ tới đoạn gốc.</p><script>x()</script></body></html>".as_bytes());
+    w("bao-cao.pdf", &fixture("bao-cao-tai-chinh-2023.pdf"));
+    w("scan.pdf", &fixture("scanned-second-page.pdf"));
+    w("letter.docx", &docx(&["Kính gửi Quý cổ đông,", "Cổ tức năm 2023 là 15% bằng tiền mặt."]));
+    let docai = serde_json::json!({"text": "Hóa đơn số 42\nTổng cộng 1.000.000 đồng\n",
+        "pages": [{"paragraphs": [
+            {"layout": {"textAnchor": {"textSegments": [{"endIndex": "14"}]}}},
+            {"layout": {"textAnchor": {"textSegments": [{"startIndex": "14", "endIndex": "39"}]}}}]}]});
+    w("ocr.json", docai.to_string().as_bytes());
+    // Bad inputs.
+    w("empty.txt", b"");
+    w("corrupt.pdf", b"%PDF-1.7\nthis is not a pdf body");
+    w("encrypted.pdf", &fixture("encrypted.pdf"));
+    w("program.exe", b"MZ\x90\x00binary");
+    w("latin1.txt", b"caf\xe9 cr\xe8me");
+    w("bomb.docx", &zip_of(&[("word/document.xml", b"<w:document/>".to_vec()), ("word/media/z.bin", vec![0u8; 30 * 1024 * 1024])]));
+    w("huge.txt", &vec![b'a'; 2_100_000]);
+    let uploaded = upload(&t, &dir).await;
+    assert_eq!(uploaded.as_array().unwrap().len(), 14);
+
+    wait_until("every document settles", WAIT, || async {
+        let s = statuses(&t).await;
+        s.len() == 14 && s.values().all(|(st, _)| st == "ingested" || st == "failed")
+    })
+    .await;
+    let s = statuses(&t).await;
+    for good in ["notes.txt", "readme.md", "page.html", "bao-cao.pdf", "scan.pdf", "letter.docx", "ocr.json"] {
+        assert_eq!(s[good].0, "ingested", "{good}: {:?}", s[good]);
+    }
+    let expect_failed = [
+        ("empty.txt", "empty_file"),
+        ("corrupt.pdf", "corrupt_pdf"),
+        ("encrypted.pdf", "encrypted_pdf"),
+        ("program.exe", "unsupported_content_type"),
+        ("latin1.txt", "invalid_utf8"),
+        ("bomb.docx", "decompression_bomb"),
+        ("huge.txt", "too_large"),
+    ];
+    for (name, code) in expect_failed {
+        assert_eq!(s[name], ("failed".to_string(), Some(code.to_string())), "{name}");
+    }
+    let reason: String = sqlx::query_scalar("SELECT failure_reason FROM documents WHERE filename = 'encrypted.pdf'")
+        .fetch_one(&t.pool).await.unwrap();
+    assert!(reason.contains("password"), "{reason}");
+
+    // The Vietnamese report keeps its pages; the viewer's JSON has them.
+    let id: uuid::Uuid = sqlx::query_scalar("SELECT id FROM documents WHERE filename = 'bao-cao.pdf'").fetch_one(&t.pool).await.unwrap();
+    let (ok, out, err) = t.run(&["docs", "segments", &id.to_string(), "--workspace", &t.workspace, "--json"]).await;
+    assert!(ok, "{err}");
+    let viewer: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(viewer["status"], "ingested");
+    let segs = viewer["segments"].as_array().unwrap();
+    let page_of = |needle: &str| segs.iter().find(|s| s["text"].as_str().unwrap().contains(needle)).unwrap()["page_idx"].as_i64().unwrap();
+    assert_eq!(page_of("1.245,6 tỷ đồng"), 0);
+    assert_eq!(page_of("Vốn chủ sở hữu"), 1);
+    assert_eq!(page_of("Rủi ro tỷ giá"), 2);
+    let pages: i32 = sqlx::query_scalar("SELECT page_count FROM documents WHERE id = $1").bind(id).fetch_one(&t.pool).await.unwrap();
+    assert_eq!(pages, 3);
+    let (ok, human, _) = t.run(&["docs", "segments", &id.to_string(), "--workspace", &t.workspace]).await;
+    assert!(ok && human.contains("── page 2 ──") && human.contains("Vốn chủ sở hữu"), "{human}");
+    // Another workspace cannot see it.
+    let (ok, _, err) = t.run(&["docs", "segments", &id.to_string(), "--workspace", "intruder"]).await;
+    assert!(!ok && err.contains("not found"), "{err}");
+
+    // In every ingested document: segments tile the full text, each chunk's
+    // range is the union of its segments', and the index holds that text.
+    let blobs = rag_blobs::BlobStore::new(&rag_blobs::BlobConfig {
+        endpoint: t.env["S3_ENDPOINT"].clone(),
+        region: "us-east-1".into(),
+        bucket: t.env["S3_BUCKET"].clone(),
+        access_key: t.env["S3_ACCESS_KEY"].clone(),
+        secret_key: t.env["S3_SECRET_KEY"].clone(),
+    });
+    let docs: Vec<(uuid::Uuid, String, String)> = sqlx::query_as(
+        "SELECT id, full_text_uri, active_chunking_version FROM documents WHERE status = 'ingested'",
+    )
+    .fetch_all(&t.pool)
+    .await
+    .unwrap();
+    assert_eq!(docs.len(), 7);
+    for (doc, uri, version) in docs {
+        assert_eq!(version, "default@1");
+        let full = String::from_utf8(blobs.get(blobs.key_of(&uri).unwrap()).await.unwrap()).unwrap();
+        let segs = rag_store::pipeline::segments(&t.pool, &t.workspace, doc).await.unwrap();
+        let rebuilt: String = segs.iter().map(|s| s.text.as_str()).collect();
+        assert_eq!(rebuilt, full, "segments tile the full text of {doc}");
+        for s in &segs {
+            assert_eq!(rag_docparse::char_slice(&full, s.char_start as u64, s.char_end as u64), s.text);
+        }
+        let maps = rag_store::pipeline::chunk_mappings(&t.pool, &t.workspace, doc).await.unwrap();
+        assert!(!maps.is_empty());
+        for m in &maps {
+            let first = &segs[m.segment_start_index as usize];
+            let last = &segs[m.segment_end_index as usize];
+            assert_eq!((m.char_start, m.char_end), (first.char_start, last.char_end));
+            assert_eq!((m.page_start, m.page_end), (first.page_idx, last.page_idx));
+            let content: String = sqlx::query_scalar("SELECT content FROM search_chunks WHERE chunk_id = $1")
+                .bind(&m.chunk_id).fetch_one(&t.pool).await.unwrap();
+            assert_eq!(content, rag_docparse::char_slice(&full, m.char_start as u64, m.char_end as u64));
+        }
+    }
+    // Vietnamese terms are indexed with diacritics and folded.
+    assert!(count(&t, "SELECT count(*) FROM search_terms WHERE term = 'vận'").await >= 1);
+    assert!(count(&t, "SELECT count(*) FROM search_terms WHERE term = '~van'").await >= 1);
+
+    // A re-delivered event changes nothing: produce every DocumentParsed and
+    // DocumentChunked again, byte for byte.
+    let before = (
+        count(&t, "SELECT count(*) FROM segments").await,
+        count(&t, "SELECT count(*) FROM chunk_mappings").await,
+        count(&t, "SELECT count(*) FROM search_chunks").await,
+        count(&t, "SELECT count(*) FROM search_terms").await,
+    );
+    let producer = t.producer();
+    for event in [rag_events::EventType::DocumentParsed, rag_events::EventType::DocumentChunked] {
+        let topic = t.topics().of(event);
+        for m in read_all(&t.env["KAFKA_BROKERS"], &topic).await {
+            use rdkafka::Message;
+            producer.send_raw(&topic, m.key(), m.payload().unwrap(), &[]).await.unwrap();
+        }
+    }
+    let ingested_topic = t.topics().of(rag_events::EventType::DocumentIngested);
+    wait_until("re-delivered events processed", WAIT, || async {
+        read_all(&t.env["KAFKA_BROKERS"], &ingested_topic).await.len() >= 14
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let after = (
+        count(&t, "SELECT count(*) FROM segments").await,
+        count(&t, "SELECT count(*) FROM chunk_mappings").await,
+        count(&t, "SELECT count(*) FROM search_chunks").await,
+        count(&t, "SELECT count(*) FROM search_terms").await,
+    );
+    assert_eq!(before, after, "re-delivery changed the read models");
+    assert_eq!(statuses(&t).await, s, "re-delivery changed a status");
+
+    // The next document still ingests.
+    let next = std::env::temp_dir().join(format!("rag-engine-next-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&next).unwrap();
+    std::fs::write(next.join("after.txt"), "Tài liệu tiếp theo vẫn được xử lý.").unwrap();
+    upload(&t, &next).await;
+    wait_until("the next document", WAIT, || async {
+        statuses(&t).await.get("after.txt").map(|(s, _)| s == "ingested").unwrap_or(false)
+    })
+    .await;
+    t.cleanup().await;
+}
+
+async fn read_all(brokers: &str, topic: &str) -> Vec<rdkafka::message::OwnedMessage> {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    let consumer: BaseConsumer = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .set("group.id", format!("reader-{}", uuid::Uuid::new_v4()))
+        .set("auto.offset.reset", "earliest")
+        .set("enable.auto.commit", "false")
+        .set("fetch.wait.max.ms", "20")
+        .create()
+        .unwrap();
+    let topic = topic.to_string();
+    tokio::task::spawn_blocking(move || {
+        consumer.subscribe(&[&topic]).unwrap();
+        let mut out = Vec::new();
+        let mut idle = 0;
+        while idle < 10 {
+            match consumer.poll(Duration::from_millis(200)) {
+                Some(Ok(m)) => {
+                    out.push(m.detach());
+                    idle = 0;
+                }
+                _ => idle += 1,
+            }
+        }
+        out
+    })
+    .await
+    .unwrap()
+}

@@ -1,0 +1,82 @@
+//! The chunker stage: DocumentParsed -> DocumentChunked, with one chunking
+//! profile. Its consumer group is per profile version, so starting a new
+//! profile re-chunks every retained DocumentParsed beside the old version.
+
+use std::sync::Arc;
+
+use rag_blobs::BlobStore;
+use rag_bus::{EventProducer, Inbound, Outcome, ProcessError, Processor};
+use rag_chunking::{ChunkingProfile, TokenCounter};
+use rag_docparse::Segment;
+use rag_events::{DocumentChunked, DocumentParsed, Envelope, EventType, Failure};
+use tracing::info;
+
+use crate::common::*;
+
+pub const STAGE: &str = "chunker";
+pub const CONSUMES: &[EventType] = &[EventType::DocumentParsed];
+
+/// Consumer group of a profile version.
+pub fn group(profile: &ChunkingProfile) -> String {
+    format!("rag-chunker.{}", profile.id())
+}
+
+pub struct Chunker {
+    pub blobs: BlobStore,
+    pub output: EventProducer,
+    pub profile: ChunkingProfile,
+    pub counter: Arc<dyn TokenCounter>,
+}
+
+impl Processor for Chunker {
+    async fn process(&self, msg: &Inbound) -> Result<Outcome, ProcessError> {
+        let input: DocumentParsed = decode(self.output.codec(), msg)?;
+        if input.failure.is_some() {
+            // Nothing to chunk; the projector already records the failure.
+            return Ok(Outcome::Applied);
+        }
+        let stage_id = format!("{STAGE}:{}", self.profile.id());
+        let mut out = DocumentChunked {
+            envelope: Envelope::caused_by(&input.envelope, &stage_id, format!("rag-engine/{STAGE}@{}", env!("CARGO_PKG_VERSION"))),
+            document_id: input.document_id.clone(),
+            chunking_profile: self.profile.name.clone(),
+            chunking_version: self.profile.id(),
+            chunk_count: None,
+            chunks_uri: None,
+            chunks_sha256: None,
+            failure: None,
+        };
+        let segments: Result<Vec<Segment>, ProcessError> = async {
+            let uri = input.segments_uri.as_deref().ok_or_else(|| ProcessError::permanent("invalid_event", "no segments_uri"))?;
+            let bytes = fetch_verified(&self.blobs, uri, input.segments_sha256.as_deref()).await?;
+            serde_json::from_slice(&bytes).map_err(|e| ProcessError::permanent("invalid_segments", e.to_string()))
+        }
+        .await;
+        let segments = match segments {
+            Ok(s) => s,
+            Err(ProcessError::Permanent { code, reason }) => {
+                out.failure = Some(Failure { code, message: reason });
+                self.output.send(&out).await.map_err(produce_err)?;
+                return Ok(Outcome::Applied);
+            }
+            Err(e) => return Err(e),
+        };
+        let (doc_id, profile, counter) = (input.document_id.clone(), self.profile.clone(), self.counter.clone());
+        let chunks = tokio::task::spawn_blocking(move || rag_chunking::chunk(&doc_id, &segments, &profile, counter.as_ref()))
+            .await
+            .map_err(|e| ProcessError::permanent("chunker_crashed", e.to_string()))?;
+        let json = serde_json::to_vec(&chunks).map_err(|e| ProcessError::permanent("encode", e.to_string()))?;
+        // Object keys stay plain ASCII without '@' (some S3 servers map keys to file names).
+        let kind = format!("chunks-{}-v{}", self.profile.name, self.profile.version);
+        let (uri, sha) = store_derived(&self.blobs, &input.envelope.workspace_id, &input.document_id, &kind, "json",
+            json, "application/json").await?;
+        out.chunk_count = Some(chunks.len() as i32);
+        out.chunks_uri = Some(uri);
+        out.chunks_sha256 = Some(sha);
+        info!(workspace_id = %input.envelope.workspace_id, document_id = %input.document_id,
+              version = %self.profile.id(), chunks = chunks.len(), "document chunked");
+        self.output.send(&out).await.map_err(produce_err)?;
+        rag_bus::stage::record_out(STAGE, &self.output.config().topics.of(EventType::DocumentChunked));
+        Ok(Outcome::Applied)
+    }
+}

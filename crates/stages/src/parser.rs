@@ -1,0 +1,102 @@
+//! The parser stage: DocumentUploaded -> DocumentParsed.
+//!
+//! Kafka -> Kafka, at-least-once: the output is produced (delivery awaited)
+//! before the input offset is stored. A bad document is not an error of the
+//! stage: it yields DocumentParsed with a failure, which marks the document
+//! failed with its reason.
+
+use rag_blobs::BlobStore;
+use rag_bus::{EventProducer, Inbound, Outcome, ProcessError, Processor};
+use rag_docparse::{Limits, ParseError};
+use rag_events::{DocumentParsed, DocumentUploaded, Envelope, EventType, Failure};
+use tracing::{info, warn};
+
+use crate::common::*;
+
+pub const STAGE: &str = "parser";
+pub const GROUP: &str = "rag-parser";
+pub const CONSUMES: &[EventType] = &[EventType::DocumentUploaded];
+
+pub struct Parser {
+    pub blobs: BlobStore,
+    pub output: EventProducer,
+    pub limits: Limits,
+}
+
+impl Parser {
+    fn parsed(&self, input: &DocumentUploaded) -> DocumentParsed {
+        DocumentParsed {
+            envelope: Envelope::caused_by(&input.envelope, STAGE, format!("rag-engine/{STAGE}@{}", env!("CARGO_PKG_VERSION"))),
+            document_id: input.document_id.clone(),
+            parser_name: rag_docparse::PARSER_NAME.to_string(),
+            parser_version: rag_docparse::PARSER_VERSION.to_string(),
+            page_count: None,
+            segment_count: None,
+            char_count: None,
+            full_text_uri: None,
+            full_text_sha256: None,
+            segments_uri: None,
+            segments_sha256: None,
+            failure: None,
+        }
+    }
+
+    async fn run(&self, input: &DocumentUploaded) -> Result<DocumentParsed, ProcessError> {
+        let mut out = self.parsed(input);
+        let fail = |mut out: DocumentParsed, code: &str, message: String| {
+            out.failure = Some(Failure { code: code.to_string(), message });
+            Ok(out)
+        };
+        if input.size_bytes as u64 > self.limits.max_bytes {
+            let e = ParseError::TooLarge { size: input.size_bytes as u64, limit: self.limits.max_bytes };
+            return fail(out, e.code(), e.to_string());
+        }
+        let bytes = match fetch_verified(&self.blobs, &input.blob_uri, Some(&input.sha256)).await {
+            Ok(b) => b,
+            Err(ProcessError::Permanent { code, reason }) => return fail(out, &code, reason),
+            Err(e) => return Err(e),
+        };
+        let (content_type, filename, limits) = (input.content_type.clone(), input.filename.clone(), self.limits.clone());
+        // Parsing is CPU work: keep it off the async workers.
+        let parsed = tokio::task::spawn_blocking(move || rag_docparse::parse(&bytes, &content_type, &filename, &limits))
+            .await
+            .map_err(|e| ProcessError::permanent("parser_crashed", e.to_string()))?;
+        let doc = match parsed {
+            Ok(d) => d,
+            Err(e) => return fail(out, e.code(), e.to_string()),
+        };
+        if !doc.pages_without_text.is_empty() {
+            warn!(pages = ?doc.pages_without_text, "pages without a text layer (no OCR configured): marked as having no text");
+        }
+        let ws = &input.envelope.workspace_id;
+        let segments_json = serde_json::to_vec(&doc.segments).map_err(|e| ProcessError::permanent("encode", e.to_string()))?;
+        let (text_uri, text_sha) = store_derived(&self.blobs, ws, &input.document_id, "text", "txt",
+            doc.full_text.clone().into_bytes(), "text/plain; charset=utf-8").await?;
+        let (seg_uri, seg_sha) = store_derived(&self.blobs, ws, &input.document_id, "segments", "json",
+            segments_json, "application/json").await?;
+        out.page_count = Some(doc.page_count as i32);
+        out.segment_count = Some(doc.segments.len() as i32);
+        out.char_count = Some(doc.char_count() as i64);
+        out.full_text_uri = Some(text_uri);
+        out.full_text_sha256 = Some(text_sha);
+        out.segments_uri = Some(seg_uri);
+        out.segments_sha256 = Some(seg_sha);
+        Ok(out)
+    }
+}
+
+impl Processor for Parser {
+    async fn process(&self, msg: &Inbound) -> Result<Outcome, ProcessError> {
+        let input: DocumentUploaded = decode(self.output.codec(), msg)?;
+        let out = self.run(&input).await?;
+        match &out.failure {
+            Some(f) => warn!(workspace_id = %input.envelope.workspace_id, document_id = %input.document_id,
+                             code = %f.code, reason = %f.message, "document could not be parsed"),
+            None => info!(workspace_id = %input.envelope.workspace_id, document_id = %input.document_id,
+                          pages = out.page_count, segments = out.segment_count, "document parsed"),
+        }
+        self.output.send(&out).await.map_err(produce_err)?;
+        rag_bus::stage::record_out(STAGE, &self.output.config().topics.of(EventType::DocumentParsed));
+        Ok(Outcome::Applied)
+    }
+}

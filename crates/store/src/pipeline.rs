@@ -1,0 +1,299 @@
+//! Read models of the document pipeline: parse, chunk and ingest facts on
+//! documents, the segments (raw viewer), the chunk mappings and the search
+//! index.
+
+use rag_chunking::Chunk;
+use rag_docparse::Segment;
+use rag_events::{DocumentChunked, DocumentIngested, DocumentParsed, Failure};
+use serde::Serialize;
+use sqlx::{PgPool, Postgres, Transaction};
+use uuid::Uuid;
+
+use crate::documents::DocumentStatus;
+use crate::StoreError;
+
+fn doc_id(id: &str) -> Result<Uuid, StoreError> {
+    Uuid::parse_str(id).map_err(|e| StoreError::Invalid(format!("document id {id:?}: {e}")))
+}
+
+/// Moves the status forward only; a late earlier event changes nothing else.
+async fn advance_status(
+    tx: &mut Transaction<'_, Postgres>,
+    id: Uuid,
+    workspace_id: &str,
+    status: DocumentStatus,
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "INSERT INTO documents (id, workspace_id, status, status_rank, updated_at)
+         VALUES ($1, $2, $3, $4, now())
+         ON CONFLICT (id) DO UPDATE SET
+            status = CASE WHEN documents.status_rank < EXCLUDED.status_rank THEN EXCLUDED.status ELSE documents.status END,
+            status_rank = GREATEST(documents.status_rank, EXCLUDED.status_rank),
+            updated_at = now()
+         WHERE documents.workspace_id = EXCLUDED.workspace_id",
+    )
+    .bind(id)
+    .bind(workspace_id)
+    .bind(status.as_str())
+    .bind(status.rank())
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+async fn fail(tx: &mut Transaction<'_, Postgres>, id: Uuid, workspace_id: &str, f: &Failure) -> Result<(), StoreError> {
+    advance_status(tx, id, workspace_id, DocumentStatus::Failed).await?;
+    sqlx::query(
+        "UPDATE documents SET failure_code = $2, failure_reason = $3 WHERE id = $1 AND status = 'failed'",
+    )
+    .bind(id)
+    .bind(&f.code)
+    .bind(&f.message)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// DocumentParsed: parse facts, the segments (replacing any earlier ones),
+/// status parsed; or failed with the reason.
+pub async fn apply_parsed(
+    tx: &mut Transaction<'_, Postgres>,
+    e: &DocumentParsed,
+    segments: &[Segment],
+) -> Result<(), StoreError> {
+    let id = doc_id(&e.document_id)?;
+    let ws = &e.envelope.workspace_id;
+    if let Some(f) = &e.failure {
+        return fail(tx, id, ws, f).await;
+    }
+    advance_status(tx, id, ws, DocumentStatus::Parsed).await?;
+    sqlx::query(
+        "UPDATE documents SET parser = $2, page_count = $3, segment_count = $4, char_count = $5,
+                full_text_uri = $6, segments_uri = $7
+         WHERE id = $1 AND workspace_id = $8",
+    )
+    .bind(id)
+    .bind(format!("{}@{}", e.parser_name, e.parser_version))
+    .bind(e.page_count)
+    .bind(e.segment_count)
+    .bind(e.char_count)
+    .bind(&e.full_text_uri)
+    .bind(&e.segments_uri)
+    .bind(ws)
+    .execute(&mut **tx)
+    .await?;
+    sqlx::query("DELETE FROM segments WHERE document_id = $1").bind(id).execute(&mut **tx).await?;
+    for batch in segments.chunks(1000) {
+        let idx: Vec<i32> = batch.iter().map(|s| s.segment_index as i32).collect();
+        let page: Vec<i32> = batch.iter().map(|s| s.page_idx as i32).collect();
+        let start: Vec<i64> = batch.iter().map(|s| s.char_start as i64).collect();
+        let end: Vec<i64> = batch.iter().map(|s| s.char_end as i64).collect();
+        let text: Vec<&str> = batch.iter().map(|s| s.text.as_str()).collect();
+        sqlx::query(
+            "INSERT INTO segments (document_id, workspace_id, segment_index, page_idx, char_start, char_end, text)
+             SELECT $1, $2, * FROM UNNEST($3::int[], $4::int[], $5::bigint[], $6::bigint[], $7::text[])",
+        )
+        .bind(id)
+        .bind(ws)
+        .bind(&idx)
+        .bind(&page)
+        .bind(&start)
+        .bind(&end)
+        .bind(&text)
+        .execute(&mut **tx)
+        .await?;
+    }
+    Ok(())
+}
+
+/// DocumentChunked: the chunk mappings of that version, status chunked.
+pub async fn apply_chunked(
+    tx: &mut Transaction<'_, Postgres>,
+    e: &DocumentChunked,
+    chunks: &[Chunk],
+) -> Result<(), StoreError> {
+    let id = doc_id(&e.document_id)?;
+    let ws = &e.envelope.workspace_id;
+    if let Some(f) = &e.failure {
+        return fail(tx, id, ws, f).await;
+    }
+    advance_status(tx, id, ws, DocumentStatus::Chunked).await?;
+    sqlx::query("DELETE FROM chunk_mappings WHERE document_id = $1 AND chunking_version = $2")
+        .bind(id)
+        .bind(&e.chunking_version)
+        .execute(&mut **tx)
+        .await?;
+    for batch in chunks.chunks(1000) {
+        let ids: Vec<&str> = batch.iter().map(|c| c.chunk_id.as_str()).collect();
+        let idx: Vec<i32> = batch.iter().map(|c| c.chunk_index as i32).collect();
+        let ps: Vec<i32> = batch.iter().map(|c| c.page_start as i32).collect();
+        let pe: Vec<i32> = batch.iter().map(|c| c.page_end as i32).collect();
+        let ss: Vec<i32> = batch.iter().map(|c| c.segment_start_index as i32).collect();
+        let se: Vec<i32> = batch.iter().map(|c| c.segment_end_index as i32).collect();
+        let cs: Vec<i64> = batch.iter().map(|c| c.char_start as i64).collect();
+        let ce: Vec<i64> = batch.iter().map(|c| c.char_end as i64).collect();
+        sqlx::query(
+            "INSERT INTO chunk_mappings (document_id, workspace_id, chunking_version, chunk_id, chunk_index, page_start,
+                                         page_end, segment_start_index, segment_end_index, char_start, char_end)
+             SELECT $1, $2, $3, * FROM UNNEST($4::text[], $5::int[], $6::int[], $7::int[], $8::int[], $9::int[],
+                                              $10::bigint[], $11::bigint[])
+             ON CONFLICT (chunk_id) DO NOTHING",
+        )
+        .bind(id)
+        .bind(ws)
+        .bind(&e.chunking_version)
+        .bind(&ids)
+        .bind(&idx)
+        .bind(&ps)
+        .bind(&pe)
+        .bind(&ss)
+        .bind(&se)
+        .bind(&cs)
+        .bind(&ce)
+        .execute(&mut **tx)
+        .await?;
+    }
+    Ok(())
+}
+
+/// DocumentIngested: the version becomes the document's active one.
+pub async fn apply_ingested(tx: &mut Transaction<'_, Postgres>, e: &DocumentIngested) -> Result<(), StoreError> {
+    let id = doc_id(&e.document_id)?;
+    let ws = &e.envelope.workspace_id;
+    if let Some(f) = &e.failure {
+        return fail(tx, id, ws, f).await;
+    }
+    advance_status(tx, id, ws, DocumentStatus::Ingested).await?;
+    sqlx::query(
+        "UPDATE documents SET active_chunking_version = $2, chunk_count = $3, embedding_model = $4,
+                embedding_dimension = $5
+         WHERE id = $1 AND workspace_id = $6 AND status <> 'deleted'",
+    )
+    .bind(id)
+    .bind(&e.chunking_version)
+    .bind(e.chunk_count)
+    .bind(&e.embedding_model)
+    .bind(e.embedding_dimension)
+    .bind(ws)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// One chunk for the search index, with its lexical terms and embedding.
+pub struct IndexedChunk<'a> {
+    pub chunk: &'a Chunk,
+    pub terms: std::collections::BTreeMap<String, u32>,
+    pub term_count: u32,
+    pub embedding: Option<Vec<f32>>,
+}
+
+/// Replaces a document's chunks of one chunking version in the search
+/// index (the indexer is its only writer).
+pub async fn replace_index(
+    tx: &mut Transaction<'_, Postgres>,
+    workspace_id: &str,
+    document_id: &str,
+    chunking_version: &str,
+    embedding_model: Option<&str>,
+    chunks: &[IndexedChunk<'_>],
+) -> Result<(), StoreError> {
+    let id = doc_id(document_id)?;
+    sqlx::query("DELETE FROM search_chunks WHERE document_id = $1 AND chunking_version = $2")
+        .bind(id)
+        .bind(chunking_version)
+        .execute(&mut **tx)
+        .await?;
+    for c in chunks {
+        let embedding = c.embedding.as_ref().map(|v| {
+            let parts: Vec<String> = v.iter().map(|x| x.to_string()).collect();
+            format!("[{}]", parts.join(","))
+        });
+        sqlx::query(
+            "INSERT INTO search_chunks (chunk_id, workspace_id, document_id, chunking_version, chunk_index, content,
+                                        term_count, page_start, page_end, char_start, char_end,
+                                        embedding_model, embedding_dimension, embedding)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14::vector)
+             ON CONFLICT (chunk_id) DO NOTHING",
+        )
+        .bind(&c.chunk.chunk_id)
+        .bind(workspace_id)
+        .bind(id)
+        .bind(chunking_version)
+        .bind(c.chunk.chunk_index as i32)
+        .bind(&c.chunk.text)
+        .bind(c.term_count as i32)
+        .bind(c.chunk.page_start as i32)
+        .bind(c.chunk.page_end as i32)
+        .bind(c.chunk.char_start as i64)
+        .bind(c.chunk.char_end as i64)
+        .bind(embedding.as_ref().and(embedding_model))
+        .bind(c.embedding.as_ref().map(|v| v.len() as i32))
+        .bind(embedding)
+        .execute(&mut **tx)
+        .await?;
+        let terms: Vec<&str> = c.terms.keys().map(String::as_str).collect();
+        let tfs: Vec<i32> = c.terms.values().map(|v| *v as i32).collect();
+        sqlx::query(
+            "INSERT INTO search_terms (chunk_id, workspace_id, term, tf)
+             SELECT $1, $2, * FROM UNNEST($3::text[], $4::int[]) ON CONFLICT DO NOTHING",
+        )
+        .bind(&c.chunk.chunk_id)
+        .bind(workspace_id)
+        .bind(&terms)
+        .bind(&tfs)
+        .execute(&mut **tx)
+        .await?;
+    }
+    Ok(())
+}
+
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct SegmentRow {
+    pub segment_index: i32,
+    pub page_idx: i32,
+    pub char_start: i64,
+    pub char_end: i64,
+    pub text: String,
+}
+
+/// The raw viewer: a document's segments in order, only within its workspace.
+pub async fn segments(pool: &PgPool, workspace_id: &str, document_id: Uuid) -> Result<Vec<SegmentRow>, StoreError> {
+    Ok(sqlx::query_as(
+        "SELECT segment_index, page_idx, char_start, char_end, text FROM segments
+         WHERE workspace_id = $1 AND document_id = $2 ORDER BY segment_index",
+    )
+    .bind(workspace_id)
+    .bind(document_id)
+    .fetch_all(pool)
+    .await?)
+}
+
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct ChunkMappingRow {
+    pub chunk_id: String,
+    pub chunking_version: String,
+    pub chunk_index: i32,
+    pub page_start: i32,
+    pub page_end: i32,
+    pub segment_start_index: i32,
+    pub segment_end_index: i32,
+    pub char_start: i64,
+    pub char_end: i64,
+}
+
+pub async fn chunk_mappings(
+    pool: &PgPool,
+    workspace_id: &str,
+    document_id: Uuid,
+) -> Result<Vec<ChunkMappingRow>, StoreError> {
+    Ok(sqlx::query_as(
+        "SELECT chunk_id, chunking_version, chunk_index, page_start, page_end, segment_start_index,
+                segment_end_index, char_start, char_end
+         FROM chunk_mappings WHERE workspace_id = $1 AND document_id = $2 ORDER BY chunking_version, chunk_index",
+    )
+    .bind(workspace_id)
+    .bind(document_id)
+    .fetch_all(pool)
+    .await?)
+}
