@@ -79,6 +79,27 @@ pub struct Settings {
     /// Directory of the embedding model (model.safetensors + tokenizer.json); its tokenizer sets the chunk token budget.
     #[arg(long, env = "EMBEDDING_MODEL_DIR", default_value = "", global = true)]
     pub embedding_model_dir: String,
+    /// Embedder of the indexer: `none` (lexical search only) or `openai` (any OpenAI-compatible /v1/embeddings).
+    #[arg(long, env = "EMBEDDER", default_value = "none", global = true, value_parser = ["none", "openai"])]
+    pub embedder: String,
+    /// Base URL of the OpenAI-compatible API, version included (requests go to {base}/embeddings).
+    #[arg(long, env = "EMBEDDING_BASE_URL", default_value = "", global = true)]
+    pub embedding_base_url: String,
+    /// Embedding model name (part of the index identity).
+    #[arg(long, env = "EMBEDDING_MODEL", default_value = "", global = true)]
+    pub embedding_model: String,
+    /// API key of the embedding provider.
+    #[arg(long, env = "EMBEDDING_API_KEY", default_value = "", global = true, hide_env_values = true)]
+    pub embedding_api_key: String,
+    /// Vector length of the embedding model (part of the index identity).
+    #[arg(long, env = "EMBEDDING_DIMENSION", default_value_t = 0, global = true)]
+    pub embedding_dimension: usize,
+    /// Texts per embedding request.
+    #[arg(long, env = "EMBEDDING_BATCH_SIZE", default_value_t = 64, global = true)]
+    pub embedding_batch_size: usize,
+    /// Timeout of one embedding request, in seconds.
+    #[arg(long, env = "EMBEDDING_TIMEOUT_SECS", default_value_t = 30, global = true)]
+    pub embedding_timeout_secs: u64,
     /// Log format on stderr: text or json.
     #[arg(long, env = "LOG_FORMAT", default_value = "text", global = true, value_parser = ["text", "json"])]
     pub log_format: String,
@@ -135,6 +156,35 @@ impl Settings {
         }
         let path = std::path::Path::new(&self.embedding_model_dir).join("tokenizer.json");
         Ok(std::sync::Arc::new(rag_chunking::WordPieceCounter::from_file(&path)?))
+    }
+
+    pub fn embedder(&self) -> anyhow::Result<rag_embed::Embedder> {
+        match self.embedder.as_str() {
+            "openai" => {
+                let missing: Vec<&str> = [
+                    ("EMBEDDING_BASE_URL", self.embedding_base_url.is_empty()),
+                    ("EMBEDDING_MODEL", self.embedding_model.is_empty()),
+                    ("EMBEDDING_DIMENSION", self.embedding_dimension == 0),
+                ]
+                .into_iter()
+                .filter_map(|(name, miss)| miss.then_some(name))
+                .collect();
+                if !missing.is_empty() {
+                    anyhow::bail!("EMBEDDER=openai needs {}", missing.join(", "));
+                }
+                Ok(rag_embed::Embedder::OpenAi(rag_embed::OpenAiEmbedder::new(rag_embed::OpenAiConfig {
+                    base_url: self.embedding_base_url.clone(),
+                    model: self.embedding_model.clone(),
+                    api_key: self.embedding_api_key.clone(),
+                    dimension: self.embedding_dimension,
+                    batch_size: self.embedding_batch_size.max(1),
+                    timeout: Duration::from_secs(self.embedding_timeout_secs.max(1)),
+                    max_retries: self.stage_max_retries,
+                    retry_backoff: Duration::from_millis(self.stage_retry_backoff_ms),
+                })?))
+            }
+            _ => Ok(rag_embed::Embedder::None),
+        }
     }
 
     pub fn blobs(&self) -> BlobConfig {

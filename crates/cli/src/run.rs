@@ -108,6 +108,10 @@ pub async fn run(s: &Settings, args: RunArgs) -> anyhow::Result<ExitCode> {
         spawn_stage(&mut tasks, &bus, &codec, chunker::STAGE, group, chunker::CONSUMES, c, &shutdown)?;
     }
     if wants(StageName::Indexer) {
+        let embedder = s.embedder()?;
+        if let Some((model, dimension)) = embedder.identity() {
+            rag_store::pipeline::ensure_vector_index(&pool, model, dimension).await.context("creating the vector index")?;
+        }
         let output = EventProducer::new(&bus, codec.clone(), "rag-engine/indexer")?;
         let i = indexer::Indexer {
             pool: pool.clone(),
@@ -115,6 +119,7 @@ pub async fn run(s: &Settings, args: RunArgs) -> anyhow::Result<ExitCode> {
             output,
             group: bus.group_of(indexer::GROUP),
             failpoint: Failpoint::from_env(),
+            embedder,
         };
         spawn_stage(&mut tasks, &bus, &codec, indexer::STAGE, indexer::GROUP.into(), indexer::CONSUMES, i, &shutdown)?;
     }

@@ -7,6 +7,7 @@
 use rag_blobs::BlobStore;
 use rag_bus::{EventProducer, Inbound, Outcome, ProcessError, Processor, StartAt};
 use rag_chunking::Chunk;
+use rag_embed::Embedder;
 use rag_events::{DocumentChunked, DocumentIngested, Envelope, EventType};
 use rag_store::offsets::{self, Claim};
 use rag_store::pipeline::{self, IndexedChunk};
@@ -28,6 +29,7 @@ pub struct Indexer {
     /// Full consumer group name (offsets are stored under it).
     pub group: String,
     pub failpoint: Option<Failpoint>,
+    pub embedder: Embedder,
 }
 
 impl Indexer {
@@ -36,8 +38,8 @@ impl Indexer {
             envelope: Envelope::caused_by(&input.envelope, STAGE, format!("rag-engine/{STAGE}@{}", env!("CARGO_PKG_VERSION"))),
             document_id: input.document_id.clone(),
             chunking_version: input.chunking_version.clone(),
-            embedding_model: None,
-            embedding_dimension: None,
+            embedding_model: self.embedder.identity().map(|(m, _)| m.to_string()),
+            embedding_dimension: self.embedder.identity().map(|(_, d)| d as i32),
             chunk_count,
             failure: None,
         }
@@ -60,11 +62,20 @@ impl Processor for Indexer {
             }
             _ => Vec::new(),
         };
+        let texts: Vec<String> = chunks.iter().map(|c| c.text.trim().to_string()).collect();
+        let mut embeddings = self.embedder.embed(&texts).await.map_err(|e| {
+            if e.is_transient() {
+                ProcessError::Transient(e.to_string())
+            } else {
+                ProcessError::permanent("embedding_failed", e.to_string())
+            }
+        })?
+        .into_iter();
         let indexed: Vec<IndexedChunk<'_>> = chunks
             .iter()
             .map(|c| {
                 let (terms, term_count) = rag_lexical::document_terms(&c.text);
-                IndexedChunk { chunk: c, terms, term_count, embedding: None }
+                IndexedChunk { chunk: c, terms, term_count, embedding: embeddings.next() }
             })
             .collect();
         let output = self.ingested(&input, chunks.len() as i32);
@@ -79,7 +90,8 @@ impl Processor for Indexer {
             return Ok(Outcome::Duplicate);
         }
         if input.failure.is_none() {
-            pipeline::replace_index(&mut tx, &input.envelope.workspace_id, &input.document_id, &input.chunking_version, None, &indexed)
+            let model = self.embedder.identity().map(|(m, _)| m);
+            pipeline::replace_index(&mut tx, &input.envelope.workspace_id, &input.document_id, &input.chunking_version, model, &indexed)
                 .await
                 .map_err(store_err)?;
         }

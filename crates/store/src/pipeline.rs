@@ -297,3 +297,23 @@ pub async fn chunk_mappings(
     .fetch_all(pool)
     .await?)
 }
+
+/// Creates the HNSW index of one embedding model unless it exists. Each
+/// (model, dimension) gets its own partial index, so vectors of different
+/// models never meet in one index.
+pub async fn ensure_vector_index(pool: &PgPool, model: &str, dimension: usize) -> Result<(), StoreError> {
+    if dimension == 0 || dimension > 2000 {
+        return Err(StoreError::Invalid(format!("embedding dimension {dimension} (HNSW supports 1..=2000)")));
+    }
+    let digest: u64 = model.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+    let name = format!("search_chunks_hnsw_{digest:016x}_{dimension}");
+    let literal = model.replace('\'', "''");
+    sqlx::query(&format!(
+        "CREATE INDEX IF NOT EXISTS {name} ON search_chunks
+         USING hnsw ((embedding::vector({dimension})) vector_cosine_ops)
+         WHERE embedding_model = '{literal}' AND embedding_dimension = {dimension}"
+    ))
+    .execute(pool)
+    .await?;
+    Ok(())
+}

@@ -1,0 +1,86 @@
+//! The indexer with an OpenAI-compatible embedder (a local server speaking
+//! the wire protocol): vectors land in pgvector under their model's own
+//! HNSW index, and DocumentIngested names the model and dimension.
+
+mod common;
+
+use std::time::Duration;
+
+use axum::routing::post;
+use axum::{Json, Router};
+use common::*;
+use rag_store::sqlx;
+
+const DIM: usize = 8;
+
+async fn embeddings(Json(body): Json<serde_json::Value>) -> Json<serde_json::Value> {
+    let data: Vec<serde_json::Value> = body["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let t = t.as_str().unwrap();
+            let v: Vec<f32> = (0..DIM).map(|k| ((t.len() * 31 + k * 7) % 13) as f32 + 1.0).collect();
+            serde_json::json!({"object": "embedding", "index": i, "embedding": v})
+        })
+        .collect();
+    Json(serde_json::json!({"object": "list", "data": data, "model": "fake-embed-8"}))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn chunks_are_embedded_with_the_configured_model() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, Router::new().route("/v1/embeddings", post(embeddings))).await.unwrap() });
+
+    let t = TestEnv::new().await;
+    let base = format!("http://{addr}/v1");
+    let _all = t.spawn(
+        &["run", "all"],
+        &[("EMBEDDER", "openai"), ("EMBEDDING_BASE_URL", &base), ("EMBEDDING_MODEL", "fake-embed-8"),
+          ("EMBEDDING_API_KEY", "k"), ("EMBEDDING_DIMENSION", "8")],
+    );
+    let dir = std::env::temp_dir().join(format!("rag-engine-embed-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("a.txt"), "Doanh thu tăng.\n\nLợi nhuận giảm.").unwrap();
+    let (ok, _, err) = t.run(&["upload", dir.to_str().unwrap(), "--workspace", &t.workspace]).await;
+    assert!(ok, "{err}");
+    wait_until("ingested", Duration::from_secs(90), || async {
+        sqlx::query_scalar::<_, String>("SELECT status FROM documents").fetch_optional(&t.pool).await.unwrap().as_deref() == Some("ingested")
+    })
+    .await;
+    let (model, dim): (Option<String>, Option<i32>) =
+        sqlx::query_as("SELECT embedding_model, embedding_dimension FROM documents").fetch_one(&t.pool).await.unwrap();
+    assert_eq!((model.as_deref(), dim), (Some("fake-embed-8"), Some(8)));
+    let rows: Vec<(String, i32, String)> = sqlx::query_as(
+        "SELECT embedding_model, embedding_dimension, embedding::text FROM search_chunks",
+    )
+    .fetch_all(&t.pool)
+    .await
+    .unwrap();
+    assert!(!rows.is_empty());
+    for (m, d, v) in &rows {
+        assert_eq!((m.as_str(), *d), ("fake-embed-8", 8));
+        let parsed: Vec<f32> = v.trim_matches(|c| c == '[' || c == ']').split(',').map(|x| x.parse().unwrap()).collect();
+        let norm: f32 = parsed.iter().map(|x| x * x).sum::<f32>().sqrt();
+        assert!((norm - 1.0).abs() < 1e-4, "stored unit vectors");
+    }
+    let hnsw: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM pg_indexes WHERE tablename = 'search_chunks' AND indexdef ILIKE '%hnsw%vector(8)%fake-embed-8%'",
+    )
+    .fetch_one(&t.pool)
+    .await
+    .unwrap();
+    assert_eq!(hnsw, 1, "one HNSW index for this model and dimension");
+    // The vector index answers a nearest-neighbour query.
+    let nearest: String = sqlx::query_scalar(
+        "SELECT chunk_id FROM search_chunks WHERE embedding_model = 'fake-embed-8' AND embedding_dimension = 8
+         ORDER BY embedding::vector(8) <=> (SELECT embedding::vector(8) FROM search_chunks LIMIT 1) LIMIT 1",
+    )
+    .fetch_one(&t.pool)
+    .await
+    .unwrap();
+    assert!(nearest.starts_with("chunk-"));
+    t.cleanup().await;
+}
