@@ -1,5 +1,6 @@
 //! `rag-engine`: runs the pipeline's stages and the operator/user commands.
 
+mod bench;
 mod config;
 mod docs;
 mod run;
@@ -46,6 +47,9 @@ enum Command {
     /// Inspect documents.
     #[command(subcommand)]
     Docs(docs::DocsCommand),
+    /// Benchmarks on the real stack (prints numbers; never a test).
+    #[command(subcommand)]
+    Bench(bench::BenchCommand),
 }
 
 fn main() -> ExitCode {
@@ -71,6 +75,7 @@ fn main() -> ExitCode {
             Command::Topics(cmd) => setup::topics(s, cmd).await,
             Command::Upload(args) => upload::upload(s, args).await,
             Command::Docs(cmd) => docs::docs(s, cmd).await,
+            Command::Bench(cmd) => bench::bench(s, cmd).await,
         }
     });
     match result {

@@ -25,7 +25,7 @@ pub enum StageName {
     Projector,
 }
 
-type StageTasks = tokio::task::JoinSet<(String, Result<(), rag_bus::BusError>)>;
+pub type StageTasks = tokio::task::JoinSet<(String, Result<(), rag_bus::BusError>)>;
 
 #[allow(clippy::too_many_arguments)]
 fn spawn_stage<P: Processor>(
@@ -81,36 +81,35 @@ async fn wait_for_signal() {
     }
 }
 
-pub async fn run(s: &Settings, args: RunArgs) -> anyhow::Result<ExitCode> {
-    rag_telemetry::install_metrics(s.metrics_addr)?;
-    info!(metrics = %s.metrics_addr, "serving /metrics");
+/// Starts the chosen stages as tasks of this process.
+pub async fn start_stages(
+    s: &Settings,
+    which: StageName,
+    pool: &rag_store::sqlx::PgPool,
+    shutdown: &CancellationToken,
+) -> anyhow::Result<StageTasks> {
     let bus = s.bus();
-    rag_bus::admin::ensure_topics(&bus).await.context("ensuring topics (KAFKA_BROKERS)")?;
-    let pool = rag_store::connect(&s.store()).await.context("connecting to Postgres (DATABASE_URL)")?;
-    rag_store::migrate(&pool).await.context("applying migrations")?;
     let codec = Codec::embedded()?;
     let topics = s.topics();
     let blobs = rag_blobs::BlobStore::new(&s.blobs());
-    let shutdown = CancellationToken::new();
     let mut tasks: StageTasks = tokio::task::JoinSet::new();
-
-    let wants = |stage: StageName| args.stage == StageName::All || args.stage == stage;
+    let wants = |stage: StageName| which == StageName::All || which == stage;
     if wants(StageName::Parser) {
         let output = EventProducer::new(&bus, codec.clone(), "rag-engine/parser")?;
         let p = parser::Parser { blobs: blobs.clone(), output, limits: s.parse_limits() };
-        spawn_stage(&mut tasks, &bus, &codec, parser::STAGE, parser::GROUP.into(), parser::CONSUMES, p, &shutdown)?;
+        spawn_stage(&mut tasks, &bus, &codec, parser::STAGE, parser::GROUP.into(), parser::CONSUMES, p, shutdown)?;
     }
     if wants(StageName::Chunker) {
         let profile = s.chunking_profile()?;
         let output = EventProducer::new(&bus, codec.clone(), "rag-engine/chunker")?;
         let group = chunker::group(&profile);
         let c = chunker::Chunker { blobs: blobs.clone(), output, profile, counter: s.token_counter()? };
-        spawn_stage(&mut tasks, &bus, &codec, chunker::STAGE, group, chunker::CONSUMES, c, &shutdown)?;
+        spawn_stage(&mut tasks, &bus, &codec, chunker::STAGE, group, chunker::CONSUMES, c, shutdown)?;
     }
     if wants(StageName::Indexer) {
         let embedder = s.embedder()?;
         if let Some((model, dimension)) = embedder.identity() {
-            rag_store::pipeline::ensure_vector_index(&pool, model, dimension).await.context("creating the vector index")?;
+            rag_store::pipeline::ensure_vector_index(pool, model, dimension).await.context("creating the vector index")?;
         }
         let output = EventProducer::new(&bus, codec.clone(), "rag-engine/indexer")?;
         let i = indexer::Indexer {
@@ -121,13 +120,24 @@ pub async fn run(s: &Settings, args: RunArgs) -> anyhow::Result<ExitCode> {
             failpoint: Failpoint::from_env(),
             embedder,
         };
-        spawn_stage(&mut tasks, &bus, &codec, indexer::STAGE, indexer::GROUP.into(), indexer::CONSUMES, i, &shutdown)?;
+        spawn_stage(&mut tasks, &bus, &codec, indexer::STAGE, indexer::GROUP.into(), indexer::CONSUMES, i, shutdown)?;
     }
     if wants(StageName::Projector) {
         let group = bus.group_of(projector::GROUP);
         let p = projector::Projector::new(pool.clone(), blobs.clone(), codec.clone(), topics.clone(), group);
-        spawn_stage(&mut tasks, &bus, &codec, projector::STAGE, projector::GROUP.into(), projector::CONSUMES, p, &shutdown)?;
+        spawn_stage(&mut tasks, &bus, &codec, projector::STAGE, projector::GROUP.into(), projector::CONSUMES, p, shutdown)?;
     }
+    Ok(tasks)
+}
+
+pub async fn run(s: &Settings, args: RunArgs) -> anyhow::Result<ExitCode> {
+    rag_telemetry::install_metrics(s.metrics_addr)?;
+    info!(metrics = %s.metrics_addr, "serving /metrics");
+    rag_bus::admin::ensure_topics(&s.bus()).await.context("ensuring topics (KAFKA_BROKERS)")?;
+    let pool = rag_store::connect(&s.store()).await.context("connecting to Postgres (DATABASE_URL)")?;
+    rag_store::migrate(&pool).await.context("applying migrations")?;
+    let shutdown = CancellationToken::new();
+    let mut tasks = start_stages(s, args.stage, &pool, &shutdown).await?;
 
     let mut failed = false;
     tokio::select! {
