@@ -233,13 +233,16 @@ pub async fn run_stage<P: Processor>(
     consumer.subscribe(&topics)?;
     info!(stage = %spec.name, group = %group, topics = %spec.topics.join(","), "stage started");
 
+    // The lag reporter stops with this stage only: `shutdown` is shared by
+    // every stage of the process and is not ours to cancel.
+    let lag_stop = shutdown.child_token();
     let lag_task = tokio::spawn(report_lag(
         consumer.clone(),
         state.clone(),
         spec.name.clone(),
         group.clone(),
         cfg.lag_interval,
-        shutdown.clone(),
+        lag_stop.clone(),
     ));
 
     let result = consume(cfg, spec, &consumer, &state, processor.as_ref(), &dlq, &shutdown).await;
@@ -251,7 +254,7 @@ pub async fn run_stage<P: Processor>(
         Err(e) => warn!(stage = %spec.name, error = %e, "final commit failed"),
     }
     consumer.unsubscribe();
-    shutdown.cancel();
+    lag_stop.cancel();
     let _ = lag_task.await;
     info!(stage = %spec.name, "stage stopped");
     result
@@ -340,18 +343,26 @@ async fn position_partition<P: Processor>(
         StartAt::Committed => return Ok(false),
         StartAt::Offset(n) if n == msg.offset => return Ok(false),
         StartAt::Offset(n) => Offset::Offset(n),
-        StartAt::Beginning => {
-            let (low, _) = consumer.fetch_watermarks(&msg.topic, msg.partition, Duration::from_secs(10))?;
-            if msg.offset <= low {
-                return Ok(false);
-            }
-            Offset::Offset(low)
-        }
+        // Offset 0 is the beginning unless retention removed it; seeking to
+        // the beginning needs no watermark round trip.
+        StartAt::Beginning if msg.offset == 0 => return Ok(false),
+        StartAt::Beginning => Offset::Beginning,
     };
     info!(stage = %spec.name, topic = %msg.topic, partition = msg.partition, from = msg.offset, to = ?target,
         "positioning partition at the offset stored in the database");
-    consumer.seek(&msg.topic, msg.partition, target, Duration::from_secs(10))?;
-    Ok(true)
+    let mut attempt = 0;
+    loop {
+        match consumer.seek(&msg.topic, msg.partition, target, Duration::from_secs(10)) {
+            Ok(()) => return Ok(true),
+            // A busy broker: try again before giving up on the stage.
+            Err(e) if attempt < 10 && !shutdown.is_cancelled() => {
+                warn!(stage = %spec.name, error = %e, "seek failed, retrying");
+                attempt += 1;
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
 }
 
 /// Processes one message with retries and dead-lettering. Returns false if

@@ -185,7 +185,12 @@ pub async fn bench(s: &Settings, cmd: BenchCommand) -> anyhow::Result<ExitCode> 
     let settled = loop {
         if let Some(ended) = stages.try_join_next() {
             shutdown.cancel();
-            anyhow::bail!("a stage stopped during the benchmark: {:?}", ended.map(|(n, r)| (n, r.err())));
+            let detail = match ended {
+                Ok((name, Err(e))) => format!("{name}: {e}"),
+                Ok((name, Ok(()))) => format!("{name} ended"),
+                Err(e) => e.to_string(),
+            };
+            anyhow::bail!("a stage stopped during the benchmark: {detail}");
         }
         let (done,): (i64,) = rag_store::sqlx::query_as(
             "SELECT count(*) FROM documents WHERE workspace_id = $1 AND status IN ('ingested', 'failed')",

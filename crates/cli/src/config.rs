@@ -40,6 +40,9 @@ pub struct Settings {
     /// Seconds between consumer lag computations.
     #[arg(long, env = "LAG_INTERVAL_SECS", default_value_t = 5, global = true)]
     pub lag_interval_secs: u64,
+    /// Consumers per stage in one `run` process (members of one group). Measured on the local tansu broker, 4 made ingest much slower (group coordination); keep 1 there.
+    #[arg(long, env = "STAGE_INSTANCES", default_value_t = 1, global = true)]
+    pub stage_instances: usize,
     /// Postgres (with pgvector) holding the read models.
     #[arg(long, env = "DATABASE_URL", default_value = "postgres://rag@127.0.0.1:15432/rag", global = true)]
     pub database_url: String,

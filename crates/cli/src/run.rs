@@ -94,38 +94,43 @@ pub async fn start_stages(
     let blobs = rag_blobs::BlobStore::new(&s.blobs());
     let mut tasks: StageTasks = tokio::task::JoinSet::new();
     let wants = |stage: StageName| which == StageName::All || which == stage;
-    if wants(StageName::Parser) {
-        let output = EventProducer::new(&bus, codec.clone(), "rag-engine/parser")?;
-        let p = parser::Parser { blobs: blobs.clone(), output, limits: s.parse_limits() };
-        spawn_stage(&mut tasks, &bus, &codec, parser::STAGE, parser::GROUP.into(), parser::CONSUMES, p, shutdown)?;
+    let embedder = if wants(StageName::Indexer) { Some(s.embedder()?) } else { None };
+    if let Some((model, dimension)) = embedder.as_ref().and_then(|e| e.identity()) {
+        rag_store::pipeline::ensure_vector_index(pool, model, dimension).await.context("creating the vector index")?;
     }
-    if wants(StageName::Chunker) {
-        let profile = s.chunking_profile()?;
-        let output = EventProducer::new(&bus, codec.clone(), "rag-engine/chunker")?;
-        let group = chunker::group(&profile);
-        let c = chunker::Chunker { blobs: blobs.clone(), output, profile, counter: s.token_counter()? };
-        spawn_stage(&mut tasks, &bus, &codec, chunker::STAGE, group, chunker::CONSUMES, c, shutdown)?;
-    }
-    if wants(StageName::Indexer) {
-        let embedder = s.embedder()?;
-        if let Some((model, dimension)) = embedder.identity() {
-            rag_store::pipeline::ensure_vector_index(pool, model, dimension).await.context("creating the vector index")?;
+    let counter = if wants(StageName::Chunker) { Some(s.token_counter()?) } else { None };
+    // Several members of one consumer group in this process: the group
+    // splits the partitions among them, exactly as across machines.
+    for _ in 0..s.stage_instances.max(1) {
+        if wants(StageName::Parser) {
+            let output = EventProducer::new(&bus, codec.clone(), "rag-engine/parser")?;
+            let p = parser::Parser { blobs: blobs.clone(), output, limits: s.parse_limits() };
+            spawn_stage(&mut tasks, &bus, &codec, parser::STAGE, parser::GROUP.into(), parser::CONSUMES, p, shutdown)?;
         }
-        let output = EventProducer::new(&bus, codec.clone(), "rag-engine/indexer")?;
-        let i = indexer::Indexer {
-            pool: pool.clone(),
-            blobs: blobs.clone(),
-            output,
-            group: bus.group_of(indexer::GROUP),
-            failpoint: Failpoint::from_env(),
-            embedder,
-        };
-        spawn_stage(&mut tasks, &bus, &codec, indexer::STAGE, indexer::GROUP.into(), indexer::CONSUMES, i, shutdown)?;
-    }
-    if wants(StageName::Projector) {
-        let group = bus.group_of(projector::GROUP);
-        let p = projector::Projector::new(pool.clone(), blobs.clone(), codec.clone(), topics.clone(), group);
-        spawn_stage(&mut tasks, &bus, &codec, projector::STAGE, projector::GROUP.into(), projector::CONSUMES, p, shutdown)?;
+        if let Some(counter) = &counter {
+            let profile = s.chunking_profile()?;
+            let output = EventProducer::new(&bus, codec.clone(), "rag-engine/chunker")?;
+            let group = chunker::group(&profile);
+            let c = chunker::Chunker { blobs: blobs.clone(), output, profile, counter: counter.clone() };
+            spawn_stage(&mut tasks, &bus, &codec, chunker::STAGE, group, chunker::CONSUMES, c, shutdown)?;
+        }
+        if let Some(embedder) = &embedder {
+            let output = EventProducer::new(&bus, codec.clone(), "rag-engine/indexer")?;
+            let i = indexer::Indexer {
+                pool: pool.clone(),
+                blobs: blobs.clone(),
+                output,
+                group: bus.group_of(indexer::GROUP),
+                failpoint: Failpoint::from_env(),
+                embedder: embedder.clone(),
+            };
+            spawn_stage(&mut tasks, &bus, &codec, indexer::STAGE, indexer::GROUP.into(), indexer::CONSUMES, i, shutdown)?;
+        }
+        if wants(StageName::Projector) {
+            let group = bus.group_of(projector::GROUP);
+            let p = projector::Projector::new(pool.clone(), blobs.clone(), codec.clone(), topics.clone(), group);
+            spawn_stage(&mut tasks, &bus, &codec, projector::STAGE, projector::GROUP.into(), projector::CONSUMES, p, shutdown)?;
+        }
     }
     Ok(tasks)
 }

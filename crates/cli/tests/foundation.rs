@@ -6,39 +6,9 @@ use std::time::Duration;
 
 use common::*;
 use rag_bus::headers;
-use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::{Headers, Message};
-use rdkafka::ClientConfig;
 
 const WAIT: Duration = Duration::from_secs(90);
-
-/// Reads every record of a topic from the beginning.
-fn read_topic(brokers: &str, topic: &str, expect_at_least: usize) -> Vec<rdkafka::message::OwnedMessage> {
-    let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", brokers)
-        .set("group.id", format!("reader-{}", uuid::Uuid::new_v4()))
-        .set("auto.offset.reset", "earliest")
-        .set("enable.auto.commit", "false")
-        .set("fetch.wait.max.ms", "20")
-        .create()
-        .unwrap();
-    consumer.subscribe(&[topic]).unwrap();
-    let mut out = Vec::new();
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while std::time::Instant::now() < deadline {
-        if let Some(Ok(m)) = consumer.poll(Duration::from_millis(200)) {
-            out.push(m.detach());
-        }
-        if out.len() >= expect_at_least {
-            // Drain a little longer in case more arrived.
-            while let Some(Ok(m)) = consumer.poll(Duration::from_millis(300)) {
-                out.push(m.detach());
-            }
-            break;
-        }
-    }
-    out
-}
 
 fn header(m: &rdkafka::message::OwnedMessage, name: &str) -> Option<String> {
     m.headers()?.iter().find(|h| h.key == name).and_then(|h| h.value).map(|v| String::from_utf8_lossy(v).to_string())
@@ -67,13 +37,7 @@ async fn upload_directory_projects_documents_and_shuts_down_cleanly() {
     assert!(results.iter().all(|r| r["ok"] == true));
 
     // The originals are in S3 under content-addressed keys.
-    let blobs = rag_blobs::BlobStore::new(&rag_blobs::BlobConfig {
-        endpoint: t.env["S3_ENDPOINT"].clone(),
-        region: "us-east-1".into(),
-        bucket: t.env["S3_BUCKET"].clone(),
-        access_key: t.env["S3_ACCESS_KEY"].clone(),
-        secret_key: t.env["S3_SECRET_KEY"].clone(),
-    });
+    let blobs = t.blob_store();
     for r in results {
         let key = blobs.key_of(r["blob_uri"].as_str().unwrap()).unwrap().to_string();
         assert!(key.ends_with(r["sha256"].as_str().unwrap()));
@@ -82,7 +46,7 @@ async fn upload_directory_projects_documents_and_shuts_down_cleanly() {
 
     // DocumentUploaded is on the topic, keyed by document id, with headers.
     let topic = t.topics().of(rag_events::EventType::DocumentUploaded);
-    let records = read_topic(&t.env["KAFKA_BROKERS"], &topic, 3);
+    let records = read_all(&t.env["KAFKA_BROKERS"], &topic).await;
     assert_eq!(records.len(), 3);
     for m in &records {
         let event: rag_events::DocumentUploaded = t.codec.decode(m.payload().unwrap()).unwrap();
@@ -145,7 +109,7 @@ async fn undecodable_message_goes_to_dlq_and_the_next_one_is_processed() {
     .await;
 
     // The poison message is in the DLQ with its reason and origin.
-    let dlq = read_topic(&t.env["KAFKA_BROKERS"], &format!("{topic}.dlq"), 1);
+    let dlq = read_all(&t.env["KAFKA_BROKERS"], &format!("{topic}.dlq")).await;
     assert_eq!(dlq.len(), 1);
     let m = &dlq[0];
     assert_eq!(m.payload().unwrap(), b"\x00garbage, not avro");

@@ -127,13 +127,7 @@ async fn every_format_ingests_and_bad_inputs_fail_with_their_reason() {
 
     // In every ingested document: segments tile the full text, each chunk's
     // range is the union of its segments', and the index holds that text.
-    let blobs = rag_blobs::BlobStore::new(&rag_blobs::BlobConfig {
-        endpoint: t.env["S3_ENDPOINT"].clone(),
-        region: "us-east-1".into(),
-        bucket: t.env["S3_BUCKET"].clone(),
-        access_key: t.env["S3_ACCESS_KEY"].clone(),
-        secret_key: t.env["S3_SECRET_KEY"].clone(),
-    });
+    let blobs = t.blob_store();
     let docs: Vec<(uuid::Uuid, String, String)> = sqlx::query_as(
         "SELECT id, full_text_uri, active_chunking_version FROM documents WHERE status = 'ingested'",
     )
@@ -207,34 +201,4 @@ async fn every_format_ingests_and_bad_inputs_fail_with_their_reason() {
     })
     .await;
     t.cleanup().await;
-}
-
-async fn read_all(brokers: &str, topic: &str) -> Vec<rdkafka::message::OwnedMessage> {
-    use rdkafka::consumer::{BaseConsumer, Consumer};
-    let consumer: BaseConsumer = rdkafka::ClientConfig::new()
-        .set("bootstrap.servers", brokers)
-        .set("group.id", format!("reader-{}", uuid::Uuid::new_v4()))
-        .set("auto.offset.reset", "earliest")
-        .set("enable.auto.commit", "false")
-        .set("fetch.wait.max.ms", "20")
-        .create()
-        .unwrap();
-    let topic = topic.to_string();
-    tokio::task::spawn_blocking(move || {
-        consumer.subscribe(&[&topic]).unwrap();
-        let mut out = Vec::new();
-        let mut idle = 0;
-        while idle < 10 {
-            match consumer.poll(Duration::from_millis(200)) {
-                Some(Ok(m)) => {
-                    out.push(m.detach());
-                    idle = 0;
-                }
-                _ => idle += 1,
-            }
-        }
-        out
-    })
-    .await
-    .unwrap()
 }

@@ -228,6 +228,16 @@ impl TestEnv {
         .unwrap_or(0)
     }
 
+    pub fn blob_store(&self) -> rag_blobs::BlobStore {
+        rag_blobs::BlobStore::new(&rag_blobs::BlobConfig {
+            endpoint: self.env["S3_ENDPOINT"].clone(),
+            region: "us-east-1".into(),
+            bucket: self.env["S3_BUCKET"].clone(),
+            access_key: self.env["S3_ACCESS_KEY"].clone(),
+            secret_key: self.env["S3_SECRET_KEY"].clone(),
+        })
+    }
+
     pub async fn cleanup(self) {
         self.pool.close().await;
         if let Ok(admin) = PgPool::connect(&self.admin_url).await {
@@ -290,4 +300,35 @@ pub fn sum_metric(text: &str, name: &str, fragments: &[&str]) -> f64 {
         .filter(|l| fragments.iter().all(|f| l.contains(f)))
         .filter_map(|l| l.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok()))
         .sum()
+}
+
+/// Every record of a topic, read from the beginning until it stays quiet for 2 s.
+pub async fn read_all(brokers: &str, topic: &str) -> Vec<rdkafka::message::OwnedMessage> {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    let consumer: BaseConsumer = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .set("group.id", format!("reader-{}", uuid::Uuid::new_v4()))
+        .set("auto.offset.reset", "earliest")
+        .set("enable.auto.commit", "false")
+        .set("fetch.wait.max.ms", "20")
+        .create()
+        .unwrap();
+    let topic = topic.to_string();
+    tokio::task::spawn_blocking(move || {
+        consumer.subscribe(&[&topic]).unwrap();
+        let mut out = Vec::new();
+        let mut idle = 0;
+        while idle < 10 {
+            match consumer.poll(Duration::from_millis(200)) {
+                Some(Ok(m)) => {
+                    out.push(m.detach());
+                    idle = 0;
+                }
+                _ => idle += 1,
+            }
+        }
+        out
+    })
+    .await
+    .unwrap()
 }
