@@ -202,3 +202,36 @@ async fn every_format_ingests_and_bad_inputs_fail_with_their_reason() {
     .await;
     t.cleanup().await;
 }
+
+/// A dependency that stays down: the stage retries with backoff, then stops
+/// without storing the offset and `run` exits non-zero; a restart with the
+/// dependency back resumes at that very event, nothing lost.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_transient_failure_that_outlives_its_retries_stops_the_stage_and_a_restart_resumes() {
+    let t = TestEnv::new().await;
+    let dead = format!("http://127.0.0.1:{}/v1", free_port());
+    let mut failing = t.spawn(
+        &["run", "all"],
+        &[("EMBEDDER", "openai"), ("EMBEDDING_BASE_URL", &dead), ("EMBEDDING_MODEL", "m"), ("EMBEDDING_DIMENSION", "4"),
+          ("EMBEDDING_TIMEOUT_SECS", "1"), ("STAGE_MAX_RETRIES", "2"), ("STAGE_RETRY_BACKOFF_MS", "50")],
+    );
+    let dir = std::env::temp_dir().join(format!("rag-engine-transient-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("a.txt"), "Một tài liệu chờ được lập chỉ mục.").unwrap();
+    let (ok, _, err) = t.run(&["upload", dir.to_str().unwrap(), "--workspace", &t.workspace]).await;
+    assert!(ok, "{err}");
+    let status = tokio::time::timeout(WAIT, failing.child.wait()).await.expect("run all stops").unwrap();
+    assert!(!status.success(), "a stage that gave up makes `run` fail");
+    assert!(failing.saw("transient error, retrying"), "it retried first");
+    assert!(failing.saw("stage failed") && failing.saw("indexer"), "the log names the failed stage");
+    let st: String = sqlx::query_scalar("SELECT status FROM documents").fetch_one(&t.pool).await.unwrap();
+    assert!(st == "parsed" || st == "chunked", "not indexed, not failed: the event waits (status {st})");
+
+    let _fixed = t.spawn(&["run", "all"], &[]);
+    wait_until("ingested after the restart", WAIT, || async {
+        sqlx::query_scalar::<_, String>("SELECT status FROM documents").fetch_one(&t.pool).await.unwrap() == "ingested"
+    })
+    .await;
+    assert!(count(&t, "SELECT count(*) FROM search_chunks").await >= 1);
+    t.cleanup().await;
+}
