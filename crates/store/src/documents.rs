@@ -49,7 +49,7 @@ fn millis(ms: i64) -> DateTime<Utc> {
     Utc.timestamp_millis_opt(ms).single().unwrap_or_else(Utc::now)
 }
 
-fn parse_id(id: &str) -> Result<Uuid, StoreError> {
+pub(crate) fn parse_id(id: &str) -> Result<Uuid, StoreError> {
     Uuid::parse_str(id).map_err(|e| StoreError::Invalid(format!("document id {id:?}: {e}")))
 }
 

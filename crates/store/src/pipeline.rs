@@ -9,12 +9,8 @@ use serde::Serialize;
 use sqlx::{PgPool, Postgres, Transaction};
 use uuid::Uuid;
 
-use crate::documents::DocumentStatus;
+use crate::documents::{parse_id as doc_id, DocumentStatus};
 use crate::StoreError;
-
-fn doc_id(id: &str) -> Result<Uuid, StoreError> {
-    Uuid::parse_str(id).map_err(|e| StoreError::Invalid(format!("document id {id:?}: {e}")))
-}
 
 /// Moves the status forward only; a late earlier event changes nothing else.
 async fn advance_status(
