@@ -82,9 +82,12 @@ pub struct Settings {
     /// Directory of the embedding model (model.safetensors + tokenizer.json); its tokenizer sets the chunk token budget.
     #[arg(long, env = "EMBEDDING_MODEL_DIR", default_value = "", global = true)]
     pub embedding_model_dir: String,
-    /// Embedder of the indexer: `none` (lexical search only) or `openai` (any OpenAI-compatible /v1/embeddings).
-    #[arg(long, env = "EMBEDDER", default_value = "none", global = true, value_parser = ["none", "openai"])]
+    /// Embedder of the indexer: `none` (lexical search only), `local` (the model in EMBEDDING_MODEL_DIR, in process) or `openai` (any OpenAI-compatible /v1/embeddings).
+    #[arg(long, env = "EMBEDDER", default_value = "none", global = true, value_parser = ["none", "local", "openai"])]
     pub embedder: String,
+    /// Threads of the in-process embedder (0: one per core).
+    #[arg(long, env = "EMBEDDING_THREADS", default_value_t = 0, global = true)]
+    pub embedding_threads: usize,
     /// Base URL of the OpenAI-compatible API, version included (requests go to {base}/embeddings).
     #[arg(long, env = "EMBEDDING_BASE_URL", default_value = "", global = true)]
     pub embedding_base_url: String,
@@ -185,6 +188,16 @@ impl Settings {
                     max_retries: self.stage_max_retries,
                     retry_backoff: Duration::from_millis(self.stage_retry_backoff_ms),
                 })?))
+            }
+            "local" => {
+                if self.embedding_model_dir.is_empty() {
+                    anyhow::bail!("EMBEDDER=local needs EMBEDDING_MODEL_DIR (a sentence-transformers model directory)");
+                }
+                let embedder = rag_embed::Embedder::local(std::path::Path::new(&self.embedding_model_dir), self.embedding_threads)?;
+                if let Some((model, dimension)) = embedder.identity() {
+                    tracing::info!(model, dimension, "in-process embedder loaded");
+                }
+                Ok(embedder)
             }
             _ => Ok(rag_embed::Embedder::None),
         }

@@ -84,3 +84,41 @@ async fn chunks_are_embedded_with_the_configured_model() {
     assert!(nearest.starts_with("chunk-"));
     t.cleanup().await;
 }
+
+/// The in-process all-MiniLM-L6-v2 encoder in the real pipeline: 384-d unit
+/// vectors under the model's own index, and the nearest chunk to a
+/// paraphrased question is the one that answers it.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_local_encoder_embeds_chunks_in_the_pipeline() {
+    let model_dir = stack_env().get("EMBEDDING_MODEL_DIR").cloned().expect("scripts/stack writes EMBEDDING_MODEL_DIR");
+    let t = TestEnv::new().await;
+    let _all = t.spawn(&["run", "all"], &[("EMBEDDER", "local"), ("EMBEDDING_MODEL_DIR", &model_dir), ("EMBEDDING_THREADS", "1")]);
+    let dir = std::env::temp_dir().join(format!("rag-engine-local-embed-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("pets.txt"), "The cat sleeps on the warm windowsill every afternoon.").unwrap();
+    std::fs::write(dir.join("money.txt"), "Quarterly revenue rose sharply thanks to strong cloud sales.").unwrap();
+    let (ok, _, err) = t.run(&["upload", dir.to_str().unwrap(), "--workspace", &t.workspace]).await;
+    assert!(ok, "{err}");
+    wait_until("both ingested", Duration::from_secs(120), || async {
+        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM documents WHERE status = 'ingested'").fetch_one(&t.pool).await.unwrap() == 2
+    })
+    .await;
+    let models: Vec<(Option<String>, Option<i32>)> =
+        sqlx::query_as("SELECT DISTINCT embedding_model, embedding_dimension FROM documents").fetch_all(&t.pool).await.unwrap();
+    assert_eq!(models, vec![(Some("all-MiniLM-L6-v2".to_string()), Some(384))]);
+
+    let encoder = rag_bert::SentenceEncoder::load(std::path::Path::new(&model_dir), 1).unwrap();
+    let query = encoder.encode(&["How did the company's income change?"]).unwrap().remove(0);
+    let literal = format!("[{}]", query.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(","));
+    let nearest: String = sqlx::query_scalar(
+        "SELECT d.filename FROM search_chunks c JOIN documents d ON d.id = c.document_id
+         WHERE c.embedding_model = 'all-MiniLM-L6-v2' AND c.embedding_dimension = 384
+         ORDER BY c.embedding::vector(384) <=> $1::vector(384) LIMIT 1",
+    )
+    .bind(&literal)
+    .fetch_one(&t.pool)
+    .await
+    .unwrap();
+    assert_eq!(nearest, "money.txt");
+    t.cleanup().await;
+}

@@ -65,10 +65,8 @@ fn walk(node: ego_tree::NodeRef<'_, Node>, current: &mut String, out: &mut Vec<B
                 if is_block {
                     flush(current, out);
                 }
-                if name == "td" || name == "th" {
-                    if !current.is_empty() && !current.ends_with(' ') {
-                        current.push_str(" | ");
-                    }
+                if (name == "td" || name == "th") && !current.is_empty() && !current.ends_with(' ') {
+                    current.push_str(" | ");
                 }
                 walk(child, current, out, pre || name == "pre");
                 if is_block {

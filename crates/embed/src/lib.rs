@@ -6,9 +6,11 @@
 
 mod openai;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 pub use openai::{OpenAiConfig, OpenAiEmbedder};
+pub use rag_bert::{LoadError, SentenceEncoder};
 
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum EmbedError {
@@ -31,6 +33,8 @@ impl EmbedError {
 pub enum Embedder {
     /// Lexical search only.
     None,
+    /// In-process sentence encoder (CPU, blocking work off the runtime).
+    Local(Arc<SentenceEncoder>),
     OpenAi(OpenAiEmbedder),
 }
 
@@ -39,14 +43,31 @@ impl Embedder {
     pub fn identity(&self) -> Option<(&str, usize)> {
         match self {
             Embedder::None => None,
+            Embedder::Local(e) => Some((e.name(), e.dimension())),
             Embedder::OpenAi(e) => Some((e.model(), e.dimension())),
         }
+    }
+
+    /// Loads an in-process model directory (sentence-transformers layout).
+    pub fn local(dir: &std::path::Path, threads: usize) -> Result<Self, LoadError> {
+        Ok(Embedder::Local(Arc::new(SentenceEncoder::load(dir, threads)?)))
     }
 
     /// One L2-normalised vector per input, in order.
     pub async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
         match self {
             Embedder::None => Ok(Vec::new()),
+            Embedder::Local(e) => {
+                let (encoder, texts) = (e.clone(), texts.to_vec());
+                tokio::task::spawn_blocking(move || {
+                    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+                    encoder.encode(&refs)
+                })
+                .await
+                .map_err(|e| EmbedError::Transient(format!("encoder task: {e}")))?
+                // A text the tokenizer refuses will be refused again.
+                .map_err(|e| EmbedError::Permanent(e.to_string()))
+            }
             Embedder::OpenAi(e) => e.embed(texts).await,
         }
     }

