@@ -82,6 +82,18 @@ pub struct Settings {
     /// Directory of the embedding model (model.safetensors + tokenizer.json); its tokenizer sets the chunk token budget.
     #[arg(long, env = "EMBEDDING_MODEL_DIR", default_value = "", global = true)]
     pub embedding_model_dir: String,
+    /// OCR of PDF pages without a text layer: `auto` (tesseract + pdftoppm when installed) or `off`.
+    #[arg(long, env = "OCR", default_value = "auto", global = true, value_parser = ["auto", "off"])]
+    pub ocr: String,
+    /// Tesseract languages, `+`-separated (narrowed to those installed).
+    #[arg(long, env = "OCR_LANGUAGES", default_value = "vie+eng", global = true)]
+    pub ocr_languages: String,
+    /// Rendering resolution of a page for OCR, in dots per inch.
+    #[arg(long, env = "OCR_DPI", default_value_t = 300, global = true)]
+    pub ocr_dpi: u32,
+    /// Deadline for the OCR of one page, in seconds.
+    #[arg(long, env = "OCR_TIMEOUT_SECS", default_value_t = 120, global = true)]
+    pub ocr_timeout_secs: u64,
     /// Embedder of the indexer: `none` (lexical search only), `local` (the model in EMBEDDING_MODEL_DIR, in process) or `openai` (any OpenAI-compatible /v1/embeddings).
     #[arg(long, env = "EMBEDDER", default_value = "none", global = true, value_parser = ["none", "local", "openai"])]
     pub embedder: String,
@@ -143,6 +155,24 @@ impl Settings {
             max_bytes: self.parse_max_bytes,
             max_segment_chars: self.segment_max_chars,
             ..rag_docparse::Limits::default()
+        }
+    }
+
+    /// The OCR engine, or None (with the reason logged) when off or missing.
+    pub fn ocr(&self) -> Option<std::sync::Arc<rag_stages::ocr::TesseractOcr>> {
+        if self.ocr == "off" {
+            tracing::info!("OCR is off: PDF pages without a text layer are marked as having no text");
+            return None;
+        }
+        match rag_stages::ocr::TesseractOcr::detect(&self.ocr_languages, self.ocr_dpi, Duration::from_secs(self.ocr_timeout_secs.max(1))) {
+            Ok(ocr) => {
+                tracing::info!(languages = ocr.languages(), "OCR available for PDF pages without a text layer");
+                Some(std::sync::Arc::new(ocr))
+            }
+            Err(why) => {
+                tracing::warn!(reason = %why, "OCR unavailable: PDF pages without a text layer are marked as having no text");
+                None
+            }
         }
     }
 

@@ -134,6 +134,13 @@ pub async fn docs(s: &Settings, cmd: DocsCommand) -> anyhow::Result<ExitCode> {
                 println!("sha256:        {}", d.sha256.as_deref().unwrap_or("-"));
                 println!("blob:          {}", d.blob_uri.as_deref().unwrap_or("-"));
                 println!("pages:         {}", d.page_count.map(|p| p.to_string()).unwrap_or("-".into()));
+                let pages = |ps: &[i32]| ps.iter().map(|p| (p + 1).to_string()).collect::<Vec<_>>().join(", ");
+                if !d.ocr_pages.is_empty() {
+                    println!("read by OCR:   page {}", pages(&d.ocr_pages));
+                }
+                if !d.pages_without_text.is_empty() {
+                    println!("no text:       page {} (not searchable)", pages(&d.pages_without_text));
+                }
                 println!("chunking:      {} ({} chunks)", d.active_chunking_version.as_deref().unwrap_or("-"),
                     d.chunk_count.map(|c| c.to_string()).unwrap_or("-".into()));
                 println!("uploaded by:   {}", d.uploaded_by.as_deref().unwrap_or("-"));

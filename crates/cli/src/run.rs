@@ -99,12 +99,13 @@ pub async fn start_stages(
         rag_store::pipeline::ensure_vector_index(pool, model, dimension).await.context("creating the vector index")?;
     }
     let counter = if wants(StageName::Chunker) { Some(s.token_counter()?) } else { None };
+    let ocr = if wants(StageName::Parser) { s.ocr() } else { None };
     // Several members of one consumer group in this process: the group
     // splits the partitions among them, exactly as across machines.
     for _ in 0..s.stage_instances.max(1) {
         if wants(StageName::Parser) {
             let output = EventProducer::new(&bus, codec.clone(), "rag-engine/parser")?;
-            let p = parser::Parser { blobs: blobs.clone(), output, limits: s.parse_limits() };
+            let p = parser::Parser { blobs: blobs.clone(), output, limits: s.parse_limits(), ocr: ocr.clone() };
             spawn_stage(&mut tasks, &bus, &codec, parser::STAGE, parser::GROUP.into(), parser::CONSUMES, p, shutdown)?;
         }
         if let Some(counter) = &counter {

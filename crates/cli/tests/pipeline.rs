@@ -235,3 +235,47 @@ async fn a_transient_failure_that_outlives_its_retries_stops_the_stage_and_a_res
     assert!(count(&t, "SELECT count(*) FROM search_chunks").await >= 1);
     t.cleanup().await;
 }
+
+/// A scanned page (a picture of text, no text layer) is read by tesseract
+/// and its text lands on the right page; with OCR off the page is marked
+/// as having no text, visibly.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_scanned_page_goes_through_ocr_or_is_marked() {
+    for (ocr, expect_ocr) in [("auto", true), ("off", false)] {
+        let t = TestEnv::new().await;
+        let all = t.spawn(&["run", "all"], &[("OCR", ocr)]);
+        let dir = std::env::temp_dir().join(format!("rag-engine-ocr-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("scan.pdf"), fixture("scanned-text-page.pdf")).unwrap();
+        upload(&t, &dir).await;
+        wait_until("ingested", Duration::from_secs(120), || async {
+            statuses(&t).await.get("scan.pdf").map(|s| s.0.as_str()) == Some("ingested")
+        })
+        .await;
+        if expect_ocr {
+            all.wait_for_line("pages read by OCR", Duration::from_secs(5)).await;
+        } else {
+            all.wait_for_line("OCR is off", Duration::from_secs(5)).await;
+        }
+        let id = t.document_ids().await.remove(0);
+        let (ok, out, err) = t.run(&["docs", "show", &id, "--workspace", &t.workspace, "--json"]).await;
+        assert!(ok, "{err}");
+        let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let page2: Vec<String> =
+            sqlx::query_scalar("SELECT text FROM segments WHERE page_idx = 1 ORDER BY segment_index").fetch_all(&t.pool).await.unwrap();
+        if expect_ocr {
+            assert_eq!(doc["ocr_pages"], serde_json::json!([1]), "{doc}");
+            assert_eq!(doc["pages_without_text"], serde_json::json!([]));
+            let text = page2.join("\n");
+            for needle in ["Lợi nhuận gộp đạt 312 tỷ đồng", "Revenue grew in every region"] {
+                assert!(text.contains(needle), "OCR text of page 2 lacks {needle:?}: {text:?}");
+            }
+        } else {
+            assert_eq!(doc["pages_without_text"], serde_json::json!([1]), "{doc}");
+            assert!(page2.is_empty());
+            let (_, human, _) = t.run(&["docs", "show", &id, "--workspace", &t.workspace]).await;
+            assert!(human.contains("no text:       page 2 (not searchable)"), "{human}");
+        }
+        t.cleanup().await;
+    }
+}

@@ -18,7 +18,7 @@ pub use segments::{char_slice, Block, Segment};
 
 pub const PARSER_NAME: &str = "rag-docparse";
 /// Bump when the output for the same input changes.
-pub const PARSER_VERSION: &str = "1";
+pub const PARSER_VERSION: &str = "2";
 
 #[derive(Debug, Clone)]
 pub struct Limits {
@@ -51,8 +51,21 @@ pub struct ParsedDocument {
     pub segments: Vec<Segment>,
     /// Pages in the source (1 for formats without pages).
     pub page_count: u32,
-    /// Zero-based pages that had no extractable text (scans without OCR).
+    /// Zero-based pages left without text: no text layer and OCR absent,
+    /// failed or empty. Their content is not searchable.
     pub pages_without_text: Vec<u32>,
+    /// Zero-based pages whose text came from OCR.
+    pub ocr_pages: Vec<u32>,
+    /// Why OCR failed, per page (the page stays in `pages_without_text`).
+    pub ocr_failures: Vec<(u32, String)>,
+}
+
+/// Text recognition for PDF pages without a text layer. The parser stays
+/// free of I/O: the caller supplies the recogniser (tesseract in the
+/// parser stage, a fake in tests).
+pub trait PageOcr: Send + Sync {
+    /// Text of zero-based page `page_idx` of the PDF `pdf`.
+    fn recognize(&self, pdf: &[u8], page_idx: u32) -> Result<String, String>;
 }
 
 impl ParsedDocument {
@@ -145,8 +158,20 @@ pub fn detect_format(content_type: &str, filename: &str) -> Option<Format> {
     }
 }
 
-/// Parses one document.
+/// Parses one document, without OCR.
 pub fn parse(bytes: &[u8], content_type: &str, filename: &str, limits: &Limits) -> Result<ParsedDocument, ParseError> {
+    parse_with_ocr(bytes, content_type, filename, limits, None)
+}
+
+/// Parses one document; PDF pages without a text layer go through `ocr`
+/// when one is given.
+pub fn parse_with_ocr(
+    bytes: &[u8],
+    content_type: &str,
+    filename: &str,
+    limits: &Limits,
+    ocr: Option<&dyn PageOcr>,
+) -> Result<ParsedDocument, ParseError> {
     if bytes.len() as u64 > limits.max_bytes {
         return Err(ParseError::TooLarge { size: bytes.len() as u64, limit: limits.max_bytes });
     }
@@ -164,17 +189,37 @@ pub fn parse(bytes: &[u8], content_type: &str, filename: &str, limits: &Limits) 
         Format::Docx => docx::blocks(bytes, limits)?,
         Format::DocAi => docai::blocks(utf8(bytes)?)?,
     };
+    let (mut blocks, mut ocr_pages, mut ocr_failures) = (blocks, Vec::new(), Vec::new());
+    if let (Format::Pdf, Some(ocr)) = (format, ocr) {
+        let with_text: std::collections::HashSet<u32> =
+            blocks.iter().filter(|b| !b.text.trim().is_empty()).map(|b| b.page_idx).collect();
+        for page in (0..page_count).filter(|p| !with_text.contains(p)) {
+            match ocr.recognize(bytes, page) {
+                Ok(text) if !text.trim().is_empty() => {
+                    blocks.push(Block { page_idx: page, text });
+                    ocr_pages.push(page);
+                }
+                Ok(_) => {}
+                Err(e) => ocr_failures.push((page, e)),
+            }
+        }
+        // Stable: a page's own blocks keep their order.
+        blocks.sort_by_key(|b| b.page_idx);
+    }
     let (full_text, segments) = segments::assemble(&blocks, limits.max_segment_chars);
     let mut pages_without_text: Vec<u32> =
         (0..page_count).filter(|p| !segments.iter().any(|s| s.page_idx == *p)).collect();
     if segments.is_empty() {
         return Err(ParseError::NoText(match format {
-            Format::Pdf => format!("{page_count} page(s) without a text layer"),
+            Format::Pdf if ocr.is_some() => format!("{page_count} page(s) without a text layer, and OCR found no text"),
+            Format::Pdf => format!("{page_count} page(s) without a text layer (OCR is not available)"),
             _ => "the document holds only whitespace or markup".to_string(),
         }));
     }
     pages_without_text.dedup();
-    Ok(ParsedDocument { format, full_text, segments, page_count, pages_without_text })
+    ocr_pages.retain(|p| !pages_without_text.contains(p));
+    ocr_failures.retain(|(p, _)| pages_without_text.contains(p));
+    Ok(ParsedDocument { format, full_text, segments, page_count, pages_without_text, ocr_pages, ocr_failures })
 }
 
 fn utf8(bytes: &[u8]) -> Result<&str, ParseError> {

@@ -111,6 +111,39 @@ fn a_page_without_text_layer_is_reported() {
     assert!(doc.full_text.contains("Trang một"));
 }
 
+struct FakeOcr(Result<&'static str, &'static str>);
+
+impl rag_docparse::PageOcr for FakeOcr {
+    fn recognize(&self, pdf: &[u8], page_idx: u32) -> Result<String, String> {
+        assert!(pdf.starts_with(b"%PDF"));
+        assert_eq!(page_idx, 1, "only the page without a text layer goes to OCR");
+        self.0.map(str::to_string).map_err(str::to_string)
+    }
+}
+
+#[test]
+fn pages_without_text_layer_go_through_ocr_in_page_order() {
+    let bytes = fixture("scanned-text-page.pdf");
+    let ocr = FakeOcr(Ok("Lợi nhuận gộp đạt 312 tỷ đồng.\n\nRevenue grew in every region.\n"));
+    let doc = rag_docparse::parse_with_ocr(&bytes, "application/pdf", "s.pdf", &Limits::default(), Some(&ocr)).unwrap();
+    check_tiling(&doc);
+    assert_eq!((doc.ocr_pages.clone(), doc.pages_without_text.clone()), (vec![1], vec![]));
+    assert_eq!(page_of(&doc, "Trang một"), 0);
+    assert_eq!(page_of(&doc, "Lợi nhuận gộp"), 1);
+    assert_eq!(page_of(&doc, "Revenue grew"), 1);
+    assert!(doc.full_text.find("Trang một").unwrap() < doc.full_text.find("Lợi nhuận").unwrap());
+
+    // OCR that fails or reads nothing leaves the page marked, never silent.
+    for ocr in [FakeOcr(Err("tesseract crashed")), FakeOcr(Ok("  \n"))] {
+        let doc = rag_docparse::parse_with_ocr(&bytes, "application/pdf", "s.pdf", &Limits::default(), Some(&ocr)).unwrap();
+        assert_eq!((doc.ocr_pages.clone(), doc.pages_without_text.clone()), (vec![], vec![1]));
+        assert_eq!(doc.ocr_failures.len(), usize::from(ocr.0.is_err()));
+    }
+    // Without OCR the picture page is marked too.
+    let doc = parse(&bytes, "application/pdf", "s.pdf", &Limits::default()).unwrap();
+    assert_eq!(doc.pages_without_text, vec![1]);
+}
+
 #[test]
 fn bad_pdfs_fail_with_codes() {
     let l = Limits::default();
@@ -235,7 +268,7 @@ proptest! {
         let mut blocks: Vec<Block> = blocks.into_iter().map(|(page_idx, text)| Block { page_idx, text }).collect();
         blocks.sort_by_key(|b| b.page_idx);
         let (full, segments) = assemble(&blocks, max);
-        let doc = ParsedDocument { format: Format::Text, full_text: full, segments, page_count: 4, pages_without_text: vec![] };
+        let doc = ParsedDocument { format: Format::Text, full_text: full, segments, page_count: 4, pages_without_text: vec![], ocr_pages: vec![], ocr_failures: vec![] };
         check_tiling(&doc);
         for s in &doc.segments {
             // The separator may follow a piece that fills the budget.

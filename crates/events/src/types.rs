@@ -89,6 +89,12 @@ pub struct DocumentParsed {
     pub segments_uri: Option<String>,
     pub segments_sha256: Option<String>,
     pub failure: Option<Failure>,
+    /// Zero-based pages left without text (v2).
+    #[serde(default)]
+    pub pages_without_text: Vec<i32>,
+    /// Zero-based pages whose text came from OCR (v2).
+    #[serde(default)]
+    pub ocr_pages: Vec<i32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

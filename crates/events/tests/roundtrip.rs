@@ -62,6 +62,8 @@ fn every_event_roundtrips() {
         segments_uri: Some("s3://b/s".into()),
         segments_sha256: Some("ef".repeat(32)),
         failure: None,
+        pages_without_text: vec![2],
+        ocr_pages: vec![0, 1],
     };
     roundtrip(&codec, parsed_ok.clone());
     roundtrip(&codec, DocumentParsed {

@@ -5,6 +5,7 @@ pub mod chunker;
 pub mod common;
 pub mod failpoint;
 pub mod indexer;
+pub mod ocr;
 pub mod parser;
 pub mod projector;
 

@@ -21,6 +21,9 @@ pub struct Parser {
     pub blobs: BlobStore,
     pub output: EventProducer,
     pub limits: Limits,
+    /// Recogniser for PDF pages without a text layer; None: such pages are
+    /// reported in `pages_without_text`.
+    pub ocr: Option<std::sync::Arc<crate::ocr::TesseractOcr>>,
 }
 
 impl Parser {
@@ -38,6 +41,8 @@ impl Parser {
             segments_uri: None,
             segments_sha256: None,
             failure: None,
+            pages_without_text: Vec::new(),
+            ocr_pages: Vec::new(),
         }
     }
 
@@ -57,16 +62,28 @@ impl Parser {
             Err(e) => return Err(e),
         };
         let (content_type, filename, limits) = (input.content_type.clone(), input.filename.clone(), self.limits.clone());
-        // Parsing is CPU work: keep it off the async workers.
-        let parsed = tokio::task::spawn_blocking(move || rag_docparse::parse(&bytes, &content_type, &filename, &limits))
+        let ocr = self.ocr.clone();
+        // Parsing (and OCR) is CPU work: keep it off the async workers.
+        let parsed = tokio::task::spawn_blocking(move || {
+            let ocr = ocr.as_deref().map(|o| o as &dyn rag_docparse::PageOcr);
+            rag_docparse::parse_with_ocr(&bytes, &content_type, &filename, &limits, ocr)
+        })
             .await
             .map_err(|e| ProcessError::permanent("parser_crashed", e.to_string()))?;
         let doc = match parsed {
             Ok(d) => d,
             Err(e) => return fail(out, e.code(), e.to_string()),
         };
+        let (ws_id, doc_id) = (&input.envelope.workspace_id, &input.document_id);
+        for (page, why) in &doc.ocr_failures {
+            warn!(workspace_id = %ws_id, document_id = %doc_id, page, reason = %why, "OCR failed for a page");
+        }
+        if !doc.ocr_pages.is_empty() {
+            info!(workspace_id = %ws_id, document_id = %doc_id, pages = ?doc.ocr_pages, "pages read by OCR");
+        }
         if !doc.pages_without_text.is_empty() {
-            warn!(pages = ?doc.pages_without_text, "pages without a text layer (no OCR configured): marked as having no text");
+            warn!(workspace_id = %ws_id, document_id = %doc_id, pages = ?doc.pages_without_text, ocr = self.ocr.is_some(),
+                  "pages without text: marked as such, their content is not searchable");
         }
         let ws = &input.envelope.workspace_id;
         let segments_json = serde_json::to_vec(&doc.segments).map_err(|e| ProcessError::permanent("encode", e.to_string()))?;
@@ -81,6 +98,8 @@ impl Parser {
         out.full_text_sha256 = Some(text_sha);
         out.segments_uri = Some(seg_uri);
         out.segments_sha256 = Some(seg_sha);
+        out.pages_without_text = doc.pages_without_text.iter().map(|p| *p as i32).collect();
+        out.ocr_pages = doc.ocr_pages.iter().map(|p| *p as i32).collect();
         Ok(out)
     }
 }

@@ -125,6 +125,10 @@ pub struct DocumentRow {
     pub failure_code: Option<String>,
     pub failure_reason: Option<String>,
     pub page_count: Option<i32>,
+    /// Zero-based pages with no text (not searchable).
+    pub pages_without_text: Vec<i32>,
+    /// Zero-based pages read by OCR.
+    pub ocr_pages: Vec<i32>,
     pub active_chunking_version: Option<String>,
     pub chunk_count: Option<i32>,
     pub uploaded_at: Option<DateTime<Utc>>,
@@ -132,7 +136,7 @@ pub struct DocumentRow {
 }
 
 const COLUMNS: &str = "id, workspace_id, filename, content_type, size_bytes, sha256, blob_uri, uploaded_by, metadata,
-    status, failure_code, failure_reason, page_count, active_chunking_version, chunk_count, uploaded_at, updated_at";
+    status, failure_code, failure_reason, page_count, pages_without_text, ocr_pages, active_chunking_version, chunk_count, uploaded_at, updated_at";
 
 /// Documents of one workspace, newest first (deleted ones excluded).
 pub async fn list(pool: &PgPool, workspace_id: &str) -> Result<Vec<DocumentRow>, StoreError> {

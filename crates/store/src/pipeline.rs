@@ -65,7 +65,7 @@ pub async fn apply_parsed(
     advance_status(tx, id, ws, DocumentStatus::Parsed).await?;
     sqlx::query(
         "UPDATE documents SET parser = $2, page_count = $3, segment_count = $4, char_count = $5,
-                full_text_uri = $6, segments_uri = $7
+                full_text_uri = $6, segments_uri = $7, pages_without_text = $9, ocr_pages = $10
          WHERE id = $1 AND workspace_id = $8",
     )
     .bind(id)
@@ -76,6 +76,8 @@ pub async fn apply_parsed(
     .bind(&e.full_text_uri)
     .bind(&e.segments_uri)
     .bind(ws)
+    .bind(&e.pages_without_text)
+    .bind(&e.ocr_pages)
     .execute(&mut **tx)
     .await?;
     sqlx::query("DELETE FROM segments WHERE document_id = $1").bind(id).execute(&mut **tx).await?;
