@@ -3,19 +3,12 @@
 //! last document ingested.
 
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
 
-use anyhow::Context;
 use clap::{Args, Subcommand};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use rag_bus::EventProducer;
-use rag_events::{Codec, DocumentUploaded, Envelope};
 use serde::Serialize;
-use tokio_util::sync::CancellationToken;
 
 use crate::config::Settings;
-use crate::run::{start_stages, StageName};
+use crate::ingest::{ingest, CorpusItem};
 
 #[derive(Subcommand, Debug)]
 pub enum BenchCommand {
@@ -119,108 +112,28 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 
 pub async fn bench(s: &Settings, cmd: BenchCommand) -> anyhow::Result<ExitCode> {
     let BenchCommand::Ingest(args) = cmd;
-    // A private prefix and workspace: fresh topics and groups, nothing else touched.
-    let run_id = uuid::Uuid::new_v4().simple().to_string()[..10].to_string();
-    let mut s = s.clone();
-    s.topic_prefix = format!("bench-{run_id}.");
-    let workspace = format!("bench-{run_id}");
-    let bus = s.bus();
-    rag_bus::admin::ensure_topics(&bus).await.context("creating the benchmark topics (KAFKA_BROKERS)")?;
-    let pool = rag_store::connect(&s.store()).await.context("connecting to Postgres (DATABASE_URL)")?;
-    rag_store::migrate(&pool).await?;
-    let blobs = rag_blobs::BlobStore::new(&s.blobs());
-    blobs.ensure_bucket().await?;
-    let shutdown = CancellationToken::new();
-    let mut stages = start_stages(&s, StageName::All, &pool, &shutdown).await?;
-    let producer = Arc::new(EventProducer::new(&bus, Codec::embedded()?, "rag-engine/bench")?);
-    let bar = ProgressBar::new(args.documents as u64 * 2);
-    if args.json {
-        bar.set_draw_target(ProgressDrawTarget::hidden());
-    }
-    bar.set_style(
-        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-    bar.set_message("uploading");
-    eprintln!(
-        "bench: {} documents x {} pages x {} paragraphs, workspace {workspace}, topic prefix {}",
-        args.documents, args.pages, args.paragraphs, s.topic_prefix
-    );
-
-    let started = Instant::now();
-    let semaphore = Arc::new(tokio::sync::Semaphore::new(args.concurrency.max(1)));
-    let mut uploads = tokio::task::JoinSet::new();
-    for i in 0..args.documents {
-        let permit = semaphore.clone().acquire_owned().await?;
-        let (blobs, producer, workspace, bar) = (blobs.clone(), producer.clone(), workspace.clone(), bar.clone());
-        let (pages, paragraphs) = (args.pages, args.paragraphs);
-        uploads.spawn(async move {
-            let _permit = permit;
-            let bytes = docai_document(i as u64 + 1, pages, paragraphs);
-            let size = bytes.len() as i64;
-            let key = format!("bench/{workspace}/{i}.json");
-            let stored = blobs.put_bytes(&key, bytes, "application/json").await?;
-            let event = DocumentUploaded {
-                envelope: Envelope::originating(&workspace, "rag-engine/bench"),
-                document_id: uuid::Uuid::now_v7().to_string(),
-                blob_uri: stored.uri,
-                filename: format!("generated-{i}.json"),
-                content_type: "application/json".into(),
-                size_bytes: size,
-                sha256: stored.sha256,
-                uploaded_by: "bench".into(),
-                metadata: Default::default(),
-            };
-            producer.send(&event).await?;
-            bar.inc(1);
-            anyhow::Ok(())
-        });
-    }
-    while let Some(r) = uploads.join_next().await {
-        r??;
-    }
-    let upload_seconds = started.elapsed().as_secs_f64();
-    bar.set_message("ingesting");
-
-    let settled = loop {
-        if let Some(ended) = stages.try_join_next() {
-            shutdown.cancel();
-            let detail = match ended {
-                Ok((name, Err(e))) => format!("{name}: {e}"),
-                Ok((name, Ok(()))) => format!("{name} ended"),
-                Err(e) => e.to_string(),
-            };
-            anyhow::bail!("a stage stopped during the benchmark: {detail}");
-        }
-        let (done,): (i64,) = rag_store::sqlx::query_as(
-            "SELECT count(*) FROM documents WHERE workspace_id = $1 AND status IN ('ingested', 'failed')",
-        )
-        .bind(&workspace)
-        .fetch_one(&pool)
-        .await?;
-        bar.set_position(args.documents as u64 + done as u64);
-        if done as usize >= args.documents {
-            break started.elapsed().as_secs_f64();
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
-    bar.finish_and_clear();
-    shutdown.cancel();
-    while stages.join_next().await.is_some() {}
-
+    eprintln!("bench: {} documents x {} pages x {} paragraphs", args.documents, args.pages, args.paragraphs);
+    let (pages, paragraphs) = (args.pages, args.paragraphs);
+    let run = ingest(s, "bench", args.documents, args.concurrency, args.json, move |i| CorpusItem {
+        filename: format!("generated-{i}.json"),
+        content_type: "application/json",
+        bytes: docai_document(i as u64 + 1, pages, paragraphs),
+    })
+    .await?;
+    let (pool, workspace, settled, upload_seconds) = (&run.pool, &run.workspace, run.total_seconds, run.upload_seconds);
     let (failed, pages, segments, chunks): (i64, Option<i64>, Option<i64>, Option<i64>) = rag_store::sqlx::query_as(
         "SELECT count(*) FILTER (WHERE status = 'failed'), sum(page_count)::bigint, sum(segment_count)::bigint,
                 sum(chunk_count)::bigint
          FROM documents WHERE workspace_id = $1",
     )
-    .bind(&workspace)
-    .fetch_one(&pool)
+    .bind(workspace)
+    .fetch_one(pool)
     .await?;
     let mut latencies: Vec<f64> = rag_store::sqlx::query_scalar(
         "SELECT EXTRACT(EPOCH FROM (updated_at - uploaded_at))::float8 FROM documents WHERE workspace_id = $1",
     )
-    .bind(&workspace)
-    .fetch_all(&pool)
+    .bind(workspace)
+    .fetch_all(pool)
     .await?;
     latencies.sort_by(|a, b| a.total_cmp(b));
     let (pages, segments, chunks) = (pages.unwrap_or(0), segments.unwrap_or(0), chunks.unwrap_or(0));

@@ -118,6 +118,24 @@ pub struct Settings {
     /// Timeout of one embedding request, in seconds.
     #[arg(long, env = "EMBEDDING_TIMEOUT_SECS", default_value_t = 30, global = true)]
     pub embedding_timeout_secs: u64,
+    /// Languages the embedder's vectors are meaningful for: `auto` (local: en, since all-MiniLM-L6-v2 is English-only; openai: all), `*`, or a list of vi, en, other. Dense hits outside them are not fused.
+    #[arg(long, env = "EMBEDDING_LANGUAGES", default_value = "auto", global = true)]
+    pub embedding_languages: String,
+    /// BM25 term-frequency saturation.
+    #[arg(long, env = "BM25_K1", default_value_t = 1.2, global = true)]
+    pub bm25_k1: f64,
+    /// BM25 length normalisation.
+    #[arg(long, env = "BM25_B", default_value_t = 0.75, global = true)]
+    pub bm25_b: f64,
+    /// Chunks answers and searches retrieve by default.
+    #[arg(long, env = "RETRIEVAL_TOP_K", default_value_t = 8, global = true)]
+    pub retrieval_top_k: usize,
+    /// Candidates taken from each side (lexical, dense) before fusion.
+    #[arg(long, env = "RETRIEVAL_CANDIDATES", default_value_t = 100, global = true)]
+    pub retrieval_candidates: usize,
+    /// Weight of the dense ranking in the fusion (lexical weighs 1).
+    #[arg(long, env = "RETRIEVAL_DENSE_WEIGHT", default_value_t = 1.0, global = true)]
+    pub retrieval_dense_weight: f64,
     /// Log format on stderr: text or json.
     #[arg(long, env = "LOG_FORMAT", default_value = "text", global = true, value_parser = ["text", "json"])]
     pub log_format: String,
@@ -156,6 +174,26 @@ impl Settings {
             max_segment_chars: self.segment_max_chars,
             ..rag_docparse::Limits::default()
         }
+    }
+
+    /// The retriever (lexical + the configured embedder, fused).
+    pub fn retriever(&self, pool: rag_store::sqlx::PgPool) -> anyhow::Result<rag_stages::retriever::Retriever> {
+        let embedder = self.embedder()?;
+        let languages = match self.embedding_languages.as_str() {
+            "auto" => match &embedder {
+                rag_embed::Embedder::Local(_) => rag_retrieval::EmbedderLanguages::Only(vec![rag_retrieval::Language::En]),
+                _ => rag_retrieval::EmbedderLanguages::All,
+            },
+            spec => rag_retrieval::EmbedderLanguages::parse(spec).map_err(|e| anyhow::anyhow!("EMBEDDING_LANGUAGES: {e}"))?,
+        };
+        Ok(rag_stages::retriever::Retriever {
+            pool,
+            embedder,
+            languages,
+            bm25: rag_store::search::Bm25 { k1: self.bm25_k1, b: self.bm25_b },
+            candidates: self.retrieval_candidates.max(1),
+            dense_weight: self.retrieval_dense_weight,
+        })
     }
 
     /// The OCR engine, or None (with the reason logged) when off or missing.

@@ -3,7 +3,10 @@
 mod bench;
 mod config;
 mod docs;
+mod eval;
+mod ingest;
 mod run;
+mod search;
 mod setup;
 mod upload;
 
@@ -50,6 +53,11 @@ enum Command {
     /// Benchmarks on the real stack (prints numbers; never a test).
     #[command(subcommand)]
     Bench(bench::BenchCommand),
+    /// Search a workspace: ranked chunks with scores and positions.
+    Search(search::SearchArgs),
+    /// Quality evaluations on the real stack.
+    #[command(subcommand)]
+    Eval(eval::EvalCommand),
 }
 
 fn main() -> ExitCode {
@@ -76,6 +84,8 @@ fn main() -> ExitCode {
             Command::Upload(args) => upload::upload(s, args).await,
             Command::Docs(cmd) => docs::docs(s, cmd).await,
             Command::Bench(cmd) => bench::bench(s, cmd).await,
+            Command::Search(args) => search::search(s, args).await,
+            Command::Eval(cmd) => eval::eval(s, cmd).await,
         }
     });
     match result {

@@ -8,5 +8,6 @@ pub mod indexer;
 pub mod ocr;
 pub mod parser;
 pub mod projector;
+pub mod retriever;
 
 pub use projector::Projector;

@@ -6,6 +6,7 @@
 pub mod documents;
 pub mod offsets;
 pub mod pipeline;
+pub mod search;
 
 use std::time::Duration;
 

@@ -117,6 +117,14 @@ impl TestEnv {
         te
     }
 
+    /// Extra environment for every command and process of this test.
+    pub fn with_env(mut self, extra: &[(&str, &str)]) -> TestEnv {
+        for (k, v) in extra {
+            self.env.insert(k.to_string(), v.to_string());
+        }
+        self
+    }
+
     pub async fn ensure_topics(&self) {
         let bus = self.bus();
         let mut last = None;

@@ -1,0 +1,198 @@
+//! `rag-engine eval retrieval DIR`: a BEIR dataset through the real
+//! pipeline into a fresh workspace, every query through the real retrieval
+//! code, nDCG@10 / Recall@10 / Recall@100 / MRR@10 for lexical, dense and
+//! hybrid, overall and per query language.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use rag_retrieval::metrics::Summary;
+use rag_stages::retriever::Mode;
+use serde::Deserialize;
+
+use crate::config::Settings;
+use crate::ingest::{ingest, CorpusItem};
+
+#[derive(Subcommand, Debug)]
+pub enum EvalCommand {
+    /// Retrieval quality on a BEIR-format dataset (corpus.jsonl, queries.jsonl, qrels/test.tsv).
+    Retrieval(RetrievalArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct RetrievalArgs {
+    /// Dataset directory.
+    dir: PathBuf,
+    /// Evaluate only the first N judged queries.
+    #[arg(long)]
+    max_queries: Option<usize>,
+    /// Uploads in flight.
+    #[arg(long, default_value_t = 16)]
+    concurrency: usize,
+    /// Print JSON: {"lexical": {...}, "dense": {...}, "hybrid": {...}, "by_language": {...}}.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Deserialize)]
+struct CorpusDoc {
+    #[serde(rename = "_id")]
+    id: String,
+    #[serde(default)]
+    title: String,
+    text: String,
+}
+
+#[derive(Deserialize)]
+struct Query {
+    #[serde(rename = "_id")]
+    id: String,
+    text: String,
+}
+
+fn read_jsonl<T: for<'de> Deserialize<'de>>(path: &Path) -> anyhow::Result<Vec<T>> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| serde_json::from_str(l).with_context(|| format!("{}:{}", path.display(), i + 1)))
+        .collect()
+}
+
+fn read_qrels(path: &Path) -> anyhow::Result<HashMap<String, HashMap<String, i32>>> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut out: HashMap<String, HashMap<String, i32>> = HashMap::new();
+    for (i, line) in text.lines().enumerate() {
+        let cols: Vec<&str> = line.split('\t').collect();
+        if cols.len() < 3 || (i == 0 && cols[2].trim().parse::<i32>().is_err()) {
+            continue; // header
+        }
+        let score: i32 = cols[2].trim().parse().with_context(|| format!("{}:{}: score", path.display(), i + 1))?;
+        out.entry(cols[0].to_string()).or_default().insert(cols[1].to_string(), score);
+    }
+    Ok(out)
+}
+
+pub async fn eval(s: &Settings, cmd: EvalCommand) -> anyhow::Result<ExitCode> {
+    let EvalCommand::Retrieval(args) = cmd;
+    let corpus: Vec<CorpusDoc> = read_jsonl(&args.dir.join("corpus.jsonl"))?;
+    let queries: Vec<Query> = read_jsonl(&args.dir.join("queries.jsonl"))?;
+    let qrels = read_qrels(&args.dir.join("qrels/test.tsv"))?;
+    let mut judged: Vec<&Query> = queries.iter().filter(|q| qrels.get(&q.id).is_some_and(|r| r.values().any(|g| *g > 0))).collect();
+    if let Some(n) = args.max_queries {
+        judged.truncate(n);
+    }
+    anyhow::ensure!(!corpus.is_empty() && !judged.is_empty(), "the dataset has no documents or no judged queries");
+    eprintln!("eval: {} documents, {} judged queries, embedder {}", corpus.len(), judged.len(), s.embedder);
+
+    // Each corpus entry becomes a Markdown document: title as heading.
+    let items: Vec<(String, Vec<u8>)> = corpus
+        .iter()
+        .map(|d| {
+            let body = if d.title.trim().is_empty() { d.text.clone() } else { format!("# {}\n\n{}", d.title.trim(), d.text) };
+            (format!("{}.md", d.id), body.into_bytes())
+        })
+        .collect();
+    let items = std::sync::Arc::new(items);
+    let source = items.clone();
+    let run = ingest(s, "eval", corpus.len(), args.concurrency, args.json, move |i| CorpusItem {
+        filename: source[i].0.clone(),
+        content_type: "text/markdown",
+        bytes: source[i].1.clone(),
+    })
+    .await?;
+    eprintln!("eval: ingested in {:.1} s", run.total_seconds);
+    let doc_to_corpus: HashMap<uuid::Uuid, &str> =
+        run.document_ids.iter().zip(&corpus).map(|(id, d)| (*id, d.id.as_str())).collect();
+
+    let retriever = s.retriever(run.pool.clone())?;
+    let modes: Vec<Mode> = if retriever.embedder.identity().is_some() { vec![Mode::Lexical, Mode::Dense, Mode::Hybrid] } else { vec![Mode::Lexical] };
+    let bar = ProgressBar::new((judged.len() * modes.len()) as u64);
+    if args.json {
+        bar.set_draw_target(ProgressDrawTarget::hidden());
+    }
+    bar.set_style(ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} queries").unwrap_or_else(|_| ProgressStyle::default_bar()));
+    // mode -> language -> (ranking, qrels)
+    let mut runs: BTreeMap<&'static str, BTreeMap<&'static str, Vec<(Vec<String>, &HashMap<String, i32>)>>> = BTreeMap::new();
+    let started = std::time::Instant::now();
+    for q in &judged {
+        let language = rag_retrieval::detect_language(&q.text).code();
+        for mode in &modes {
+            let result = retriever.retrieve(&run.workspace, &q.text, 100, &[], *mode).await?;
+            // Chunks -> corpus documents, first (best) occurrence wins.
+            let mut ranking: Vec<String> = Vec::new();
+            for c in &result.chunks {
+                if let Some(id) = doc_to_corpus.get(&c.hit.document_id) {
+                    if !ranking.iter().any(|r| r == id) {
+                        ranking.push(id.to_string());
+                    }
+                }
+            }
+            let name = match mode {
+                Mode::Lexical => "lexical",
+                Mode::Dense => "dense",
+                Mode::Hybrid => "hybrid",
+            };
+            let judged_q = &qrels[&q.id];
+            let per_mode = runs.entry(name).or_default();
+            per_mode.entry("all").or_default().push((ranking.clone(), judged_q));
+            per_mode.entry(language).or_default().push((ranking, judged_q));
+            bar.inc(1);
+        }
+    }
+    bar.finish_and_clear();
+    let query_seconds = started.elapsed().as_secs_f64();
+    let summary = |mode: &str, lang: &str| -> Option<Summary> {
+        runs.get(mode).and_then(|m| m.get(lang)).map(|v| Summary::of(v.iter().map(|(r, q)| (r.as_slice(), *q))))
+    };
+    let mut json = serde_json::Map::new();
+    for mode in ["lexical", "dense", "hybrid"] {
+        if let Some(sm) = summary(mode, "all") {
+            json.insert(mode.into(), serde_json::to_value(sm)?);
+        }
+    }
+    let mut by_language = serde_json::Map::new();
+    for lang in ["vi", "en", "other"] {
+        let mut per = serde_json::Map::new();
+        for mode in ["lexical", "dense", "hybrid"] {
+            if let Some(sm) = summary(mode, lang) {
+                per.insert(mode.into(), serde_json::to_value(sm)?);
+            }
+        }
+        if !per.is_empty() {
+            by_language.insert(lang.into(), per.into());
+        }
+    }
+    json.insert("by_language".into(), by_language.clone().into());
+    json.insert(
+        "run".into(),
+        serde_json::json!({
+            "documents": corpus.len(), "queries": judged.len(), "embedder": s.embedder,
+            "embedding_model": retriever.embedder.identity().map(|(m, _)| m.to_string()),
+            "chunking_profile": s.chunking_profile, "ingest_seconds": run.total_seconds,
+            "query_seconds": query_seconds, "workspace": run.workspace,
+        }),
+    );
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&json)?);
+    } else {
+        println!("retrieval on {} ({} documents, {} queries; {} chunking; embedder {})",
+            args.dir.display(), corpus.len(), judged.len(), s.chunking_profile,
+            retriever.embedder.identity().map(|(m, d)| format!("{m} ({d})")).unwrap_or_else(|| "none".into()));
+        println!("{:<8} {:<8} {:>8} {:>10} {:>11} {:>7} {:>8}", "language", "mode", "nDCG@10", "Recall@10", "Recall@100", "MRR@10", "queries");
+        for lang in ["all", "vi", "en", "other"] {
+            for mode in ["lexical", "dense", "hybrid"] {
+                if let Some(sm) = summary(mode, lang) {
+                    println!("{lang:<8} {mode:<8} {:>8.4} {:>10.4} {:>11.4} {:>7.4} {:>8}", sm.ndcg_10, sm.recall_10, sm.recall_100, sm.mrr_10, sm.queries);
+                }
+            }
+        }
+        println!("ingest {:.1} s, queries {:.1} s ({:.1} ms per retrieval)", run.total_seconds, query_seconds,
+            1000.0 * query_seconds / (judged.len() * modes.len()) as f64);
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,72 @@
+//! `rag-engine search`: ranked chunks with scores and positions.
+
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Args;
+use rag_stages::retriever::Mode;
+
+use crate::config::Settings;
+
+#[derive(Args, Debug)]
+pub struct SearchArgs {
+    /// The query.
+    query: String,
+    /// Workspace to search (nothing outside it is ever returned).
+    #[arg(long)]
+    workspace: String,
+    /// Chunks to return (default: RETRIEVAL_TOP_K).
+    #[arg(long)]
+    top_k: Option<usize>,
+    /// Only these documents (repeatable).
+    #[arg(long = "document")]
+    documents: Vec<uuid::Uuid>,
+    /// lexical, dense or hybrid.
+    #[arg(long, default_value = "hybrid")]
+    mode: Mode,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub async fn search(s: &Settings, args: SearchArgs) -> anyhow::Result<ExitCode> {
+    let pool = rag_store::connect(&s.store()).await.context("connecting to Postgres (DATABASE_URL)")?;
+    let retriever = s.retriever(pool)?;
+    let top_k = args.top_k.unwrap_or(s.retrieval_top_k).max(1);
+    let result = retriever.retrieve(&args.workspace, &args.query, top_k, &args.documents, args.mode).await?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&result)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "{} result(s) for {:?} in {} ({:?}, query language {}{})",
+        result.chunks.len(),
+        args.query,
+        args.workspace,
+        result.mode,
+        result.query_language.code(),
+        if result.mode == Mode::Hybrid && !result.dense_used { ", lexical only: the embedder does not read it" } else { "" }
+    );
+    for (i, c) in result.chunks.iter().enumerate() {
+        let h = &c.hit;
+        let pages = if h.page_start == h.page_end { format!("p.{}", h.page_start + 1) } else { format!("pp.{}-{}", h.page_start + 1, h.page_end + 1) };
+        let ranks = [c.lexical_rank.map(|r| format!("lexical #{r}")), c.dense_rank.map(|r| format!("dense #{r}"))]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join(", ");
+        println!(
+            "{:>2}. {:.4}  {}  {}  chars {}..{}  ({ranks})",
+            i + 1,
+            c.score,
+            h.filename.as_deref().unwrap_or("-"),
+            pages,
+            h.char_start,
+            h.char_end
+        );
+        println!("    {}  {}", h.document_id, h.chunk_id);
+        let preview: String = h.content.split_whitespace().collect::<Vec<_>>().join(" ").chars().take(160).collect();
+        println!("    {preview}");
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,164 @@
+//! Hybrid retrieval: BM25 over the inverted index and nearest neighbours
+//! over pgvector, fused by `rag_retrieval::fuse` (language-aware). Used by
+//! the answerer, `rag-engine search` and `rag-engine eval retrieval`.
+
+use rag_embed::Embedder;
+use rag_retrieval::{detect_language, fuse, EmbedderLanguages, Language};
+use rag_store::search::{self, Bm25, ChunkHit, SearchScope, WeightedTerm};
+use rag_store::sqlx::PgPool;
+use serde::Serialize;
+use uuid::Uuid;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    Lexical,
+    Dense,
+    Hybrid,
+}
+
+impl std::str::FromStr for Mode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "lexical" => Ok(Mode::Lexical),
+            "dense" => Ok(Mode::Dense),
+            "hybrid" => Ok(Mode::Hybrid),
+            other => Err(format!("unknown retrieval mode {other:?} (lexical, dense, hybrid)")),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RetrieveError {
+    #[error(transparent)]
+    Store(#[from] rag_store::StoreError),
+    #[error(transparent)]
+    Embed(#[from] rag_embed::EmbedError),
+    #[error("dense retrieval needs an embedder (EMBEDDER=local or openai)")]
+    NoEmbedder,
+}
+
+impl RetrieveError {
+    pub fn is_transient(&self) -> bool {
+        match self {
+            RetrieveError::Store(e) => e.is_transient(),
+            RetrieveError::Embed(e) => e.is_transient(),
+            RetrieveError::NoEmbedder => false,
+        }
+    }
+}
+
+/// One retrieved chunk with how it ranked.
+#[derive(Debug, Clone, Serialize)]
+pub struct RetrievedChunk {
+    #[serde(flatten)]
+    pub hit: ChunkHit,
+    /// Fused score (RRF) in hybrid mode; BM25 or cosine otherwise.
+    pub score: f64,
+    pub lexical_rank: Option<usize>,
+    pub dense_rank: Option<usize>,
+    pub bm25: Option<f64>,
+    pub cosine: Option<f64>,
+    pub language: Language,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Retrieval {
+    pub mode: Mode,
+    pub query_language: Language,
+    /// Whether the dense side took part (an embedder exists and reads the
+    /// query's language).
+    pub dense_used: bool,
+    pub chunks: Vec<RetrievedChunk>,
+}
+
+#[derive(Clone)]
+pub struct Retriever {
+    pub pool: PgPool,
+    pub embedder: Embedder,
+    /// What the embedder's vectors are meaningful for.
+    pub languages: EmbedderLanguages,
+    pub bm25: Bm25,
+    /// Candidates taken from each side before fusion.
+    pub candidates: usize,
+    /// Weight of the dense side in the fusion (lexical is 1).
+    pub dense_weight: f64,
+}
+
+impl Retriever {
+    pub async fn retrieve(
+        &self,
+        workspace_id: &str,
+        query: &str,
+        top_k: usize,
+        document_ids: &[Uuid],
+        mode: Mode,
+    ) -> Result<Retrieval, RetrieveError> {
+        let scope = SearchScope { workspace_id, document_ids };
+        let query_language = detect_language(query);
+        let pool_size = self.candidates.max(top_k);
+        let lexical = if mode == Mode::Dense {
+            Vec::new()
+        } else {
+            let terms: Vec<WeightedTerm> = rag_retrieval::query_terms(query)
+                .into_iter()
+                .map(|t| WeightedTerm { term: t.term, word: t.word as i32, weight: t.weight })
+                .collect();
+            search::lexical(&self.pool, &scope, &terms, self.bm25, pool_size).await?
+        };
+        let wants_dense = match mode {
+            Mode::Lexical => false,
+            Mode::Dense => true,
+            Mode::Hybrid => self.embedder.identity().is_some() && self.languages.understands(query_language),
+        };
+        let dense = if wants_dense {
+            let (model, _) = self.embedder.identity().ok_or(RetrieveError::NoEmbedder)?;
+            let vector = self.embedder.embed(&[query.to_string()]).await?.pop().unwrap_or_default();
+            search::dense(&self.pool, &scope, model, &vector, pool_size).await?
+        } else {
+            Vec::new()
+        };
+        let chunks = match mode {
+            Mode::Lexical => lexical.into_iter().take(top_k).enumerate().map(|(i, h)| single(h, Some(i + 1), None)).collect(),
+            Mode::Dense => dense.into_iter().take(top_k).enumerate().map(|(i, h)| single(h, None, Some(i + 1))).collect(),
+            Mode::Hybrid => {
+                let lex_ids: Vec<String> = lexical.iter().map(|h| h.chunk_id.clone()).collect();
+                let dense_ids: Vec<(String, Language)> =
+                    dense.iter().map(|h| (h.chunk_id.clone(), detect_language(&h.content))).collect();
+                let fused = fuse(&lex_ids, &dense_ids, query_language, &self.languages, self.dense_weight);
+                fused
+                    .into_iter()
+                    .take(top_k)
+                    .filter_map(|f| {
+                        let lex = lexical.iter().find(|h| h.chunk_id == f.id);
+                        let den = dense.iter().find(|h| h.chunk_id == f.id);
+                        let hit = lex.or(den)?.clone();
+                        Some(RetrievedChunk {
+                            language: detect_language(&hit.content),
+                            score: f.score,
+                            lexical_rank: f.lexical_rank,
+                            dense_rank: f.dense_rank,
+                            bm25: lex.map(|h| h.score),
+                            cosine: den.map(|h| h.score),
+                            hit,
+                        })
+                    })
+                    .collect()
+            }
+        };
+        Ok(Retrieval { mode, query_language, dense_used: wants_dense, chunks })
+    }
+}
+
+fn single(hit: ChunkHit, lexical_rank: Option<usize>, dense_rank: Option<usize>) -> RetrievedChunk {
+    RetrievedChunk {
+        language: detect_language(&hit.content),
+        score: hit.score,
+        bm25: lexical_rank.map(|_| hit.score),
+        cosine: dense_rank.map(|_| hit.score),
+        lexical_rank,
+        dense_rank,
+        hit,
+    }
+}

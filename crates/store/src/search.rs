@@ -1,0 +1,164 @@
+//! Query side of the search index: BM25 over the inverted index and
+//! nearest neighbours over pgvector. Every query is scoped to one
+//! workspace, to each document's active chunking version, and excludes
+//! deleted documents; an optional list narrows it to some documents.
+
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use crate::StoreError;
+
+/// Where to search.
+#[derive(Debug, Clone)]
+pub struct SearchScope<'a> {
+    pub workspace_id: &'a str,
+    /// Empty: every document of the workspace.
+    pub document_ids: &'a [Uuid],
+}
+
+/// BM25 parameters (Robertson/Sparck Jones idf, Lucene's form).
+#[derive(Debug, Clone, Copy)]
+pub struct Bm25 {
+    pub k1: f64,
+    pub b: f64,
+}
+
+impl Default for Bm25 {
+    fn default() -> Self {
+        Bm25 { k1: 1.2, b: 0.75 }
+    }
+}
+
+/// One query term: the indexed term, the query word it came from (terms of
+/// one word do not add up: the best match counts) and its weight.
+#[derive(Debug, Clone)]
+pub struct WeightedTerm {
+    pub term: String,
+    pub word: i32,
+    pub weight: f64,
+}
+
+/// A chunk of the index, as retrieval returns it.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow, serde::Serialize)]
+pub struct ChunkHit {
+    pub chunk_id: String,
+    pub document_id: Uuid,
+    pub chunking_version: String,
+    pub chunk_index: i32,
+    pub content: String,
+    pub page_start: i32,
+    pub page_end: i32,
+    pub char_start: i64,
+    pub char_end: i64,
+    pub filename: Option<String>,
+    pub score: f64,
+}
+
+const ELIGIBLE: &str = "search_chunks c JOIN documents d
+      ON d.id = c.document_id AND d.workspace_id = c.workspace_id
+     AND d.active_chunking_version = c.chunking_version AND d.status <> 'deleted'";
+
+const HIT_COLUMNS: &str = "c.chunk_id, c.document_id, c.chunking_version, c.chunk_index, c.content,
+    c.page_start, c.page_end, c.char_start, c.char_end, d.filename";
+
+/// BM25 ranking of the scope's chunks, best first.
+pub async fn lexical(
+    pool: &PgPool,
+    scope: &SearchScope<'_>,
+    terms: &[WeightedTerm],
+    params: Bm25,
+    limit: usize,
+) -> Result<Vec<ChunkHit>, StoreError> {
+    if terms.is_empty() || limit == 0 {
+        return Ok(Vec::new());
+    }
+    let names: Vec<&str> = terms.iter().map(|t| t.term.as_str()).collect();
+    let words: Vec<i32> = terms.iter().map(|t| t.word).collect();
+    let weights: Vec<f64> = terms.iter().map(|t| t.weight).collect();
+    let sql = format!(
+        "WITH q AS (SELECT * FROM UNNEST($2::text[], $3::int[], $4::float8[]) AS q(term, word, weight)),
+         eligible AS (
+             SELECT c.chunk_id, c.term_count FROM {ELIGIBLE}
+             WHERE c.workspace_id = $1 AND (cardinality($5::uuid[]) = 0 OR c.document_id = ANY($5))),
+         stats AS (SELECT count(*)::float8 AS n, greatest(avg(term_count), 1)::float8 AS avgdl FROM eligible),
+         postings AS (
+             SELECT t.chunk_id, t.term, t.tf, e.term_count FROM search_terms t JOIN eligible e USING (chunk_id)
+             WHERE t.workspace_id = $1 AND t.term = ANY($2)),
+         df AS (SELECT term, count(*)::float8 AS df FROM postings GROUP BY term),
+         per_word AS (
+             SELECT p.chunk_id, q.word,
+                    max(q.weight * ln(1 + (s.n - df.df + 0.5) / (df.df + 0.5))
+                        * p.tf * ($6 + 1) / (p.tf + $6 * (1 - $7 + $7 * p.term_count / s.avgdl))) AS s
+             FROM postings p JOIN q USING (term) JOIN df USING (term) CROSS JOIN stats s
+             GROUP BY p.chunk_id, q.word),
+         ranked AS (SELECT chunk_id, sum(s) AS score FROM per_word GROUP BY chunk_id ORDER BY score DESC, chunk_id LIMIT $8)
+         SELECT {HIT_COLUMNS}, r.score FROM ranked r JOIN {ELIGIBLE} ON c.chunk_id = r.chunk_id
+         ORDER BY r.score DESC, c.chunk_id"
+    );
+    Ok(sqlx::query_as::<_, ChunkHit>(&sql)
+        .bind(scope.workspace_id)
+        .bind(&names)
+        .bind(&words)
+        .bind(&weights)
+        .bind(scope.document_ids)
+        .bind(params.k1)
+        .bind(params.b)
+        .bind(limit as i64)
+        .fetch_all(pool)
+        .await?)
+}
+
+/// Nearest chunks to `query` among those embedded with `model`, best first;
+/// `score` is the cosine similarity.
+pub async fn dense(
+    pool: &PgPool,
+    scope: &SearchScope<'_>,
+    model: &str,
+    query: &[f32],
+    limit: usize,
+) -> Result<Vec<ChunkHit>, StoreError> {
+    let dim = query.len();
+    if dim == 0 || dim > 2000 || limit == 0 {
+        return Ok(Vec::new());
+    }
+    let literal = format!("[{}]", query.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(","));
+    // The cast and the predicate match the per-model partial HNSW index
+    // (pipeline::ensure_vector_index), so the planner can use it; iterative
+    // scans keep filling the limit when the workspace filter drops rows.
+    let sql = format!(
+        "SELECT {HIT_COLUMNS}, (1 - (c.embedding::vector({dim}) <=> $2::vector({dim})))::float8 AS score
+         FROM {ELIGIBLE}
+         WHERE c.workspace_id = $1 AND c.embedding_model = $3 AND c.embedding_dimension = {dim}
+           AND (cardinality($4::uuid[]) = 0 OR c.document_id = ANY($4))
+         ORDER BY c.embedding::vector({dim}) <=> $2::vector({dim}), c.chunk_id
+         LIMIT $5"
+    );
+    let mut tx = pool.begin().await?;
+    // pgvector >= 0.8; older versions reject the setting, which is harmless.
+    let iterative = sqlx::query("SET LOCAL hnsw.iterative_scan = relaxed_order").execute(&mut *tx).await.is_ok();
+    if !iterative {
+        tx.rollback().await?;
+        tx = pool.begin().await?;
+    }
+    let hits = sqlx::query_as::<_, ChunkHit>(&sql)
+        .bind(scope.workspace_id)
+        .bind(&literal)
+        .bind(model)
+        .bind(scope.document_ids)
+        .bind(limit as i64)
+        .fetch_all(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(hits)
+}
+
+/// Chunks by id within a workspace (for citations and snapshots).
+pub async fn chunks_by_id(pool: &PgPool, workspace_id: &str, ids: &[String]) -> Result<Vec<ChunkHit>, StoreError> {
+    Ok(sqlx::query_as::<_, ChunkHit>(&format!(
+        "SELECT {HIT_COLUMNS}, 0::float8 AS score FROM {ELIGIBLE} WHERE c.workspace_id = $1 AND c.chunk_id = ANY($2)"
+    ))
+    .bind(workspace_id)
+    .bind(ids)
+    .fetch_all(pool)
+    .await?)
+}
