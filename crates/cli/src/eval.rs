@@ -116,8 +116,9 @@ pub async fn eval(s: &Settings, cmd: EvalCommand) -> anyhow::Result<ExitCode> {
         bar.set_draw_target(ProgressDrawTarget::hidden());
     }
     bar.set_style(ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} queries").unwrap_or_else(|_| ProgressStyle::default_bar()));
-    // mode -> language -> (ranking, qrels)
-    let mut runs: BTreeMap<&'static str, BTreeMap<&'static str, Vec<(Vec<String>, &HashMap<String, i32>)>>> = BTreeMap::new();
+    // mode -> language -> (ranking, judgements) per query
+    type Runs<'a> = BTreeMap<&'static str, BTreeMap<&'static str, Vec<(Vec<String>, &'a HashMap<String, i32>)>>>;
+    let mut runs: Runs = BTreeMap::new();
     let started = std::time::Instant::now();
     for q in &judged {
         let language = rag_retrieval::detect_language(&q.text).code();

@@ -78,7 +78,7 @@ where
             let key = format!("{label}/{workspace}/{i}");
             let stored = blobs.put_bytes(&key, item.bytes, item.content_type).await?;
             let event = DocumentUploaded {
-                envelope: Envelope::originating(&workspace, &format!("rag-engine/{label}")),
+                envelope: Envelope::originating(&workspace, format!("rag-engine/{label}")),
                 document_id: id.to_string(),
                 blob_uri: stored.uri,
                 filename: item.filename,
