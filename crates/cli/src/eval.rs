@@ -33,6 +33,10 @@ pub struct RetrievalArgs {
     /// Uploads in flight.
     #[arg(long, default_value_t = 16)]
     concurrency: usize,
+    /// Evaluate an already ingested workspace of this dataset (from an
+    /// earlier run) instead of ingesting into a fresh one.
+    #[arg(long)]
+    workspace: Option<String>,
     /// Print JSON: {"lexical": {...}, "dense": {...}, "hybrid": {...}, "by_language": {...}}.
     #[arg(long)]
     json: bool,
@@ -89,27 +93,43 @@ pub async fn eval(s: &Settings, cmd: EvalCommand) -> anyhow::Result<ExitCode> {
     anyhow::ensure!(!corpus.is_empty() && !judged.is_empty(), "the dataset has no documents or no judged queries");
     eprintln!("eval: {} documents, {} judged queries, embedder {}", corpus.len(), judged.len(), s.embedder);
 
-    // Each corpus entry becomes a Markdown document: title as heading.
-    let items: Vec<(String, Vec<u8>)> = corpus
-        .iter()
-        .map(|d| {
-            let body = if d.title.trim().is_empty() { d.text.clone() } else { format!("# {}\n\n{}", d.title.trim(), d.text) };
-            (format!("{}.md", d.id), body.into_bytes())
-        })
+    let (workspace, pool, ingest_seconds) = match &args.workspace {
+        Some(w) => (w.clone(), rag_store::connect(&s.store()).await.context("connecting to Postgres (DATABASE_URL)")?, 0.0),
+        None => {
+            // Each corpus entry becomes a Markdown document: title as heading.
+            let items: Vec<(String, Vec<u8>)> = corpus
+                .iter()
+                .map(|d| {
+                    let body = if d.title.trim().is_empty() { d.text.clone() } else { format!("# {}\n\n{}", d.title.trim(), d.text) };
+                    (format!("{}.md", d.id), body.into_bytes())
+                })
+                .collect();
+            let items = std::sync::Arc::new(items);
+            let run = ingest(s, "eval", corpus.len(), args.concurrency, args.json, move |i| CorpusItem {
+                filename: items[i].0.clone(),
+                content_type: "text/markdown",
+                bytes: items[i].1.clone(),
+            })
+            .await?;
+            eprintln!("eval: ingested in {:.1} s into workspace {}", run.total_seconds, run.workspace);
+            (run.workspace, run.pool, run.total_seconds)
+        }
+    };
+    // Fresh statistics after a bulk load, or the planner guesses badly.
+    rag_store::sqlx::query("ANALYZE search_terms, search_chunks, documents").execute(&pool).await?;
+    // Documents back to corpus ids through their file names.
+    let names: Vec<(uuid::Uuid, Option<String>)> =
+        rag_store::sqlx::query_as("SELECT id, filename FROM documents WHERE workspace_id = $1 AND status <> 'deleted'")
+            .bind(&workspace)
+            .fetch_all(&pool)
+            .await?;
+    let doc_to_corpus: HashMap<uuid::Uuid, String> = names
+        .into_iter()
+        .filter_map(|(id, f)| Some((id, f?.strip_suffix(".md")?.to_string())))
         .collect();
-    let items = std::sync::Arc::new(items);
-    let source = items.clone();
-    let run = ingest(s, "eval", corpus.len(), args.concurrency, args.json, move |i| CorpusItem {
-        filename: source[i].0.clone(),
-        content_type: "text/markdown",
-        bytes: source[i].1.clone(),
-    })
-    .await?;
-    eprintln!("eval: ingested in {:.1} s", run.total_seconds);
-    let doc_to_corpus: HashMap<uuid::Uuid, &str> =
-        run.document_ids.iter().zip(&corpus).map(|(id, d)| (*id, d.id.as_str())).collect();
+    anyhow::ensure!(!doc_to_corpus.is_empty(), "workspace {workspace} holds no documents of this dataset");
 
-    let retriever = s.retriever(run.pool.clone())?;
+    let retriever = s.retriever(pool.clone())?;
     let modes: Vec<Mode> = if retriever.embedder.identity().is_some() { vec![Mode::Lexical, Mode::Dense, Mode::Hybrid] } else { vec![Mode::Lexical] };
     let bar = ProgressBar::new((judged.len() * modes.len()) as u64);
     if args.json {
@@ -123,13 +143,13 @@ pub async fn eval(s: &Settings, cmd: EvalCommand) -> anyhow::Result<ExitCode> {
     for q in &judged {
         let language = rag_retrieval::detect_language(&q.text).code();
         for mode in &modes {
-            let result = retriever.retrieve(&run.workspace, &q.text, 100, &[], *mode).await?;
+            let result = retriever.retrieve(&workspace, &q.text, 100, &[], *mode).await?;
             // Chunks -> corpus documents, first (best) occurrence wins.
             let mut ranking: Vec<String> = Vec::new();
             for c in &result.chunks {
                 if let Some(id) = doc_to_corpus.get(&c.hit.document_id) {
                     if !ranking.iter().any(|r| r == id) {
-                        ranking.push(id.to_string());
+                        ranking.push(id.clone());
                     }
                 }
             }
@@ -174,8 +194,8 @@ pub async fn eval(s: &Settings, cmd: EvalCommand) -> anyhow::Result<ExitCode> {
         serde_json::json!({
             "documents": corpus.len(), "queries": judged.len(), "embedder": s.embedder,
             "embedding_model": retriever.embedder.identity().map(|(m, _)| m.to_string()),
-            "chunking_profile": s.chunking_profile, "ingest_seconds": run.total_seconds,
-            "query_seconds": query_seconds, "workspace": run.workspace,
+            "chunking_profile": s.chunking_profile, "ingest_seconds": ingest_seconds,
+            "query_seconds": query_seconds, "workspace": workspace,
         }),
     );
     if args.json {
@@ -192,7 +212,7 @@ pub async fn eval(s: &Settings, cmd: EvalCommand) -> anyhow::Result<ExitCode> {
                 }
             }
         }
-        println!("ingest {:.1} s, queries {:.1} s ({:.1} ms per retrieval)", run.total_seconds, query_seconds,
+        println!("workspace {workspace}: ingest {:.1} s, queries {:.1} s ({:.1} ms per retrieval)", ingest_seconds, query_seconds,
             1000.0 * query_seconds / (judged.len() * modes.len()) as f64);
     }
     Ok(ExitCode::SUCCESS)

@@ -26,8 +26,6 @@ pub struct CorpusItem {
 pub struct IngestRun {
     pub workspace: String,
     pub pool: PgPool,
-    /// Document ids, in corpus order.
-    pub document_ids: Vec<uuid::Uuid>,
     pub upload_seconds: f64,
     pub total_seconds: f64,
 }
@@ -124,5 +122,5 @@ where
     bar.finish_and_clear();
     shutdown.cancel();
     while stages.join_next().await.is_some() {}
-    Ok(IngestRun { workspace, pool, document_ids, upload_seconds, total_seconds })
+    Ok(IngestRun { workspace, pool, upload_seconds, total_seconds })
 }

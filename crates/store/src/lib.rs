@@ -4,6 +4,7 @@
 //! transaction that also advances the stage's stored offset, see [`offsets`].
 
 pub mod documents;
+pub mod messages;
 pub mod offsets;
 pub mod pipeline;
 pub mod search;

@@ -95,7 +95,10 @@ pub async fn lexical(
          SELECT {HIT_COLUMNS}, r.score FROM ranked r JOIN {ELIGIBLE} ON c.chunk_id = r.chunk_id
          ORDER BY r.score DESC, c.chunk_id"
     );
+    // Not a cached prepared statement: after five runs Postgres would switch
+    // to a generic plan, blind to the term arrays, and take seconds.
     Ok(sqlx::query_as::<_, ChunkHit>(&sql)
+        .persistent(false)
         .bind(scope.workspace_id)
         .bind(&names)
         .bind(&words)
@@ -141,6 +144,7 @@ pub async fn dense(
         tx = pool.begin().await?;
     }
     let hits = sqlx::query_as::<_, ChunkHit>(&sql)
+        .persistent(false)
         .bind(scope.workspace_id)
         .bind(&literal)
         .bind(model)

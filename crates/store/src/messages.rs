@@ -1,0 +1,128 @@
+//! Conversations and messages. QuestionAsked creates the conversation (if
+//! new), the user message and a pending assistant message; AnswerProduced
+//! completes the assistant message. Both are idempotent, so a re-delivered
+//! event changes nothing.
+
+use chrono::{DateTime, Utc};
+use rag_events::{AnswerProduced, QuestionAsked};
+use sqlx::{PgPool, Postgres, Transaction};
+use uuid::Uuid;
+
+use crate::StoreError;
+
+fn parse_id(field: &str, s: &str) -> Result<Uuid, StoreError> {
+    Uuid::parse_str(s).map_err(|_| StoreError::Invalid(format!("{field} {s:?} is not a UUID")))
+}
+
+fn occurred(e: &rag_events::Envelope) -> DateTime<Utc> {
+    DateTime::from_timestamp_millis(e.occurred_at).unwrap_or_else(Utc::now)
+}
+
+pub async fn apply_question_asked(tx: &mut Transaction<'_, Postgres>, e: &QuestionAsked) -> Result<(), StoreError> {
+    let ws = &e.envelope.workspace_id;
+    let conversation = parse_id("conversation_id", &e.conversation_id)?;
+    let user = parse_id("user_message_id", &e.user_message_id)?;
+    let assistant = parse_id("assistant_message_id", &e.assistant_message_id)?;
+    let at = occurred(&e.envelope);
+    let title: String = e.question.chars().take(80).collect();
+    sqlx::query(
+        "INSERT INTO conversations (id, workspace_id, title, created_by, created_at) VALUES ($1, $2, $3, $4, $5)
+         ON CONFLICT (id) DO NOTHING",
+    )
+    .bind(conversation)
+    .bind(ws)
+    .bind(&title)
+    .bind(&e.asked_by)
+    .bind(at)
+    .execute(&mut **tx)
+    .await?;
+    // A conversation id of another workspace is refused, never joined.
+    let owner: String = sqlx::query_scalar("SELECT workspace_id FROM conversations WHERE id = $1").bind(conversation).fetch_one(&mut **tx).await?;
+    if &owner != ws {
+        return Err(StoreError::Invalid(format!("conversation {conversation} belongs to another workspace")));
+    }
+    let metadata = serde_json::json!({"top_k": e.top_k, "document_ids": e.document_ids, "asked_by": e.asked_by});
+    for (id, role, content, status, at) in [
+        (user, "user", e.question.as_str(), "done", at),
+        // One microsecond later: the assistant message sorts after the question.
+        (assistant, "assistant", "", "pending", at + chrono::Duration::microseconds(1)),
+    ] {
+        sqlx::query(
+            "INSERT INTO messages (id, conversation_id, workspace_id, role, content, status, metadata, created_at, updated_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8) ON CONFLICT (id) DO NOTHING",
+        )
+        .bind(id)
+        .bind(conversation)
+        .bind(ws)
+        .bind(role)
+        .bind(content)
+        .bind(status)
+        .bind(if role == "user" { metadata.clone() } else { serde_json::json!({}) })
+        .bind(at)
+        .execute(&mut **tx)
+        .await?;
+    }
+    Ok(())
+}
+
+/// Fills the assistant message; only a pending message changes, so a
+/// replayed answer is a no-op.
+pub async fn apply_answer_produced(tx: &mut Transaction<'_, Postgres>, e: &AnswerProduced, metadata: &serde_json::Value) -> Result<(), StoreError> {
+    let assistant = parse_id("assistant_message_id", &e.assistant_message_id)?;
+    let status = if e.failure.is_some() { "failed" } else { "done" };
+    sqlx::query(
+        "UPDATE messages SET content = $3, status = $4, metadata = $5, updated_at = $6
+         WHERE id = $1 AND workspace_id = $2 AND status = 'pending'",
+    )
+    .bind(assistant)
+    .bind(&e.envelope.workspace_id)
+    .bind(&e.answer)
+    .bind(status)
+    .bind(metadata)
+    .bind(occurred(&e.envelope))
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+#[derive(Debug, Clone, sqlx::FromRow, serde::Serialize)]
+pub struct MessageRow {
+    pub id: Uuid,
+    pub conversation_id: Uuid,
+    pub workspace_id: String,
+    pub role: String,
+    pub content: String,
+    pub status: String,
+    pub metadata: serde_json::Value,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+const COLUMNS: &str = "id, conversation_id, workspace_id, role, content, status, metadata, created_at, updated_at";
+
+pub async fn get(pool: &PgPool, workspace_id: &str, id: Uuid) -> Result<Option<MessageRow>, StoreError> {
+    Ok(sqlx::query_as(&format!("SELECT {COLUMNS} FROM messages WHERE id = $1 AND workspace_id = $2"))
+        .bind(id)
+        .bind(workspace_id)
+        .fetch_optional(pool)
+        .await?)
+}
+
+/// Completed messages of a conversation before `before` (oldest first), at
+/// most `limit` of the latest.
+pub async fn history(pool: &PgPool, workspace_id: &str, conversation_id: Uuid, before: Uuid, limit: i64) -> Result<Vec<MessageRow>, StoreError> {
+    let mut rows: Vec<MessageRow> = sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM messages
+         WHERE workspace_id = $1 AND conversation_id = $2 AND status = 'done' AND id <> $3
+           AND created_at < coalesce((SELECT created_at FROM messages WHERE id = $3), now())
+         ORDER BY created_at DESC LIMIT $4"
+    ))
+    .bind(workspace_id)
+    .bind(conversation_id)
+    .bind(before)
+    .bind(limit)
+    .fetch_all(pool)
+    .await?;
+    rows.reverse();
+    Ok(rows)
+}
