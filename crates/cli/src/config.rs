@@ -136,6 +136,27 @@ pub struct Settings {
     /// Weight of the dense ranking in the fusion (lexical weighs 1).
     #[arg(long, env = "RETRIEVAL_DENSE_WEIGHT", default_value_t = 1.0, global = true)]
     pub retrieval_dense_weight: f64,
+    /// Answer LLM: base URL of an OpenAI-compatible API, version included (requests go to {base}/chat/completions). With ANSWER_LLM_MODEL and ANSWER_LLM_API_KEY it enables LLM answers; otherwise answers are extractive.
+    #[arg(long, env = "ANSWER_LLM_BASE_URL", default_value = "", global = true)]
+    pub answer_llm_base_url: String,
+    /// Answer LLM model name.
+    #[arg(long, env = "ANSWER_LLM_MODEL", default_value = "", global = true)]
+    pub answer_llm_model: String,
+    /// Answer LLM API key.
+    #[arg(long, env = "ANSWER_LLM_API_KEY", default_value = "", global = true, hide_env_values = true)]
+    pub answer_llm_api_key: String,
+    /// Answer LLM max_tokens (0: the provider's default).
+    #[arg(long, env = "ANSWER_LLM_MAX_TOKENS", default_value_t = 0, global = true)]
+    pub answer_llm_max_tokens: u32,
+    /// Answer LLM temperature (unset: the provider's default).
+    #[arg(long, env = "ANSWER_LLM_TEMPERATURE", global = true)]
+    pub answer_llm_temperature: Option<f32>,
+    /// Timeout of one LLM call, in seconds.
+    #[arg(long, env = "ANSWER_LLM_TIMEOUT_SECS", default_value_t = 60, global = true)]
+    pub answer_llm_timeout_secs: u64,
+    /// When the LLM fails (down, timeouts, invalid JSON twice): `extractive` answers from the chunks' sentences, `fail` marks the answer failed.
+    #[arg(long, env = "ANSWER_LLM_FALLBACK", default_value = "extractive", global = true, value_parser = ["extractive", "fail"])]
+    pub answer_llm_fallback: String,
     /// Log format on stderr: text or json.
     #[arg(long, env = "LOG_FORMAT", default_value = "text", global = true, value_parser = ["text", "json"])]
     pub log_format: String,
@@ -178,7 +199,11 @@ impl Settings {
 
     /// The retriever (lexical + the configured embedder, fused).
     pub fn retriever(&self, pool: rag_store::sqlx::PgPool) -> anyhow::Result<rag_stages::retriever::Retriever> {
-        let embedder = self.embedder()?;
+        self.retriever_with(pool, self.embedder()?)
+    }
+
+    /// The retriever over an already loaded embedder.
+    pub fn retriever_with(&self, pool: rag_store::sqlx::PgPool, embedder: rag_embed::Embedder) -> anyhow::Result<rag_stages::retriever::Retriever> {
         let languages = match self.embedding_languages.as_str() {
             "auto" => match &embedder {
                 rag_embed::Embedder::Local(_) => rag_retrieval::EmbedderLanguages::Only(vec![rag_retrieval::Language::En]),
@@ -194,6 +219,38 @@ impl Settings {
             candidates: self.retrieval_candidates.max(1),
             dense_weight: self.retrieval_dense_weight,
         })
+    }
+
+    /// The answer LLM when ANSWER_LLM_BASE_URL, _MODEL and _API_KEY are all set.
+    pub fn answer_llm(&self) -> anyhow::Result<Option<rag_answer::llm::ChatClient>> {
+        let set = [&self.answer_llm_base_url, &self.answer_llm_model, &self.answer_llm_api_key].iter().filter(|v| !v.is_empty()).count();
+        if set == 0 {
+            tracing::info!("no answer LLM configured: answers are extractive");
+            return Ok(None);
+        }
+        if set < 3 {
+            anyhow::bail!("the answer LLM needs ANSWER_LLM_BASE_URL, ANSWER_LLM_MODEL and ANSWER_LLM_API_KEY together");
+        }
+        let client = rag_answer::llm::ChatClient::new(rag_answer::llm::ChatConfig {
+            base_url: self.answer_llm_base_url.clone(),
+            model: self.answer_llm_model.clone(),
+            api_key: self.answer_llm_api_key.clone(),
+            max_tokens: (self.answer_llm_max_tokens > 0).then_some(self.answer_llm_max_tokens),
+            temperature: self.answer_llm_temperature,
+            timeout: Duration::from_secs(self.answer_llm_timeout_secs.max(1)),
+            max_retries: self.stage_max_retries,
+            retry_backoff: Duration::from_millis(self.stage_retry_backoff_ms),
+        })?;
+        tracing::info!(model = %self.answer_llm_model, "answer LLM configured");
+        Ok(Some(client))
+    }
+
+    pub fn answer_fallback(&self) -> rag_answer::LlmFallback {
+        if self.answer_llm_fallback == "fail" {
+            rag_answer::LlmFallback::Fail
+        } else {
+            rag_answer::LlmFallback::Extractive
+        }
     }
 
     /// The OCR engine, or None (with the reason logged) when off or missing.

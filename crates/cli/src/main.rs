@@ -1,5 +1,6 @@
 //! `rag-engine`: runs the pipeline's stages and the operator/user commands.
 
+mod ask;
 mod bench;
 mod config;
 mod docs;
@@ -53,6 +54,8 @@ enum Command {
     /// Benchmarks on the real stack (prints numbers; never a test).
     #[command(subcommand)]
     Bench(bench::BenchCommand),
+    /// Ask a question; waits for the answer and prints it with numbered citations.
+    Ask(ask::AskArgs),
     /// Search a workspace: ranked chunks with scores and positions.
     Search(search::SearchArgs),
     /// Quality evaluations on the real stack.
@@ -85,6 +88,7 @@ fn main() -> ExitCode {
             Command::Docs(cmd) => docs::docs(s, cmd).await,
             Command::Bench(cmd) => bench::bench(s, cmd).await,
             Command::Search(args) => search::search(s, args).await,
+            Command::Ask(args) => ask::ask(s, args).await,
             Command::Eval(cmd) => eval::eval(s, cmd).await,
         }
     });

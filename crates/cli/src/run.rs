@@ -5,7 +5,7 @@ use anyhow::Context;
 use clap::{Args, ValueEnum};
 use rag_bus::{BusConfig, EventProducer, Processor, StageSpec};
 use rag_events::{Codec, EventType};
-use rag_stages::{chunker, failpoint::Failpoint, indexer, parser, projector};
+use rag_stages::{answerer, chunker, failpoint::Failpoint, indexer, parser, projector};
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info};
 
@@ -23,6 +23,8 @@ pub enum StageName {
     Indexer,
     /// All events -> Postgres read models.
     Projector,
+    /// QuestionAsked -> retrieval + answer with citations -> AnswerProduced.
+    Answerer,
 }
 
 pub type StageTasks = tokio::task::JoinSet<(String, Result<(), rag_bus::BusError>)>;
@@ -94,7 +96,10 @@ pub async fn start_stages(
     let blobs = rag_blobs::BlobStore::new(&s.blobs());
     let mut tasks: StageTasks = tokio::task::JoinSet::new();
     let wants = |stage: StageName| which == StageName::All || which == stage;
-    let embedder = if wants(StageName::Indexer) { Some(s.embedder()?) } else { None };
+    // One embedder (one copy of a local model) for the indexer and the answerer.
+    let shared_embedder = if wants(StageName::Indexer) || wants(StageName::Answerer) { Some(s.embedder()?) } else { None };
+    let embedder = if wants(StageName::Indexer) { shared_embedder.clone() } else { None };
+    let answer_llm = if wants(StageName::Answerer) { s.answer_llm()? } else { None };
     if let Some((model, dimension)) = embedder.as_ref().and_then(|e| e.identity()) {
         rag_store::pipeline::ensure_vector_index(pool, model, dimension).await.context("creating the vector index")?;
     }
@@ -126,6 +131,17 @@ pub async fn start_stages(
                 embedder: embedder.clone(),
             };
             spawn_stage(&mut tasks, &bus, &codec, indexer::STAGE, indexer::GROUP.into(), indexer::CONSUMES, i, shutdown)?;
+        }
+        if let (true, Some(embedder)) = (wants(StageName::Answerer), &shared_embedder) {
+            let output = EventProducer::new(&bus, codec.clone(), "rag-engine/answerer")?;
+            let a = answerer::Answerer {
+                retriever: s.retriever_with(pool.clone(), embedder.clone())?,
+                llm: answer_llm.clone(),
+                fallback: s.answer_fallback(),
+                top_k: s.retrieval_top_k.max(1),
+                output,
+            };
+            spawn_stage(&mut tasks, &bus, &codec, answerer::STAGE, answerer::GROUP.into(), answerer::CONSUMES, a, shutdown)?;
         }
         if wants(StageName::Projector) {
             let group = bus.group_of(projector::GROUP);

@@ -1,6 +1,7 @@
 //! Stage processors. Each is stateless and runs in a Kafka consumer group;
 //! scaling out means starting more instances.
 
+pub mod answerer;
 pub mod chunker;
 pub mod common;
 pub mod failpoint;

@@ -11,7 +11,7 @@ use rag_chunking::Chunk;
 use rag_docparse::Segment;
 use rag_events::{AnyEvent, Codec, EventType, Topics};
 use rag_store::offsets::{self, Claim};
-use rag_store::{documents, pipeline, sqlx::PgPool, StoreError};
+use rag_store::{documents, messages, pipeline, sqlx::PgPool, StoreError};
 use tracing::{debug, info};
 
 use crate::common::fetch_verified;
@@ -27,6 +27,8 @@ pub const CONSUMES: &[EventType] = &[
     EventType::DocumentChunked,
     EventType::DocumentIngested,
     EventType::DocumentDeleted,
+    EventType::QuestionAsked,
+    EventType::AnswerProduced,
 ];
 
 pub struct Projector {
@@ -59,6 +61,40 @@ pub async fn stored_start(pool: &PgPool, group: &str, topic: &str, partition: i3
     Ok(match offsets::load(pool, group, topic, partition).await.map_err(store_err)? {
         Some(n) => StartAt::Offset(n),
         None => StartAt::Beginning,
+    })
+}
+
+/// The assistant message's metadata: sections with citations, the flat
+/// citations, usage and retrieval. Each citation carries the text it cites
+/// (from the answerer's snapshot), so it survives the document's deletion.
+pub fn answer_metadata(e: &rag_events::AnswerProduced) -> serde_json::Value {
+    let retrieval: serde_json::Value = serde_json::from_str(&e.retrieval_json).unwrap_or_default();
+    let texts: Vec<String> = retrieval["citation_texts"]
+        .as_array()
+        .map(|a| a.iter().map(|t| t.as_str().unwrap_or_default().to_string()).collect())
+        .unwrap_or_default();
+    let mut n = 0usize;
+    let mut with_text = |c: &rag_events::Citation| {
+        let mut v = serde_json::to_value(c).unwrap_or_default();
+        if let Some(t) = texts.get(n) {
+            v["text"] = t.clone().into();
+        }
+        n += 1;
+        v
+    };
+    let sections: Vec<serde_json::Value> = e
+        .sections
+        .iter()
+        .map(|s| serde_json::json!({"text": s.text, "source_ids": s.source_ids, "citations": s.citations.iter().map(&mut with_text).collect::<Vec<_>>()}))
+        .collect();
+    let citations: Vec<serde_json::Value> = sections.iter().flat_map(|s| s["citations"].as_array().cloned().unwrap_or_default()).collect();
+    serde_json::json!({
+        "mode": e.mode,
+        "sections": sections,
+        "citations": citations,
+        "llm_usage": e.llm_usage,
+        "retrieval": retrieval,
+        "failure": e.failure,
     })
 }
 
@@ -138,9 +174,16 @@ impl Processor for Projector {
                 info!(workspace_id = %e.envelope.workspace_id, document_id = %e.document_id,
                       event_id = %e.envelope.event_id, version = %e.chunking_version, "document ingested");
             }
-            // Questions and answers get their read models with the answer
-            // orchestrator; the offset still advances so the partition moves on.
-            _ => {}
+            AnyEvent::QuestionAsked(e) => {
+                messages::apply_question_asked(&mut tx, e).await.map_err(store_err)?;
+                info!(workspace_id = %e.envelope.workspace_id, conversation_id = %e.conversation_id,
+                      event_id = %e.envelope.event_id, message_id = %e.assistant_message_id, "question asked");
+            }
+            AnyEvent::AnswerProduced(e) => {
+                messages::apply_answer_produced(&mut tx, e, &answer_metadata(e)).await.map_err(store_err)?;
+                info!(workspace_id = %e.envelope.workspace_id, conversation_id = %e.conversation_id,
+                      event_id = %e.envelope.event_id, message_id = %e.assistant_message_id, mode = %e.mode, "answer projected");
+            }
         }
         Failpoint::hit(&self.failpoint, "projector-before-commit").await;
         tx.commit().await.map_err(|e| store_err(e.into()))?;

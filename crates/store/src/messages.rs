@@ -66,13 +66,19 @@ pub async fn apply_question_asked(tx: &mut Transaction<'_, Postgres>, e: &Questi
 }
 
 /// Fills the assistant message; only a pending message changes, so a
-/// replayed answer is a no-op.
+/// replayed answer is a no-op. Questions and answers travel on different
+/// topics, so the answer may be projected first: it then creates the
+/// message, and the question's later insert leaves it alone.
 pub async fn apply_answer_produced(tx: &mut Transaction<'_, Postgres>, e: &AnswerProduced, metadata: &serde_json::Value) -> Result<(), StoreError> {
     let assistant = parse_id("assistant_message_id", &e.assistant_message_id)?;
+    let conversation = parse_id("conversation_id", &e.conversation_id)?;
     let status = if e.failure.is_some() { "failed" } else { "done" };
     sqlx::query(
-        "UPDATE messages SET content = $3, status = $4, metadata = $5, updated_at = $6
-         WHERE id = $1 AND workspace_id = $2 AND status = 'pending'",
+        "INSERT INTO messages (id, conversation_id, workspace_id, role, content, status, metadata, created_at, updated_at)
+         VALUES ($1, $7, $2, 'assistant', $3, $4, $5, $6, $6)
+         ON CONFLICT (id) DO UPDATE SET content = EXCLUDED.content, status = EXCLUDED.status,
+                metadata = EXCLUDED.metadata, updated_at = EXCLUDED.updated_at
+         WHERE messages.status = 'pending' AND messages.workspace_id = EXCLUDED.workspace_id",
     )
     .bind(assistant)
     .bind(&e.envelope.workspace_id)
@@ -80,6 +86,7 @@ pub async fn apply_answer_produced(tx: &mut Transaction<'_, Postgres>, e: &Answe
     .bind(status)
     .bind(metadata)
     .bind(occurred(&e.envelope))
+    .bind(conversation)
     .execute(&mut **tx)
     .await?;
     Ok(())

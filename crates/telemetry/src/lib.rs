@@ -32,6 +32,15 @@ pub mod names {
     pub const PRODUCED: &str = "rag_produced_events_total";
     /// Counter; label: outcome (ok|failed). Files the upload command stored.
     pub const UPLOADS: &str = "rag_uploads_total";
+    /// Counter; labels: model, kind (prompt|completion). Tokens the answer LLM used.
+    pub const LLM_TOKENS: &str = "rag_llm_tokens_total";
+}
+
+/// Records the tokens of one LLM call.
+pub fn record_llm_tokens(model: &str, prompt: i64, completion: i64) {
+    for (kind, n) in [("prompt", prompt), ("completion", completion)] {
+        metrics::counter!(names::LLM_TOKENS, "model" => model.to_string(), labels::KIND => kind).increment(n.max(0) as u64);
+    }
 }
 
 /// Label keys, shared so label spelling cannot drift.

@@ -1,0 +1,126 @@
+//! `rag-engine ask`: produces QuestionAsked, waits for the answer (the
+//! projected assistant message) and prints its sections with numbered
+//! citations and the cited text.
+
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use clap::Args;
+use rag_bus::EventProducer;
+use rag_events::{Codec, Envelope, QuestionAsked};
+use rag_store::messages;
+
+use crate::config::Settings;
+
+#[derive(Args, Debug)]
+pub struct AskArgs {
+    /// The question.
+    question: String,
+    /// Workspace whose documents answer it.
+    #[arg(long)]
+    workspace: String,
+    /// Continue this conversation (default: a new one).
+    #[arg(long)]
+    conversation: Option<uuid::Uuid>,
+    /// Chunks to retrieve (default: RETRIEVAL_TOP_K).
+    #[arg(long)]
+    top_k: Option<u32>,
+    /// Only these documents (repeatable).
+    #[arg(long = "document")]
+    documents: Vec<uuid::Uuid>,
+    /// Who asks (recorded in the event).
+    #[arg(long, default_value = "cli")]
+    user: String,
+    /// Seconds to wait for the answer.
+    #[arg(long, default_value_t = 120)]
+    timeout: u64,
+    /// Print the answer message as JSON (as the API returns it).
+    #[arg(long)]
+    json: bool,
+}
+
+pub async fn ask(s: &Settings, args: AskArgs) -> anyhow::Result<ExitCode> {
+    let pool = rag_store::connect(&s.store()).await.context("connecting to Postgres (DATABASE_URL)")?;
+    let producer = EventProducer::new(&s.bus(), Codec::embedded()?, "rag-engine/cli")?;
+    let conversation = args.conversation.unwrap_or_else(uuid::Uuid::now_v7);
+    let (user_message, assistant_message) = (uuid::Uuid::now_v7(), uuid::Uuid::now_v7());
+    let event = QuestionAsked {
+        envelope: Envelope::originating(&args.workspace, "rag-engine/cli"),
+        conversation_id: conversation.to_string(),
+        user_message_id: user_message.to_string(),
+        assistant_message_id: assistant_message.to_string(),
+        question: args.question.clone(),
+        asked_by: args.user.clone(),
+        top_k: args.top_k.map(|k| k as i32),
+        document_ids: args.documents.iter().map(|d| d.to_string()).collect(),
+    };
+    producer.send(&event).await.context("producing QuestionAsked (KAFKA_BROKERS)")?;
+    if !args.json {
+        eprintln!("asked in conversation {conversation}; waiting for the answer (rag-engine run must be running)…");
+    }
+    let deadline = Instant::now() + Duration::from_secs(args.timeout);
+    let message = loop {
+        if let Some(m) = messages::get(&pool, &args.workspace, assistant_message).await? {
+            if m.status != "pending" {
+                break m;
+            }
+        }
+        if Instant::now() >= deadline {
+            anyhow::bail!("no answer within {} s (is `rag-engine run` running? message {assistant_message})", args.timeout);
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&message)?);
+        return Ok(if message.status == "done" { ExitCode::SUCCESS } else { ExitCode::FAILURE });
+    }
+    if message.status == "failed" {
+        let f = &message.metadata["failure"];
+        eprintln!("the question could not be answered: {} ({})", f["message"].as_str().unwrap_or("-"), f["code"].as_str().unwrap_or("-"));
+        return Ok(ExitCode::FAILURE);
+    }
+    let filenames: std::collections::HashMap<String, String> =
+        rag_store::sqlx::query_as::<_, (uuid::Uuid, Option<String>)>("SELECT id, filename FROM documents WHERE workspace_id = $1")
+            .bind(&args.workspace)
+            .fetch_all(&pool)
+            .await?
+            .into_iter()
+            .map(|(id, f)| (id.to_string(), f.unwrap_or_default()))
+            .collect();
+    let mut numbered: Vec<&serde_json::Value> = Vec::new();
+    let empty = Vec::new();
+    for section in message.metadata["sections"].as_array().unwrap_or(&empty) {
+        let mut marks = String::new();
+        for c in section["citations"].as_array().unwrap_or(&empty) {
+            numbered.push(c);
+            marks.push_str(&format!(" [{}]", numbered.len()));
+        }
+        println!("{}{marks}\n", section["text"].as_str().unwrap_or_default());
+    }
+    if !numbered.is_empty() {
+        println!("Citations:");
+    }
+    for (i, c) in numbered.iter().enumerate() {
+        let doc = c["document_id"].as_str().unwrap_or_default();
+        println!(
+            "[{}] {} p.{} segment {} chars {}..{}",
+            i + 1,
+            filenames.get(doc).map(String::as_str).unwrap_or(doc),
+            c["page_idx"].as_i64().unwrap_or(0) + 1,
+            c["segment_index"].as_i64().unwrap_or(0),
+            c["char_start"].as_i64().unwrap_or(0),
+            c["char_end"].as_i64().unwrap_or(0),
+        );
+        let text = c["text"].as_str().or(c["snippet_preview"].as_str()).unwrap_or_default();
+        println!("    “{}”", text.split_whitespace().collect::<Vec<_>>().join(" "));
+    }
+    let mode = message.metadata["mode"].as_str().unwrap_or("-");
+    let usage = &message.metadata["llm_usage"];
+    if usage.is_object() {
+        eprintln!("({mode}; {} tokens, model {})", usage["total_tokens"], usage["model"].as_str().unwrap_or("-"));
+    } else {
+        eprintln!("({mode})");
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,199 @@
+//! Questions to answers on the real stack: QuestionAsked -> answerer ->
+//! AnswerProduced -> messages. Extractive answers (no LLM), LLM answers
+//! against a local server speaking the chat-completions protocol, history
+//! in the prompt, failures that never leave a message pending, and tenant
+//! isolation of answers.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::{Json, Router};
+use common::*;
+use rag_store::sqlx;
+
+async fn upload_files(t: &TestEnv, workspace: &str, files: &[(&str, &str)]) {
+    let dir = std::env::temp_dir().join(format!("rag-engine-answers-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (name, text) in files {
+        std::fs::write(dir.join(name), text).unwrap();
+    }
+    let (ok, _, err) = t.run(&["upload", dir.to_str().unwrap(), "--workspace", workspace]).await;
+    assert!(ok, "{err}");
+}
+
+async fn wait_ingested(t: &TestEnv, n: i64) {
+    wait_until("documents ingested", Duration::from_secs(120), || async {
+        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM documents WHERE status = 'ingested'").fetch_one(&t.pool).await.unwrap() == n
+    })
+    .await;
+}
+
+async fn ask(t: &TestEnv, workspace: &str, question: &str, extra: &[&str]) -> (bool, serde_json::Value) {
+    let mut args = vec!["ask", question, "--workspace", workspace, "--json", "--timeout", "60"];
+    args.extend_from_slice(extra);
+    let (ok, out, err) = t.run(&args).await;
+    let v = serde_json::from_str(&out).unwrap_or_else(|_| panic!("ask printed no JSON: {out} {err}"));
+    (ok, v)
+}
+
+/// Every citation: its chunk was retrieved for this question, and the
+/// document's raw text (the viewer's segments) sliced at its range is the
+/// cited text.
+async fn check_citations(t: &TestEnv, workspace: &str, message: &serde_json::Value) -> usize {
+    let retrieved: Vec<String> =
+        message["metadata"]["retrieval"]["chunks"].as_array().unwrap().iter().map(|c| c["chunk_id"].as_str().unwrap().to_string()).collect();
+    let citations = message["metadata"]["citations"].as_array().unwrap();
+    for c in citations {
+        assert!(retrieved.contains(&c["chunk_id"].as_str().unwrap().to_string()), "cites a chunk not retrieved: {c}");
+        let doc = c["document_id"].as_str().unwrap();
+        let (ok, out, err) = t.run(&["docs", "segments", doc, "--workspace", workspace, "--json"]).await;
+        assert!(ok, "{err}");
+        let segs: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let full: String = segs["segments"].as_array().unwrap().iter().map(|s| s["text"].as_str().unwrap()).collect();
+        let (s, e) = (c["char_start"].as_u64().unwrap() as usize, c["char_end"].as_u64().unwrap() as usize);
+        let slice: String = full.chars().skip(s).take(e - s).collect();
+        assert_eq!(slice, c["text"].as_str().unwrap(), "citation text is the raw text at its range");
+        assert!(!slice.is_empty());
+        let seg = &segs["segments"][c["segment_index"].as_u64().unwrap() as usize];
+        assert!(seg["char_start"].as_u64().unwrap() as usize <= s && s < seg["char_end"].as_u64().unwrap() as usize);
+        assert_eq!(seg["page_idx"], c["page_idx"]);
+    }
+    citations.len()
+}
+
+const REPORT: &str = "Doanh thu thuần năm 2023 đạt 1.245,6 tỷ đồng, tăng 12,4% so với năm trước.\n\nLợi nhuận sau thuế đạt 187,3 tỷ đồng.\n\nRủi ro tỷ giá được kiểm soát bằng hợp đồng kỳ hạn.";
+const CLOUD: &str = "Quarterly revenue rose sharply thanks to strong cloud sales in Asia.\n\nThe board approved a dividend of 2 dollars per share.";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn extractive_answers_cite_exact_spans_and_workspaces_stay_apart() {
+    let t = TestEnv::new().await;
+    let _all = t.spawn(&["run", "all"], &[]);
+    let other = format!("{}-other", t.workspace);
+    upload_files(&t, &t.workspace, &[("bao-cao.txt", REPORT), ("cloud.txt", CLOUD)]).await;
+    upload_files(&t, &other, &[("secret.txt", "Doanh thu năm 2023 của đối thủ tăng 40%. The board approved a secret merger.")]).await;
+    wait_ingested(&t, 3).await;
+
+    let (ok, m) = ask(&t, &t.workspace, "Doanh thu năm 2023 tăng bao nhiêu?", &[]).await;
+    assert!(ok, "{m}");
+    assert_eq!((m["role"].as_str(), m["status"].as_str()), (Some("assistant"), Some("done")));
+    assert_eq!(m["metadata"]["mode"], "extractive");
+    assert!(m["content"].as_str().unwrap().contains("tăng 12,4%"), "{m}");
+    assert!(check_citations(&t, &t.workspace, &m).await >= 1);
+
+    let (_, m) = ask(&t, &t.workspace, "What did the board approve?", &[]).await;
+    assert!(m["content"].as_str().unwrap().contains("dividend"));
+    assert!(check_citations(&t, &t.workspace, &m).await >= 1);
+
+    // Nothing relevant: says so, cites nothing.
+    let (ok, m) = ask(&t, &t.workspace, "quantum chromodynamics lattice", &[]).await;
+    assert!(ok);
+    assert_eq!(m["metadata"]["mode"], "no_answer");
+    assert_eq!(m["metadata"]["citations"].as_array().unwrap().len(), 0);
+
+    // Isolation: the other workspace's documents are never retrieved or cited.
+    let ours: Vec<String> = sqlx::query_scalar::<_, uuid::Uuid>("SELECT id FROM documents WHERE workspace_id = $1")
+        .bind(&t.workspace).fetch_all(&t.pool).await.unwrap().into_iter().map(|u| u.to_string()).collect();
+    for q in ["Doanh thu của đối thủ tăng bao nhiêu?", "secret merger", "What did the board approve?"] {
+        let (_, m) = ask(&t, &t.workspace, q, &["--top-k", "20"]).await;
+        for c in m["metadata"]["retrieval"]["chunks"].as_array().unwrap() {
+            assert!(ours.contains(&c["document_id"].as_str().unwrap().to_string()), "{q}: retrieved from another workspace");
+        }
+        for c in m["metadata"]["citations"].as_array().unwrap() {
+            assert!(ours.contains(&c["document_id"].as_str().unwrap().to_string()), "{q}: cited another workspace");
+        }
+        let (_, m) = ask(&t, &other, q, &["--top-k", "20"]).await;
+        for c in m["metadata"]["citations"].as_array().unwrap() {
+            assert!(!ours.contains(&c["document_id"].as_str().unwrap().to_string()));
+        }
+    }
+    // The user message and the answer are both in the conversation.
+    let roles: Vec<(String, String)> = sqlx::query_as("SELECT role, status FROM messages WHERE workspace_id = $1 ORDER BY created_at")
+        .bind(&t.workspace).fetch_all(&t.pool).await.unwrap();
+    assert_eq!(roles.len(), 12);
+    assert!(roles.iter().all(|(_, s)| s == "done"));
+    t.cleanup().await;
+}
+
+struct Llm {
+    requests: Mutex<Vec<serde_json::Value>>,
+}
+
+/// Answers citing the first chunk of the prompt with a quote cut from it,
+/// plus an invented id; answers 500 to questions mentioning "outage".
+async fn chat(State(llm): State<Arc<Llm>>, Json(body): Json<serde_json::Value>) -> Response {
+    llm.requests.lock().unwrap().push(body.clone());
+    let messages = body["messages"].as_array().unwrap();
+    let question = messages.last().unwrap()["content"].as_str().unwrap().to_string();
+    if question.contains("outage") {
+        return (StatusCode::INTERNAL_SERVER_ERROR, "upstream down").into_response();
+    }
+    let context = messages[1]["content"].as_str().unwrap();
+    let block = context.split("[CHUNK_ID=").nth(1).unwrap();
+    let chunk_id = &block[..block.find(']').unwrap()];
+    let text = block.split_once('\n').unwrap().1;
+    let quote: String = text.split_whitespace().take(5).collect::<Vec<_>>().join(" ");
+    let answer = serde_json::json!({"sections": [
+        {"text": "The documents say so.", "source_ids": [chunk_id, "chunk-invented-by-the-model"], "quotes": [quote.to_uppercase()]},
+    ]});
+    Json(serde_json::json!({
+        "id": "x", "object": "chat.completion", "model": "fake-llm",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": format!("```json\n{answer}\n```")}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 200, "completion_tokens": 40, "total_tokens": 240}
+    }))
+    .into_response()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn llm_answers_are_validated_remember_the_conversation_and_failures_are_final() {
+    let llm = Arc::new(Llm { requests: Mutex::new(Vec::new()) });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let app = Router::new().route("/v1/chat/completions", post(chat)).with_state(llm.clone());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let t = TestEnv::new().await;
+    let base = format!("http://{addr}/v1");
+    let all = t.spawn(&["run", "all"], &[
+        ("ANSWER_LLM_BASE_URL", &base), ("ANSWER_LLM_MODEL", "fake-llm"), ("ANSWER_LLM_API_KEY", "k"),
+        ("ANSWER_LLM_FALLBACK", "fail"), ("STAGE_MAX_RETRIES", "1"), ("STAGE_RETRY_BACKOFF_MS", "50"),
+    ]);
+    upload_files(&t, &t.workspace, &[("bao-cao.txt", REPORT), ("cloud.txt", CLOUD)]).await;
+    wait_ingested(&t, 2).await;
+
+    let conversation = uuid::Uuid::now_v7().to_string();
+    let (ok, m) = ask(&t, &t.workspace, "How did revenue change?", &["--conversation", &conversation]).await;
+    assert!(ok, "{m}");
+    let meta = &m["metadata"];
+    assert_eq!(meta["mode"], "llm");
+    assert_eq!(meta["llm_usage"]["total_tokens"], 240);
+    assert_eq!(meta["retrieval"]["citation_report"]["dropped_source_ids"], serde_json::json!(["chunk-invented-by-the-model"]));
+    let c = &meta["citations"][0];
+    assert_eq!(meta["citations"].as_array().unwrap().len(), 1);
+    check_citations(&t, &t.workspace, &m).await;
+    assert!(c["text"].as_str().unwrap().split_whitespace().count() == 5, "the located quote, not the whole chunk: {c}");
+    all.wait_for_line("question answered", Duration::from_secs(5)).await;
+
+    // A follow-up in the same conversation carries the earlier turns.
+    let (_, _) = ask(&t, &t.workspace, "And the profit?", &["--conversation", &conversation]).await;
+    let last = llm.requests.lock().unwrap().last().unwrap().clone();
+    let contents: Vec<String> = last["messages"].as_array().unwrap().iter().map(|m| m["content"].as_str().unwrap().to_string()).collect();
+    assert!(contents.iter().any(|c| c == "How did revenue change?"), "history in the prompt: {contents:?}");
+    assert!(contents.iter().any(|c| c == "The documents say so."));
+    assert_eq!(contents.last().unwrap(), "And the profit?");
+
+    // LLM down with fallback=fail: the message ends failed, not pending.
+    let (ok, m) = ask(&t, &t.workspace, "Was there an outage of revenue?", &[]).await;
+    assert!(!ok);
+    assert_eq!(m["status"], "failed");
+    assert_eq!(m["metadata"]["failure"]["code"], "llm_failed");
+    let pending: i64 = sqlx::query_scalar("SELECT count(*) FROM messages WHERE status = 'pending'").fetch_one(&t.pool).await.unwrap();
+    assert_eq!(pending, 0);
+    let tokens = all.metric_sum("rag_llm_tokens_total", &[]).await;
+    assert!(tokens >= 480.0, "LLM tokens are exported: {tokens}");
+    t.cleanup().await;
+}

@@ -1,0 +1,204 @@
+//! The answerer: QuestionAsked -> retrieval -> LLM or extractive answer with
+//! validated citations -> AnswerProduced. Every question gets an answer
+//! event, a failure included, so no message stays pending.
+
+use std::collections::HashMap;
+
+use rag_answer::llm::ChatClient;
+use rag_answer::prompt::Turn;
+use rag_answer::{answer_question, AnswerMode, AnswerOutcome, LlmFallback, SegmentSpan, SourceChunk};
+use rag_bus::{EventProducer, Inbound, Outcome, ProcessError, Processor};
+use rag_events::{AnswerProduced, Envelope, EventType, Failure, QuestionAsked};
+use rag_store::{messages, pipeline};
+use tracing::{info, warn};
+use uuid::Uuid;
+
+use crate::common::{decode, produce_err};
+use crate::projector::store_err;
+use crate::retriever::{Mode, Retrieval, Retriever};
+
+pub const STAGE: &str = "answerer";
+pub const GROUP: &str = "rag-answerer";
+pub const CONSUMES: &[EventType] = &[EventType::QuestionAsked];
+
+/// Earlier turns given to the model.
+const HISTORY_TURNS: i64 = 6;
+/// Upper bound on a question's top_k.
+const MAX_TOP_K: usize = 50;
+
+pub struct Answerer {
+    pub retriever: Retriever,
+    pub llm: Option<ChatClient>,
+    pub fallback: LlmFallback,
+    pub top_k: usize,
+    pub output: EventProducer,
+}
+
+impl Answerer {
+    fn produced(&self, q: &QuestionAsked) -> AnswerProduced {
+        AnswerProduced {
+            envelope: Envelope::caused_by(&q.envelope, STAGE, format!("rag-engine/{STAGE}@{}", env!("CARGO_PKG_VERSION"))),
+            conversation_id: q.conversation_id.clone(),
+            assistant_message_id: q.assistant_message_id.clone(),
+            answer: String::new(),
+            mode: "failed".into(),
+            sections: Vec::new(),
+            citations: Vec::new(),
+            llm_usage: None,
+            retrieval_json: "{}".into(),
+            failure: None,
+        }
+    }
+
+    fn failed(&self, q: &QuestionAsked, code: &str, message: String) -> AnswerProduced {
+        let mut out = self.produced(q);
+        out.failure = Some(Failure { code: code.into(), message });
+        out
+    }
+
+    /// The retrieved chunks with their documents' segments (for page and
+    /// segment of each citation).
+    async fn sources(&self, ws: &str, retrieval: &Retrieval) -> Result<Vec<SourceChunk>, ProcessError> {
+        let mut segments: HashMap<Uuid, Vec<SegmentSpan>> = HashMap::new();
+        for c in &retrieval.chunks {
+            if let std::collections::hash_map::Entry::Vacant(slot) = segments.entry(c.hit.document_id) {
+                let rows = pipeline::segments(&self.retriever.pool, ws, c.hit.document_id).await.map_err(store_err)?;
+                slot.insert(
+                    rows.into_iter()
+                        .map(|r| SegmentSpan { segment_index: r.segment_index as u32, page_idx: r.page_idx as u32, char_start: r.char_start as u64, char_end: r.char_end as u64 })
+                        .collect(),
+                );
+            }
+        }
+        Ok(retrieval
+            .chunks
+            .iter()
+            .map(|c| {
+                let (start, end) = (c.hit.char_start as u64, c.hit.char_end as u64);
+                SourceChunk {
+                    chunk_id: c.hit.chunk_id.clone(),
+                    document_id: c.hit.document_id.to_string(),
+                    content: c.hit.content.clone(),
+                    char_start: start,
+                    char_end: end,
+                    filename: c.hit.filename.clone(),
+                    segments: segments[&c.hit.document_id].iter().filter(|s| s.char_end > start && s.char_start < end.max(start + 1)).copied().collect(),
+                }
+            })
+            .collect())
+    }
+
+    async fn answer(&self, q: &QuestionAsked) -> Result<AnswerProduced, ProcessError> {
+        let ws = &q.envelope.workspace_id;
+        let mut document_ids = Vec::new();
+        for d in &q.document_ids {
+            match Uuid::parse_str(d) {
+                Ok(id) => document_ids.push(id),
+                Err(_) => return Ok(self.failed(q, "invalid_question", format!("document id {d:?} is not a UUID"))),
+            }
+        }
+        let (Ok(conversation), Ok(assistant)) = (Uuid::parse_str(&q.conversation_id), Uuid::parse_str(&q.assistant_message_id)) else {
+            return Ok(self.failed(q, "invalid_question", "conversation or message id is not a UUID".into()));
+        };
+        let top_k = q.top_k.filter(|k| *k > 0).map(|k| k as usize).unwrap_or(self.top_k).clamp(1, MAX_TOP_K);
+        let retrieval = match self.retriever.retrieve(ws, &q.question, top_k, &document_ids, Mode::Hybrid).await {
+            Ok(r) => r,
+            Err(e) if e.is_transient() => return Err(ProcessError::Transient(e.to_string())),
+            Err(e) => return Ok(self.failed(q, "retrieval_failed", e.to_string())),
+        };
+        let sources = self.sources(ws, &retrieval).await?;
+        let history: Vec<Turn> = messages::history(&self.retriever.pool, ws, conversation, assistant, HISTORY_TURNS)
+            .await
+            .map_err(store_err)?
+            .into_iter()
+            .map(|m| Turn { role: m.role, content: m.content })
+            .collect();
+        let outcome = match answer_question(self.llm.as_ref(), self.fallback, &q.question, &history, &sources).await {
+            Ok(o) => o,
+            Err(e) => {
+                let mut out = self.failed(q, "llm_failed", e);
+                out.retrieval_json = retrieval_json(&retrieval, None);
+                return Ok(out);
+            }
+        };
+        let mut out = self.produced(q);
+        out.answer = outcome.text();
+        out.mode = outcome.mode.as_str().into();
+        out.sections = outcome
+            .sections
+            .iter()
+            .map(|s| rag_events::Section { text: s.text.clone(), source_ids: s.source_ids.clone(), citations: s.citations.iter().map(to_event).collect() })
+            .collect();
+        out.citations = outcome.citations().iter().map(to_event).collect();
+        out.llm_usage = outcome.usage.as_ref().map(|u| rag_events::LlmUsage {
+            model: u.model.clone(),
+            prompt_tokens: u.prompt_tokens,
+            completion_tokens: u.completion_tokens,
+            total_tokens: u.total_tokens,
+        });
+        out.retrieval_json = retrieval_json(&retrieval, Some(&outcome));
+        Ok(out)
+    }
+}
+
+fn to_event(c: &rag_answer::Citation) -> rag_events::Citation {
+    rag_events::Citation {
+        source_id: c.source_id.clone(),
+        chunk_id: c.chunk_id.clone(),
+        document_id: c.document_id.clone(),
+        segment_index: c.segment_index as i32,
+        page_idx: c.page_idx as i32,
+        char_start: c.char_start as i64,
+        char_end: c.char_end as i64,
+        snippet_preview: c.snippet_preview.clone(),
+    }
+}
+
+/// What retrieval found and what validation did, for the message metadata;
+/// includes each citation's text so the answer keeps its evidence even
+/// after a cited document is deleted.
+fn retrieval_json(r: &Retrieval, outcome: Option<&AnswerOutcome>) -> String {
+    let chunks: Vec<serde_json::Value> = r
+        .chunks
+        .iter()
+        .map(|c| {
+            serde_json::json!({
+                "chunk_id": c.hit.chunk_id, "document_id": c.hit.document_id, "filename": c.hit.filename,
+                "chunking_version": c.hit.chunking_version, "score": c.score,
+                "lexical_rank": c.lexical_rank, "dense_rank": c.dense_rank,
+            })
+        })
+        .collect();
+    let mut v = serde_json::json!({
+        "mode": r.mode, "query_language": r.query_language, "dense_used": r.dense_used, "chunks": chunks,
+    });
+    if let Some(o) = outcome {
+        v["citation_report"] = serde_json::to_value(&o.report).unwrap_or_default();
+        v["citation_texts"] = o.citations().iter().map(|c| c.text.clone()).collect::<Vec<_>>().into();
+        v["llm_error"] = o.llm_error.clone().into();
+        v["answer_mode"] = o.mode.as_str().into();
+    }
+    v.to_string()
+}
+
+impl Processor for Answerer {
+    async fn process(&self, msg: &Inbound) -> Result<Outcome, ProcessError> {
+        let q: QuestionAsked = decode(self.output.codec(), msg)?;
+        let out = self.answer(&q).await?;
+        match &out.failure {
+            Some(f) => warn!(workspace_id = %q.envelope.workspace_id, conversation_id = %q.conversation_id,
+                             message_id = %q.assistant_message_id, code = %f.code, reason = %f.message, "question not answered"),
+            None => info!(workspace_id = %q.envelope.workspace_id, conversation_id = %q.conversation_id,
+                          message_id = %q.assistant_message_id, mode = %out.mode, sections = out.sections.len(),
+                          citations = out.citations.len(), "question answered"),
+        }
+        if out.mode == AnswerMode::Llm.as_str() {
+            if let Some(u) = &out.llm_usage {
+                rag_telemetry::record_llm_tokens(&u.model, u.prompt_tokens, u.completion_tokens);
+            }
+        }
+        self.output.send(&out).await.map_err(produce_err)?;
+        rag_bus::stage::record_out(STAGE, &self.output.config().topics.of(EventType::AnswerProduced));
+        Ok(Outcome::Applied)
+    }
+}
