@@ -47,16 +47,33 @@ fn is_vietnamese_letter(c: char) -> bool {
         || (VI.contains(lower) && !"âêôàáèéìíòóùúý".contains(lower))
 }
 
-/// The language of a text, from its letters: Vietnamese when at least a
-/// fifth of its words carry a Vietnamese-only letter, English/ASCII Latin
-/// when at least four letters in five are ASCII, other otherwise.
+/// Frequent Vietnamese syllables (diacritics folded) that are not English
+/// words: they recognise Vietnamese typed without diacritics.
+const VI_SYLLABLES: &[&str] = &[
+    "doanh", "nhieu", "nhuan", "khong", "duoc", "nhung", "cua", "cac", "voi", "nay", "mot", "tang", "giam", "thoi",
+    "tiet", "noi", "hom", "ngay", "thang", "chinh", "cong", "loi", "von", "gia", "xang", "bao", "thu", "quy", "viet",
+    "nguoi", "nuoc", "nghiep", "tien", "nhat", "trong", "cho", "nhu", "khi", "theo", "dong", "bang", "tuc", "xuat",
+    "khau", "gao", "ngap", "lut", "chia", "rui", "phong", "ngua", "sau", "thue", "vay", "hang", "truong", "dien",
+];
+
+/// The language of a text: Vietnamese when at least a fifth of its words
+/// look Vietnamese (a Vietnamese-only letter, a frequent Vietnamese
+/// syllable even without diacritics, or, half as strong, a letter Vietnamese
+/// shares with French and others), provided one clear sign is there;
+/// English/ASCII Latin when at least four letters in five are ASCII; other
+/// otherwise.
 pub fn detect_language(text: &str) -> Language {
-    let (mut words, mut vi_words, mut letters, mut ascii) = (0usize, 0usize, 0usize, 0usize);
+    let (mut words, mut clear, mut score, mut letters, mut ascii) = (0usize, 0usize, 0f64, 0usize, 0usize);
     let normalised: String = text.nfc().collect();
     for word in normalised.split(|c: char| !c.is_alphabetic()).filter(|w| !w.is_empty()) {
         words += 1;
-        if word.chars().any(is_vietnamese_letter) {
-            vi_words += 1;
+        let lower = word.to_lowercase();
+        let folded = rag_lexical::fold(&lower);
+        if word.chars().any(is_vietnamese_letter) || VI_SYLLABLES.contains(&folded.as_str()) {
+            clear += 1;
+            score += 1.0;
+        } else if lower.chars().any(|c| !c.is_ascii() && "âêôàáèéìíòóùúý".contains(c)) {
+            score += 0.5;
         }
         for c in word.chars() {
             letters += 1;
@@ -68,7 +85,7 @@ pub fn detect_language(text: &str) -> Language {
     if words == 0 {
         return Language::Other;
     }
-    if vi_words * 5 >= words {
+    if clear > 0 && score * 5.0 >= words as f64 {
         Language::Vi
     } else if ascii * 5 >= letters * 4 {
         Language::En
@@ -205,6 +222,12 @@ mod tests {
     fn languages() {
         assert_eq!(detect_language("Doanh thu thuần năm 2023 tăng 12%"), Language::Vi);
         assert_eq!(detect_language("Lợi nhuận gộp đạt 312 tỷ đồng"), Language::Vi);
+        // Typed without diacritics, or with only the letters French shares.
+        assert_eq!(detect_language("thoi tiet ha noi hom nay"), Language::Vi);
+        assert_eq!(detect_language("gia xang giam"), Language::Vi);
+        assert_eq!(detect_language("doanh thu quý 3 tăng bao nhiêu"), Language::Vi);
+        assert_eq!(detect_language("How did the company's income change?"), Language::En);
+        assert_eq!(detect_language("The board approved a dividend"), Language::En);
         assert_eq!(detect_language("What is the boundary layer thickness?"), Language::En);
         assert_eq!(detect_language("Le café est très bon à Paris, évidemment"), Language::En);
         assert_eq!(detect_language("Доходы выросли"), Language::Other);
