@@ -17,15 +17,6 @@ use axum::{Json, Router};
 use common::*;
 use rag_store::sqlx;
 
-async fn upload_files(t: &TestEnv, workspace: &str, files: &[(&str, &str)]) {
-    let dir = std::env::temp_dir().join(format!("rag-engine-answers-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&dir).unwrap();
-    for (name, text) in files {
-        std::fs::write(dir.join(name), text).unwrap();
-    }
-    let (ok, _, err) = t.run(&["upload", dir.to_str().unwrap(), "--workspace", workspace]).await;
-    assert!(ok, "{err}");
-}
 
 async fn wait_ingested(t: &TestEnv, n: i64) {
     wait_until("documents ingested", Duration::from_secs(120), || async {
@@ -75,8 +66,8 @@ async fn extractive_answers_cite_exact_spans_and_workspaces_stay_apart() {
     let t = TestEnv::new().await;
     let _all = t.spawn(&["run", "all"], &[]);
     let other = format!("{}-other", t.workspace);
-    upload_files(&t, &t.workspace, &[("bao-cao.txt", REPORT), ("cloud.txt", CLOUD)]).await;
-    upload_files(&t, &other, &[("secret.txt", "Doanh thu năm 2023 của đối thủ tăng 40%. The board approved a secret merger.")]).await;
+    t.upload_files(&t.workspace, &[("bao-cao.txt", REPORT), ("cloud.txt", CLOUD)]).await;
+    t.upload_files(&other, &[("secret.txt", "Doanh thu năm 2023 của đối thủ tăng 40%. The board approved a secret merger.")]).await;
     wait_ingested(&t, 3).await;
 
     let (ok, m) = ask(&t, &t.workspace, "Doanh thu năm 2023 tăng bao nhiêu?", &[]).await;
@@ -162,7 +153,7 @@ async fn llm_answers_are_validated_remember_the_conversation_and_failures_are_fi
         ("ANSWER_LLM_BASE_URL", &base), ("ANSWER_LLM_MODEL", "fake-llm"), ("ANSWER_LLM_API_KEY", "k"),
         ("ANSWER_LLM_FALLBACK", "fail"), ("STAGE_MAX_RETRIES", "1"), ("STAGE_RETRY_BACKOFF_MS", "50"),
     ]);
-    upload_files(&t, &t.workspace, &[("bao-cao.txt", REPORT), ("cloud.txt", CLOUD)]).await;
+    t.upload_files(&t.workspace, &[("bao-cao.txt", REPORT), ("cloud.txt", CLOUD)]).await;
     wait_ingested(&t, 2).await;
 
     let conversation = uuid::Uuid::now_v7().to_string();

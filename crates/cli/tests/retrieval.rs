@@ -11,15 +11,6 @@ use common::*;
 use rag_events::{DocumentDeleted, Envelope};
 use rag_store::sqlx;
 
-async fn upload_files(t: &TestEnv, workspace: &str, files: &[(&str, &str)]) {
-    let dir = std::env::temp_dir().join(format!("rag-engine-retrieval-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&dir).unwrap();
-    for (name, text) in files {
-        std::fs::write(dir.join(name), text).unwrap();
-    }
-    let (ok, _, err) = t.run(&["upload", dir.to_str().unwrap(), "--workspace", workspace]).await;
-    assert!(ok, "{err}");
-}
 
 async fn search(t: &TestEnv, workspace: &str, query: &str, extra: &[&str]) -> serde_json::Value {
     let mut args = vec!["search", query, "--workspace", workspace, "--json"];
@@ -42,13 +33,13 @@ async fn hybrid_search_ranks_scopes_and_isolates_workspaces() {
     let _all = t.spawn(&["run", "all"], &[]);
     let other = format!("{}-other", t.workspace);
     let shared = "Quarterly revenue rose sharply thanks to strong cloud sales in Asia.";
-    upload_files(&t, &t.workspace, &[
+    t.upload_files(&t.workspace, &[
         ("revenue.txt", shared),
         ("cats.txt", "The cat sleeps on the warm windowsill every afternoon."),
         ("vi.txt", "Doanh thu thuần năm 2023 tăng 12% so với năm trước.\n\nLợi nhuận gộp đạt 312 tỷ đồng."),
     ])
     .await;
-    upload_files(&t, &other, &[("revenue-other.txt", shared), ("secret.txt", "Confidential revenue plan for the merger.")]).await;
+    t.upload_files(&other, &[("revenue-other.txt", shared), ("secret.txt", "Confidential revenue plan for the merger.")]).await;
     wait_until("five documents ingested", Duration::from_secs(120), || async {
         sqlx::query_scalar::<_, i64>("SELECT count(*) FROM documents WHERE status = 'ingested'").fetch_one(&t.pool).await.unwrap() == 5
     })

@@ -117,6 +117,18 @@ impl TestEnv {
         te
     }
 
+    /// Writes text files to a temporary directory and uploads them into
+    /// `workspace` with the CLI.
+    pub async fn upload_files(&self, workspace: &str, files: &[(&str, &str)]) {
+        let dir = std::env::temp_dir().join(format!("rag-engine-files-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for (name, text) in files {
+            std::fs::write(dir.join(name), text).unwrap();
+        }
+        let (ok, _, err) = self.run(&["upload", dir.to_str().unwrap(), "--workspace", workspace]).await;
+        assert!(ok, "{err}");
+    }
+
     /// Extra environment for every command and process of this test.
     pub fn with_env(mut self, extra: &[(&str, &str)]) -> TestEnv {
         for (k, v) in extra {
