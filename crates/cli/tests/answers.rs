@@ -80,6 +80,12 @@ async fn extractive_answers_cite_exact_spans_and_workspaces_stay_apart() {
     let (_, m) = ask(&t, &t.workspace, "What did the board approve?", &[]).await;
     assert!(m["content"].as_str().unwrap().contains("dividend"));
     assert!(check_citations(&t, &t.workspace, &m).await >= 1);
+    // For people: sections with numbered marks, then each citation's place and text.
+    let (ok, human, err) = t.run(&["ask", "What did the board approve?", "--workspace", &t.workspace]).await;
+    assert!(ok, "{err}");
+    assert!(human.contains("dividend of 2 dollars per share. [1]"), "{human}");
+    assert!(human.contains("Citations:\n[1] cloud.txt p.1 segment 1 chars "), "{human}");
+    assert!(human.contains("    “The board approved a dividend of 2 dollars per share.”"), "{human}");
 
     // Nothing relevant: says so, cites nothing.
     let (ok, m) = ask(&t, &t.workspace, "quantum chromodynamics lattice", &[]).await;
@@ -106,7 +112,7 @@ async fn extractive_answers_cite_exact_spans_and_workspaces_stay_apart() {
     // The user message and the answer are both in the conversation.
     let roles: Vec<(String, String)> = sqlx::query_as("SELECT role, status FROM messages WHERE workspace_id = $1 ORDER BY created_at")
         .bind(&t.workspace).fetch_all(&t.pool).await.unwrap();
-    assert_eq!(roles.len(), 12);
+    assert_eq!(roles.len(), 14);
     assert!(roles.iter().all(|(_, s)| s == "done"));
     t.cleanup().await;
 }
