@@ -2,14 +2,13 @@
 //! validated citations -> AnswerProduced. Every question gets an answer
 //! event, a failure included, so no message stays pending.
 
-use std::collections::HashMap;
-
 use rag_answer::llm::ChatClient;
 use rag_answer::prompt::Turn;
 use rag_answer::{answer_question, AnswerMode, AnswerOutcome, LlmFallback, SegmentSpan, SourceChunk};
 use rag_bus::{EventProducer, Inbound, Outcome, ProcessError, Processor};
 use rag_events::{AnswerProduced, Envelope, EventType, Failure, QuestionAsked};
-use rag_store::{messages, pipeline};
+use rag_store::messages;
+use rag_store::search::{self, ChunkHit};
 use tracing::{info, warn};
 use uuid::Uuid;
 
@@ -56,34 +55,27 @@ impl Answerer {
         out
     }
 
-    /// The retrieved chunks with their documents' segments (for page and
+    /// The retrieved chunks with the segments they cover (for the page and
     /// segment of each citation).
     async fn sources(&self, ws: &str, retrieval: &Retrieval) -> Result<Vec<SourceChunk>, ProcessError> {
-        let mut segments: HashMap<Uuid, Vec<SegmentSpan>> = HashMap::new();
-        for c in &retrieval.chunks {
-            if let std::collections::hash_map::Entry::Vacant(slot) = segments.entry(c.hit.document_id) {
-                let rows = pipeline::segments(&self.retriever.pool, ws, c.hit.document_id).await.map_err(store_err)?;
-                slot.insert(
-                    rows.into_iter()
-                        .map(|r| SegmentSpan { segment_index: r.segment_index as u32, page_idx: r.page_idx as u32, char_start: r.char_start as u64, char_end: r.char_end as u64 })
-                        .collect(),
-                );
+        let hits: Vec<ChunkHit> = retrieval.chunks.iter().map(|c| c.hit.clone()).collect();
+        let mut segments: Vec<Vec<SegmentSpan>> = vec![Vec::new(); hits.len()];
+        for s in search::segments_of_chunks(&self.retriever.pool, ws, &hits).await.map_err(store_err)? {
+            if let Some(spans) = usize::try_from(s.chunk).ok().and_then(|i| segments.get_mut(i)) {
+                spans.push(SegmentSpan { segment_index: s.segment_index as u32, page_idx: s.page_idx as u32, char_start: s.char_start as u64, char_end: s.char_end as u64 });
             }
         }
-        Ok(retrieval
-            .chunks
-            .iter()
-            .map(|c| {
-                let (start, end) = (c.hit.char_start as u64, c.hit.char_end as u64);
-                SourceChunk {
-                    chunk_id: c.hit.chunk_id.clone(),
-                    document_id: c.hit.document_id.to_string(),
-                    content: c.hit.content.clone(),
-                    char_start: start,
-                    char_end: end,
-                    filename: c.hit.filename.clone(),
-                    segments: segments[&c.hit.document_id].iter().filter(|s| s.char_end > start && s.char_start < end.max(start + 1)).copied().collect(),
-                }
+        Ok(hits
+            .into_iter()
+            .zip(segments)
+            .map(|(h, segments)| SourceChunk {
+                chunk_id: h.chunk_id,
+                document_id: h.document_id.to_string(),
+                content: h.content,
+                char_start: h.char_start as u64,
+                char_end: h.char_end as u64,
+                filename: h.filename,
+                segments,
             })
             .collect())
     }

@@ -166,3 +166,35 @@ pub async fn chunks_by_id(pool: &PgPool, workspace_id: &str, ids: &[String]) -> 
     .fetch_all(pool)
     .await?)
 }
+
+/// A segment overlapping a chunk: `(chunk position in the input, segment)`.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct ChunkSegment {
+    pub chunk: i64,
+    pub segment_index: i32,
+    pub page_idx: i32,
+    pub char_start: i64,
+    pub char_end: i64,
+}
+
+/// The segments each chunk covers (for a citation's page and segment), in
+/// one query that reads only those rows, never whole documents.
+pub async fn segments_of_chunks(pool: &PgPool, workspace_id: &str, chunks: &[ChunkHit]) -> Result<Vec<ChunkSegment>, StoreError> {
+    let docs: Vec<Uuid> = chunks.iter().map(|c| c.document_id).collect();
+    let starts: Vec<i64> = chunks.iter().map(|c| c.char_start).collect();
+    let ends: Vec<i64> = chunks.iter().map(|c| c.char_end).collect();
+    Ok(sqlx::query_as(
+        "SELECT (r.i - 1)::int8 AS chunk, s.segment_index, s.page_idx, s.char_start, s.char_end
+         FROM UNNEST($2::uuid[], $3::int8[], $4::int8[]) WITH ORDINALITY AS r(doc, lo, hi, i)
+         JOIN segments s ON s.document_id = r.doc AND s.workspace_id = $1
+          AND s.char_end > r.lo AND s.char_start < greatest(r.hi, r.lo + 1)
+         ORDER BY r.i, s.segment_index",
+    )
+    .persistent(false)
+    .bind(workspace_id)
+    .bind(&docs)
+    .bind(&starts)
+    .bind(&ends)
+    .fetch_all(pool)
+    .await?)
+}
