@@ -54,17 +54,34 @@ impl std::fmt::Debug for EventProducer {
 }
 
 impl EventProducer {
+    /// A producer for stages: it keeps trying through a broker restart for
+    /// up to five minutes before a send fails.
     pub fn new(cfg: &BusConfig, codec: Codec, name: &str) -> Result<Self, BusError> {
+        Self::with_delivery_timeout(cfg, codec, name, Duration::from_secs(300))
+    }
+
+    /// A producer whose sends fail after `timeout` without a delivery report:
+    /// a request handler answers "unavailable" instead of hanging.
+    pub fn with_delivery_timeout(cfg: &BusConfig, codec: Codec, name: &str, timeout: Duration) -> Result<Self, BusError> {
         let producer: FutureProducer = cfg
             .client()
             .set("client.id", name)
             .set("enable.idempotence", "true")
             .set("acks", "all")
             .set("linger.ms", "5")
-            // Keep trying through a broker restart for up to five minutes.
-            .set("message.timeout.ms", "300000")
+            .set("message.timeout.ms", timeout.as_millis().max(1).to_string())
             .create()?;
         Ok(EventProducer { producer, codec, cfg: cfg.clone(), name: name.to_string() })
+    }
+
+    /// Whether the brokers answer a metadata request within `timeout`.
+    pub async fn ping(&self, timeout: Duration) -> Result<(), BusError> {
+        use rdkafka::producer::Producer;
+        let producer = self.producer.clone();
+        tokio::task::spawn_blocking(move || producer.client().fetch_metadata(None, timeout).map(|_| ()))
+            .await
+            .map_err(|e| BusError::StageFailed { stage: "metadata request".into(), reason: e.to_string() })??;
+        Ok(())
     }
 
     pub fn codec(&self) -> &Codec {

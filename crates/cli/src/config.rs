@@ -157,6 +157,24 @@ pub struct Settings {
     /// When the LLM fails (down, timeouts, invalid JSON twice): `extractive` answers from the chunks' sentences, `fail` marks the answer failed.
     #[arg(long, env = "ANSWER_LLM_FALLBACK", default_value = "extractive", global = true, value_parser = ["extractive", "fail"])]
     pub answer_llm_fallback: String,
+    /// Address the HTTP API listens on (`run api`, `run all`).
+    #[arg(long, env = "API_ADDR", default_value = "127.0.0.1:8080", global = true)]
+    pub api_addr: SocketAddr,
+    /// HS256 secret of the API's bearer tokens (Supabase: the project's JWT secret); at least 32 bytes. Required by `run api`/`run all` and `token`.
+    #[arg(long, env = "JWT_SECRET", default_value = "", global = true, hide_env_values = true)]
+    pub jwt_secret: String,
+    /// Audience (`aud`) a token must carry; empty: not checked.
+    #[arg(long, env = "JWT_AUDIENCE", default_value = "authenticated", global = true)]
+    pub jwt_audience: String,
+    /// Origins allowed to call the API from a browser, comma-separated; `*` for any; empty: no CORS.
+    #[arg(long, env = "CORS_ALLOWED_ORIGINS", default_value = "", global = true)]
+    pub cors_allowed_origins: String,
+    /// Largest JSON request body of the API, in bytes (uploads are bounded by UPLOAD_MAX_BYTES).
+    #[arg(long, env = "API_JSON_BODY_MAX_BYTES", default_value_t = 64 * 1024, global = true)]
+    pub api_json_body_max_bytes: usize,
+    /// Seconds the API waits for the broker to confirm an event before answering 503.
+    #[arg(long, env = "API_PRODUCE_TIMEOUT_SECS", default_value_t = 15, global = true)]
+    pub api_produce_timeout_secs: u64,
     /// Log format on stderr: text or json.
     #[arg(long, env = "LOG_FORMAT", default_value = "text", global = true, value_parser = ["text", "json"])]
     pub log_format: String,
@@ -178,6 +196,22 @@ impl Settings {
             max_backoff: Duration::from_millis(self.stage_max_backoff_ms),
             lag_interval: Duration::from_secs(self.lag_interval_secs.max(1)),
             session_timeout_ms: self.kafka_session_timeout_ms,
+        }
+    }
+
+    pub fn jwt(&self) -> anyhow::Result<rag_api::JwtAuth> {
+        if self.jwt_secret.is_empty() {
+            anyhow::bail!("JWT_SECRET is not set: the API needs the HS256 secret of its bearer tokens (at least 32 bytes; scripts/stack writes one to .local/env)");
+        }
+        Ok(rag_api::JwtAuth::new(&self.jwt_secret, Some(&self.jwt_audience))?)
+    }
+
+    pub fn api(&self) -> rag_api::ApiConfig {
+        rag_api::ApiConfig {
+            cors_origins: self.cors_allowed_origins.split(',').map(str::trim).filter(|o| !o.is_empty()).map(String::from).collect(),
+            upload_max_bytes: self.upload_max_bytes,
+            json_body_max_bytes: self.api_json_body_max_bytes,
+            ..rag_api::ApiConfig::default()
         }
     }
 

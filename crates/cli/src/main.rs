@@ -9,6 +9,7 @@ mod ingest;
 mod run;
 mod search;
 mod setup;
+mod token;
 mod upload;
 
 use std::process::ExitCode;
@@ -61,6 +62,8 @@ enum Command {
     /// Quality evaluations on the real stack.
     #[command(subcommand)]
     Eval(eval::EvalCommand),
+    /// Mint a bearer token for the HTTP API (signed with JWT_SECRET).
+    Token(token::TokenArgs),
 }
 
 fn main() -> ExitCode {
@@ -90,6 +93,7 @@ fn main() -> ExitCode {
             Command::Search(args) => search::search(s, args).await,
             Command::Ask(args) => ask::ask(s, args).await,
             Command::Eval(cmd) => eval::eval(s, cmd).await,
+            Command::Token(args) => token::token(s, args),
         }
     });
     match result {

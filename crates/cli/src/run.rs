@@ -13,7 +13,7 @@ use crate::config::Settings;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum StageName {
-    /// Every stage below, in one process.
+    /// Every stage below and the HTTP API, in one process.
     All,
     /// DocumentUploaded -> DocumentParsed.
     Parser,
@@ -25,6 +25,8 @@ pub enum StageName {
     Projector,
     /// QuestionAsked -> retrieval + answer with citations -> AnswerProduced.
     Answerer,
+    /// The HTTP API on API_ADDR (no stage).
+    Api,
 }
 
 pub type StageTasks = tokio::task::JoinSet<(String, Result<(), rag_bus::BusError>)>;
@@ -153,13 +155,33 @@ pub async fn start_stages(
 }
 
 pub async fn run(s: &Settings, args: RunArgs) -> anyhow::Result<ExitCode> {
-    rag_telemetry::install_metrics(s.metrics_addr)?;
+    let metrics = rag_telemetry::install_metrics(s.metrics_addr)?;
     info!(metrics = %s.metrics_addr, "serving /metrics");
+    let with_api = matches!(args.stage, StageName::All | StageName::Api);
+    // Fail fast on what the API needs before anything starts.
+    let (jwt, listener) = if with_api {
+        let jwt = s.jwt()?;
+        let listener = tokio::net::TcpListener::bind(s.api_addr).await.with_context(|| format!("binding API_ADDR {}", s.api_addr))?;
+        (Some(jwt), Some(listener))
+    } else {
+        (None, None)
+    };
     rag_bus::admin::ensure_topics(&s.bus()).await.context("ensuring topics (KAFKA_BROKERS)")?;
     let pool = rag_store::connect(&s.store()).await.context("connecting to Postgres (DATABASE_URL)")?;
     rag_store::migrate(&pool).await.context("applying migrations")?;
     let shutdown = CancellationToken::new();
     let mut tasks = start_stages(s, args.stage, &pool, &shutdown).await?;
+    if let (Some(jwt), Some(listener)) = (jwt, listener) {
+        let timeout = std::time::Duration::from_secs(s.api_produce_timeout_secs.max(1));
+        let producer = EventProducer::with_delivery_timeout(&s.bus(), Codec::embedded()?, "rag-engine/api", timeout)?;
+        let blobs = rag_blobs::BlobStore::new(&s.blobs());
+        let state = rag_api::AppState::new(pool.clone(), producer, blobs, jwt, s.api(), Some(metrics), shutdown.clone());
+        info!(addr = %s.api_addr, "serving the HTTP API");
+        tasks.spawn(async move {
+            let r = rag_api::serve(listener, state).await;
+            ("api".to_string(), r.map_err(|e| rag_bus::BusError::StageFailed { stage: "api".into(), reason: e.to_string() }))
+        });
+    }
 
     let mut failed = false;
     tokio::select! {

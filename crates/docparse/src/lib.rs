@@ -85,6 +85,21 @@ pub enum Format {
     DocAi,
 }
 
+impl Format {
+    /// The canonical content type of the format (what an upload records
+    /// when the client sent only a generic type).
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Format::Text => "text/plain",
+            Format::Markdown => "text/markdown",
+            Format::Html => "text/html",
+            Format::Pdf => "application/pdf",
+            Format::Docx => "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+            Format::DocAi => "application/json",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ParseError {
     #[error("the file is empty")]

@@ -1,13 +1,18 @@
 //! Postgres read models of rag-engine.
 //!
-//! Rows are written only by projections (Kafka -> Postgres stages) inside a
-//! transaction that also advances the stage's stored offset, see [`offsets`].
+//! Read-model rows are written by projections (Kafka -> Postgres stages)
+//! inside a transaction that also advances the stage's stored offset, see
+//! [`offsets`]. The API applies the events it produces through the same
+//! idempotent functions right after the broker confirms them, so a client
+//! reads its own writes; the projection later finds them already applied.
+//! [`workspaces`] is the one source table (ownership has no event).
 
 pub mod documents;
 pub mod messages;
 pub mod offsets;
 pub mod pipeline;
 pub mod search;
+pub mod workspaces;
 
 use std::time::Duration;
 

@@ -133,3 +133,93 @@ pub async fn history(pool: &PgPool, workspace_id: &str, conversation_id: Uuid, b
     rows.reverse();
     Ok(rows)
 }
+
+/// All messages of a conversation, oldest first.
+pub async fn list(pool: &PgPool, workspace_id: &str, conversation_id: Uuid) -> Result<Vec<MessageRow>, StoreError> {
+    Ok(sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM messages WHERE workspace_id = $1 AND conversation_id = $2 ORDER BY created_at, id"
+    ))
+    .bind(workspace_id)
+    .bind(conversation_id)
+    .fetch_all(pool)
+    .await?)
+}
+
+/// Assistant messages of a conversation that left `pending`, in the order
+/// of their last update, strictly after `after` (an `(updated_at, id)`
+/// cursor): the feed behind the API's Server-Sent Events.
+pub async fn status_updates_after(
+    pool: &PgPool,
+    workspace_id: &str,
+    conversation_id: Uuid,
+    after: Option<(DateTime<Utc>, Uuid)>,
+    limit: i64,
+) -> Result<Vec<MessageRow>, StoreError> {
+    let (at, id) = (after.map(|a| a.0), after.map(|a| a.1).unwrap_or_else(Uuid::nil));
+    Ok(sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM messages
+         WHERE workspace_id = $1 AND conversation_id = $2 AND role = 'assistant' AND status <> 'pending'
+           AND ($3::timestamptz IS NULL OR (updated_at, id) > ($3, $4))
+         ORDER BY updated_at, id LIMIT $5"
+    ))
+    .bind(workspace_id)
+    .bind(conversation_id)
+    .bind(at)
+    .bind(id)
+    .bind(limit)
+    .fetch_all(pool)
+    .await?)
+}
+
+#[derive(Debug, Clone, sqlx::FromRow, serde::Serialize)]
+pub struct ConversationRow {
+    pub id: Uuid,
+    pub workspace_id: String,
+    pub title: Option<String>,
+    pub created_by: Option<String>,
+    pub created_at: DateTime<Utc>,
+}
+
+/// Creates a conversation before its first question (the API's "new
+/// chat"). Idempotent on the id; QuestionAsked creates one the same way
+/// when a producer asks in a conversation nobody created.
+pub async fn create_conversation(
+    pool: &PgPool,
+    id: Uuid,
+    workspace_id: &str,
+    title: Option<&str>,
+    created_by: &str,
+) -> Result<ConversationRow, StoreError> {
+    sqlx::query(
+        "INSERT INTO conversations (id, workspace_id, title, created_by, created_at) VALUES ($1, $2, $3, $4, now())
+         ON CONFLICT (id) DO NOTHING",
+    )
+    .bind(id)
+    .bind(workspace_id)
+    .bind(title)
+    .bind(created_by)
+    .execute(pool)
+    .await?;
+    get_conversation(pool, workspace_id, id)
+        .await?
+        .ok_or_else(|| StoreError::Invalid(format!("conversation {id} belongs to another workspace")))
+}
+
+pub async fn get_conversation(pool: &PgPool, workspace_id: &str, id: Uuid) -> Result<Option<ConversationRow>, StoreError> {
+    Ok(sqlx::query_as("SELECT id, workspace_id, title, created_by, created_at FROM conversations WHERE id = $1 AND workspace_id = $2")
+        .bind(id)
+        .bind(workspace_id)
+        .fetch_optional(pool)
+        .await?)
+}
+
+/// Conversations of a workspace, newest first.
+pub async fn list_conversations(pool: &PgPool, workspace_id: &str) -> Result<Vec<ConversationRow>, StoreError> {
+    Ok(sqlx::query_as(
+        "SELECT id, workspace_id, title, created_by, created_at FROM conversations WHERE workspace_id = $1
+         ORDER BY created_at DESC, id",
+    )
+    .bind(workspace_id)
+    .fetch_all(pool)
+    .await?)
+}

@@ -4,6 +4,7 @@
 
 use std::net::SocketAddr;
 
+pub use metrics_exporter_prometheus::PrometheusHandle;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
 
 /// Metric names. Labels are documented beside each name.
@@ -34,6 +35,10 @@ pub mod names {
     pub const UPLOADS: &str = "rag_uploads_total";
     /// Counter; labels: model, kind (prompt|completion). Tokens the answer LLM used.
     pub const LLM_TOKENS: &str = "rag_llm_tokens_total";
+    /// Counter; labels: method, route, status. HTTP requests the API answered.
+    pub const HTTP_REQUESTS: &str = "rag_http_requests_total";
+    /// Histogram (seconds); labels: method, route. Time to answer an HTTP request (SSE: to open the stream).
+    pub const HTTP_SECONDS: &str = "rag_http_request_seconds";
 }
 
 /// Records the tokens of one LLM call.
@@ -61,20 +66,24 @@ pub enum TelemetryError {
     Logs(String),
 }
 
-/// Serves `/metrics` for Prometheus on `addr` from a background thread.
-pub fn install_metrics(addr: SocketAddr) -> Result<(), TelemetryError> {
+/// Serves `/metrics` for Prometheus on `addr` and returns a handle that
+/// renders the same text (the API serves it too). Needs a tokio runtime.
+pub fn install_metrics(addr: SocketAddr) -> Result<PrometheusHandle, TelemetryError> {
     let exporter_err = |e: &dyn std::fmt::Display| TelemetryError::Exporter { addr, message: e.to_string() };
-    PrometheusBuilder::new()
+    let (recorder, exporter) = PrometheusBuilder::new()
         .with_http_listener(addr)
         .set_buckets_for_metric(
             Matcher::Suffix("_seconds".into()),
             &[0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0],
         )
         .map_err(|e| exporter_err(&e))?
-        .install()
+        .build()
         .map_err(|e| exporter_err(&e))?;
+    let handle = recorder.handle();
+    tokio::spawn(exporter);
+    metrics::set_global_recorder(recorder).map_err(|e| exporter_err(&e))?;
     describe();
-    Ok(())
+    Ok(handle)
 }
 
 fn describe() {
@@ -90,6 +99,8 @@ fn describe() {
     describe_gauge!(names::CONSUMER_LAG_SECONDS, Unit::Seconds, "Age of the newest processed event while behind");
     describe_counter!(names::REBALANCES, "Consumer group rebalances seen by a stage");
     describe_counter!(names::PRODUCED, "Events whose delivery the broker confirmed");
+    describe_counter!(names::HTTP_REQUESTS, "HTTP requests the API answered");
+    describe_histogram!(names::HTTP_SECONDS, Unit::Seconds, "Time to answer an HTTP request");
 }
 
 /// Structured logs to stderr; `json` gives one JSON object per line.

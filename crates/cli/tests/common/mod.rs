@@ -102,6 +102,8 @@ impl TestEnv {
         env.insert("DATABASE_MAX_CONNECTIONS".into(), "4".into());
         env.insert("LAG_INTERVAL_SECS".into(), "1".into());
         env.insert("KAFKA_SESSION_TIMEOUT_MS".into(), "6000".into());
+        // The API's token secret, this test's own.
+        env.insert("JWT_SECRET".into(), format!("test-secret-{id}"));
         let pool = PgPool::connect(&url).await.unwrap();
         rag_store::migrate(&pool).await.unwrap();
         let te = TestEnv {
@@ -190,9 +192,10 @@ impl TestEnv {
 
     /// Starts a long-running process (a stage) with its stderr captured.
     pub fn spawn(&self, args: &[&str], extra_env: &[(&str, &str)]) -> Process {
-        let metrics_port = free_port();
+        let (metrics_port, api_port) = (free_port(), free_port());
         let mut cmd = self.command(args);
         cmd.env("METRICS_ADDR", format!("127.0.0.1:{metrics_port}"));
+        cmd.env("API_ADDR", format!("127.0.0.1:{api_port}"));
         for (k, v) in extra_env {
             cmd.env(k, v);
         }
@@ -209,7 +212,7 @@ impl TestEnv {
                 sink.lock().unwrap().push(line);
             }
         });
-        Process { child, lines, metrics_port }
+        Process { child, lines, metrics_port, api_port }
     }
 
     pub fn uploaded_event(&self, filename: &str) -> DocumentUploaded {
@@ -271,6 +274,8 @@ pub struct Process {
     pub child: Child,
     pub lines: Arc<Mutex<Vec<String>>>,
     pub metrics_port: u16,
+    /// Where `run all` / `run api` serve the HTTP API.
+    pub api_port: u16,
 }
 
 impl Process {

@@ -1,0 +1,207 @@
+//! The HTTP API of rag-engine (axum): workspaces, documents, the raw-text
+//! viewer, conversations and messages over the Postgres read models; writes
+//! become events (DocumentUploaded, DocumentDeleted, QuestionAsked) on the
+//! bus; answers reach clients as Server-Sent Events. Every route under
+//! `/v1` needs a bearer JWT and checks that the caller owns the workspace.
+
+pub mod auth;
+pub mod error;
+mod middleware;
+pub mod model;
+pub mod openapi;
+mod routes;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::DefaultBodyLimit;
+use axum::http::{header, HeaderName, Method};
+use axum::routing::{get, post};
+use axum::Router;
+use rag_blobs::BlobStore;
+use rag_bus::EventProducer;
+use rag_store::sqlx::PgPool;
+use rag_telemetry::PrometheusHandle;
+use tokio_util::sync::CancellationToken;
+use tower_http::cors::{AllowOrigin, CorsLayer};
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+
+pub use auth::{AuthUser, Claims, JwtAuth};
+pub use error::ApiError;
+
+/// The request id header: taken from the client when it sends one,
+/// generated otherwise, and returned on every response.
+pub static REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+/// Settings of the API (the binary fills them from its environment).
+#[derive(Debug, Clone)]
+pub struct ApiConfig {
+    /// Origins allowed by CORS; empty: no CORS headers (same origin only); `*`: any.
+    pub cors_origins: Vec<String>,
+    /// Largest document an upload accepts, in bytes.
+    pub upload_max_bytes: u64,
+    /// Largest JSON request body, in bytes.
+    pub json_body_max_bytes: usize,
+    /// How often an open event stream looks for answered messages.
+    pub sse_poll: Duration,
+    /// Deadline of each dependency check of `/readyz`.
+    pub ready_timeout: Duration,
+}
+
+impl Default for ApiConfig {
+    fn default() -> Self {
+        ApiConfig {
+            cors_origins: Vec::new(),
+            upload_max_bytes: 100 * 1024 * 1024,
+            json_body_max_bytes: 64 * 1024,
+            sse_poll: Duration::from_millis(250),
+            ready_timeout: Duration::from_secs(3),
+        }
+    }
+}
+
+struct Inner {
+    pool: PgPool,
+    producer: EventProducer,
+    blobs: BlobStore,
+    auth: JwtAuth,
+    config: ApiConfig,
+    metrics: Option<PrometheusHandle>,
+    shutdown: CancellationToken,
+}
+
+/// What every handler shares; cheap to clone.
+#[derive(Clone)]
+pub struct AppState(Arc<Inner>);
+
+impl AppState {
+    pub fn new(
+        pool: PgPool,
+        producer: EventProducer,
+        blobs: BlobStore,
+        auth: JwtAuth,
+        config: ApiConfig,
+        metrics: Option<PrometheusHandle>,
+        shutdown: CancellationToken,
+    ) -> Self {
+        AppState(Arc::new(Inner {
+            pool,
+            producer,
+            blobs,
+            auth,
+            config,
+            metrics,
+            shutdown,
+        }))
+    }
+    pub(crate) fn pool(&self) -> &PgPool {
+        &self.0.pool
+    }
+    pub(crate) fn producer(&self) -> &EventProducer {
+        &self.0.producer
+    }
+    pub(crate) fn blobs(&self) -> &BlobStore {
+        &self.0.blobs
+    }
+    pub(crate) fn auth(&self) -> &JwtAuth {
+        &self.0.auth
+    }
+    pub(crate) fn config(&self) -> &ApiConfig {
+        &self.0.config
+    }
+}
+
+/// Room for the multipart framing around an upload's bytes.
+const MULTIPART_OVERHEAD: u64 = 64 * 1024;
+
+pub fn router(state: AppState) -> Router {
+    let cfg = state.config().clone();
+    let upload_limit = usize::try_from(cfg.upload_max_bytes.saturating_add(MULTIPART_OVERHEAD))
+        .unwrap_or(usize::MAX);
+    let v1 = Router::new()
+        .route(
+            "/workspaces",
+            post(routes::workspaces::create).get(routes::workspaces::list),
+        )
+        .route(
+            "/workspaces/{ws}/documents",
+            post(routes::documents::upload)
+                .layer(DefaultBodyLimit::max(upload_limit))
+                .get(routes::documents::list),
+        )
+        .route(
+            "/workspaces/{ws}/documents/{id}",
+            get(routes::documents::get).delete(routes::documents::delete),
+        )
+        .route(
+            "/workspaces/{ws}/documents/{id}/raw-text",
+            get(routes::documents::raw_text),
+        )
+        .route(
+            "/workspaces/{ws}/conversations",
+            post(routes::conversations::create).get(routes::conversations::list),
+        )
+        .route(
+            "/workspaces/{ws}/conversations/{id}",
+            get(routes::conversations::get),
+        )
+        .route(
+            "/workspaces/{ws}/conversations/{id}/messages",
+            post(routes::conversations::post_message),
+        )
+        .route(
+            "/workspaces/{ws}/conversations/{id}/messages/{message}",
+            get(routes::conversations::get_message),
+        )
+        .route(
+            "/workspaces/{ws}/conversations/{id}/events",
+            get(routes::events::stream),
+        );
+    let mut app = Router::new()
+        .nest("/v1", v1)
+        .route("/healthz", get(routes::health::healthz))
+        .route("/readyz", get(routes::health::readyz))
+        .route("/metrics", get(routes::health::metrics))
+        .route("/openapi.json", get(routes::health::openapi_json))
+        .fallback(routes::health::not_found)
+        .layer(DefaultBodyLimit::max(cfg.json_body_max_bytes))
+        .layer(axum::middleware::from_fn(middleware::observe));
+    if let Some(cors) = cors_layer(&cfg.cors_origins) {
+        app = app.layer(cors);
+    }
+    app.layer(PropagateRequestIdLayer::new(REQUEST_ID.clone()))
+        .layer(SetRequestIdLayer::new(REQUEST_ID.clone(), MakeRequestUuid))
+        .with_state(state)
+}
+
+fn cors_layer(origins: &[String]) -> Option<CorsLayer> {
+    if origins.is_empty() {
+        return None;
+    }
+    let allow = if origins.iter().any(|o| o == "*") {
+        AllowOrigin::any()
+    } else {
+        AllowOrigin::list(origins.iter().filter_map(|o| o.parse().ok()))
+    };
+    Some(
+        CorsLayer::new()
+            .allow_origin(allow)
+            .allow_methods([Method::GET, Method::POST, Method::DELETE, Method::OPTIONS])
+            .allow_headers([
+                header::AUTHORIZATION,
+                header::CONTENT_TYPE,
+                HeaderName::from_static("last-event-id"),
+            ])
+            .expose_headers([REQUEST_ID.clone()])
+            .max_age(Duration::from_secs(600)),
+    )
+}
+
+/// Serves the API until `shutdown` is cancelled; open event streams end
+/// then, so the graceful shutdown does not wait on them.
+pub async fn serve(listener: tokio::net::TcpListener, state: AppState) -> std::io::Result<()> {
+    let shutdown = state.0.shutdown.clone();
+    axum::serve(listener, router(state))
+        .with_graceful_shutdown(async move { shutdown.cancelled().await })
+        .await
+}

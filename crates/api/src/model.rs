@@ -1,0 +1,270 @@
+//! The API's request and response bodies (also the OpenAPI schemas).
+
+use chrono::{DateTime, Utc};
+use rag_store::documents::DocumentRow;
+use rag_store::messages::{ConversationRow, MessageRow};
+use rag_store::pipeline::SegmentRow;
+use rag_store::workspaces::WorkspaceRow;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateWorkspace {
+    /// 1-200 characters.
+    #[schema(min_length = 1, max_length = 200)]
+    pub name: String,
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct Workspace {
+    pub id: String,
+    pub name: String,
+    pub created_at: DateTime<Utc>,
+}
+
+impl From<WorkspaceRow> for Workspace {
+    fn from(r: WorkspaceRow) -> Self {
+        Workspace {
+            id: r.id,
+            name: r.name,
+            created_at: r.created_at,
+        }
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct WorkspaceList {
+    pub workspaces: Vec<Workspace>,
+}
+
+/// A document and where it is in the pipeline.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct Document {
+    pub id: Uuid,
+    pub workspace_id: String,
+    pub filename: Option<String>,
+    pub content_type: Option<String>,
+    pub size_bytes: Option<i64>,
+    pub sha256: Option<String>,
+    pub uploaded_by: Option<String>,
+    #[schema(value_type = Object)]
+    pub metadata: serde_json::Value,
+    /// uploaded, parsed, chunked, ingested or failed.
+    pub status: String,
+    /// Set when failed: a stable code (e.g. `corrupt_pdf`, `empty_document`).
+    pub failure_code: Option<String>,
+    /// Set when failed: what went wrong, for people.
+    pub failure_reason: Option<String>,
+    pub page_count: Option<i32>,
+    /// Zero-based pages with no text (not searchable).
+    pub pages_without_text: Vec<i32>,
+    /// Zero-based pages read by OCR.
+    pub ocr_pages: Vec<i32>,
+    /// The chunking version search reads for this document (`name@version`).
+    pub active_chunking_version: Option<String>,
+    pub chunk_count: Option<i32>,
+    pub uploaded_at: Option<DateTime<Utc>>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl From<DocumentRow> for Document {
+    fn from(r: DocumentRow) -> Self {
+        Document {
+            id: r.id,
+            workspace_id: r.workspace_id,
+            filename: r.filename,
+            content_type: r.content_type,
+            size_bytes: r.size_bytes,
+            sha256: r.sha256,
+            uploaded_by: r.uploaded_by,
+            metadata: r.metadata,
+            status: r.status,
+            failure_code: r.failure_code,
+            failure_reason: r.failure_reason,
+            page_count: r.page_count,
+            pages_without_text: r.pages_without_text,
+            ocr_pages: r.ocr_pages,
+            active_chunking_version: r.active_chunking_version,
+            chunk_count: r.chunk_count,
+            uploaded_at: r.uploaded_at,
+            updated_at: r.updated_at,
+        }
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct DocumentList {
+    pub documents: Vec<Document>,
+}
+
+/// The multipart form of an upload.
+#[derive(Debug, ToSchema)]
+#[allow(dead_code)]
+pub struct UploadForm {
+    /// The document (PDF, DOCX, HTML, Markdown, plain text or Document AI JSON).
+    #[schema(value_type = String, format = Binary)]
+    pub file: Vec<u8>,
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct UploadAccepted {
+    pub document_id: Uuid,
+    pub workspace_id: String,
+    /// Always `uploaded`: parsing, chunking and indexing follow asynchronously.
+    pub status: String,
+    pub filename: String,
+    pub content_type: String,
+    pub size_bytes: u64,
+    pub sha256: String,
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct DeleteAccepted {
+    pub document_id: Uuid,
+    pub status: String,
+}
+
+/// One piece of the raw text: the segments tile the document's full text,
+/// so `text` is `full_text[char_start..char_end]` (Unicode scalar values).
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct Segment {
+    pub segment_index: i32,
+    pub page_idx: i32,
+    pub char_start: i64,
+    pub char_end: i64,
+    pub text: String,
+}
+
+impl From<SegmentRow> for Segment {
+    fn from(r: SegmentRow) -> Self {
+        Segment {
+            segment_index: r.segment_index,
+            page_idx: r.page_idx,
+            char_start: r.char_start,
+            char_end: r.char_end,
+            text: r.text,
+        }
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct RawText {
+    pub document_id: Uuid,
+    pub workspace_id: String,
+    pub status: String,
+    pub segments: Vec<Segment>,
+}
+
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateConversation {
+    /// Optional, up to 200 characters.
+    #[schema(max_length = 200)]
+    pub title: Option<String>,
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct Conversation {
+    pub id: Uuid,
+    pub workspace_id: String,
+    pub title: Option<String>,
+    pub created_by: Option<String>,
+    pub created_at: DateTime<Utc>,
+}
+
+impl From<ConversationRow> for Conversation {
+    fn from(r: ConversationRow) -> Self {
+        Conversation {
+            id: r.id,
+            workspace_id: r.workspace_id,
+            title: r.title,
+            created_by: r.created_by,
+            created_at: r.created_at,
+        }
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ConversationList {
+    pub conversations: Vec<Conversation>,
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ConversationWithMessages {
+    pub id: Uuid,
+    pub workspace_id: String,
+    pub title: Option<String>,
+    pub created_by: Option<String>,
+    pub created_at: DateTime<Utc>,
+    /// Oldest first.
+    pub messages: Vec<Message>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PostMessage {
+    /// The question, 1-8000 characters.
+    #[schema(min_length = 1, max_length = 8000)]
+    pub content: String,
+    /// Chunks to retrieve (default: the server's RETRIEVAL_TOP_K).
+    #[schema(minimum = 1, maximum = 50)]
+    pub top_k: Option<i32>,
+    /// Only these documents of the workspace.
+    #[serde(default)]
+    #[schema(max_items = 100)]
+    pub document_ids: Vec<Uuid>,
+}
+
+/// A message; an assistant message's metadata holds `sections` (each with
+/// its `citations`), the flat `citations`, `llm_usage`, `mode` and, when
+/// failed, `failure`.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct Message {
+    pub id: Uuid,
+    pub conversation_id: Uuid,
+    pub workspace_id: String,
+    /// user or assistant.
+    pub role: String,
+    pub content: String,
+    /// pending, done or failed.
+    pub status: String,
+    #[schema(value_type = Object)]
+    pub metadata: serde_json::Value,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl From<MessageRow> for Message {
+    fn from(r: MessageRow) -> Self {
+        Message {
+            id: r.id,
+            conversation_id: r.conversation_id,
+            workspace_id: r.workspace_id,
+            role: r.role,
+            content: r.content,
+            status: r.status,
+            metadata: r.metadata,
+            created_at: r.created_at,
+            updated_at: r.updated_at,
+        }
+    }
+}
+
+/// The answer to posting a question (seed 004's sequence): the user's
+/// message and the pending assistant message the answer will complete.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct MessagesAccepted {
+    pub user_message: Message,
+    pub assistant_message: Message,
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct Health {
+    /// ok / ready / unavailable.
+    pub status: String,
+    /// Per dependency: `ok` or what failed.
+    #[schema(value_type = Object)]
+    pub checks: serde_json::Map<String, serde_json::Value>,
+}

@@ -1,0 +1,46 @@
+//! The OpenAPI 3 document, generated from the handlers' annotations and the
+//! body types in [`crate::model`].
+
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{Modify, OpenApi};
+
+use crate::routes;
+
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "rag-engine API", description = "Explainable RAG: documents, the raw-text viewer, questions answered in sections with citations into the raw text."),
+    paths(
+        routes::workspaces::create, routes::workspaces::list,
+        routes::documents::upload, routes::documents::list, routes::documents::get, routes::documents::delete, routes::documents::raw_text,
+        routes::conversations::create, routes::conversations::list, routes::conversations::get,
+        routes::conversations::post_message, routes::conversations::get_message,
+        routes::events::stream,
+        routes::health::healthz, routes::health::readyz, routes::health::metrics,
+    ),
+    modifiers(&BearerAuth),
+)]
+pub struct ApiDoc;
+
+struct BearerAuth;
+
+impl Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .bearer_format("JWT")
+                    .build(),
+            ),
+        );
+    }
+}
+
+/// The document as JSON text.
+pub fn document_json() -> String {
+    ApiDoc::openapi()
+        .to_pretty_json()
+        .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+}

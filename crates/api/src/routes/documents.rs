@@ -1,0 +1,346 @@
+//! Documents: upload (multipart, spooled to a temporary file while hashed,
+//! then stored in S3 and announced as DocumentUploaded), list, get, delete
+//! (DocumentDeleted) and the raw-text viewer.
+
+use std::collections::HashMap;
+
+use axum::extract::multipart::{Field, MultipartError};
+use axum::extract::{Multipart, Path, State};
+use axum::http::StatusCode;
+use axum::Json;
+use rag_events::{DocumentDeleted, DocumentUploaded, Envelope};
+use rag_store::documents;
+use sha2::{Digest, Sha256};
+use tokio::io::AsyncWriteExt;
+use uuid::Uuid;
+
+use super::{apply_now, owned_workspace, Recorded};
+use crate::auth::AuthUser;
+use crate::error::{ApiError, ErrorBody};
+use crate::model::{DeleteAccepted, Document, DocumentList, RawText, UploadAccepted, UploadForm};
+use crate::AppState;
+
+const PRODUCER: &str = concat!("rag-engine/api@", env!("CARGO_PKG_VERSION"));
+
+/// Past the limit, an upload's remaining bytes are read (up to this much)
+/// and discarded so the client receives the 413 instead of a reset
+/// connection.
+const DRAIN_AFTER_LIMIT: u64 = 16 * 1024 * 1024;
+
+fn multipart_error(e: MultipartError) -> ApiError {
+    let status = e.status();
+    let code = ApiError::code_for_status(status);
+    ApiError {
+        status,
+        code,
+        message: format!("reading the upload: {}", e.body_text()),
+    }
+}
+
+/// A filename is only a label (objects are stored by content hash), but a
+/// name carrying a path is refused rather than silently rewritten.
+fn checked_filename(name: &str) -> Result<&str, ApiError> {
+    let bad =
+        |why: &str| ApiError::bad_request("invalid_filename", format!("filename {name:?} {why}"));
+    if name.trim().is_empty() {
+        return Err(bad("is empty"));
+    }
+    if name.len() > 255 {
+        return Err(bad("is longer than 255 bytes"));
+    }
+    if name.contains(['/', '\\']) || name == "." || name == ".." || name.starts_with("..") {
+        return Err(bad("contains a path; send the file's name only"));
+    }
+    if name.chars().any(char::is_control) {
+        return Err(bad("contains control characters"));
+    }
+    Ok(name)
+}
+
+struct Spooled {
+    file: tempfile::NamedTempFile,
+    size: u64,
+    sha256: String,
+}
+
+/// Streams a field into a temporary file, hashing as it goes; never holds
+/// the document in memory.
+async fn spool(field: &mut Field<'_>, max: u64) -> Result<Spooled, ApiError> {
+    let io = |e: std::io::Error| ApiError::internal(format!("spooling the upload: {e}"));
+    let file = tempfile::NamedTempFile::new().map_err(io)?;
+    let mut out = tokio::fs::File::from_std(file.reopen().map_err(io)?);
+    let mut hasher = Sha256::new();
+    let mut size: u64 = 0;
+    while let Some(chunk) = field.chunk().await.map_err(multipart_error)? {
+        size += chunk.len() as u64;
+        if size > max {
+            let mut drained = 0u64;
+            while drained < DRAIN_AFTER_LIMIT {
+                match field.chunk().await {
+                    Ok(Some(more)) => drained += more.len() as u64,
+                    _ => break,
+                }
+            }
+            return Err(ApiError::too_large(format!(
+                "the file is over the limit of {max} bytes (UPLOAD_MAX_BYTES)"
+            )));
+        }
+        hasher.update(&chunk);
+        out.write_all(&chunk).await.map_err(io)?;
+    }
+    out.flush().await.map_err(io)?;
+    out.sync_all().await.map_err(io)?;
+    Ok(Spooled {
+        file,
+        size,
+        sha256: hex::encode(hasher.finalize()),
+    })
+}
+
+/// Upload a document (multipart field `file`; optional field `metadata`, a
+/// JSON object of strings). Answers 202 once the original is stored and
+/// DocumentUploaded is recorded; parsing and indexing follow.
+#[utoipa::path(post, path = "/v1/workspaces/{ws}/documents", tag = "documents",
+    params(("ws" = String, Path, description = "Workspace id")),
+    request_body(content = UploadForm, content_type = "multipart/form-data"),
+    responses((status = 202, body = UploadAccepted), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+              (status = 404, body = ErrorBody), (status = 413, body = ErrorBody), (status = 415, body = ErrorBody),
+              (status = 503, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn upload(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Path(ws): Path<String>,
+    mut multipart: Multipart,
+) -> Result<(StatusCode, Json<UploadAccepted>), ApiError> {
+    owned_workspace(&state, &user, &ws).await?;
+    let max = state.config().upload_max_bytes;
+    let mut upload: Option<(String, String, Spooled)> = None;
+    let mut metadata: HashMap<String, String> = HashMap::new();
+    while let Some(mut field) = multipart.next_field().await.map_err(multipart_error)? {
+        match field.name() {
+            Some("file") => {
+                if upload.is_some() {
+                    return Err(ApiError::bad_request(
+                        "too_many_files",
+                        "send one file per upload",
+                    ));
+                }
+                let filename = checked_filename(field.file_name().unwrap_or(""))?.to_string();
+                let sent_type = field
+                    .content_type()
+                    .unwrap_or("application/octet-stream")
+                    .to_string();
+                let format = rag_docparse::detect_format(&sent_type, &filename).ok_or_else(|| {
+                    ApiError::unsupported_media_type(format!(
+                        "{filename:?} ({sent_type}) is not a supported document type: PDF, DOCX, HTML, Markdown, plain text or Document AI JSON"
+                    ))
+                })?;
+                let generic = rag_docparse::detect_format(&sent_type, "").is_none();
+                let content_type = if generic {
+                    format.content_type().to_string()
+                } else {
+                    sent_type
+                };
+                let spooled = spool(&mut field, max).await?;
+                upload = Some((filename, content_type, spooled));
+            }
+            Some("metadata") => {
+                let text = field.text().await.map_err(multipart_error)?;
+                if text.len() > 16 * 1024 {
+                    return Err(ApiError::bad_request(
+                        "invalid_metadata",
+                        "metadata is over 16 KiB",
+                    ));
+                }
+                metadata = serde_json::from_str(&text).map_err(|e| {
+                    ApiError::bad_request(
+                        "invalid_metadata",
+                        format!("metadata must be a JSON object of strings: {e}"),
+                    )
+                })?;
+                if metadata
+                    .iter()
+                    .any(|(k, v)| k.contains('\0') || v.contains('\0'))
+                {
+                    return Err(ApiError::bad_request(
+                        "invalid_metadata",
+                        "metadata contains NUL characters",
+                    ));
+                }
+            }
+            // Unknown fields are skipped, for forward compatibility.
+            _ => while let Ok(Some(_)) = field.chunk().await {},
+        }
+    }
+    let (filename, content_type, spooled) = upload.ok_or_else(|| {
+        ApiError::bad_request("missing_file", "the multipart field `file` is required")
+    })?;
+    if spooled.size == 0 {
+        return Err(ApiError::bad_request(
+            "empty_file",
+            format!("{filename:?} is empty"),
+        ));
+    }
+    // Content-addressed within the workspace: identical bytes are stored once.
+    let key = format!("workspaces/{ws}/originals/{}", spooled.sha256);
+    let blobs = state.blobs();
+    let blob_uri = match blobs.head(&key).await? {
+        Some(existing) if existing == spooled.size => blobs.uri(&key),
+        _ => {
+            blobs
+                .put_file(
+                    &key,
+                    spooled.file.path(),
+                    spooled.size,
+                    &spooled.sha256,
+                    &content_type,
+                )
+                .await?
+                .uri
+        }
+    };
+    drop(spooled.file);
+    metadata.insert("source".into(), "api".into());
+    let document_id = Uuid::now_v7();
+    let event = DocumentUploaded {
+        envelope: Envelope::originating(&ws, PRODUCER),
+        document_id: document_id.to_string(),
+        blob_uri,
+        filename: filename.clone(),
+        content_type: content_type.clone(),
+        size_bytes: spooled.size as i64,
+        sha256: spooled.sha256.clone(),
+        uploaded_by: user.user_id.clone(),
+        metadata,
+    };
+    state.producer().send(&event).await?;
+    tracing::info!(workspace_id = %ws, document_id = %document_id, event_id = %event.envelope.event_id, size = spooled.size, "document uploaded");
+    apply_now(&state, Recorded::Uploaded(&event)).await;
+    metrics::counter!(rag_telemetry::names::UPLOADS, "outcome" => "ok").increment(1);
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(UploadAccepted {
+            document_id,
+            workspace_id: ws,
+            status: "uploaded".into(),
+            filename,
+            content_type,
+            size_bytes: spooled.size,
+            sha256: spooled.sha256,
+        }),
+    ))
+}
+
+async fn owned_document(
+    state: &AppState,
+    user: &AuthUser,
+    ws: &str,
+    id: Uuid,
+) -> Result<documents::DocumentRow, ApiError> {
+    owned_workspace(state, user, ws).await?;
+    match documents::get(state.pool(), ws, id).await? {
+        Some(doc) if doc.status != "deleted" => Ok(doc),
+        _ => Err(ApiError::not_found("document")),
+    }
+}
+
+/// Documents of the workspace, newest first.
+#[utoipa::path(get, path = "/v1/workspaces/{ws}/documents", tag = "documents",
+    params(("ws" = String, Path, description = "Workspace id")),
+    responses((status = 200, body = DocumentList), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn list(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Path(ws): Path<String>,
+) -> Result<Json<DocumentList>, ApiError> {
+    owned_workspace(&state, &user, &ws).await?;
+    let rows = documents::list(state.pool(), &ws).await?;
+    Ok(Json(DocumentList {
+        documents: rows.into_iter().map(Into::into).collect(),
+    }))
+}
+
+/// A document: status, failure reason, pages, active chunking version.
+#[utoipa::path(get, path = "/v1/workspaces/{ws}/documents/{id}", tag = "documents",
+    params(("ws" = String, Path, description = "Workspace id"), ("id" = Uuid, Path, description = "Document id")),
+    responses((status = 200, body = Document), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn get(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Path((ws, id)): Path<(String, Uuid)>,
+) -> Result<Json<Document>, ApiError> {
+    Ok(Json(owned_document(&state, &user, &ws, id).await?.into()))
+}
+
+/// Delete a document: it leaves listings and search at once (DocumentDeleted).
+#[utoipa::path(delete, path = "/v1/workspaces/{ws}/documents/{id}", tag = "documents",
+    params(("ws" = String, Path, description = "Workspace id"), ("id" = Uuid, Path, description = "Document id")),
+    responses((status = 202, body = DeleteAccepted), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+              (status = 404, body = ErrorBody), (status = 503, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn delete(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Path((ws, id)): Path<(String, Uuid)>,
+) -> Result<(StatusCode, Json<DeleteAccepted>), ApiError> {
+    owned_document(&state, &user, &ws, id).await?;
+    let event = DocumentDeleted {
+        envelope: Envelope::originating(&ws, PRODUCER),
+        document_id: id.to_string(),
+        deleted_by: user.user_id.clone(),
+    };
+    state.producer().send(&event).await?;
+    tracing::info!(workspace_id = %ws, document_id = %id, event_id = %event.envelope.event_id, "document deleted");
+    apply_now(&state, Recorded::Deleted(&event)).await;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(DeleteAccepted {
+            document_id: id,
+            status: "deleted".into(),
+        }),
+    ))
+}
+
+/// The raw-text viewer (seed 000): the document's segments, which tile its
+/// full text; citations' character ranges index that text. 409 while the
+/// document is not parsed yet (or failed).
+#[utoipa::path(get, path = "/v1/workspaces/{ws}/documents/{id}/raw-text", tag = "documents",
+    params(("ws" = String, Path, description = "Workspace id"), ("id" = Uuid, Path, description = "Document id")),
+    responses((status = 200, body = RawText), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+              (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn raw_text(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Path((ws, id)): Path<(String, Uuid)>,
+) -> Result<Json<RawText>, ApiError> {
+    let doc = owned_document(&state, &user, &ws, id).await?;
+    match doc.status.as_str() {
+        "parsed" | "chunked" | "ingested" => {}
+        "failed" => {
+            return Err(ApiError::conflict(
+                "document_failed",
+                format!(
+                    "the document failed: {}",
+                    doc.failure_reason.as_deref().unwrap_or("unknown reason")
+                ),
+            ))
+        }
+        other => {
+            return Err(ApiError::conflict(
+                "not_parsed",
+                format!("the document is not parsed yet (status {other})"),
+            ))
+        }
+    }
+    let segments = rag_store::pipeline::segments(state.pool(), &ws, id).await?;
+    Ok(Json(RawText {
+        document_id: id,
+        workspace_id: ws,
+        status: doc.status,
+        segments: segments.into_iter().map(Into::into).collect(),
+    }))
+}

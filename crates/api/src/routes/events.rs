@@ -1,0 +1,136 @@
+//! Server-Sent Events of a conversation: `message.status_updated` with the
+//! full message whenever an assistant message leaves `pending`. Each event's
+//! id is a cursor (`<updated_at µs>_<message id>`); a client reconnecting
+//! with `Last-Event-ID` receives exactly the updates after it, and one
+//! connecting without it first receives every update so far, so an answer
+//! that arrived before the stream opened is not missed.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::extract::{Path, State};
+use axum::http::HeaderMap;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use chrono::{DateTime, Utc};
+use futures::Stream;
+use rag_store::messages::{self, MessageRow};
+use uuid::Uuid;
+
+use super::conversations::owned_conversation;
+use crate::auth::AuthUser;
+use crate::error::{ApiError, ErrorBody};
+use crate::model::Message;
+use crate::AppState;
+
+pub const EVENT_NAME: &str = "message.status_updated";
+
+type Cursor = (DateTime<Utc>, Uuid);
+
+pub fn cursor_id(c: &Cursor) -> String {
+    format!("{}_{}", c.0.timestamp_micros(), c.1)
+}
+
+pub fn parse_cursor(s: &str) -> Option<Cursor> {
+    let (micros, id) = s.trim().split_once('_')?;
+    Some((
+        DateTime::from_timestamp_micros(micros.parse().ok()?)?,
+        Uuid::parse_str(id).ok()?,
+    ))
+}
+
+struct Feed {
+    state: AppState,
+    ws: String,
+    conversation: Uuid,
+    cursor: Option<Cursor>,
+    ready: VecDeque<MessageRow>,
+}
+
+/// Live updates of the conversation's messages (text/event-stream).
+#[utoipa::path(get, path = "/v1/workspaces/{ws}/conversations/{id}/events", tag = "conversations",
+    params(("ws" = String, Path, description = "Workspace id"), ("id" = Uuid, Path, description = "Conversation id"),
+           ("Last-Event-ID" = Option<String>, Header, description = "Resume after this event id")),
+    responses((status = 200, description = "`message.status_updated` events whose data is a Message", content_type = "text/event-stream", body = String),
+              (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn stream(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Path((ws, id)): Path<(String, Uuid)>,
+    headers: HeaderMap,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    owned_conversation(&state, &user, &ws, id).await?;
+    let cursor = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(parse_cursor);
+    tracing::debug!(workspace_id = %ws, conversation_id = %id, resume = cursor.is_some(), "event stream opened");
+    let feed = Feed {
+        state,
+        ws,
+        conversation: id,
+        cursor,
+        ready: VecDeque::new(),
+    };
+    let events = futures::stream::unfold(feed, next_event);
+    Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
+}
+
+async fn next_event(mut feed: Feed) -> Option<(Result<Event, Infallible>, Feed)> {
+    let shutdown = feed.state.0.shutdown.clone();
+    loop {
+        if let Some(row) = feed.ready.pop_front() {
+            let cursor = (row.updated_at, row.id);
+            feed.cursor = Some(cursor);
+            let event = Event::default().event(EVENT_NAME).id(cursor_id(&cursor));
+            let event = match event.json_data(Message::from(row)) {
+                Ok(e) => e,
+                Err(e) => {
+                    tracing::error!(error = %e, "serialising a message event");
+                    continue;
+                }
+            };
+            return Some((Ok(event), feed));
+        }
+        match messages::status_updates_after(
+            feed.state.pool(),
+            &feed.ws,
+            feed.conversation,
+            feed.cursor,
+            100,
+        )
+        .await
+        {
+            Ok(rows) if !rows.is_empty() => {
+                feed.ready.extend(rows);
+                continue;
+            }
+            Ok(_) => {}
+            // The stream stays open through a database hiccup; the next poll retries.
+            Err(e) => {
+                tracing::warn!(error = %e, conversation_id = %feed.conversation, "polling message updates")
+            }
+        }
+        tokio::select! {
+            _ = shutdown.cancelled() => return None,
+            _ = tokio::time::sleep(feed.state.config().sse_poll) => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursors_round_trip() {
+        let c = (
+            DateTime::from_timestamp_micros(1_763_800_000_123_456).unwrap(),
+            Uuid::now_v7(),
+        );
+        assert_eq!(parse_cursor(&cursor_id(&c)), Some(c));
+        assert_eq!(parse_cursor("garbage"), None);
+        assert_eq!(parse_cursor("12_not-a-uuid"), None);
+    }
+}

@@ -1,0 +1,117 @@
+pub mod conversations;
+pub mod documents;
+pub mod events;
+pub mod health;
+pub mod workspaces;
+
+use rag_store::workspaces::WorkspaceRow;
+
+use crate::auth::AuthUser;
+use crate::error::ApiError;
+use crate::AppState;
+
+/// Workspace ids are `[A-Za-z0-9][A-Za-z0-9._-]{0,63}` everywhere (the CLI
+/// and the events use the same rule); anything else cannot exist.
+pub(crate) fn is_workspace_id(ws: &str) -> bool {
+    !ws.is_empty()
+        && ws.len() <= 64
+        && ws.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
+        && ws
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
+/// The workspace if the caller owns it; "not found" otherwise, whether it
+/// is someone else's or does not exist.
+pub(crate) async fn owned_workspace(
+    state: &AppState,
+    user: &AuthUser,
+    ws: &str,
+) -> Result<WorkspaceRow, ApiError> {
+    if !is_workspace_id(ws) {
+        return Err(ApiError::not_found("workspace"));
+    }
+    rag_store::workspaces::get_owned(state.pool(), ws, &user.user_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("workspace"))
+}
+
+/// Text a client sends: bounded, and free of NUL (Postgres cannot store it)
+/// and other control characters except newlines and tabs.
+pub(crate) fn checked_text<'a>(
+    field: &str,
+    value: &'a str,
+    min: usize,
+    max: usize,
+) -> Result<&'a str, ApiError> {
+    let n = value.chars().count();
+    if n < min || n > max {
+        return Err(ApiError::bad_request(
+            "invalid_field",
+            format!("{field} must have {min}-{max} characters (has {n})"),
+        ));
+    }
+    if value
+        .chars()
+        .any(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t'))
+    {
+        return Err(ApiError::bad_request(
+            "invalid_field",
+            format!("{field} contains control characters"),
+        ));
+    }
+    Ok(value)
+}
+
+/// An event the API just recorded on the bus.
+pub(crate) enum Recorded<'a> {
+    Uploaded(&'a rag_events::DocumentUploaded),
+    Deleted(&'a rag_events::DocumentDeleted),
+    Asked(&'a rag_events::QuestionAsked),
+}
+
+/// Applies an event the API just recorded to the read models, through the
+/// projector's own idempotent functions, so the client's next read sees
+/// it. Best effort: the projector applies the same event later, so a
+/// failure here only delays visibility.
+pub(crate) async fn apply_now(state: &AppState, event: Recorded<'_>) {
+    let result = async {
+        let mut tx = state.pool().begin().await?;
+        match event {
+            Recorded::Uploaded(e) => rag_store::documents::apply_uploaded(&mut tx, e).await?,
+            Recorded::Deleted(e) => rag_store::documents::apply_deleted(&mut tx, e).await?,
+            Recorded::Asked(e) => rag_store::messages::apply_question_asked(&mut tx, e).await?,
+        }
+        tx.commit().await?;
+        Ok::<(), rag_store::StoreError>(())
+    }
+    .await;
+    if let Err(e) = result {
+        tracing::warn!(error = %e, "applying the recorded event now failed; the projector will apply it");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workspace_ids_and_text_checks() {
+        assert!(is_workspace_id("0192f3a0-7c1e-7000-8000-000000000000"));
+        assert!(is_workspace_id("demo_1.x"));
+        assert!(!is_workspace_id(""));
+        assert!(!is_workspace_id("../etc"));
+        assert!(!is_workspace_id("a\0b"));
+        assert!(!is_workspace_id(&"a".repeat(65)));
+        assert!(checked_text("name", "Hồ sơ", 1, 10).is_ok());
+        assert_eq!(
+            checked_text("name", "", 1, 10).unwrap_err().code,
+            "invalid_field"
+        );
+        assert_eq!(
+            checked_text("name", "a\0b", 1, 10).unwrap_err().code,
+            "invalid_field"
+        );
+        assert!(checked_text("content", "line\nnext\ttab", 1, 100).is_ok());
+    }
+}

@@ -1,0 +1,39 @@
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::Json;
+
+use super::checked_text;
+use crate::auth::AuthUser;
+use crate::error::{ApiError, ErrorBody};
+use crate::model::{CreateWorkspace, Workspace, WorkspaceList};
+use crate::AppState;
+
+/// Create a workspace owned by the caller.
+#[utoipa::path(post, path = "/v1/workspaces", tag = "workspaces", request_body = CreateWorkspace,
+    responses((status = 201, body = Workspace), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn create(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Json(body): Json<CreateWorkspace>,
+) -> Result<(StatusCode, Json<Workspace>), ApiError> {
+    let name = checked_text("name", body.name.trim(), 1, 200)?;
+    let id = uuid::Uuid::now_v7().to_string();
+    let row = rag_store::workspaces::create(state.pool(), &id, name, &user.user_id).await?;
+    tracing::info!(workspace_id = %row.id, user = %user.user_id, "workspace created");
+    Ok((StatusCode::CREATED, Json(row.into())))
+}
+
+/// The caller's workspaces, newest first.
+#[utoipa::path(get, path = "/v1/workspaces", tag = "workspaces",
+    responses((status = 200, body = WorkspaceList), (status = 401, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn list(
+    State(state): State<AppState>,
+    user: AuthUser,
+) -> Result<Json<WorkspaceList>, ApiError> {
+    let rows = rag_store::workspaces::list_owned(state.pool(), &user.user_id).await?;
+    Ok(Json(WorkspaceList {
+        workspaces: rows.into_iter().map(Into::into).collect(),
+    }))
+}

@@ -1,0 +1,39 @@
+//! `rag-engine token`: mints a bearer token for the API (local use, tests,
+//! scripts). Production tokens come from the identity provider (e.g.
+//! Supabase) signed with the same JWT_SECRET.
+
+use std::process::ExitCode;
+
+use clap::Args;
+
+use crate::config::Settings;
+
+#[derive(Args, Debug)]
+pub struct TokenArgs {
+    /// The user id (`sub`).
+    #[arg(long)]
+    user: String,
+    /// Lifetime, e.g. `1h`, `30m`, `7d`.
+    #[arg(long, default_value = "1h", value_parser = humantime::parse_duration)]
+    ttl: std::time::Duration,
+    /// Print `{"token", "user", "expires_in_secs"}` as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn token(s: &Settings, args: TokenArgs) -> anyhow::Result<ExitCode> {
+    let user = args.user.trim();
+    if user.is_empty() {
+        anyhow::bail!("--user must not be empty");
+    }
+    let token = s.jwt()?.mint(user, args.ttl)?;
+    if args.json {
+        println!(
+            "{}",
+            serde_json::json!({"token": token, "user": user, "expires_in_secs": args.ttl.as_secs()})
+        );
+    } else {
+        println!("{token}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
