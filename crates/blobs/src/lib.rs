@@ -276,6 +276,37 @@ impl BlobStore {
         }
     }
 
+    /// Keys under `prefix`, every page of the listing.
+    pub async fn list(&self, prefix: &str) -> Result<Vec<String>, BlobError> {
+        let mut keys = Vec::new();
+        let mut token: Option<String> = None;
+        loop {
+            let out = self
+                .client
+                .list_objects_v2()
+                .bucket(&self.bucket)
+                .prefix(prefix)
+                .set_continuation_token(token.take())
+                .send()
+                .await
+                .map_err(|e| request_error("list", prefix, e))?;
+            keys.extend(out.contents().iter().filter_map(|o| o.key().map(str::to_string)));
+            match out.next_continuation_token() {
+                Some(next) if out.is_truncated().unwrap_or(false) => token = Some(next.to_string()),
+                _ => return Ok(keys),
+            }
+        }
+    }
+
+    /// Deletes every object under `prefix`; returns how many. Idempotent.
+    pub async fn delete_prefix(&self, prefix: &str) -> Result<usize, BlobError> {
+        let keys = self.list(prefix).await?;
+        for key in &keys {
+            self.delete(key).await?;
+        }
+        Ok(keys.len())
+    }
+
     pub async fn delete(&self, key: &str) -> Result<(), BlobError> {
         self.client
             .delete_object()

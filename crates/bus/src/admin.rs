@@ -48,3 +48,117 @@ pub fn describe_topics(cfg: &BusConfig) -> Result<Vec<(String, usize)>, BusError
     out.sort();
     Ok(out)
 }
+
+/// One record as stored on a topic.
+#[derive(Debug, Clone)]
+pub struct Record {
+    pub topic: String,
+    pub partition: i32,
+    pub offset: i64,
+    pub key: Option<Vec<u8>>,
+    pub payload: Option<Vec<u8>>,
+    pub headers: Vec<(String, Vec<u8>)>,
+    /// Milliseconds since the epoch, when the broker reports it.
+    pub timestamp_ms: Option<i64>,
+}
+
+impl Record {
+    pub fn header(&self, name: &str) -> Option<&[u8]> {
+        self.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_slice())
+    }
+
+    pub fn header_str(&self, name: &str) -> Option<String> {
+        self.header(name).map(|v| String::from_utf8_lossy(v).into_owned())
+    }
+}
+
+/// Every record of `topic` from the start of each partition to its end as
+/// of the call (a snapshot), read without a consumer group, so nothing is
+/// committed and no stage is disturbed. Fails if the topic does not exist
+/// or the end is not reached within `timeout`.
+pub async fn read_topic(cfg: &BusConfig, topic: &str, timeout: Duration) -> Result<Vec<Record>, BusError> {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    use rdkafka::message::{Headers, Message};
+    use rdkafka::{Offset, TopicPartitionList};
+    let consumer: BaseConsumer = cfg
+        .client()
+        .set("group.id", format!("rag-engine-reader-{}", uuid::Uuid::new_v4()))
+        .set("enable.auto.commit", "false")
+        .set("fetch.wait.max.ms", cfg.fetch_wait_max_ms.to_string())
+        .create()?;
+    let topic = topic.to_string();
+    tokio::task::spawn_blocking(move || {
+        let mut ends = std::collections::HashMap::new();
+        let mut assignment = TopicPartitionList::new();
+        for (p, low, high) in partition_watermarks(&consumer, &topic)? {
+            if high > low {
+                ends.insert(p, high);
+                assignment.add_partition_offset(&topic, p, Offset::Offset(low))?;
+            }
+        }
+        let mut out = Vec::new();
+        if ends.is_empty() {
+            return Ok(out);
+        }
+        consumer.assign(&assignment)?;
+        let deadline = std::time::Instant::now() + timeout;
+        while !ends.is_empty() {
+            if std::time::Instant::now() > deadline {
+                return Err(BusError::Topic { topic: topic.clone(), reason: format!("not read to its end within {timeout:?}") });
+            }
+            let Some(msg) = consumer.poll(Duration::from_millis(200)) else { continue };
+            let msg = msg?;
+            let headers = msg
+                .headers()
+                .map(|h| h.iter().map(|x| (x.key.to_string(), x.value.unwrap_or_default().to_vec())).collect())
+                .unwrap_or_default();
+            let (partition, offset) = (msg.partition(), msg.offset());
+            out.push(Record {
+                topic: topic.clone(),
+                partition,
+                offset,
+                key: msg.key().map(<[u8]>::to_vec),
+                payload: msg.payload().map(<[u8]>::to_vec),
+                headers,
+                timestamp_ms: msg.timestamp().to_millis(),
+            });
+            if ends.get(&partition).is_some_and(|end| offset + 1 >= *end) {
+                ends.remove(&partition);
+            }
+        }
+        out.sort_by_key(|r| (r.partition, r.offset));
+        Ok(out)
+    })
+    .await
+    .map_err(|e| BusError::Topic { topic: "?".into(), reason: format!("reader task: {e}") })?
+}
+
+fn partition_watermarks<C: rdkafka::consumer::Consumer>(consumer: &C, topic: &str) -> Result<Vec<(i32, i64, i64)>, BusError> {
+    let metadata = consumer.fetch_metadata(Some(topic), Duration::from_secs(10))?;
+    let partitions: Vec<i32> = metadata
+        .topics()
+        .iter()
+        .filter(|t| t.name() == topic && t.error().is_none())
+        .flat_map(|t| t.partitions().iter().map(|p| p.id()))
+        .collect();
+    if partitions.is_empty() {
+        return Err(BusError::Topic { topic: topic.to_string(), reason: "the topic does not exist".into() });
+    }
+    let mut out = Vec::with_capacity(partitions.len());
+    for p in partitions {
+        let (low, high) = consumer.fetch_watermarks(topic, p, Duration::from_secs(10))?;
+        out.push((p, low, high));
+    }
+    Ok(out)
+}
+
+/// `(partition, low, high)` watermarks of every partition of `topic`: the
+/// first offset still stored and the offset the next record will get.
+pub async fn watermarks(cfg: &BusConfig, topic: &str) -> Result<Vec<(i32, i64, i64)>, BusError> {
+    use rdkafka::consumer::BaseConsumer;
+    let consumer: BaseConsumer = cfg.client().create()?;
+    let topic = topic.to_string();
+    tokio::task::spawn_blocking(move || partition_watermarks(&consumer, &topic))
+        .await
+        .map_err(|e| BusError::Topic { topic: "?".into(), reason: format!("watermark task: {e}") })?
+}

@@ -37,6 +37,8 @@ pub mod headers {
     pub const DLQ_REASON_CODE: &str = "dlq-reason-code";
     pub const DLQ_REASON: &str = "dlq-reason";
     pub const DLQ_FAILED_AT: &str = "dlq-failed-at";
+    /// On a redriven record: the dead letter it came from (`<dlq topic>/<partition>/<offset>`).
+    pub const REDRIVEN_FROM: &str = "redriven-from";
 }
 
 #[derive(Debug, thiserror::Error)]

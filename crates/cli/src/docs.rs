@@ -25,6 +25,19 @@ pub enum DocsCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Delete a document (produces DocumentDeleted): it leaves search at once; its segments, mappings and blobs follow.
+    Delete {
+        /// Document id.
+        id: uuid::Uuid,
+        #[arg(long, short)]
+        workspace: String,
+        /// Who deletes it (recorded on the event).
+        #[arg(long, default_value = "cli")]
+        deleted_by: String,
+        /// Print `{document_id, event_id}` as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Show one document.
     Show {
         /// Document id.
@@ -108,6 +121,25 @@ pub async fn docs(s: &Settings, cmd: DocsCommand) -> anyhow::Result<ExitCode> {
                 }
             }
             println!("{} segment(s), {} character(s)", segments.len(), segments.last().map(|s| s.char_end).unwrap_or(0));
+        }
+        DocsCommand::Delete { id, workspace, deleted_by, json } => {
+            validate_workspace(&workspace)?;
+            match rag_store::documents::get(&pool, &workspace, id).await? {
+                Some(d) if d.status != "deleted" => {}
+                _ => anyhow::bail!("document {id} not found in workspace {workspace}"),
+            }
+            let producer = rag_bus::EventProducer::new(&s.bus(), rag_events::Codec::embedded()?, "rag-engine/cli")?;
+            let event = rag_events::DocumentDeleted {
+                envelope: rag_events::Envelope::originating(&workspace, format!("rag-engine/cli@{}", env!("CARGO_PKG_VERSION"))),
+                document_id: id.to_string(),
+                deleted_by,
+            };
+            producer.send(&event).await.context("producing DocumentDeleted (KAFKA_BROKERS)")?;
+            if json {
+                println!("{}", serde_json::json!({"document_id": id, "event_id": event.envelope.event_id}));
+            } else {
+                println!("deleted {id} (event {}); the pipeline purges its rows and blobs", event.envelope.event_id);
+            }
         }
         DocsCommand::Show { id, workspace, json } => {
             validate_workspace(&workspace)?;

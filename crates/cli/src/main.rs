@@ -3,9 +3,11 @@
 mod ask;
 mod bench;
 mod config;
+mod dlq;
 mod docs;
 mod eval;
 mod ingest;
+mod replay;
 mod run;
 mod search;
 mod setup;
@@ -64,6 +66,12 @@ enum Command {
     Eval(eval::EvalCommand),
     /// Mint a bearer token for the HTTP API (signed with JWT_SECRET).
     Token(token::TokenArgs),
+    /// Replay retained events into new read models (re-chunking).
+    #[command(subcommand)]
+    Replay(replay::ReplayCommand),
+    /// Dead letters: list, show, redrive.
+    #[command(subcommand)]
+    Dlq(dlq::DlqCommand),
 }
 
 fn main() -> ExitCode {
@@ -94,6 +102,8 @@ fn main() -> ExitCode {
             Command::Ask(args) => ask::ask(s, args).await,
             Command::Eval(cmd) => eval::eval(s, cmd).await,
             Command::Token(args) => token::token(s, args),
+            Command::Dlq(cmd) => dlq::dlq(s, cmd).await,
+            Command::Replay(cmd) => replay::replay(s, cmd).await,
         }
     });
     match result {

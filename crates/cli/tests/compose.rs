@@ -148,6 +148,12 @@ fn dashboard_queries_only_metrics_the_code_exports() {
         rag_telemetry::names::CONSUMER_LAG_SECONDS,
         rag_telemetry::names::CONSUMER_NEXT_OFFSET,
         rag_telemetry::names::REBALANCES,
+        rag_telemetry::names::DLQ_MESSAGES,
+        rag_telemetry::names::UPLOAD_TO_INGESTED_SECONDS,
+        rag_telemetry::names::QUESTION_TO_ANSWER_SECONDS,
+        rag_telemetry::names::LLM_TOKENS,
+        rag_telemetry::names::HTTP_REQUESTS,
+        rag_telemetry::names::HTTP_SECONDS,
     ];
     for p in panels {
         for target in p["targets"].as_array().unwrap() {

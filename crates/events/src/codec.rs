@@ -116,8 +116,10 @@ impl SchemaResolver for EmbeddedSchemas {
     }
 }
 
-/// Any event of the catalog, decoded.
-#[derive(Debug, Clone, PartialEq)]
+/// Any event of the catalog, decoded. Serializes as the event's own fields
+/// (tools print it as JSON).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(untagged)]
 pub enum AnyEvent {
     DocumentUploaded(DocumentUploaded),
     DocumentParsed(DocumentParsed),

@@ -191,6 +191,8 @@ impl Processor for Answerer {
         }
         self.output.send(&out).await.map_err(produce_err)?;
         rag_bus::stage::record_out(STAGE, &self.output.config().topics.of(EventType::AnswerProduced));
+        let waited = (out.envelope.occurred_at - q.envelope.occurred_at).max(0) as f64 / 1000.0;
+        metrics::histogram!(rag_telemetry::names::QUESTION_TO_ANSWER_SECONDS, "mode" => out.mode.clone()).record(waited);
         Ok(Outcome::Applied)
     }
 }

@@ -38,6 +38,11 @@ pub async fn fetch_verified(blobs: &BlobStore, uri: &str, sha256: Option<&str>) 
     Ok(bytes)
 }
 
+/// Where every blob derived from a document lives (deletion removes it all).
+pub fn derived_prefix(workspace_id: &str, document_id: &str) -> String {
+    format!("w/{workspace_id}/d/{document_id}/")
+}
+
 /// Stores a derived payload under a content-addressed key inside the
 /// document's prefix (so deleting a document removes all of it). Keys are
 /// kept short: s3s-fs (the local stack) turns each key into a file name of
@@ -53,7 +58,7 @@ pub async fn store_derived(
     content_type: &str,
 ) -> Result<(String, String), ProcessError> {
     let sha = sha256_hex(&bytes);
-    let key = format!("w/{workspace_id}/d/{document_id}/{kind}/{}.{ext}", &sha[..32]);
+    let key = format!("{}{kind}/{}.{ext}", derived_prefix(workspace_id, document_id), &sha[..32]);
     let stored = blobs.put_bytes(&key, bytes, content_type).await.map_err(blob_err)?;
     Ok((stored.uri, sha))
 }

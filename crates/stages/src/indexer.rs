@@ -9,6 +9,7 @@ use rag_bus::{EventProducer, Inbound, Outcome, ProcessError, Processor, StartAt}
 use rag_chunking::Chunk;
 use rag_embed::Embedder;
 use rag_events::{DocumentChunked, DocumentIngested, Envelope, EventType};
+use rag_store::documents;
 use rag_store::offsets::{self, Claim};
 use rag_store::pipeline::{self, IndexedChunk};
 use rag_store::sqlx::PgPool;
@@ -55,6 +56,13 @@ impl Indexer {
 impl Processor for Indexer {
     async fn process(&self, msg: &Inbound) -> Result<Outcome, ProcessError> {
         let input: DocumentChunked = decode(self.output.codec(), msg)?;
+        // A deleted document is not indexed again (its blobs are gone too).
+        let document = uuid::Uuid::parse_str(&input.document_id).map_err(|e| ProcessError::permanent("invalid_event", e.to_string()))?;
+        if documents::status_of(&self.pool, document).await.map_err(store_err)?.as_deref() == Some("deleted") {
+            crate::projector::skip_offset(&self.pool, &self.group, msg).await?;
+            info!(document_id = %input.document_id, "deleted document not indexed");
+            return Ok(Outcome::Applied);
+        }
         let chunks: Vec<Chunk> = match (&input.failure, &input.chunks_uri) {
             (None, Some(uri)) => {
                 let bytes = fetch_verified(&self.blobs, uri, input.chunks_sha256.as_deref()).await?;
@@ -88,6 +96,11 @@ impl Processor for Indexer {
                 self.emit(&output).await?;
             }
             return Ok(Outcome::Duplicate);
+        }
+        if documents::is_deleted_locked(&mut tx, document).await.map_err(store_err)? {
+            tx.commit().await.map_err(|e| store_err(e.into()))?;
+            info!(document_id = %input.document_id, "deleted while indexing; not indexed");
+            return Ok(Outcome::Applied);
         }
         if input.failure.is_none() {
             let model = self.embedder.identity().map(|(m, _)| m);

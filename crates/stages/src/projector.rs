@@ -14,7 +14,7 @@ use rag_store::offsets::{self, Claim};
 use rag_store::{documents, messages, pipeline, sqlx::PgPool, StoreError};
 use tracing::{debug, info};
 
-use crate::common::fetch_verified;
+use crate::common::{blob_err, fetch_verified};
 use crate::failpoint::Failpoint;
 
 pub const STAGE: &str = "projector";
@@ -106,6 +106,28 @@ pub fn store_err(e: StoreError) -> ProcessError {
     }
 }
 
+impl Projector {
+    /// A deleted document's blobs: everything derived from it, and its
+    /// original unless another live document of the workspace has the same
+    /// bytes. Runs before the rows are purged, and is idempotent, so a
+    /// crash in between only repeats it.
+    async fn delete_blobs(&self, e: &rag_events::DocumentDeleted) -> Result<(), ProcessError> {
+        let ws = &e.envelope.workspace_id;
+        let removed = self.blobs.delete_prefix(&crate::common::derived_prefix(ws, &e.document_id)).await.map_err(blob_err)?;
+        let Ok(id) = uuid::Uuid::parse_str(&e.document_id) else { return Ok(()) };
+        let original = documents::get(&self.pool, ws, id).await.map_err(store_err)?.and_then(|d| d.blob_uri);
+        if let Some(uri) = original {
+            if !documents::original_shared(&self.pool, ws, id, &uri).await.map_err(store_err)? {
+                if let Ok(key) = self.blobs.key_of(&uri) {
+                    self.blobs.delete(key).await.map_err(blob_err)?;
+                }
+            }
+        }
+        debug!(document_id = %e.document_id, derived = removed, "blobs deleted");
+        Ok(())
+    }
+}
+
 impl Processor for Projector {
     async fn process(&self, msg: &Inbound) -> Result<Outcome, ProcessError> {
         let payload = msg.payload.as_deref().unwrap_or_default();
@@ -118,6 +140,24 @@ impl Processor for Projector {
                 "wrong_topic",
                 format!("a {} event does not belong on {}", event.event_type(), msg.topic),
             ));
+        }
+        // A deleted document's later events (and replays of its earlier
+        // ones) change nothing: their blobs are gone with it.
+        let derived_of = match &event {
+            AnyEvent::DocumentParsed(e) => Some(e.document_id.as_str()),
+            AnyEvent::DocumentChunked(e) => Some(e.document_id.as_str()),
+            _ => None,
+        }
+        .and_then(|id| uuid::Uuid::parse_str(id).ok());
+        if let Some(id) = derived_of {
+            if documents::status_of(&self.pool, id).await.map_err(store_err)?.as_deref() == Some("deleted") {
+                skip_offset(&self.pool, &self.group, msg).await?;
+                debug!(document_id = %id, "event of a deleted document skipped");
+                return Ok(Outcome::Applied);
+            }
+        }
+        if let AnyEvent::DocumentDeleted(e) = &event {
+            self.delete_blobs(e).await?;
         }
         // Claim-checked payloads are read before the transaction opens.
         let mut segments: Vec<Segment> = Vec::new();
@@ -147,6 +187,14 @@ impl Processor for Projector {
             }
             Claim::Apply => {}
         }
+        let mut first_ingest: Option<f64> = None;
+        if let Some(id) = derived_of {
+            if documents::is_deleted_locked(&mut tx, id).await.map_err(store_err)? {
+                tx.commit().await.map_err(|e| store_err(e.into()))?;
+                debug!(document_id = %id, "event of a deleted document skipped");
+                return Ok(Outcome::Applied);
+            }
+        }
         match &event {
             AnyEvent::DocumentUploaded(e) => {
                 documents::apply_uploaded(&mut tx, e).await.map_err(store_err)?;
@@ -155,8 +203,11 @@ impl Processor for Projector {
             }
             AnyEvent::DocumentDeleted(e) => {
                 documents::apply_deleted(&mut tx, e).await.map_err(store_err)?;
+                let id = uuid::Uuid::parse_str(&e.document_id).map_err(|err| ProcessError::permanent("invalid_event", err.to_string()))?;
+                let purged = documents::purge(&mut tx, &e.envelope.workspace_id, id).await.map_err(store_err)?;
                 info!(workspace_id = %e.envelope.workspace_id, document_id = %e.document_id,
-                      event_id = %e.envelope.event_id, "document deleted");
+                      event_id = %e.envelope.event_id, search_chunks = purged.search_chunks,
+                      chunk_mappings = purged.chunk_mappings, segments = purged.segments, "document deleted and purged");
             }
             AnyEvent::DocumentParsed(e) => {
                 pipeline::apply_parsed(&mut tx, e, &segments).await.map_err(store_err)?;
@@ -170,6 +221,21 @@ impl Processor for Projector {
                       event_id = %e.envelope.event_id, chunks = chunks.len(), "document chunked");
             }
             AnyEvent::DocumentIngested(e) => {
+                // Upload-to-ingested latency, counted once per document: a
+                // re-chunking replay ingests it again and is not a new upload.
+                if let (None, Ok(id)) = (&e.failure, uuid::Uuid::parse_str(&e.document_id)) {
+                    let before: Option<(String, Option<chrono::DateTime<chrono::Utc>>)> =
+                        rag_store::sqlx::query_as("SELECT status, uploaded_at FROM documents WHERE id = $1")
+                            .bind(id)
+                            .fetch_optional(&mut *tx)
+                            .await
+                            .map_err(|err| store_err(err.into()))?;
+                    if let Some((status, Some(uploaded))) = before {
+                        if matches!(status.as_str(), "uploaded" | "parsed" | "chunked") {
+                            first_ingest = Some((e.envelope.occurred_at - uploaded.timestamp_millis()).max(0) as f64 / 1000.0);
+                        }
+                    }
+                }
                 pipeline::apply_ingested(&mut tx, e).await.map_err(store_err)?;
                 info!(workspace_id = %e.envelope.workspace_id, document_id = %e.document_id,
                       event_id = %e.envelope.event_id, version = %e.chunking_version, "document ingested");
@@ -187,6 +253,9 @@ impl Processor for Projector {
         }
         Failpoint::hit(&self.failpoint, "projector-before-commit").await;
         tx.commit().await.map_err(|e| store_err(e.into()))?;
+        if let Some(seconds) = first_ingest {
+            metrics::histogram!(rag_telemetry::names::UPLOAD_TO_INGESTED_SECONDS).record(seconds);
+        }
         Failpoint::hit(&self.failpoint, "projector-after-commit").await;
         Ok(Outcome::Applied)
     }

@@ -147,8 +147,19 @@ impl Retriever {
                     .collect()
             }
         };
-        Ok(Retrieval { mode, query_language, dense_used: wants_dense, chunks })
+        Ok(Retrieval { mode, query_language, dense_used: wants_dense, chunks: one_version_per_document(chunks) })
     }
+}
+
+/// The lexical and dense lists come from two statements, so a re-chunking
+/// flip between them could pair two versions of one document. Each document
+/// keeps the version of its best-ranked chunk (the list is ranked).
+fn one_version_per_document(chunks: Vec<RetrievedChunk>) -> Vec<RetrievedChunk> {
+    let mut version_of: std::collections::HashMap<Uuid, String> = std::collections::HashMap::new();
+    chunks
+        .into_iter()
+        .filter(|c| version_of.entry(c.hit.document_id).or_insert_with(|| c.hit.chunking_version.clone()) == &c.hit.chunking_version)
+        .collect()
 }
 
 fn single(hit: ChunkHit, lexical_rank: Option<usize>, dense_rank: Option<usize>) -> RetrievedChunk {

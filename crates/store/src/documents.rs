@@ -98,7 +98,8 @@ pub async fn mark_failed(
 ) -> Result<bool, StoreError> {
     let Ok(id) = Uuid::parse_str(document_id) else { return Ok(false) };
     let done = sqlx::query(
-        "UPDATE documents SET status = 'failed', status_rank = $2, failure_code = $3, failure_reason = $4, updated_at = now()
+        "UPDATE documents SET status = 'failed', status_rank = $2, failure_code = $3, failure_reason = $4, updated_at = now(),
+                failed_at = now()
          WHERE id = $1 AND status_rank < $2",
     )
     .bind(id)
@@ -158,8 +159,8 @@ pub async fn get(pool: &PgPool, workspace_id: &str, id: Uuid) -> Result<Option<D
         .await?)
 }
 
-/// Projects DocumentDeleted: the document leaves every listing at once.
-/// Removing its derived rows and blobs is the deletion stage's job.
+/// Projects DocumentDeleted: the document leaves every listing (and search,
+/// which reads only live documents) at once. [`purge`] removes its rows.
 pub async fn apply_deleted(tx: &mut Transaction<'_, Postgres>, e: &rag_events::DocumentDeleted) -> Result<(), StoreError> {
     let id = parse_id(&e.document_id)?;
     let at = millis(e.envelope.occurred_at);
@@ -176,4 +177,60 @@ pub async fn apply_deleted(tx: &mut Transaction<'_, Postgres>, e: &rag_events::D
     .execute(&mut **tx)
     .await?;
     Ok(())
+}
+
+/// The document's status, if it has a row (any workspace).
+pub async fn status_of<'e, E: sqlx::PgExecutor<'e>>(executor: E, id: Uuid) -> Result<Option<String>, StoreError> {
+    Ok(sqlx::query_scalar("SELECT status FROM documents WHERE id = $1").bind(id).fetch_optional(executor).await?)
+}
+
+/// Whether the document is deleted, holding a share lock on its row until
+/// the transaction ends: a deletion committing concurrently waits for the
+/// caller's writes and then purges them, or commits first and is seen here.
+pub async fn is_deleted_locked(tx: &mut Transaction<'_, Postgres>, id: Uuid) -> Result<bool, StoreError> {
+    let status: Option<String> =
+        sqlx::query_scalar("SELECT status FROM documents WHERE id = $1 FOR SHARE").bind(id).fetch_optional(&mut **tx).await?;
+    Ok(status.as_deref() == Some("deleted"))
+}
+
+/// What a purge removed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Purged {
+    pub search_chunks: u64,
+    pub chunk_mappings: u64,
+    pub segments: u64,
+}
+
+/// Removes a deleted document's rows from the search index (terms follow
+/// by cascade), its chunk mappings and its segments. Idempotent. The row
+/// in `documents` stays as a tombstone (status `deleted`), so a late or
+/// replayed event of the document changes nothing.
+pub async fn purge(tx: &mut Transaction<'_, Postgres>, workspace_id: &str, id: Uuid) -> Result<Purged, StoreError> {
+    let mut purged = Purged::default();
+    for (table, count) in [
+        ("search_chunks", &mut purged.search_chunks),
+        ("chunk_mappings", &mut purged.chunk_mappings),
+        ("segments", &mut purged.segments),
+    ] {
+        *count = sqlx::query(&format!("DELETE FROM {table} WHERE document_id = $1 AND workspace_id = $2"))
+            .bind(id)
+            .bind(workspace_id)
+            .execute(&mut **tx)
+            .await?
+            .rows_affected();
+    }
+    Ok(purged)
+}
+
+/// Whether another live document of the workspace stores its original at
+/// `blob_uri` (originals are content-addressed, so identical uploads share one).
+pub async fn original_shared(pool: &PgPool, workspace_id: &str, id: Uuid, blob_uri: &str) -> Result<bool, StoreError> {
+    Ok(sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM documents WHERE workspace_id = $1 AND blob_uri = $2 AND id <> $3 AND status <> 'deleted')",
+    )
+    .bind(workspace_id)
+    .bind(blob_uri)
+    .bind(id)
+    .fetch_one(pool)
+    .await?)
 }

@@ -5,6 +5,7 @@
 use rag_chunking::Chunk;
 use rag_docparse::Segment;
 use rag_events::{DocumentChunked, DocumentIngested, DocumentParsed, Failure};
+use chrono::{DateTime, Utc};
 use serde::Serialize;
 use sqlx::{PgPool, Postgres, Transaction};
 use uuid::Uuid;
@@ -12,19 +13,34 @@ use uuid::Uuid;
 use crate::documents::{parse_id as doc_id, DocumentStatus};
 use crate::StoreError;
 
-/// Moves the status forward only; a late earlier event changes nothing else.
+/// Moves the status forward only; a late earlier event changes nothing
+/// else. One exception: a success that occurred after the document failed
+/// (a redriven dead letter, a replay) recovers it, clearing the failure.
 async fn advance_status(
     tx: &mut Transaction<'_, Postgres>,
     id: Uuid,
     workspace_id: &str,
     status: DocumentStatus,
+    occurred_at: DateTime<Utc>,
 ) -> Result<(), StoreError> {
+    let success = status.rank() < DocumentStatus::Failed.rank();
     sqlx::query(
-        "INSERT INTO documents (id, workspace_id, status, status_rank, updated_at)
-         VALUES ($1, $2, $3, $4, now())
+        "INSERT INTO documents (id, workspace_id, status, status_rank, updated_at, failed_at)
+         VALUES ($1, $2, $3, $4, now(), CASE WHEN $5 THEN NULL ELSE $6 END)
          ON CONFLICT (id) DO UPDATE SET
-            status = CASE WHEN documents.status_rank < EXCLUDED.status_rank THEN EXCLUDED.status ELSE documents.status END,
-            status_rank = GREATEST(documents.status_rank, EXCLUDED.status_rank),
+            status = CASE WHEN documents.status_rank < EXCLUDED.status_rank
+                            OR ($5 AND documents.status = 'failed' AND documents.failed_at < $6)
+                          THEN EXCLUDED.status ELSE documents.status END,
+            status_rank = CASE WHEN documents.status_rank < EXCLUDED.status_rank
+                                 OR ($5 AND documents.status = 'failed' AND documents.failed_at < $6)
+                               THEN EXCLUDED.status_rank ELSE documents.status_rank END,
+            failure_code = CASE WHEN $5 AND documents.status = 'failed' AND documents.failed_at < $6
+                                THEN NULL ELSE documents.failure_code END,
+            failure_reason = CASE WHEN $5 AND documents.status = 'failed' AND documents.failed_at < $6
+                                  THEN NULL ELSE documents.failure_reason END,
+            failed_at = CASE WHEN $5 AND documents.status = 'failed' AND documents.failed_at < $6 THEN NULL
+                             WHEN NOT $5 AND documents.status_rank < EXCLUDED.status_rank THEN $6
+                             ELSE documents.failed_at END,
             updated_at = now()
          WHERE documents.workspace_id = EXCLUDED.workspace_id",
     )
@@ -32,13 +48,19 @@ async fn advance_status(
     .bind(workspace_id)
     .bind(status.as_str())
     .bind(status.rank())
+    .bind(success)
+    .bind(occurred_at)
     .execute(&mut **tx)
     .await?;
     Ok(())
 }
 
-async fn fail(tx: &mut Transaction<'_, Postgres>, id: Uuid, workspace_id: &str, f: &Failure) -> Result<(), StoreError> {
-    advance_status(tx, id, workspace_id, DocumentStatus::Failed).await?;
+fn occurred(e: &rag_events::Envelope) -> DateTime<Utc> {
+    DateTime::from_timestamp_millis(e.occurred_at).unwrap_or_else(Utc::now)
+}
+
+async fn fail(tx: &mut Transaction<'_, Postgres>, id: Uuid, workspace_id: &str, f: &Failure, at: DateTime<Utc>) -> Result<(), StoreError> {
+    advance_status(tx, id, workspace_id, DocumentStatus::Failed, at).await?;
     sqlx::query(
         "UPDATE documents SET failure_code = $2, failure_reason = $3 WHERE id = $1 AND status = 'failed'",
     )
@@ -60,9 +82,9 @@ pub async fn apply_parsed(
     let id = doc_id(&e.document_id)?;
     let ws = &e.envelope.workspace_id;
     if let Some(f) = &e.failure {
-        return fail(tx, id, ws, f).await;
+        return fail(tx, id, ws, f, occurred(&e.envelope)).await;
     }
-    advance_status(tx, id, ws, DocumentStatus::Parsed).await?;
+    advance_status(tx, id, ws, DocumentStatus::Parsed, occurred(&e.envelope)).await?;
     sqlx::query(
         "UPDATE documents SET parser = $2, page_count = $3, segment_count = $4, char_count = $5,
                 full_text_uri = $6, segments_uri = $7, pages_without_text = $9, ocr_pages = $10
@@ -113,9 +135,9 @@ pub async fn apply_chunked(
     let id = doc_id(&e.document_id)?;
     let ws = &e.envelope.workspace_id;
     if let Some(f) = &e.failure {
-        return fail(tx, id, ws, f).await;
+        return fail(tx, id, ws, f, occurred(&e.envelope)).await;
     }
-    advance_status(tx, id, ws, DocumentStatus::Chunked).await?;
+    advance_status(tx, id, ws, DocumentStatus::Chunked, occurred(&e.envelope)).await?;
     sqlx::query("DELETE FROM chunk_mappings WHERE document_id = $1 AND chunking_version = $2")
         .bind(id)
         .bind(&e.chunking_version)
@@ -154,15 +176,18 @@ pub async fn apply_chunked(
     Ok(())
 }
 
-/// DocumentIngested: the version becomes the document's active one.
+/// DocumentIngested: the version becomes the document's active one, and
+/// the versions it supersedes leave the search index and the mappings in
+/// the same transaction, so a query sees exactly one version of the
+/// document at every moment (re-chunking by replay).
 pub async fn apply_ingested(tx: &mut Transaction<'_, Postgres>, e: &DocumentIngested) -> Result<(), StoreError> {
     let id = doc_id(&e.document_id)?;
     let ws = &e.envelope.workspace_id;
     if let Some(f) = &e.failure {
-        return fail(tx, id, ws, f).await;
+        return fail(tx, id, ws, f, occurred(&e.envelope)).await;
     }
-    advance_status(tx, id, ws, DocumentStatus::Ingested).await?;
-    sqlx::query(
+    advance_status(tx, id, ws, DocumentStatus::Ingested, occurred(&e.envelope)).await?;
+    let flipped = sqlx::query(
         "UPDATE documents SET active_chunking_version = $2, chunk_count = $3, embedding_model = $4,
                 embedding_dimension = $5
          WHERE id = $1 AND workspace_id = $6 AND status <> 'deleted'",
@@ -174,7 +199,18 @@ pub async fn apply_ingested(tx: &mut Transaction<'_, Postgres>, e: &DocumentInge
     .bind(e.embedding_dimension)
     .bind(ws)
     .execute(&mut **tx)
-    .await?;
+    .await?
+    .rows_affected();
+    if flipped > 0 {
+        for table in ["search_chunks", "chunk_mappings"] {
+            sqlx::query(&format!("DELETE FROM {table} WHERE document_id = $1 AND workspace_id = $2 AND chunking_version <> $3"))
+                .bind(id)
+                .bind(ws)
+                .bind(&e.chunking_version)
+                .execute(&mut **tx)
+                .await?;
+        }
+    }
     Ok(())
 }
 

@@ -25,8 +25,14 @@ pub mod names {
     pub const CONSUMER_LAG: &str = "rag_consumer_lag_messages";
     /// Gauge; labels: stage, group, topic, partition. Next offset the stage will process.
     pub const CONSUMER_NEXT_OFFSET: &str = "rag_consumer_next_offset";
-    /// Gauge; labels: stage, group, topic, partition. Seconds since the newest processed event was produced, while lag > 0.
+    /// Gauge; labels: stage, group, topic, partition. Age of the oldest unprocessed event (seconds since it was produced); 0 when caught up.
     pub const CONSUMER_LAG_SECONDS: &str = "rag_consumer_lag_seconds";
+    /// Gauge; label: topic (a `.dlq` topic). Dead letters it holds.
+    pub const DLQ_MESSAGES: &str = "rag_dlq_messages";
+    /// Histogram (seconds). From a document's upload to its first ingestion (event times).
+    pub const UPLOAD_TO_INGESTED_SECONDS: &str = "rag_upload_to_ingested_seconds";
+    /// Histogram (seconds); label: mode. From a question to its answer (event times).
+    pub const QUESTION_TO_ANSWER_SECONDS: &str = "rag_question_to_answer_seconds";
     /// Counter; labels: stage, group. Partition assignments and revocations.
     pub const REBALANCES: &str = "rag_consumer_rebalances_total";
     /// Counter; labels: producer, topic. Events whose delivery the broker confirmed.
@@ -74,7 +80,7 @@ pub fn install_metrics(addr: SocketAddr) -> Result<PrometheusHandle, TelemetryEr
         .with_http_listener(addr)
         .set_buckets_for_metric(
             Matcher::Suffix("_seconds".into()),
-            &[0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0],
+            &[0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0],
         )
         .map_err(|e| exporter_err(&e))?
         .build()
@@ -96,7 +102,10 @@ fn describe() {
     describe_histogram!(names::PROCESSING_SECONDS, Unit::Seconds, "Time to process one event");
     describe_gauge!(names::CONSUMER_LAG, "Log end offset minus the stage's next offset");
     describe_gauge!(names::CONSUMER_NEXT_OFFSET, "Next offset the stage will process");
-    describe_gauge!(names::CONSUMER_LAG_SECONDS, Unit::Seconds, "Age of the newest processed event while behind");
+    describe_gauge!(names::CONSUMER_LAG_SECONDS, Unit::Seconds, "Age of the oldest unprocessed event");
+    describe_gauge!(names::DLQ_MESSAGES, "Dead letters a dead-letter topic holds");
+    describe_histogram!(names::UPLOAD_TO_INGESTED_SECONDS, Unit::Seconds, "Upload to first ingestion of a document");
+    describe_histogram!(names::QUESTION_TO_ANSWER_SECONDS, Unit::Seconds, "Question to answer");
     describe_counter!(names::REBALANCES, "Consumer group rebalances seen by a stage");
     describe_counter!(names::PRODUCED, "Events whose delivery the broker confirmed");
     describe_counter!(names::HTTP_REQUESTS, "HTTP requests the API answered");

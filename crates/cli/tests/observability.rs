@@ -1,0 +1,96 @@
+//! The dashboards against a live process: every metric a Grafana panel
+//! queries is exported by `rag-engine run all` once documents, questions
+//! (answered by an LLM speaking the chat-completions protocol) and HTTP
+//! requests have gone through.
+
+mod common;
+
+use std::time::Duration;
+
+use axum::routing::post;
+use axum::{Json, Router};
+use common::*;
+
+/// A chat-completions endpoint citing the first chunk of the prompt.
+async fn chat(Json(body): Json<serde_json::Value>) -> Json<serde_json::Value> {
+    let context = body["messages"][1]["content"].as_str().unwrap_or_default();
+    let chunk_id = context.split("[CHUNK_ID=").nth(1).and_then(|b| b.split(']').next()).unwrap_or_default();
+    let answer = serde_json::json!({"sections": [{"text": "The lighthouse stands on a cliff.", "source_ids": [chunk_id]}]});
+    Json(serde_json::json!({
+        "id": "cmpl-1", "object": "chat.completion", "model": "stub-llm",
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": answer.to_string()}}],
+        "usage": {"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150},
+    }))
+}
+
+/// Metric names a dashboard expression uses (histogram series reduced to their base name).
+fn queried_metrics(dashboard: &serde_json::Value) -> std::collections::BTreeSet<String> {
+    let mut names = std::collections::BTreeSet::new();
+    for p in dashboard["panels"].as_array().unwrap() {
+        for target in p["targets"].as_array().unwrap() {
+            for word in target["expr"].as_str().unwrap().split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+                if word.starts_with("rag_") {
+                    names.insert(word.to_string());
+                }
+            }
+        }
+    }
+    names
+}
+
+#[tokio::test]
+async fn every_metric_the_dashboard_queries_is_exported() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let llm = format!("http://{}/v1", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, Router::new().route("/v1/chat/completions", post(chat))).await });
+    let t = TestEnv::new().await.with_env(&[
+        ("ANSWER_LLM_BASE_URL", &llm),
+        ("ANSWER_LLM_MODEL", "stub-llm"),
+        ("ANSWER_LLM_API_KEY", "test-key"),
+    ]);
+    let mut run = t.spawn(&["run", "all"], &[]);
+    let ws = t.workspace.clone();
+    t.upload_files(&ws, &[("lighthouse.txt", "The lighthouse stands on a granite cliff above the harbour.")]).await;
+    wait_until("the document ingested", Duration::from_secs(120), || async {
+        rag_store::sqlx::query_scalar::<_, i64>("SELECT count(*) FROM documents WHERE status = 'ingested'").fetch_one(&t.pool).await.unwrap() == 1
+    })
+    .await;
+    let (ok, out, err) = t.run(&["ask", "Where does the lighthouse stand?", "--workspace", &ws, "--json"]).await;
+    assert!(ok, "{err}");
+    assert!(out.contains("\"mode\": \"llm\""), "{out}");
+    // A poison message: dead-lettered by the parser (and counted).
+    let poison = t.producer();
+    poison.send_raw(&t.topics().of(rag_events::EventType::DocumentUploaded), Some(b"poison"), b"not avro", &[]).await.unwrap();
+    wait_until("the dead letter", Duration::from_secs(60), || async {
+        sum_metric(&run.metrics().await, "rag_stage_dead_letters_total", &["stage=\"parser\""]) >= 1.0
+    })
+    .await;
+    let health = reqwest::get(format!("http://127.0.0.1:{}/healthz", run.api_port)).await.unwrap();
+    assert!(health.status().is_success());
+
+    let dashboard: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(repo_root().join("dashboards/rag-engine-stages.json")).unwrap()).unwrap();
+    let wanted = queried_metrics(&dashboard);
+    assert!(wanted.len() >= 12, "{wanted:?}");
+    let mut missing = wanted.clone();
+    // Lag gauges are refreshed every LAG_INTERVAL_SECS (1 s in tests).
+    for _ in 0..100 {
+        let text = run.metrics().await;
+        missing.retain(|m| !text.lines().any(|l| l.starts_with(m.as_str()) && l[m.len()..].starts_with(['{', ' '])));
+        if missing.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(missing.is_empty(), "the dashboard queries metrics this process does not export: {missing:?}");
+    let text = run.metrics().await;
+    assert!(sum_metric(&text, "rag_llm_tokens_total", &["kind=\"prompt\""]) >= 120.0);
+    assert!(sum_metric(&text, "rag_question_to_answer_seconds_count", &[]) >= 1.0);
+    assert!(sum_metric(&text, "rag_upload_to_ingested_seconds_count", &[]) >= 1.0);
+    wait_until("the dead-letter topic's size exported", Duration::from_secs(30), || async {
+        sum_metric(&run.metrics().await, "rag_dlq_messages", &["documents.uploaded.dlq"]) >= 1.0
+    })
+    .await;
+    run.terminate(Duration::from_secs(20)).await;
+    t.cleanup().await;
+}
