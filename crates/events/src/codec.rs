@@ -70,7 +70,35 @@ pub struct EmbeddedSchemas {
     writers: HashMap<[u8; 8], (EventType, Arc<Schema>)>,
 }
 
+/// The Parsing Canonical Form of the Avro specification. apache-avro's
+/// `canonical_form` keeps a primitive that carried a logical type as
+/// `{"type":"string"}`, where the specification (and fastavro, the Java
+/// library, Confluent's tools) reduce it to `"string"`; its fingerprints
+/// therefore differ from every other implementation's for schemas with
+/// logical types. In canonical form such an object can only be a schema
+/// (docs, defaults and names with braces are gone), so the reduction is a
+/// plain replacement.
+pub fn parsing_canonical_form(schema: &Schema) -> String {
+    let mut form = schema.canonical_form();
+    for primitive in ["null", "boolean", "int", "long", "float", "double", "bytes", "string"] {
+        form = form.replace(&format!("{{\"type\":\"{primitive}\"}}"), &format!("\"{primitive}\""));
+    }
+    form
+}
+
+/// The CRC-64-AVRO (Rabin) fingerprint of the schema's Parsing Canonical
+/// Form, little-endian, as single-object encoding writes it: what any
+/// standard Avro library computes, so upstream producers interoperate.
 pub fn fingerprint(schema: &Schema) -> [u8; 8] {
+    use digest::Digest;
+    let mut out = [0u8; 8];
+    out.copy_from_slice(&Rabin::digest(parsing_canonical_form(schema).as_bytes())[..8]);
+    out
+}
+
+/// The fingerprint rag-engine wrote before it followed the specification
+/// (apache-avro's own canonical form); still accepted when reading.
+pub fn legacy_fingerprint(schema: &Schema) -> [u8; 8] {
     let fp = schema.fingerprint::<Rabin>();
     let mut out = [0u8; 8];
     out.copy_from_slice(&fp.bytes[..8]);
@@ -86,9 +114,10 @@ impl EmbeddedSchemas {
             let schema = Schema::parse_str(event.current_schema_text()).map_err(|source| {
                 CodecError::Schema { stem: stem.to_string(), source }
             })?;
-            let fp = fingerprint(&schema);
+            let (fp, legacy) = (fingerprint(&schema), legacy_fingerprint(&schema));
             let schema = Arc::new(schema);
             writers.insert(fp, (event, schema.clone()));
+            writers.insert(legacy, (event, schema.clone()));
             current.insert(event, (schema, fp));
         }
         for released in RELEASED {
@@ -99,7 +128,9 @@ impl EmbeddedSchemas {
                 stem: format!("released/{}/v{}", released.event, released.version),
                 source,
             })?;
-            writers.entry(fingerprint(&schema)).or_insert((event, Arc::new(schema)));
+            let schema = Arc::new(schema);
+            writers.entry(fingerprint(&schema)).or_insert((event, schema.clone()));
+            writers.entry(legacy_fingerprint(&schema)).or_insert((event, schema));
         }
         Ok(EmbeddedSchemas { current, writers })
     }
