@@ -162,3 +162,47 @@ pub async fn watermarks(cfg: &BusConfig, topic: &str) -> Result<Vec<(i32, i64, i
         .await
         .map_err(|e| BusError::Topic { topic: "?".into(), reason: format!("watermark task: {e}") })?
 }
+
+/// Members of a consumer group, as the broker reports them (the member ids).
+pub async fn group_members(cfg: &BusConfig, group: &str) -> Result<Vec<String>, BusError> {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    let consumer: BaseConsumer = cfg.client().create()?;
+    let group = group.to_string();
+    tokio::task::spawn_blocking(move || {
+        let list = consumer.fetch_group_list(Some(&group), Duration::from_secs(10))?;
+        Ok(list
+            .groups()
+            .iter()
+            .filter(|g| g.name() == group)
+            .flat_map(|g| g.members().iter().map(|m| m.id().to_string()))
+            .collect())
+    })
+    .await
+    .map_err(|e| BusError::Topic { topic: "?".into(), reason: format!("group list task: {e}") })?
+}
+
+/// Moves a consumer group's committed Kafka offsets back to the start of
+/// every partition of `topics` (the group must have no active members).
+/// Stages that own their offsets in Postgres position themselves from the
+/// first record they receive; with the committed offsets at the end, a
+/// replay from the beginning would receive none.
+pub async fn rewind_group(cfg: &BusConfig, group: &str, topics: &[String]) -> Result<(), BusError> {
+    use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+    use rdkafka::{Offset, TopicPartitionList};
+    let consumer: BaseConsumer = cfg.client().set("group.id", group).set("enable.auto.commit", "false").create()?;
+    let topics = topics.to_vec();
+    tokio::task::spawn_blocking(move || {
+        let mut tpl = TopicPartitionList::new();
+        for topic in &topics {
+            for (p, low, _) in partition_watermarks(&consumer, topic)? {
+                tpl.add_partition_offset(topic, p, Offset::Offset(low))?;
+            }
+        }
+        if tpl.count() > 0 {
+            consumer.commit(&tpl, CommitMode::Sync)?;
+        }
+        Ok(())
+    })
+    .await
+    .map_err(|e| BusError::Topic { topic: "?".into(), reason: format!("rewind task: {e}") })?
+}

@@ -7,6 +7,7 @@ mod dlq;
 mod docs;
 mod eval;
 mod ingest;
+mod rebuild;
 mod replay;
 mod run;
 mod search;
@@ -66,6 +67,9 @@ enum Command {
     Eval(eval::EvalCommand),
     /// Mint a bearer token for the HTTP API (signed with JWT_SECRET).
     Token(token::TokenArgs),
+    /// Rebuild the read models by replaying every topic.
+    #[command(subcommand)]
+    Rebuild(rebuild::RebuildCommand),
     /// Replay retained events into new read models (re-chunking).
     #[command(subcommand)]
     Replay(replay::ReplayCommand),
@@ -104,6 +108,7 @@ fn main() -> ExitCode {
             Command::Token(args) => token::token(s, args),
             Command::Dlq(cmd) => dlq::dlq(s, cmd).await,
             Command::Replay(cmd) => replay::replay(s, cmd).await,
+            Command::Rebuild(cmd) => rebuild::rebuild(s, cmd).await,
         }
     });
     match result {

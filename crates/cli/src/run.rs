@@ -131,6 +131,7 @@ pub async fn start_stages(
                 group: bus.group_of(indexer::GROUP),
                 failpoint: Failpoint::from_env(),
                 embedder: embedder.clone(),
+                emit: true,
             };
             spawn_stage(&mut tasks, &bus, &codec, indexer::STAGE, indexer::GROUP.into(), indexer::CONSUMES, i, shutdown)?;
         }

@@ -31,6 +31,10 @@ pub struct Indexer {
     pub group: String,
     pub failpoint: Option<Failpoint>,
     pub embedder: Embedder,
+    /// Whether to produce DocumentIngested. A rebuild of the read models
+    /// re-indexes from the retained events, whose DocumentIngested are
+    /// already on the topic: it must not add new ones.
+    pub emit: bool,
 }
 
 impl Indexer {
@@ -47,6 +51,9 @@ impl Indexer {
     }
 
     async fn emit(&self, event: &DocumentIngested) -> Result<(), ProcessError> {
+        if !self.emit {
+            return Ok(());
+        }
         self.output.send(event).await.map_err(produce_err)?;
         rag_bus::stage::record_out(STAGE, &self.output.config().topics.of(EventType::DocumentIngested));
         Ok(())
@@ -104,7 +111,8 @@ impl Processor for Indexer {
         }
         if input.failure.is_none() {
             let model = self.embedder.identity().map(|(m, _)| m);
-            pipeline::replace_index(&mut tx, &input.envelope.workspace_id, &input.document_id, &input.chunking_version, model, &indexed)
+            let at = chrono::DateTime::from_timestamp_millis(input.envelope.occurred_at).unwrap_or_else(chrono::Utc::now);
+            pipeline::replace_index(&mut tx, &input.envelope.workspace_id, &input.document_id, &input.chunking_version, model, &indexed, at)
                 .await
                 .map_err(store_err)?;
         }

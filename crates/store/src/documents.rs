@@ -199,18 +199,32 @@ pub struct Purged {
     pub search_chunks: u64,
     pub chunk_mappings: u64,
     pub segments: u64,
+    pub versions: u64,
 }
 
 /// Removes a deleted document's rows from the search index (terms follow
-/// by cascade), its chunk mappings and its segments. Idempotent. The row
-/// in `documents` stays as a tombstone (status `deleted`), so a late or
-/// replayed event of the document changes nothing.
+/// by cascade), its chunk mappings, versions and segments. Idempotent. The
+/// row in `documents` stays as a tombstone (status `deleted`) with its
+/// upload facts only, so a late or replayed event of the document changes
+/// nothing and the tombstone is the same whatever was projected before it.
 pub async fn purge(tx: &mut Transaction<'_, Postgres>, workspace_id: &str, id: Uuid) -> Result<Purged, StoreError> {
+    sqlx::query(
+        "UPDATE documents SET parser = NULL, page_count = NULL, segment_count = NULL, char_count = NULL,
+                full_text_uri = NULL, segments_uri = NULL, active_chunking_version = NULL, chunk_count = NULL,
+                embedding_model = NULL, embedding_dimension = NULL, failure_code = NULL, failure_reason = NULL,
+                failed_at = NULL, pages_without_text = '{}', ocr_pages = '{}'
+         WHERE id = $1 AND workspace_id = $2 AND status = 'deleted'",
+    )
+    .bind(id)
+    .bind(workspace_id)
+    .execute(&mut **tx)
+    .await?;
     let mut purged = Purged::default();
     for (table, count) in [
         ("search_chunks", &mut purged.search_chunks),
         ("chunk_mappings", &mut purged.chunk_mappings),
         ("segments", &mut purged.segments),
+        ("document_versions", &mut purged.versions),
     ] {
         *count = sqlx::query(&format!("DELETE FROM {table} WHERE document_id = $1 AND workspace_id = $2"))
             .bind(id)

@@ -44,12 +44,16 @@ pub async fn apply_question_asked(tx: &mut Transaction<'_, Postgres>, e: &Questi
     let metadata = serde_json::json!({"top_k": e.top_k, "document_ids": e.document_ids, "asked_by": e.asked_by});
     for (id, role, content, status, at) in [
         (user, "user", e.question.as_str(), "done", at),
-        // One microsecond later: the assistant message sorts after the question.
+        // One microsecond later: the assistant message sorts after the question
+        // (also when the answer was projected first and created it: the
+        // question's time wins, whatever the order).
         (assistant, "assistant", "", "pending", at + chrono::Duration::microseconds(1)),
     ] {
         sqlx::query(
             "INSERT INTO messages (id, conversation_id, workspace_id, role, content, status, metadata, created_at, updated_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8) ON CONFLICT (id) DO NOTHING",
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)
+             ON CONFLICT (id) DO UPDATE SET created_at = LEAST(messages.created_at, EXCLUDED.created_at)
+             WHERE messages.workspace_id = EXCLUDED.workspace_id",
         )
         .bind(id)
         .bind(conversation)

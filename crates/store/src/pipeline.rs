@@ -26,7 +26,7 @@ async fn advance_status(
     let success = status.rank() < DocumentStatus::Failed.rank();
     sqlx::query(
         "INSERT INTO documents (id, workspace_id, status, status_rank, updated_at, failed_at)
-         VALUES ($1, $2, $3, $4, now(), CASE WHEN $5 THEN NULL ELSE $6 END)
+         VALUES ($1, $2, $3, $4, $6, CASE WHEN $5 THEN NULL ELSE $6 END)
          ON CONFLICT (id) DO UPDATE SET
             status = CASE WHEN documents.status_rank < EXCLUDED.status_rank
                             OR ($5 AND documents.status = 'failed' AND documents.failed_at < $6)
@@ -41,7 +41,7 @@ async fn advance_status(
             failed_at = CASE WHEN $5 AND documents.status = 'failed' AND documents.failed_at < $6 THEN NULL
                              WHEN NOT $5 AND documents.status_rank < EXCLUDED.status_rank THEN $6
                              ELSE documents.failed_at END,
-            updated_at = now()
+            updated_at = GREATEST(documents.updated_at, $6)
          WHERE documents.workspace_id = EXCLUDED.workspace_id",
     )
     .bind(id)
@@ -138,6 +138,16 @@ pub async fn apply_chunked(
         return fail(tx, id, ws, f, occurred(&e.envelope)).await;
     }
     advance_status(tx, id, ws, DocumentStatus::Chunked, occurred(&e.envelope)).await?;
+    sqlx::query(
+        "INSERT INTO document_versions (document_id, workspace_id, chunking_version, chunked_at) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (document_id, chunking_version) DO UPDATE SET chunked_at = GREATEST(document_versions.chunked_at, EXCLUDED.chunked_at)",
+    )
+    .bind(id)
+    .bind(ws)
+    .bind(&e.chunking_version)
+    .bind(occurred(&e.envelope))
+    .execute(&mut **tx)
+    .await?;
     sqlx::query("DELETE FROM chunk_mappings WHERE document_id = $1 AND chunking_version = $2")
         .bind(id)
         .bind(&e.chunking_version)
@@ -176,10 +186,12 @@ pub async fn apply_chunked(
     Ok(())
 }
 
-/// DocumentIngested: the version becomes the document's active one, and
-/// the versions it supersedes leave the search index and the mappings in
-/// the same transaction, so a query sees exactly one version of the
-/// document at every moment (re-chunking by replay).
+/// DocumentIngested: the version becomes the document's active one unless
+/// a version chunked later is already active (then it is superseded and its
+/// rows go). The versions chunked before it leave the search index and the
+/// mappings in the same transaction, so a query sees exactly one version of
+/// the document at every moment (re-chunking by replay), and the outcome
+/// does not depend on the order the events are projected in.
 pub async fn apply_ingested(tx: &mut Transaction<'_, Postgres>, e: &DocumentIngested) -> Result<(), StoreError> {
     let id = doc_id(&e.document_id)?;
     let ws = &e.envelope.workspace_id;
@@ -187,10 +199,45 @@ pub async fn apply_ingested(tx: &mut Transaction<'_, Postgres>, e: &DocumentInge
         return fail(tx, id, ws, f, occurred(&e.envelope)).await;
     }
     advance_status(tx, id, ws, DocumentStatus::Ingested, occurred(&e.envelope)).await?;
-    let flipped = sqlx::query(
+    let this_at: Option<DateTime<Utc>> =
+        sqlx::query_scalar("SELECT chunked_at FROM document_versions WHERE document_id = $1 AND chunking_version = $2")
+            .bind(id)
+            .bind(&e.chunking_version)
+            .fetch_optional(&mut **tx)
+            .await?;
+    let active: Option<(Option<String>, Option<DateTime<Utc>>)> = sqlx::query_as(
+        "SELECT d.active_chunking_version, v.chunked_at FROM documents d
+         LEFT JOIN document_versions v ON v.document_id = d.id AND v.chunking_version = d.active_chunking_version
+         WHERE d.id = $1 AND d.workspace_id = $2 AND d.status <> 'deleted'",
+    )
+    .bind(id)
+    .bind(ws)
+    .fetch_optional(&mut **tx)
+    .await?;
+    let Some((active_version, active_at)) = active else { return Ok(()) };
+    let supersedes = match (active_version.as_deref(), active_at, this_at) {
+        (Some(v), _, _) if v == e.chunking_version => true,
+        (Some(_), Some(a), Some(t)) => t >= a,
+        // No active version, or times unknown (the chunked event is not
+        // projected yet): the latest ingestion wins, as events of one
+        // document arrive in order in normal operation.
+        _ => true,
+    };
+    if !supersedes {
+        for table in ["search_chunks", "chunk_mappings"] {
+            sqlx::query(&format!("DELETE FROM {table} WHERE document_id = $1 AND workspace_id = $2 AND chunking_version = $3"))
+                .bind(id)
+                .bind(ws)
+                .bind(&e.chunking_version)
+                .execute(&mut **tx)
+                .await?;
+        }
+        return Ok(());
+    }
+    sqlx::query(
         "UPDATE documents SET active_chunking_version = $2, chunk_count = $3, embedding_model = $4,
                 embedding_dimension = $5
-         WHERE id = $1 AND workspace_id = $6 AND status <> 'deleted'",
+         WHERE id = $1 AND workspace_id = $6",
     )
     .bind(id)
     .bind(&e.chunking_version)
@@ -199,17 +246,21 @@ pub async fn apply_ingested(tx: &mut Transaction<'_, Postgres>, e: &DocumentInge
     .bind(e.embedding_dimension)
     .bind(ws)
     .execute(&mut **tx)
-    .await?
-    .rows_affected();
-    if flipped > 0 {
-        for table in ["search_chunks", "chunk_mappings"] {
-            sqlx::query(&format!("DELETE FROM {table} WHERE document_id = $1 AND workspace_id = $2 AND chunking_version <> $3"))
-                .bind(id)
-                .bind(ws)
-                .bind(&e.chunking_version)
-                .execute(&mut **tx)
-                .await?;
-        }
+    .await?;
+    // Versions chunked later than this one (a replay in progress) stay.
+    for table in ["search_chunks", "chunk_mappings"] {
+        sqlx::query(&format!(
+            "DELETE FROM {table} t WHERE t.document_id = $1 AND t.workspace_id = $2 AND t.chunking_version <> $3
+               AND NOT EXISTS (SELECT 1 FROM document_versions v
+                               WHERE v.document_id = $1 AND v.chunking_version = t.chunking_version
+                                 AND $4::timestamptz IS NOT NULL AND v.chunked_at > $4)"
+        ))
+        .bind(id)
+        .bind(ws)
+        .bind(&e.chunking_version)
+        .bind(this_at)
+        .execute(&mut **tx)
+        .await?;
     }
     Ok(())
 }
@@ -223,7 +274,8 @@ pub struct IndexedChunk<'a> {
 }
 
 /// Replaces a document's chunks of one chunking version in the search
-/// index (the indexer is its only writer).
+/// index (the indexer is its only writer). `indexed_at` is the time of the
+/// DocumentChunked event, so a rebuild writes the same rows.
 pub async fn replace_index(
     tx: &mut Transaction<'_, Postgres>,
     workspace_id: &str,
@@ -231,6 +283,7 @@ pub async fn replace_index(
     chunking_version: &str,
     embedding_model: Option<&str>,
     chunks: &[IndexedChunk<'_>],
+    indexed_at: DateTime<Utc>,
 ) -> Result<(), StoreError> {
     let id = doc_id(document_id)?;
     sqlx::query("DELETE FROM search_chunks WHERE document_id = $1 AND chunking_version = $2")
@@ -246,8 +299,8 @@ pub async fn replace_index(
         sqlx::query(
             "INSERT INTO search_chunks (chunk_id, workspace_id, document_id, chunking_version, chunk_index, content,
                                         term_count, page_start, page_end, char_start, char_end,
-                                        embedding_model, embedding_dimension, embedding)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14::vector)
+                                        embedding_model, embedding_dimension, embedding, indexed_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14::vector, $15)
              ON CONFLICT (chunk_id) DO NOTHING",
         )
         .bind(&c.chunk.chunk_id)
@@ -264,6 +317,7 @@ pub async fn replace_index(
         .bind(embedding.as_ref().and(embedding_model))
         .bind(c.embedding.as_ref().map(|v| v.len() as i32))
         .bind(embedding)
+        .bind(indexed_at)
         .execute(&mut **tx)
         .await?;
         let terms: Vec<&str> = c.terms.keys().map(String::as_str).collect();
