@@ -49,36 +49,12 @@ pub fn describe_topics(cfg: &BusConfig) -> Result<Vec<(String, usize)>, BusError
     Ok(out)
 }
 
-/// One record as stored on a topic.
-#[derive(Debug, Clone)]
-pub struct Record {
-    pub topic: String,
-    pub partition: i32,
-    pub offset: i64,
-    pub key: Option<Vec<u8>>,
-    pub payload: Option<Vec<u8>>,
-    pub headers: Vec<(String, Vec<u8>)>,
-    /// Milliseconds since the epoch, when the broker reports it.
-    pub timestamp_ms: Option<i64>,
-}
-
-impl Record {
-    pub fn header(&self, name: &str) -> Option<&[u8]> {
-        self.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_slice())
-    }
-
-    pub fn header_str(&self, name: &str) -> Option<String> {
-        self.header(name).map(|v| String::from_utf8_lossy(v).into_owned())
-    }
-}
-
 /// Every record of `topic` from the start of each partition to its end as
 /// of the call (a snapshot), read without a consumer group, so nothing is
 /// committed and no stage is disturbed. Fails if the topic does not exist
 /// or the end is not reached within `timeout`.
-pub async fn read_topic(cfg: &BusConfig, topic: &str, timeout: Duration) -> Result<Vec<Record>, BusError> {
+pub async fn read_topic(cfg: &BusConfig, topic: &str, timeout: Duration) -> Result<Vec<crate::Inbound>, BusError> {
     use rdkafka::consumer::{BaseConsumer, Consumer};
-    use rdkafka::message::{Headers, Message};
     use rdkafka::{Offset, TopicPartitionList};
     let consumer: BaseConsumer = cfg
         .client()
@@ -107,21 +83,9 @@ pub async fn read_topic(cfg: &BusConfig, topic: &str, timeout: Duration) -> Resu
                 return Err(BusError::Topic { topic: topic.clone(), reason: format!("not read to its end within {timeout:?}") });
             }
             let Some(msg) = consumer.poll(Duration::from_millis(200)) else { continue };
-            let msg = msg?;
-            let headers = msg
-                .headers()
-                .map(|h| h.iter().map(|x| (x.key.to_string(), x.value.unwrap_or_default().to_vec())).collect())
-                .unwrap_or_default();
-            let (partition, offset) = (msg.partition(), msg.offset());
-            out.push(Record {
-                topic: topic.clone(),
-                partition,
-                offset,
-                key: msg.key().map(<[u8]>::to_vec),
-                payload: msg.payload().map(<[u8]>::to_vec),
-                headers,
-                timestamp_ms: msg.timestamp().to_millis(),
-            });
+            let record = crate::Inbound::from_owned(&msg?.detach());
+            let (partition, offset) = (record.partition, record.offset);
+            out.push(record);
             if ends.get(&partition).is_some_and(|end| offset + 1 >= *end) {
                 ends.remove(&partition);
             }

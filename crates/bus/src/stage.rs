@@ -40,7 +40,7 @@ pub struct Inbound {
 }
 
 impl Inbound {
-    fn from_owned(m: &OwnedMessage) -> Self {
+    pub(crate) fn from_owned(m: &OwnedMessage) -> Self {
         let headers = m
             .headers()
             .map(|h| h.iter().map(|h| (h.key.to_string(), h.value.unwrap_or_default().to_vec())).collect())
@@ -62,6 +62,10 @@ impl Inbound {
 
     pub fn header(&self, name: &str) -> Option<&[u8]> {
         self.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_slice())
+    }
+
+    pub fn header_str(&self, name: &str) -> Option<String> {
+        self.header(name).map(|v| String::from_utf8_lossy(v).into_owned())
     }
 }
 

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Subcommand;
-use rag_bus::admin::{read_topic, Record};
-use rag_bus::{headers, EventProducer};
+use rag_bus::admin::read_topic;
+use rag_bus::{headers, EventProducer, Inbound};
 use rag_events::{Codec, Topics};
 use serde_json::{json, Value};
 
@@ -60,7 +60,7 @@ fn dlq_topic(topics: &Topics, topic: &str) -> String {
     Topics::dlq_of(&prefixed)
 }
 
-fn summary(r: &Record, codec: &Codec) -> Value {
+fn summary(r: &Inbound, codec: &Codec) -> Value {
     let h = |name: &str| r.header_str(name);
     let event_type = h(headers::EVENT_TYPE)
         .or_else(|| r.payload.as_deref().and_then(|p| codec.decode_any(p).ok()).map(|e| e.event_type().to_string()));
@@ -82,7 +82,7 @@ fn summary(r: &Record, codec: &Codec) -> Value {
     })
 }
 
-fn detail(r: &Record, codec: &Codec) -> Value {
+fn detail(r: &Inbound, codec: &Codec) -> Value {
     let mut v = summary(r, codec);
     v["headers"] = r.headers.iter().map(|(k, val)| (k.clone(), Value::from(String::from_utf8_lossy(val).into_owned()))).collect::<serde_json::Map<_, _>>().into();
     let payload = r.payload.as_deref().unwrap_or_default();
@@ -149,7 +149,7 @@ pub async fn dlq(s: &Settings, cmd: DlqCommand) -> anyhow::Result<ExitCode> {
             }
             let dlq = dlq_topic(&bus.topics, &topic);
             let records = read(dlq.clone()).await?;
-            let selected: Vec<&Record> =
+            let selected: Vec<&Inbound> =
                 records.iter().filter(|r| all || (Some(r.offset) == offset && r.partition == partition.unwrap_or(0))).collect();
             if selected.is_empty() {
                 anyhow::bail!("no matching dead letter in {dlq}");
