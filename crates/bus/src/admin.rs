@@ -97,7 +97,7 @@ pub async fn read_topic(cfg: &BusConfig, topic: &str, timeout: Duration) -> Resu
     .map_err(|e| BusError::Topic { topic: "?".into(), reason: format!("reader task: {e}") })?
 }
 
-fn partition_watermarks<C: rdkafka::consumer::Consumer>(consumer: &C, topic: &str) -> Result<Vec<(i32, i64, i64)>, BusError> {
+fn partition_watermarks<X: rdkafka::consumer::ConsumerContext, C: rdkafka::consumer::Consumer<X>>(consumer: &C, topic: &str) -> Result<Vec<(i32, i64, i64)>, BusError> {
     let metadata = consumer.fetch_metadata(Some(topic), Duration::from_secs(10))?;
     let partitions: Vec<i32> = metadata
         .topics()
@@ -169,4 +169,32 @@ pub async fn rewind_group(cfg: &BusConfig, group: &str, topics: &[String]) -> Re
     })
     .await
     .map_err(|e| BusError::Topic { topic: "?".into(), reason: format!("rewind task: {e}") })?
+}
+
+/// The offsets `group` (its full name) committed on every partition of
+/// `topic`, read without joining the group: `(partition, committed)`, with
+/// `None` where it never committed.
+pub async fn committed_offsets(cfg: &BusConfig, group: &str, topic: &str) -> Result<Vec<(i32, Option<i64>)>, BusError> {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    use rdkafka::TopicPartitionList;
+    let consumer: BaseConsumer<crate::logging::TracingContext> = cfg
+        .client()
+        .set("group.id", group)
+        .set("enable.auto.commit", "false")
+        .create_with_context(crate::logging::TracingContext { client: "offset-reader".into() })?;
+    let topic = topic.to_string();
+    tokio::task::spawn_blocking(move || {
+        let mut tpl = TopicPartitionList::new();
+        let partitions = partition_watermarks(&consumer, &topic)?;
+        for (p, _, _) in &partitions {
+            tpl.add_partition(&topic, *p);
+        }
+        let committed = consumer.committed_offsets(tpl, Duration::from_secs(10))?;
+        Ok(partitions
+            .iter()
+            .map(|(p, _, _)| (*p, committed.find_partition(&topic, *p).and_then(|e| e.offset().to_raw()).filter(|o| *o >= 0)))
+            .collect())
+    })
+    .await
+    .map_err(|e| BusError::Topic { topic: "?".into(), reason: format!("offset reader task: {e}") })?
 }

@@ -20,6 +20,11 @@ pub struct BusConfig {
     /// How often each stage computes and exports its lag.
     pub lag_interval: Duration,
     pub session_timeout_ms: u32,
+    /// Longest a stage may spend on one record (retries included) before
+    /// librdkafka takes it out of the group.
+    pub max_poll_interval_ms: u32,
+    /// When a stage stops instead of dead-lettering more.
+    pub dead_letter_limit: crate::DeadLetterLimit,
 }
 
 impl BusConfig {

@@ -2,22 +2,24 @@
 //!
 //! - [`producer::EventProducer`]: idempotent producer of catalog events and
 //!   raw records (dead letters, redrives).
-//! - [`stage::run_stage`]: the consumer loop every stage runs. It stores an
-//!   offset only after the [`stage::Processor`] reports the message's effect
-//!   durable, retries transient errors with backoff, sends permanent failures
-//!   to `<topic>.dlq` and moves on, commits on revoke and on shutdown, and
-//!   exports its own lag.
+//! - [`stage::StageRunner`]: the consumer loop every stage runs. It positions
+//!   every partition when it is assigned, stores the next offset only after
+//!   the [`stage::Processor`] reports the record's effect durable, retries
+//!   transient errors with backoff, sends permanent failures to
+//!   `<topic>.dlq` (up to a limit) and moves on, commits on revoke and on
+//!   shutdown, and exports its own lag.
 //! - [`admin::ensure_topics`]: explicit topic creation (the local broker has
 //!   no auto-creation).
 
 pub mod admin;
 pub mod config;
+pub mod logging;
 pub mod producer;
 pub mod stage;
 
 pub use config::BusConfig;
 pub use producer::EventProducer;
-pub use stage::{Inbound, Outcome, ProcessError, Processor, StageSpec, StartAt};
+pub use stage::{DeadLetterLimit, Inbound, Outcome, ProcessError, Processor, StageRunner, StageSpec, StartAt};
 
 /// Header names. Every event carries its type, schema fingerprint, id and
 /// correlation id so tools can route and trace without decoding the body.

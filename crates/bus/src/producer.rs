@@ -41,7 +41,7 @@ pub struct Delivered {
 /// broker's delivery report, so `Ok` means the record is durable.
 #[derive(Clone)]
 pub struct EventProducer {
-    producer: FutureProducer,
+    producer: FutureProducer<crate::logging::TracingContext>,
     codec: Codec,
     cfg: BusConfig,
     name: String,
@@ -63,14 +63,14 @@ impl EventProducer {
     /// A producer whose sends fail after `timeout` without a delivery report:
     /// a request handler answers "unavailable" instead of hanging.
     pub fn with_delivery_timeout(cfg: &BusConfig, codec: Codec, name: &str, timeout: Duration) -> Result<Self, BusError> {
-        let producer: FutureProducer = cfg
+        let producer: FutureProducer<crate::logging::TracingContext> = cfg
             .client()
             .set("client.id", name)
             .set("enable.idempotence", "true")
             .set("acks", "all")
             .set("linger.ms", "5")
             .set("message.timeout.ms", timeout.as_millis().max(1).to_string())
-            .create()?;
+            .create_with_context(crate::logging::TracingContext { client: name.to_string() })?;
         Ok(EventProducer { producer, codec, cfg: cfg.clone(), name: name.to_string() })
     }
 

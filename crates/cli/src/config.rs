@@ -28,6 +28,15 @@ pub struct Settings {
     /// Consumer group session timeout: how fast a dead instance's partitions move on.
     #[arg(long, env = "KAFKA_SESSION_TIMEOUT_MS", default_value_t = 10_000, global = true)]
     pub kafka_session_timeout_ms: u32,
+    /// Longest a stage may spend on one event, retries included, before the broker's group takes its partitions away (librdkafka max.poll.interval.ms).
+    #[arg(long, env = "KAFKA_MAX_POLL_INTERVAL_MS", default_value_t = 900_000, global = true)]
+    pub kafka_max_poll_interval_ms: u32,
+    /// A stage stops (instead of dead-lettering more) when more than this many of the last STAGE_DLQ_WINDOW events were dead-lettered; the event over the limit is kept for the restart.
+    #[arg(long, env = "STAGE_DLQ_MAX", default_value_t = 10, global = true)]
+    pub stage_dlq_max: usize,
+    /// Events over which STAGE_DLQ_MAX counts; 0 disables the limit.
+    #[arg(long, env = "STAGE_DLQ_WINDOW", default_value_t = 20, global = true)]
+    pub stage_dlq_window: usize,
     /// Retries of a transient processing error before the stage stops (it resumes at that event on restart).
     #[arg(long, env = "STAGE_MAX_RETRIES", default_value_t = 5, global = true)]
     pub stage_max_retries: u32,
@@ -40,6 +49,9 @@ pub struct Settings {
     /// Seconds between consumer lag computations.
     #[arg(long, env = "LAG_INTERVAL_SECS", default_value_t = 5, global = true)]
     pub lag_interval_secs: u64,
+    /// A document or answer still unfinished after this many seconds counts in rag_stuck_items (with lag 0 it was lost: run `rag-engine verify`).
+    #[arg(long, env = "STUCK_AFTER_SECS", default_value_t = 900, global = true)]
+    pub stuck_after_secs: u64,
     /// Consumers per stage in one `run` process (members of one group). Measured on the local tansu broker, 4 made ingest much slower (group coordination); keep 1 there.
     #[arg(long, env = "STAGE_INSTANCES", default_value_t = 1, global = true)]
     pub stage_instances: usize,
@@ -196,6 +208,12 @@ impl Settings {
             max_backoff: Duration::from_millis(self.stage_max_backoff_ms),
             lag_interval: Duration::from_secs(self.lag_interval_secs.max(1)),
             session_timeout_ms: self.kafka_session_timeout_ms,
+            max_poll_interval_ms: self.kafka_max_poll_interval_ms,
+            dead_letter_limit: if self.stage_dlq_window == 0 {
+                rag_bus::DeadLetterLimit::UNLIMITED
+            } else {
+                rag_bus::DeadLetterLimit { max: self.stage_dlq_max, window: self.stage_dlq_window }
+            },
         }
     }
 

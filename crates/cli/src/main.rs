@@ -14,6 +14,7 @@ mod search;
 mod setup;
 mod token;
 mod upload;
+mod verify;
 
 use std::process::ExitCode;
 
@@ -76,6 +77,8 @@ enum Command {
     /// Dead letters: list, show, redrive.
     #[command(subcommand)]
     Dlq(dlq::DlqCommand),
+    /// Check the log against the read models: no position past a log end, no document or question stuck (exit 1 if any; --repair re-drives them).
+    Verify(verify::VerifyArgs),
 }
 
 fn main() -> ExitCode {
@@ -109,6 +112,7 @@ fn main() -> ExitCode {
             Command::Dlq(cmd) => dlq::dlq(s, cmd).await,
             Command::Replay(cmd) => replay::replay(s, cmd).await,
             Command::Rebuild(cmd) => rebuild::rebuild(s, cmd).await,
+            Command::Verify(args) => verify::verify(s, args).await,
         }
     });
     match result {

@@ -1,5 +1,6 @@
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
@@ -107,6 +108,14 @@ pub async fn start_stages(
     }
     let counter = if wants(StageName::Chunker) { Some(s.token_counter()?) } else { None };
     let ocr = if wants(StageName::Parser) { s.ocr() } else { None };
+    if wants(StageName::Projector) {
+        let (pool, stop) = (pool.clone(), shutdown.clone());
+        let (after, every) = (Duration::from_secs(s.stuck_after_secs.max(1)), Duration::from_secs(s.lag_interval_secs.max(1)));
+        tasks.spawn(async move {
+            rag_stages::stuck::watch(pool, after, every, stop).await;
+            ("stuck-watch".to_string(), Ok(()))
+        });
+    }
     // Several members of one consumer group in this process: the group
     // splits the partitions among them, exactly as across machines.
     for _ in 0..s.stage_instances.max(1) {

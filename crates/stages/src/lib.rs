@@ -10,5 +10,6 @@ pub mod ocr;
 pub mod parser;
 pub mod projector;
 pub mod retriever;
+pub mod stuck;
 
 pub use projector::Projector;

@@ -248,3 +248,20 @@ pub async fn original_shared(pool: &PgPool, workspace_id: &str, id: Uuid, blob_u
     .fetch_one(pool)
     .await?)
 }
+
+/// Every document's status, for invariant checks (`rag-engine verify`).
+pub async fn all_statuses(pool: &PgPool) -> Result<Vec<(Uuid, String)>, StoreError> {
+    Ok(sqlx::query_as("SELECT id, status FROM documents").fetch_all(pool).await?)
+}
+
+/// Documents in a non-terminal state (uploaded, parsed, chunked) whose last
+/// change is older than `older_than_secs`.
+pub async fn count_unfinished_since(pool: &PgPool, older_than_secs: i64) -> Result<i64, StoreError> {
+    Ok(sqlx::query_scalar(
+        "SELECT count(*) FROM documents
+         WHERE status IN ('uploaded', 'parsed', 'chunked') AND updated_at < now() - make_interval(secs => $1)",
+    )
+    .bind(older_than_secs as f64)
+    .fetch_one(pool)
+    .await?)
+}

@@ -33,6 +33,10 @@ pub mod names {
     pub const UPLOAD_TO_INGESTED_SECONDS: &str = "rag_upload_to_ingested_seconds";
     /// Histogram (seconds); label: mode. From a question to its answer (event times).
     pub const QUESTION_TO_ANSWER_SECONDS: &str = "rag_question_to_answer_seconds";
+    /// Counter; labels: stage, topic. Records that arrived past a partition's position (records skipped); always 0 unless something is wrong.
+    pub const OFFSET_GAPS: &str = "rag_consumer_offset_gaps_total";
+    /// Gauge; label: kind (document|message). Documents and messages in a non-terminal state for longer than the stuck threshold.
+    pub const STUCK: &str = "rag_stuck_items";
     /// Counter; labels: stage, group. Partition assignments and revocations.
     pub const REBALANCES: &str = "rag_consumer_rebalances_total";
     /// Counter; labels: producer, topic. Events whose delivery the broker confirmed.
@@ -106,6 +110,8 @@ fn describe() {
     describe_gauge!(names::DLQ_MESSAGES, "Dead letters a dead-letter topic holds");
     describe_histogram!(names::UPLOAD_TO_INGESTED_SECONDS, Unit::Seconds, "Upload to first ingestion of a document");
     describe_histogram!(names::QUESTION_TO_ANSWER_SECONDS, Unit::Seconds, "Question to answer");
+    describe_counter!(names::OFFSET_GAPS, "Records that arrived past a partition's position");
+    describe_gauge!(names::STUCK, "Documents and messages in a non-terminal state for longer than the stuck threshold");
     describe_counter!(names::REBALANCES, "Consumer group rebalances seen by a stage");
     describe_counter!(names::PRODUCED, "Events whose delivery the broker confirmed");
     describe_counter!(names::HTTP_REQUESTS, "HTTP requests the API answered");

@@ -167,6 +167,8 @@ impl TestEnv {
             max_backoff: Duration::from_secs(2),
             lag_interval: Duration::from_secs(1),
             session_timeout_ms: 6000,
+            max_poll_interval_ms: 300_000,
+            dead_letter_limit: rag_bus::DeadLetterLimit::default(),
         }
     }
 
