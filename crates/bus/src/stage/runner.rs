@@ -89,6 +89,9 @@ impl<P: Processor> StageRunner<P> {
         // The lag reporter stops with this stage only: `shutdown` is shared by
         // every stage of the process and is not ours to cancel.
         let lag_stop = self.shutdown.child_token();
+        // Also when this future is dropped mid-way (an aborted task): the
+        // reporter holds the consumer, which must not outlive the stage.
+        let _lag_guard = lag_stop.clone().drop_guard();
         let lag_task = tokio::spawn(super::lag::report_lag(
             self.cfg.clone(),
             self.consumer.clone(),
@@ -207,30 +210,24 @@ impl<P: Processor> StageRunner<P> {
             return Ok(());
         }
         let mut tpl = TopicPartitionList::new();
-        let mut owned_by_stage = TopicPartitionList::new();
+        let mut commit = TopicPartitionList::new();
         for ((topic, partition), position) in &positions {
-            let offset = match position {
-                Position::At(n) => Offset::Offset(*n),
-                Position::Beginning => Offset::Beginning,
+            let (offset, n) = match position {
+                Position::At(n) => (Offset::Offset(*n), *n),
+                // Committed as offset 0: our topics are never truncated, and
+                // an offset below the log start only means "earliest".
+                Position::Beginning => (Offset::Beginning, 0),
             };
             tpl.add_partition_offset(topic, *partition, offset)?;
-            if !from_kafka.contains(&(topic.clone(), *partition)) {
-                // The beginning as offset 0: our topics are never truncated,
-                // and an offset below the log start only means "earliest".
-                let n = match position {
-                    Position::At(n) => *n,
-                    Position::Beginning => 0,
-                };
-                owned_by_stage.add_partition_offset(topic, *partition, Offset::Offset(n))?;
-            }
+            commit.add_partition_offset(topic, *partition, Offset::Offset(n))?;
         }
         self.consumer.assign(&tpl)?;
-        // Positions the stage owns are committed to Kafka too (best-effort),
-        // so standard tools and `rag-engine verify` see where it stands.
-        if owned_by_stage.count() > 0 {
-            if let Err(e) = self.consumer.commit(&owned_by_stage, CommitMode::Async) {
-                debug!(stage = %self.spec.name, error = %e, "committing the stage's own positions failed");
-            }
+        // The positions are committed at once (best-effort): stage-owned
+        // ones so standard tools and `rag-engine verify` see where the
+        // stage stands, and a commit past the log end is replaced before
+        // any record lands behind it.
+        if let Err(e) = self.consumer.commit(&commit, CommitMode::Async) {
+            debug!(stage = %self.spec.name, error = %e, "committing the positions failed");
         }
         let listed: Vec<String> = positions
             .iter()

@@ -1,0 +1,180 @@
+//! Delivery after restarts, checked against what the broker says: the cases
+//! seen on HEAD 518e61b (a restart skipped each partition's next event),
+//! and `rag-engine verify` finding and repairing what was skipped.
+
+mod common;
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use common::*;
+use rag_events::EventType;
+use rag_store::sqlx;
+
+const WAIT: Duration = Duration::from_secs(120);
+
+async fn statuses(t: &TestEnv, workspace: &str) -> HashMap<String, String> {
+    let rows: Vec<(Option<String>, String)> = sqlx::query_as("SELECT filename, status FROM documents WHERE workspace_id = $1")
+        .bind(workspace)
+        .fetch_all(&t.pool)
+        .await
+        .unwrap();
+    rows.into_iter().map(|(f, s)| (f.unwrap_or_default(), s)).collect()
+}
+
+async fn wait_terminal(t: &TestEnv, workspace: &str, n: usize) -> HashMap<String, String> {
+    wait_until(&format!("{n} documents of {workspace} in a terminal state"), WAIT, || async {
+        let s = statuses(t, workspace).await;
+        s.len() == n && s.values().all(|st| st == "ingested" || st == "failed")
+    })
+    .await;
+    statuses(t, workspace).await
+}
+
+/// Kafka's committed offset of `group` on every partition of `topic` equals
+/// the log end, as a standard client reads them.
+async fn assert_committed_at_log_end(t: &TestEnv, group: &str, event: EventType) {
+    let bus = t.bus();
+    let topic = bus.topics.of(event);
+    let group = bus.group_of(group);
+    wait_until(&format!("{group} committed at the log end of {topic}"), Duration::from_secs(30), || async {
+        let ends = rag_bus::admin::watermarks(&bus, &topic).await.unwrap();
+        let committed: HashMap<i32, Option<i64>> =
+            rag_bus::admin::committed_offsets(&bus, &group, &topic).await.unwrap().into_iter().collect();
+        ends.iter().all(|(p, _, high)| *high == 0 || committed.get(p).copied().flatten() == Some(*high))
+    })
+    .await;
+}
+
+async fn verify(t: &TestEnv, args: &[&str]) -> (bool, serde_json::Value) {
+    let mut full = vec!["verify", "--json"];
+    full.extend_from_slice(args);
+    let (ok, out, err) = t.run(&full).await;
+    let value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("verify printed no JSON ({e}): {out}\n{err}"));
+    (ok, value)
+}
+
+/// Seen on HEAD 518e61b: `scripts/demo`, then `run all` again, then seven
+/// uploads into another workspace: three stayed `uploaded` forever (and
+/// through the HTTP API the first upload after a restart never parsed).
+#[tokio::test(flavor = "multi_thread")]
+async fn uploads_after_a_restart_all_finish() {
+    let t = TestEnv::new().await;
+    let mut all = t.spawn(&["run", "all"], &[]);
+    let first = format!("{}-first", t.workspace);
+    t.upload_files(&first, &[("a.txt", "Badges are at the front desk."), ("b.md", "# Parking\n\nLevel 2."), ("c.txt", "Lunch at noon.")]).await;
+    wait_terminal(&t, &first, 3).await;
+    assert!(all.terminate(Duration::from_secs(60)).await.success());
+
+    let mut all = t.spawn(&["run", "all"], &[]);
+    let second = format!("{}-second", t.workspace);
+    let mut files: Vec<(String, String)> = (0..6).map(|i| (format!("doc-{i}.txt"), format!("Tài liệu số {i}: quy định số {i}."))).collect();
+    files.push(("corrupt.pdf".into(), "%PDF-1.7\nthis is not a pdf body".into()));
+    let files_ref: Vec<(&str, &str)> = files.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+    t.upload_files(&second, &files_ref).await;
+    let done = wait_terminal(&t, &second, 7).await;
+    assert_eq!(done["corrupt.pdf"], "failed");
+    assert_eq!(done.values().filter(|s| *s == "ingested").count(), 6, "{done:?}");
+
+    // Through the HTTP API, after another restart.
+    assert!(all.terminate(Duration::from_secs(60)).await.success());
+    let all = t.spawn(&["run", "all"], &[]);
+    let (ok, token, err) = t.run(&["token", "--user", "alice", "--ttl", "10m"]).await;
+    assert!(ok, "{err}");
+    let token = token.trim().to_string();
+    let http = reqwest::Client::new();
+    let base = format!("http://127.0.0.1:{}", all.api_port);
+    wait_until("the API", Duration::from_secs(60), || async {
+        matches!(http.get(format!("{base}/readyz")).send().await, Ok(r) if r.status().is_success())
+    })
+    .await;
+    let ws: serde_json::Value = http
+        .post(format!("{base}/v1/workspaces"))
+        .bearer_auth(&token)
+        .json(&serde_json::json!({"name": "after-restart"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let ws_id = ws["id"].as_str().unwrap().to_string();
+    let part = reqwest::multipart::Part::bytes(b"The badge office opens at 8 am.".to_vec()).file_name("badges.txt").mime_str("text/plain").unwrap();
+    let resp = http
+        .post(format!("{base}/v1/workspaces/{ws_id}/documents"))
+        .bearer_auth(&token)
+        .multipart(reqwest::multipart::Form::new().part("file", part))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 202);
+    wait_terminal(&t, &ws_id, 1).await;
+    let (ok, out, err) = t.run(&["ask", "When does the badge office open?", "--workspace", &ws_id, "--json"]).await;
+    assert!(ok, "{err}");
+    let answer: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(answer.to_string().contains("8 am"), "the answer cites the document uploaded after the restart: {answer}");
+
+    // What the broker says agrees: nothing committed past the log end.
+    assert_committed_at_log_end(&t, "rag-parser", EventType::DocumentUploaded).await;
+    assert_committed_at_log_end(&t, "rag-projector", EventType::DocumentUploaded).await;
+    assert_committed_at_log_end(&t, "rag-projector", EventType::DocumentParsed).await;
+    let (ok, report) = verify(&t, &[]).await;
+    assert!(ok && report["clean"] == true, "{report:#}");
+    assert_eq!(report["documents_checked"], 11);
+    t.cleanup().await;
+}
+
+/// A document whose event every group was moved past (what the bug did) is
+/// reported by `verify`, and `verify --repair` brings it through.
+#[tokio::test(flavor = "multi_thread")]
+async fn verify_reports_a_skipped_document_and_repair_recovers_it() {
+    let t = TestEnv::new().await;
+    t.upload_files(&t.workspace, &[("skipped.txt", "Nobody will process this sentence unless it is re-driven.")]).await;
+    let bus = t.bus();
+    let topic = bus.topics.of(EventType::DocumentUploaded);
+    let ends = rag_bus::admin::watermarks(&bus, &topic).await.unwrap();
+    // Move the parser (Kafka-owned) and the projector (Postgres-owned) past it.
+    {
+        use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+        let c: BaseConsumer = rdkafka::ClientConfig::new()
+            .set("bootstrap.servers", &bus.brokers)
+            .set("group.id", bus.group_of("rag-parser"))
+            .create()
+            .unwrap();
+        let mut tpl = rdkafka::TopicPartitionList::new();
+        for (p, _, high) in &ends {
+            tpl.add_partition_offset(&topic, *p, rdkafka::Offset::Offset(*high)).unwrap();
+        }
+        c.commit(&tpl, CommitMode::Sync).unwrap();
+    }
+    for (p, _, high) in &ends {
+        sqlx::query("INSERT INTO consumer_offsets (consumer_group, topic, partition, next_offset) VALUES ($1, $2, $3, $4)")
+            .bind(bus.group_of("rag-projector"))
+            .bind(&topic)
+            .bind(p)
+            .bind(high)
+            .execute(&t.pool)
+            .await
+            .unwrap();
+    }
+    let _all = t.spawn(&["run", "all"], &[]);
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(t.document_count().await, 0, "nothing processes the skipped event");
+
+    let (ok, report) = verify(&t, &[]).await;
+    assert!(!ok, "verify exits non-zero when something is stuck");
+    let stuck = report["stuck"].as_array().unwrap();
+    assert_eq!(stuck.len(), 1, "{report:#}");
+    assert_eq!(stuck[0]["item"]["kind"], "document");
+    assert_eq!(stuck[0]["status"], serde_json::Value::Null);
+    assert_eq!(stuck[0]["root"]["topic"], topic.as_str());
+
+    let (ok, report) = verify(&t, &["--repair"]).await;
+    assert!(ok, "{report:#}");
+    assert_eq!(report["redriven"].as_array().unwrap().len(), 1);
+    let done = wait_terminal(&t, &t.workspace, 1).await;
+    assert_eq!(done["skipped.txt"], "ingested");
+    let (ok, report) = verify(&t, &[]).await;
+    assert!(ok && report["clean"] == true, "{report:#}");
+    t.cleanup().await;
+}
