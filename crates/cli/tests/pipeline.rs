@@ -86,6 +86,13 @@ async fn every_format_ingests_and_bad_inputs_fail_with_their_reason() {
         s.len() == 14 && s.values().all(|(st, _)| st == "ingested" || st == "failed")
     })
     .await;
+    // Topics are projected independently: a document's DocumentIngested can
+    // be projected before its DocumentChunked (the mappings) lands.
+    wait_until("the mappings of every ingested document", WAIT, || async {
+        count(&t, "SELECT count(*) FROM documents d WHERE status = 'ingested' AND NOT EXISTS
+                       (SELECT 1 FROM chunk_mappings m WHERE m.document_id = d.id)").await == 0
+    })
+    .await;
     let s = statuses(&t).await;
     for good in ["notes.txt", "readme.md", "page.html", "bao-cao.pdf", "scan.pdf", "letter.docx", "ocr.json"] {
         assert_eq!(s[good].0, "ingested", "{good}: {:?}", s[good]);

@@ -1,0 +1,50 @@
+//! Read-model audits for fault-injection checks (`rag-engine chaos`): per
+//! document, the rows its events say it has beside the rows it has.
+
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use crate::StoreError;
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct DocumentAudit {
+    pub id: Uuid,
+    pub status: String,
+    /// From DocumentParsed.
+    pub segment_count: Option<i32>,
+    /// From DocumentChunked, for the active version.
+    pub chunk_count: Option<i32>,
+    pub segments: i64,
+    pub mappings: i64,
+    pub indexed: i64,
+}
+
+pub async fn documents(pool: &PgPool) -> Result<Vec<DocumentAudit>, StoreError> {
+    Ok(sqlx::query_as(
+        "SELECT d.id, d.status, d.segment_count, d.chunk_count,
+                (SELECT count(*) FROM segments s WHERE s.document_id = d.id) AS segments,
+                (SELECT count(*) FROM chunk_mappings m
+                  WHERE m.document_id = d.id AND m.chunking_version = d.active_chunking_version) AS mappings,
+                (SELECT count(*) FROM search_chunks c
+                  WHERE c.document_id = d.id AND c.chunking_version = d.active_chunking_version) AS indexed
+         FROM documents d",
+    )
+    .fetch_all(pool)
+    .await?)
+}
+
+/// Every message: (id, role, status).
+pub async fn messages(pool: &PgPool) -> Result<Vec<(Uuid, String, String)>, StoreError> {
+    Ok(sqlx::query_as("SELECT id, role, status FROM messages").fetch_all(pool).await?)
+}
+
+/// Documents not yet terminal plus assistant messages still pending.
+pub async fn unfinished(pool: &PgPool) -> Result<(i64, i64), StoreError> {
+    let docs: i64 = sqlx::query_scalar("SELECT count(*) FROM documents WHERE status IN ('uploaded', 'parsed', 'chunked')")
+        .fetch_one(pool)
+        .await?;
+    let msgs: i64 = sqlx::query_scalar("SELECT count(*) FROM messages WHERE role = 'assistant' AND status = 'pending'")
+        .fetch_one(pool)
+        .await?;
+    Ok((docs, msgs))
+}
