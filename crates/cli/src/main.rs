@@ -2,6 +2,7 @@
 
 mod ask;
 mod bench;
+mod chaos;
 mod config;
 mod dlq;
 mod docs;
@@ -77,6 +78,8 @@ enum Command {
     /// Dead letters: list, show, redrive.
     #[command(subcommand)]
     Dlq(dlq::DlqCommand),
+    /// Fault injection on the local stack (kills stages, restarts services), then invariant checks; prints a JSON summary.
+    Chaos(chaos::ChaosArgs),
     /// Check the log against the read models: no position past a log end, no document or question stuck (exit 1 if any; --repair re-drives them).
     Verify(verify::VerifyArgs),
 }
@@ -113,6 +116,7 @@ fn main() -> ExitCode {
             Command::Replay(cmd) => replay::replay(s, cmd).await,
             Command::Rebuild(cmd) => rebuild::rebuild(s, cmd).await,
             Command::Verify(args) => verify::verify(s, args).await,
+            Command::Chaos(args) => chaos::chaos(s, args).await,
         }
     });
     match result {

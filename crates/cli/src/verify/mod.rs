@@ -53,18 +53,23 @@ fn consumers(s: &Settings) -> anyhow::Result<Vec<(EventType, Vec<(String, Owner)
     ])
 }
 
-/// Attributes a record to its item: documents by key, questions and
-/// answers by their assistant message (decoded). Undecodable records are
-/// the dead-letter topics' business, not an item's.
+/// Attributes a record to its item: a document, or a question by its
+/// assistant message. A record that does not decode as its topic's event
+/// is no item: the stages dead-letter it (`rag-engine dlq list`).
 fn item_of(codec: &Codec, event: EventType, msg: &Inbound) -> Option<Item> {
-    match event {
-        EventType::QuestionAsked | EventType::AnswerProduced => match codec.decode_any(msg.payload.as_deref()?).ok()? {
-            AnyEvent::QuestionAsked(q) => Some(Item::Question(q.assistant_message_id)),
-            AnyEvent::AnswerProduced(a) => Some(Item::Question(a.assistant_message_id)),
-            _ => None,
-        },
-        _ => msg.key_str().map(|k| Item::Document(k.to_string())),
+    let decoded = codec.decode_any(msg.payload.as_deref()?).ok()?;
+    if decoded.event_type() != event {
+        return None;
     }
+    Some(match decoded {
+        AnyEvent::QuestionAsked(q) => Item::Question(q.assistant_message_id),
+        AnyEvent::AnswerProduced(a) => Item::Question(a.assistant_message_id),
+        AnyEvent::DocumentUploaded(e) => Item::Document(e.document_id),
+        AnyEvent::DocumentParsed(e) => Item::Document(e.document_id),
+        AnyEvent::DocumentChunked(e) => Item::Document(e.document_id),
+        AnyEvent::DocumentIngested(e) => Item::Document(e.document_id),
+        AnyEvent::DocumentDeleted(e) => Item::Document(e.document_id),
+    })
 }
 
 struct Gathered {

@@ -1,0 +1,126 @@
+//! What a chaos trial counts once the pipeline settled.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::time::Duration;
+
+use rag_bus::{headers, BusConfig};
+use rag_events::EventType;
+use serde_json::json;
+
+use super::corpus::Expect;
+
+#[derive(Default)]
+struct Tally {
+    lost: Vec<String>,
+    stuck: Vec<String>,
+    wrong_state: Vec<String>,
+    doubled: Vec<String>,
+    missing_rows: Vec<String>,
+}
+
+/// Documents, answers and dead letters against what the trial produced.
+pub async fn check(
+    pool: &rag_store::sqlx::PgPool,
+    bus: &BusConfig,
+    expected: &HashMap<String, Expect>,
+    questions: &[String],
+    poison: &[(i32, i64)],
+) -> anyhow::Result<serde_json::Value> {
+    let mut t = Tally::default();
+    let audits: HashMap<String, rag_store::audit::DocumentAudit> =
+        rag_store::audit::documents(pool).await?.into_iter().map(|a| (a.id.to_string(), a)).collect();
+    for (id, expect) in expected {
+        let Some(a) = audits.get(id) else {
+            t.lost.push(id.clone());
+            continue;
+        };
+        let want = match expect {
+            Expect::Ingested => "ingested",
+            Expect::Failed => "failed",
+        };
+        match a.status.as_str() {
+            "uploaded" | "parsed" | "chunked" => t.stuck.push(format!("{id} ({})", a.status)),
+            s if s != want => t.wrong_state.push(format!("{id}: {s}, expected {want}")),
+            "ingested" => {
+                let rows = [("segments", a.segments, a.segment_count), ("mappings", a.mappings, a.chunk_count), ("index", a.indexed, a.chunk_count)];
+                for (what, have, want) in rows {
+                    let want = i64::from(want.unwrap_or(0));
+                    if have > want {
+                        t.doubled.push(format!("{id}: {have} {what} rows, its events give {want}"));
+                    } else if have < want || want == 0 {
+                        t.missing_rows.push(format!("{id}: {have} {what} rows, its events give {want}"));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    for id in audits.keys().filter(|id| !expected.contains_key(*id)) {
+        t.doubled.push(format!("{id}: a document nobody uploaded"));
+    }
+
+    let messages = rag_store::audit::messages(pool).await?;
+    let assistant: HashMap<String, String> =
+        messages.iter().filter(|(_, r, _)| r == "assistant").map(|(id, _, s)| (id.to_string(), s.clone())).collect();
+    let users = messages.iter().filter(|(_, r, _)| r == "user").count();
+    let mut questions_lost = 0;
+    let mut questions_stuck = 0;
+    for q in questions {
+        match assistant.get(q).map(String::as_str) {
+            None => questions_lost += 1,
+            Some("pending") => questions_stuck += 1,
+            Some(_) => {}
+        }
+    }
+    let questions_doubled = (assistant.len() + users).saturating_sub(2 * questions.len());
+
+    // Dead letters: exactly the poison, from each stage that reads uploads.
+    let uploads = bus.topics.of(EventType::DocumentUploaded);
+    let poison_places: BTreeSet<(i32, i64)> = poison.iter().copied().collect();
+    let mut by_stage: BTreeMap<String, Vec<(i32, i64)>> = BTreeMap::new();
+    let mut unexpected = Vec::new();
+    for topic in bus.topics.all().into_iter().filter(|t| !t.ends_with(".dlq")) {
+        let dlq = rag_events::Topics::dlq_of(&topic);
+        for r in rag_bus::admin::read_topic(bus, &dlq, Duration::from_secs(60)).await? {
+            let num = |h: &str| r.header_str(h).and_then(|v| v.parse::<i64>().ok()).unwrap_or(-1);
+            let place = (num(headers::DLQ_ORIGINAL_PARTITION) as i32, num(headers::DLQ_ORIGINAL_OFFSET));
+            let stage = r.header_str(headers::DLQ_STAGE).unwrap_or_default();
+            if topic == uploads && poison_places.contains(&place) {
+                by_stage.entry(stage).or_default().push(place);
+            } else {
+                let reason = r.header_str(headers::DLQ_REASON).unwrap_or_default();
+                unexpected.push(format!("{topic}[{}]@{} by {stage}: {reason}", place.0, place.1));
+            }
+        }
+    }
+    let mut dlq_exact = !poison.is_empty();
+    let mut dlq_duplicates = 0;
+    for stage in ["parser", "projector"] {
+        let got = by_stage.get(stage).cloned().unwrap_or_default();
+        let distinct: BTreeSet<(i32, i64)> = got.iter().copied().collect();
+        dlq_exact &= distinct == poison_places;
+        dlq_duplicates += got.len() - distinct.len();
+    }
+
+    let ok = t.lost.is_empty()
+        && t.stuck.is_empty()
+        && t.wrong_state.is_empty()
+        && t.doubled.is_empty()
+        && t.missing_rows.is_empty()
+        && questions_lost == 0
+        && questions_stuck == 0
+        && questions_doubled == 0
+        && dlq_exact
+        && unexpected.is_empty();
+    let sample = |v: &Vec<String>| v.iter().take(10).cloned().collect::<Vec<_>>();
+    Ok(json!({
+        "ok": ok,
+        "lost": t.lost.len() + questions_lost,
+        "doubled": t.doubled.len() + questions_doubled,
+        "stuck": t.stuck.len() + questions_stuck,
+        "documents": {"lost": sample(&t.lost), "stuck": sample(&t.stuck), "wrong_state": sample(&t.wrong_state),
+            "doubled": sample(&t.doubled), "missing_rows": sample(&t.missing_rows)},
+        "questions": {"lost": questions_lost, "stuck": questions_stuck, "doubled": questions_doubled},
+        "dead_letters": {"exactly_the_poison": dlq_exact, "redelivered_copies": dlq_duplicates, "unexpected": unexpected},
+    }))
+}
