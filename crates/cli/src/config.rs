@@ -22,8 +22,8 @@ pub struct Settings {
     /// Partitions of each topic when `topics ensure` creates it.
     #[arg(long, env = "TOPIC_PARTITIONS", default_value_t = 6, global = true)]
     pub topic_partitions: i32,
-    /// Longest wait of a consumer fetch; small keeps each hop fast on the local broker.
-    #[arg(long, env = "KAFKA_FETCH_WAIT_MAX_MS", default_value_t = 20, global = true)]
+    /// Longest wait of a consumer fetch (librdkafka's default). Kafka answers as soon as data is there, so this only bounds an idle wait; the local broker (tansu) always waits it out, so there it is each hop's latency, traded against its idle CPU (docs/local-stack.md).
+    #[arg(long, env = "KAFKA_FETCH_WAIT_MAX_MS", default_value_t = 500, global = true)]
     pub kafka_fetch_wait_max_ms: u32,
     /// Consumer group session timeout: how fast a dead instance's partitions move on.
     #[arg(long, env = "KAFKA_SESSION_TIMEOUT_MS", default_value_t = 10_000, global = true)]

@@ -102,6 +102,9 @@ impl TestEnv {
         env.insert("DATABASE_MAX_CONNECTIONS".into(), "4".into());
         env.insert("LAG_INTERVAL_SECS".into(), "1".into());
         env.insert("KAFKA_SESSION_TIMEOUT_MS".into(), "6000".into());
+        // Fast hops (tests are never idle); the local profile's 500 ms would
+        // only make them wait.
+        env.insert("KAFKA_FETCH_WAIT_MAX_MS".into(), "20".into());
         // The API's token secret, this test's own.
         env.insert("JWT_SECRET".into(), format!("test-secret-{id}"));
         let pool = PgPool::connect(&url).await.unwrap();
