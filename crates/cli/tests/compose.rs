@@ -148,6 +148,8 @@ fn dashboard_queries_only_metrics_the_code_exports() {
         rag_telemetry::names::CONSUMER_LAG_SECONDS,
         rag_telemetry::names::CONSUMER_NEXT_OFFSET,
         rag_telemetry::names::REBALANCES,
+        rag_telemetry::names::OFFSET_GAPS,
+        rag_telemetry::names::STUCK,
         rag_telemetry::names::DLQ_MESSAGES,
         rag_telemetry::names::UPLOAD_TO_INGESTED_SECONDS,
         rag_telemetry::names::QUESTION_TO_ANSWER_SECONDS,

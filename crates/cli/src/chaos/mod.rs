@@ -114,7 +114,7 @@ struct Fleet {
     exe: PathBuf,
     env: HashMap<String, String>,
     members: Vec<Member>,
-    restarts_after_exit: u32,
+    stage_restarts: u32,
 }
 
 impl Fleet {
@@ -138,8 +138,9 @@ impl Fleet {
         Ok(())
     }
 
-    /// Restarts members that exited on their own (a stage stops when a
-    /// dependency stays away past its retries) or were killed.
+    /// Restarts members that exited: killed by the harness, or stopped on
+    /// their own (a stage stops when a dependency stays away past its
+    /// retries). Counted in `stage_restarts`.
     fn supervise(&mut self) -> anyhow::Result<()> {
         for i in 0..self.members.len() {
             let exited = match self.members[i].child.as_mut() {
@@ -147,7 +148,7 @@ impl Fleet {
                 Some(c) => c.try_wait()?.is_some(),
             };
             if exited {
-                self.restarts_after_exit += u32::from(self.members[i].child.is_some());
+                self.stage_restarts += u32::from(self.members[i].child.is_some());
                 let child = self.spawn(self.members[i].stage, &self.members[i].log)?;
                 self.members[i].child = Some(child);
             }
@@ -242,7 +243,7 @@ async fn run_trial(s: &Settings, args: &ChaosArgs, plan: &Plan, trial: u32) -> a
         .enumerate()
         .map(|(i, stage)| Member { stage, child: None, log: workdir.join(format!("{stage}-{i}.log")) })
         .collect();
-    let mut fleet = Fleet { exe: exe.clone(), env: env.clone(), members, restarts_after_exit: 0 };
+    let mut fleet = Fleet { exe: exe.clone(), env: env.clone(), members, stage_restarts: 0 };
     fleet.start_all()?;
 
     // Poison first: undecodable records on the uploads topic.
@@ -340,7 +341,7 @@ async fn run_trial(s: &Settings, args: &ChaosArgs, plan: &Plan, trial: u32) -> a
     report["ok"] = ok.into();
     report["trial"] = trial.into();
     report["counts"] = json!({"documents": expected.len(), "questions": questions.len(), "poison": poison.len()});
-    report["faults"] = json!({"sigkill": sigkills, "sigterm": sigterms, "restarts_after_exit": fleet.restarts_after_exit,
+    report["faults"] = json!({"sigkill": sigkills, "sigterm": sigterms, "stage_restarts": fleet.stage_restarts,
         "services_restarted": restarted});
     report["seconds"] = json!({"total": started.elapsed().as_secs_f64().round(), "settle": settle_secs.round()});
     report["database"] = db_name.clone().into();
