@@ -325,6 +325,12 @@ async fn rebuilding_the_read_models_gives_identical_rows() {
     again.wait_for_line("partitions assigned stage=projector", Duration::from_secs(60)).await;
     let (ok, _, err) = t.run(&["ask", "Where does the lighthouse stand?", "--workspace", &ws, "--json", "--timeout", "60"]).await;
     assert!(ok, "{err}");
+    // The answer may be projected before its question (topics are read
+    // independently): wait for the user message too.
+    wait_until("the new question and answer projected", Duration::from_secs(60), || async {
+        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM messages").fetch_one(&t.pool).await.unwrap() == 6
+    })
+    .await;
     again.terminate(Duration::from_secs(20)).await;
     let resumed = dump(&t).await;
     assert_eq!(resumed["messages"].len(), 6);
