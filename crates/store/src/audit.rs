@@ -40,11 +40,5 @@ pub async fn messages(pool: &PgPool) -> Result<Vec<(Uuid, String, String)>, Stor
 
 /// Documents not yet terminal plus assistant messages still pending.
 pub async fn unfinished(pool: &PgPool) -> Result<(i64, i64), StoreError> {
-    let docs: i64 = sqlx::query_scalar("SELECT count(*) FROM documents WHERE status IN ('uploaded', 'parsed', 'chunked')")
-        .fetch_one(pool)
-        .await?;
-    let msgs: i64 = sqlx::query_scalar("SELECT count(*) FROM messages WHERE role = 'assistant' AND status = 'pending'")
-        .fetch_one(pool)
-        .await?;
-    Ok((docs, msgs))
+    Ok((crate::documents::count_unfinished_since(pool, 0).await?, crate::messages::count_pending_since(pool, 0).await?))
 }

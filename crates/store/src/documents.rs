@@ -255,11 +255,11 @@ pub async fn all_statuses(pool: &PgPool) -> Result<Vec<(Uuid, String)>, StoreErr
 }
 
 /// Documents in a non-terminal state (uploaded, parsed, chunked) whose last
-/// change is older than `older_than_secs`.
+/// change is at least `older_than_secs` old (0: all of them).
 pub async fn count_unfinished_since(pool: &PgPool, older_than_secs: i64) -> Result<i64, StoreError> {
     Ok(sqlx::query_scalar(
         "SELECT count(*) FROM documents
-         WHERE status IN ('uploaded', 'parsed', 'chunked') AND updated_at < now() - make_interval(secs => $1)",
+         WHERE status IN ('uploaded', 'parsed', 'chunked') AND updated_at <= now() - make_interval(secs => $1)",
     )
     .bind(older_than_secs as f64)
     .fetch_one(pool)

@@ -233,11 +233,11 @@ pub async fn assistant_statuses(pool: &PgPool) -> Result<Vec<(Uuid, String)>, St
     Ok(sqlx::query_as("SELECT id, status FROM messages WHERE role = 'assistant'").fetch_all(pool).await?)
 }
 
-/// Assistant messages still pending whose question is older than `older_than_secs`.
+/// Assistant messages still pending whose question is at least `older_than_secs` old (0: all of them).
 pub async fn count_pending_since(pool: &PgPool, older_than_secs: i64) -> Result<i64, StoreError> {
     Ok(sqlx::query_scalar(
         "SELECT count(*) FROM messages
-         WHERE role = 'assistant' AND status = 'pending' AND created_at < now() - make_interval(secs => $1)",
+         WHERE role = 'assistant' AND status = 'pending' AND created_at <= now() - make_interval(secs => $1)",
     )
     .bind(older_than_secs as f64)
     .fetch_one(pool)

@@ -36,21 +36,28 @@ pub struct VerifyArgs {
 }
 
 /// The topics whose records belong to a document or a question, and the
-/// groups that consume each (with who owns their positions).
+/// groups that consume each (with who owns their positions), from what
+/// each stage declares it consumes.
 fn consumers(s: &Settings) -> anyhow::Result<Vec<(EventType, Vec<(String, Owner)>)>> {
     let bus = s.bus();
-    let g = |group: &str| bus.group_of(group);
-    let chunker_group = chunker::group(&s.chunking_profile()?);
-    let projector = (g(projector::GROUP), Owner::Postgres);
-    Ok(vec![
-        (EventType::DocumentUploaded, vec![(g(parser::GROUP), Owner::Kafka), projector.clone()]),
-        (EventType::DocumentParsed, vec![(g(&chunker_group), Owner::Kafka), projector.clone()]),
-        (EventType::DocumentChunked, vec![(g(indexer::GROUP), Owner::Postgres), projector.clone()]),
-        (EventType::DocumentIngested, vec![projector.clone()]),
-        (EventType::DocumentDeleted, vec![projector.clone()]),
-        (EventType::QuestionAsked, vec![(g(answerer::GROUP), Owner::Kafka), projector.clone()]),
-        (EventType::AnswerProduced, vec![projector]),
-    ])
+    let stages: [(String, Owner, &[EventType]); 5] = [
+        (parser::GROUP.to_string(), Owner::Kafka, parser::CONSUMES),
+        (chunker::group(&s.chunking_profile()?), Owner::Kafka, chunker::CONSUMES),
+        (indexer::GROUP.to_string(), Owner::Postgres, indexer::CONSUMES),
+        (answerer::GROUP.to_string(), Owner::Kafka, answerer::CONSUMES),
+        (projector::GROUP.to_string(), Owner::Postgres, projector::CONSUMES),
+    ];
+    Ok(projector::CONSUMES
+        .iter()
+        .map(|event| {
+            let groups = stages
+                .iter()
+                .filter(|(_, _, consumes)| consumes.contains(event))
+                .map(|(group, owner, _)| (bus.group_of(group), *owner))
+                .collect();
+            (*event, groups)
+        })
+        .collect())
 }
 
 /// Attributes a record to its item: a document, or a question by its
