@@ -42,6 +42,11 @@ struct Recorder {
     hang_after: Mutex<Option<(i32, i64)>>,
     /// Positions kept by the stage itself (None: Kafka owns them).
     own: Option<OwnPositions>,
+    /// With `own`: an output is produced after the store commits (as the
+    /// indexer's DocumentIngested), and again for a re-delivered record.
+    output_after_commit: bool,
+    /// (partition, offset) of every output produced.
+    outputs: Mutex<Vec<(i32, i64)>>,
 }
 
 impl Recorder {
@@ -62,6 +67,10 @@ impl Processor for Recorder {
             let mut own = own.lock().unwrap();
             let next = own.entry((msg.topic.clone(), msg.partition)).or_insert(0);
             if msg.offset < *next {
+                drop(own);
+                if self.output_after_commit {
+                    self.outputs.lock().unwrap().push((msg.partition, msg.offset));
+                }
                 return Ok(Outcome::Duplicate);
             }
             *next = msg.offset + 1;
@@ -76,6 +85,9 @@ impl Processor for Recorder {
         if !self.delay.is_zero() {
             tokio::time::sleep(self.delay).await;
         }
+        if self.output_after_commit {
+            self.outputs.lock().unwrap().push((msg.partition, msg.offset));
+        }
         Ok(Outcome::Applied)
     }
 
@@ -83,6 +95,7 @@ impl Processor for Recorder {
         Ok(match &self.own {
             None => StartAt::Committed,
             Some(own) => match own.lock().unwrap().get(&(topic.to_string(), partition)) {
+                Some(n) if self.output_after_commit => StartAt::AppliedBefore(*n),
                 Some(n) => StartAt::Offset(*n),
                 None => StartAt::Beginning,
             },
@@ -241,6 +254,44 @@ async fn a_crash_between_effect_and_commit_redelivers_the_record() {
     tokio::time::sleep(Duration::from_secs(2)).await;
     running.stop().await;
     h.assert_all_processed_and_committed(&r).await;
+}
+
+/// Found by the chaos harness: the indexer commits the index and its offset
+/// in Postgres, then produces DocumentIngested. A crash (or a broker that
+/// stays away past the retries) in between left the document `chunked` for
+/// good: the stage resumed at its own offset, past the record whose output
+/// was never produced. It now resumes at Kafka's committed offset when
+/// that is behind, and the re-delivered record re-emits its output.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_output_lost_between_the_store_commit_and_the_produce_is_produced_again() {
+    let h = Harness::new().await;
+    let landed = h.produce("a", 8).await;
+    let victim = landed[4];
+    let own: OwnPositions = Arc::default();
+    let r = Arc::new(Recorder {
+        own: Some(own.clone()),
+        output_after_commit: true,
+        hang_after: Mutex::new(Some(victim)),
+        ..Default::default()
+    });
+    let running = h.start(r.clone());
+    wait_until("the victim's effect", Duration::from_secs(60), || r.count_of(victim.0, victim.1) == 1).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    running.task.abort();
+    let _ = running.task.await;
+    let outputs_of = |r: &Recorder, (p, o): (i32, i64)| r.outputs.lock().unwrap().iter().filter(|x| **x == (p, o)).count();
+    assert_eq!(outputs_of(&r, victim), 0, "the crash came before the victim's output");
+    assert_eq!(own.lock().unwrap().get(&(h.topic.clone(), victim.0)).copied(), Some(victim.1 + 1), "its effect is stored");
+
+    *r.hang_after.lock().unwrap() = None;
+    let running = h.start(r.clone());
+    wait_until("the victim's output", Duration::from_secs(60), || outputs_of(&r, victim) == 1).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    running.stop().await;
+    for place in &landed {
+        assert!(outputs_of(&r, *place) >= 1, "record {place:?} has no output");
+        assert_eq!(r.count_of(place.0, place.1), 1, "record {place:?} applied twice");
+    }
 }
 
 /// Seen on HEAD 518e61b: a stage that keeps its offsets itself was

@@ -36,7 +36,7 @@ pub type StageTasks = tokio::task::JoinSet<(String, Result<(), rag_bus::BusError
 fn spawn_stage<P: Processor>(
     tasks: &mut StageTasks,
     bus: &BusConfig,
-    codec: &Codec,
+    dlq: &EventProducer,
     name: &str,
     group: String,
     consumes: &[EventType],
@@ -48,8 +48,7 @@ fn spawn_stage<P: Processor>(
         group,
         topics: consumes.iter().map(|t| bus.topics.of(*t)).collect(),
     };
-    let dlq = EventProducer::new(bus, codec.clone(), &format!("rag-engine/{name}-dlq"))?;
-    let (bus, shutdown, processor) = (bus.clone(), shutdown.clone(), Arc::new(processor));
+    let (bus, shutdown, processor, dlq) = (bus.clone(), shutdown.clone(), Arc::new(processor), dlq.clone());
     tasks.spawn(async move {
         let r = rag_bus::stage::run_stage(&bus, &spec, processor, dlq, shutdown).await;
         (spec.name, r)
@@ -116,23 +115,27 @@ pub async fn start_stages(
             ("stuck-watch".to_string(), Ok(()))
         });
     }
+    // One producer for every stage's output and dead letters: each
+    // librdkafka client costs threads and idle wake-ups, and ordering is
+    // per partition whichever handle produces.
+    let producer = EventProducer::new(&bus, codec.clone(), "rag-engine/stages")?;
     // Several members of one consumer group in this process: the group
     // splits the partitions among them, exactly as across machines.
     for _ in 0..s.stage_instances.max(1) {
         if wants(StageName::Parser) {
-            let output = EventProducer::new(&bus, codec.clone(), "rag-engine/parser")?;
+            let output = producer.clone();
             let p = parser::Parser { blobs: blobs.clone(), output, limits: s.parse_limits(), ocr: ocr.clone() };
-            spawn_stage(&mut tasks, &bus, &codec, parser::STAGE, parser::GROUP.into(), parser::CONSUMES, p, shutdown)?;
+            spawn_stage(&mut tasks, &bus, &producer, parser::STAGE, parser::GROUP.into(), parser::CONSUMES, p, shutdown)?;
         }
         if let Some(counter) = &counter {
             let profile = s.chunking_profile()?;
-            let output = EventProducer::new(&bus, codec.clone(), "rag-engine/chunker")?;
+            let output = producer.clone();
             let group = chunker::group(&profile);
             let c = chunker::Chunker { blobs: blobs.clone(), output, profile, counter: counter.clone() };
-            spawn_stage(&mut tasks, &bus, &codec, chunker::STAGE, group, chunker::CONSUMES, c, shutdown)?;
+            spawn_stage(&mut tasks, &bus, &producer, chunker::STAGE, group, chunker::CONSUMES, c, shutdown)?;
         }
         if let Some(embedder) = &embedder {
-            let output = EventProducer::new(&bus, codec.clone(), "rag-engine/indexer")?;
+            let output = producer.clone();
             let i = indexer::Indexer {
                 pool: pool.clone(),
                 blobs: blobs.clone(),
@@ -142,10 +145,10 @@ pub async fn start_stages(
                 embedder: embedder.clone(),
                 emit: true,
             };
-            spawn_stage(&mut tasks, &bus, &codec, indexer::STAGE, indexer::GROUP.into(), indexer::CONSUMES, i, shutdown)?;
+            spawn_stage(&mut tasks, &bus, &producer, indexer::STAGE, indexer::GROUP.into(), indexer::CONSUMES, i, shutdown)?;
         }
         if let (true, Some(embedder)) = (wants(StageName::Answerer), &shared_embedder) {
-            let output = EventProducer::new(&bus, codec.clone(), "rag-engine/answerer")?;
+            let output = producer.clone();
             let a = answerer::Answerer {
                 retriever: s.retriever_with(pool.clone(), embedder.clone())?,
                 llm: answer_llm.clone(),
@@ -153,12 +156,12 @@ pub async fn start_stages(
                 top_k: s.retrieval_top_k.max(1),
                 output,
             };
-            spawn_stage(&mut tasks, &bus, &codec, answerer::STAGE, answerer::GROUP.into(), answerer::CONSUMES, a, shutdown)?;
+            spawn_stage(&mut tasks, &bus, &producer, answerer::STAGE, answerer::GROUP.into(), answerer::CONSUMES, a, shutdown)?;
         }
         if wants(StageName::Projector) {
             let group = bus.group_of(projector::GROUP);
             let p = projector::Projector::new(pool.clone(), blobs.clone(), codec.clone(), topics.clone(), group);
-            spawn_stage(&mut tasks, &bus, &codec, projector::STAGE, projector::GROUP.into(), projector::CONSUMES, p, shutdown)?;
+            spawn_stage(&mut tasks, &bus, &producer, projector::STAGE, projector::GROUP.into(), projector::CONSUMES, p, shutdown)?;
         }
     }
     Ok(tasks)

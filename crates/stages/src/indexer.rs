@@ -2,7 +2,10 @@
 //! The sole writer of the search index. Kafka -> Postgres: the index rows
 //! and the partition offset commit in one transaction; DocumentIngested is
 //! produced after the commit, and produced again if the input is
-//! re-delivered (same deterministic event id), so it is never lost.
+//! re-delivered (same deterministic event id), so it is never lost: the
+//! stage resumes at Kafka's committed offset when that is behind its own
+//! ([`StartAt::AppliedBefore`]), as Kafka's moves only once the output is
+//! delivered.
 
 use rag_blobs::BlobStore;
 use rag_bus::{EventProducer, Inbound, Outcome, ProcessError, Processor, StartAt};
@@ -131,7 +134,12 @@ impl Processor for Indexer {
         crate::projector::skip_offset(&self.pool, &self.group, msg).await
     }
 
+    /// DocumentIngested is produced after the index commits: resume where
+    /// the output is known delivered, so a crash in between re-emits it.
     async fn start_at(&self, topic: &str, partition: i32) -> Result<StartAt, ProcessError> {
-        crate::projector::stored_start(&self.pool, &self.group, topic, partition).await
+        Ok(match crate::projector::stored_start(&self.pool, &self.group, topic, partition).await? {
+            StartAt::Offset(n) => StartAt::AppliedBefore(n),
+            other => other,
+        })
     }
 }

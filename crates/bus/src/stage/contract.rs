@@ -83,6 +83,13 @@ pub enum StartAt {
     /// The processor's own store says so (Kafka -> Postgres stages): the
     /// next offset to process.
     Offset(i64),
+    /// The processor's store has applied everything before this offset, but
+    /// the stage produces its output events after that store commits: a
+    /// crash in between leaves an applied record whose output is missing.
+    /// Resume at Kafka's committed offset when it is lower (it only moves
+    /// once the output is delivered); the re-delivered records are
+    /// recognised as applied, and only their output is produced again.
+    AppliedBefore(i64),
     /// The processor's store has nothing yet: read from the beginning.
     Beginning,
 }

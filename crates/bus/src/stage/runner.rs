@@ -185,8 +185,11 @@ impl<P: Processor> StageRunner<P> {
             let start = self.retry_positioning("loading the stored offset", || self.processor.start_at(topic, *partition)).await?;
             starts.push(((topic.clone(), *partition), start));
         }
-        let from_kafka: Vec<PartitionKey> =
-            starts.iter().filter(|(_, s)| *s == StartAt::Committed).map(|(k, _)| k.clone()).collect();
+        let from_kafka: Vec<PartitionKey> = starts
+            .iter()
+            .filter(|(_, s)| matches!(s, StartAt::Committed | StartAt::AppliedBefore(_)))
+            .map(|(k, _)| k.clone())
+            .collect();
         let committed = if from_kafka.is_empty() {
             Vec::new()
         } else {
@@ -195,12 +198,17 @@ impl<P: Processor> StageRunner<P> {
         let positions: Vec<(PartitionKey, Position)> = starts
             .into_iter()
             .map(|(key, start)| {
+                let kafka = || committed.iter().find(|(k, _)| *k == key).map(|(_, p)| *p).unwrap_or(Position::Beginning);
                 let position = match start {
                     StartAt::Offset(n) => Position::At(n),
                     StartAt::Beginning => Position::Beginning,
-                    StartAt::Committed => {
-                        committed.iter().find(|(k, _)| *k == key).map(|(_, p)| *p).unwrap_or(Position::Beginning)
-                    }
+                    StartAt::Committed => kafka(),
+                    // No commit at all (the broker lost its state): from the
+                    // beginning, as only that is sure to miss no output.
+                    StartAt::AppliedBefore(n) => match kafka() {
+                        Position::At(c) => Position::At(c.min(n)),
+                        Position::Beginning => Position::Beginning,
+                    },
                 };
                 (key, position)
             })
