@@ -25,6 +25,12 @@ pub struct BusConfig {
     pub max_poll_interval_ms: u32,
     /// When a stage stops instead of dead-lettering more.
     pub dead_letter_limit: crate::DeadLetterLimit,
+    /// The idempotent producer (the default; right for Kafka). Off, sends
+    /// keep their order with one request in flight per connection, and a
+    /// retried send may land twice (every consumer is idempotent). The
+    /// local broker's idempotence breaks across its restarts
+    /// (docs/local-stack.md), so the local profile turns it off.
+    pub idempotence: bool,
 }
 
 impl BusConfig {

@@ -63,11 +63,12 @@ impl EventProducer {
     /// A producer whose sends fail after `timeout` without a delivery report:
     /// a request handler answers "unavailable" instead of hanging.
     pub fn with_delivery_timeout(cfg: &BusConfig, codec: Codec, name: &str, timeout: Duration) -> Result<Self, BusError> {
-        let producer: FutureProducer<crate::logging::TracingContext> = cfg
-            .client()
-            .set("client.id", name)
-            .set("enable.idempotence", "true")
-            .set("acks", "all")
+        let mut client = cfg.client();
+        client.set("client.id", name).set("enable.idempotence", cfg.idempotence.to_string()).set("acks", "all");
+        if !cfg.idempotence {
+            client.set("max.in.flight.requests.per.connection", "1");
+        }
+        let producer: FutureProducer<crate::logging::TracingContext> = client
             .set("linger.ms", "5")
             .set("message.timeout.ms", timeout.as_millis().max(1).to_string())
             .create_with_context(crate::logging::TracingContext { client: name.to_string() })?;

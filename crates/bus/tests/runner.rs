@@ -124,6 +124,7 @@ impl Harness {
             lag_interval: Duration::from_secs(1),
             session_timeout_ms: 6000,
             max_poll_interval_ms: 300_000,
+            idempotence: std::env::var("KAFKA_IDEMPOTENCE").map_or(true, |v| v != "false"),
             dead_letter_limit: DeadLetterLimit::default(),
         };
         let mut attempt = 0;

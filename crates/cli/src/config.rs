@@ -31,6 +31,9 @@ pub struct Settings {
     /// Longest a stage may spend on one event, retries included, before the broker's group takes its partitions away (librdkafka max.poll.interval.ms).
     #[arg(long, env = "KAFKA_MAX_POLL_INTERVAL_MS", default_value_t = 900_000, global = true)]
     pub kafka_max_poll_interval_ms: u32,
+    /// The idempotent producer (enable.idempotence). The local profile sets false: tansu's idempotence breaks across its restarts; order is then kept with one request in flight.
+    #[arg(long, env = "KAFKA_IDEMPOTENCE", default_value_t = true, action = clap::ArgAction::Set, global = true)]
+    pub kafka_idempotence: bool,
     /// A stage stops (instead of dead-lettering more) when more than this many of the last STAGE_DLQ_WINDOW events were dead-lettered; the event over the limit is kept for the restart.
     #[arg(long, env = "STAGE_DLQ_MAX", default_value_t = 10, global = true)]
     pub stage_dlq_max: usize,
@@ -209,6 +212,7 @@ impl Settings {
             lag_interval: Duration::from_secs(self.lag_interval_secs.max(1)),
             session_timeout_ms: self.kafka_session_timeout_ms,
             max_poll_interval_ms: self.kafka_max_poll_interval_ms,
+            idempotence: self.kafka_idempotence,
             dead_letter_limit: if self.stage_dlq_window == 0 {
                 rag_bus::DeadLetterLimit::UNLIMITED
             } else {

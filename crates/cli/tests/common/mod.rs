@@ -171,6 +171,7 @@ impl TestEnv {
             lag_interval: Duration::from_secs(1),
             session_timeout_ms: 6000,
             max_poll_interval_ms: 300_000,
+            idempotence: std::env::var("KAFKA_IDEMPOTENCE").map_or(true, |v| v != "false"),
             dead_letter_limit: rag_bus::DeadLetterLimit::default(),
         }
     }
