@@ -111,6 +111,17 @@ struct Harness {
 }
 
 impl Harness {
+    /// Runs `r` until it hangs after the effect of `victim` (its
+    /// `hang_after`), lets the other partitions finish and auto-commit,
+    /// then kills the stage: a crash between the effect and the offset.
+    async fn crash_after_effect_of(&self, r: &Arc<Recorder>, victim: (i32, i64)) {
+        let running = self.start(r.clone());
+        wait_until("the victim's effect", Duration::from_secs(60), || r.count_of(victim.0, victim.1) == 1).await;
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        running.task.abort();
+        let _ = running.task.await;
+    }
+
     async fn new() -> Harness {
         let id = uuid::Uuid::new_v4().simple().to_string();
         let cfg = BusConfig {
@@ -241,12 +252,7 @@ async fn a_crash_between_effect_and_commit_redelivers_the_record() {
     let landed = h.produce("a", 8).await;
     let victim = landed[4];
     let r = Arc::new(Recorder { hang_after: Mutex::new(Some(victim)), ..Default::default() });
-    let running = h.start(r.clone());
-    wait_until("the victim's effect", Duration::from_secs(60), || r.count_of(victim.0, victim.1) == 1).await;
-    // Let the other partitions finish and their offsets be auto-committed.
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    running.task.abort();
-    let _ = running.task.await;
+    h.crash_after_effect_of(&r, victim).await;
     assert!(h.committed().await.get(&victim.0).copied().flatten().unwrap_or(0) <= victim.1, "the victim's offset was never stored");
 
     *r.hang_after.lock().unwrap() = None;
@@ -275,11 +281,7 @@ async fn an_output_lost_between_the_store_commit_and_the_produce_is_produced_aga
         hang_after: Mutex::new(Some(victim)),
         ..Default::default()
     });
-    let running = h.start(r.clone());
-    wait_until("the victim's effect", Duration::from_secs(60), || r.count_of(victim.0, victim.1) == 1).await;
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    running.task.abort();
-    let _ = running.task.await;
+    h.crash_after_effect_of(&r, victim).await;
     let outputs_of = |r: &Recorder, (p, o): (i32, i64)| r.outputs.lock().unwrap().iter().filter(|x| **x == (p, o)).count();
     assert_eq!(outputs_of(&r, victim), 0, "the crash came before the victim's output");
     assert_eq!(own.lock().unwrap().get(&(h.topic.clone(), victim.0)).copied(), Some(victim.1 + 1), "its effect is stored");
