@@ -31,6 +31,10 @@ pub struct BusConfig {
     /// local broker's idempotence breaks across its restarts
     /// (docs/local-stack.md), so the local profile turns it off.
     pub idempotence: bool,
+    /// librdkafka debug contexts (its `debug` property, e.g. `cgrp,fetch`)
+    /// for diagnosing group and fetch behaviour; the lines are logged
+    /// through `tracing` under the target `librdkafka` at debug level.
+    pub debug: Option<String>,
 }
 
 impl BusConfig {
@@ -42,6 +46,10 @@ impl BusConfig {
     pub(crate) fn client(&self) -> ClientConfig {
         let mut c = ClientConfig::new();
         c.set("bootstrap.servers", &self.brokers);
+        if let Some(contexts) = self.debug.as_deref().map(str::trim).filter(|c| !c.is_empty()) {
+            c.set("debug", contexts);
+            c.set_log_level(rdkafka::config::RDKafkaLogLevel::Debug);
+        }
         c
     }
 }

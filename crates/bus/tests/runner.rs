@@ -123,6 +123,9 @@ impl Harness {
     }
 
     async fn new() -> Harness {
+        // Logs (librdkafka's included) go to stderr, which the test runner
+        // shows for a failing test; `RUST_LOG` and `KAFKA_DEBUG` add detail.
+        let _ = rag_telemetry::init_logs(false);
         let id = uuid::Uuid::new_v4().simple().to_string();
         let cfg = BusConfig {
             brokers: brokers(),
@@ -136,6 +139,7 @@ impl Harness {
             session_timeout_ms: 6000,
             max_poll_interval_ms: 300_000,
             idempotence: std::env::var("KAFKA_IDEMPOTENCE").map_or(true, |v| v != "false"),
+            debug: std::env::var("KAFKA_DEBUG").ok(),
             dead_letter_limit: DeadLetterLimit::default(),
         };
         let mut attempt = 0;

@@ -5,6 +5,7 @@
 use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
+use rag_store::audit::RowProblem;
 use serde::Serialize;
 
 use crate::config::Settings;
@@ -52,6 +53,14 @@ struct IngestReport {
     latency_p50_seconds: f64,
     latency_p95_seconds: f64,
     latency_max_seconds: f64,
+    /// Exactly once, counted in the read models after the run: documents
+    /// not in a terminal state, and row counts that differ from what the
+    /// events give (doubled: an effect applied twice; missing: one lost).
+    stuck: usize,
+    doubled: usize,
+    missing: usize,
+    /// Segments the generated documents must have (pages x paragraphs each).
+    expected_segments: i64,
 }
 
 const WORDS: &[&str] = &[
@@ -136,6 +145,15 @@ pub async fn bench(s: &Settings, cmd: BenchCommand) -> anyhow::Result<ExitCode> 
     .fetch_all(pool)
     .await?;
     latencies.sort_by(|a, b| a.total_cmp(b));
+    let audits = rag_store::audit::documents(pool, Some(workspace)).await?;
+    let stuck = audits.iter().filter(|a| !matches!(a.status.as_str(), "ingested" | "failed")).count() + args.documents.saturating_sub(audits.len());
+    let problems: Vec<RowProblem> = audits.iter().filter(|a| a.status == "ingested").flat_map(|a| a.row_problems()).collect();
+    let doubled = problems.iter().filter(|p| matches!(p, RowProblem::Doubled(_))).count() + audits.len().saturating_sub(args.documents);
+    let missing = problems.len() - problems.iter().filter(|p| matches!(p, RowProblem::Doubled(_))).count();
+    for p in problems.iter().take(10) {
+        eprintln!("bench: {p:?}");
+    }
+    let expected_segments = (args.documents * args.pages * args.paragraphs) as i64;
     let (pages, segments, chunks) = (pages.unwrap_or(0), segments.unwrap_or(0), chunks.unwrap_or(0));
     let report = IngestReport {
         documents: args.documents,
@@ -153,7 +171,12 @@ pub async fn bench(s: &Settings, cmd: BenchCommand) -> anyhow::Result<ExitCode> 
         latency_p50_seconds: percentile(&latencies, 0.5),
         latency_p95_seconds: percentile(&latencies, 0.95),
         latency_max_seconds: latencies.last().copied().unwrap_or(0.0),
+        stuck,
+        doubled,
+        missing,
+        expected_segments,
     };
+    let exactly_once = stuck == 0 && doubled == 0 && missing == 0 && segments == expected_segments;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
@@ -166,6 +189,8 @@ pub async fn bench(s: &Settings, cmd: BenchCommand) -> anyhow::Result<ExitCode> 
             report.documents_per_second, report.pages_per_second, report.chunks_per_second);
         println!("  upload->ingested latency  p50 {:.2} s   p95 {:.2} s   max {:.2} s",
             report.latency_p50_seconds, report.latency_p95_seconds, report.latency_max_seconds);
+        println!("  exactly once  {} (stuck {}, doubled {}, missing {}; segments {} of {})",
+            if exactly_once { "yes" } else { "NO" }, report.stuck, report.doubled, report.missing, report.segments, report.expected_segments);
     }
-    Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(if failed == 0 && exactly_once { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }

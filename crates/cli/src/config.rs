@@ -34,6 +34,9 @@ pub struct Settings {
     /// The idempotent producer (enable.idempotence). The local profile sets false: tansu's idempotence breaks across its restarts; order is then kept with one request in flight.
     #[arg(long, env = "KAFKA_IDEMPOTENCE", default_value_t = true, action = clap::ArgAction::Set, global = true)]
     pub kafka_idempotence: bool,
+    /// librdkafka debug contexts for diagnosis (e.g. `cgrp,fetch`; its `debug` property), logged under the target `librdkafka`: also set RUST_LOG=info,librdkafka=debug. Unset: none.
+    #[arg(long, env = "KAFKA_DEBUG", global = true)]
+    pub kafka_debug: Option<String>,
     /// A stage stops (instead of dead-lettering more) when more than this many of the last STAGE_DLQ_WINDOW events were dead-lettered; the event over the limit is kept for the restart.
     #[arg(long, env = "STAGE_DLQ_MAX", default_value_t = 10, global = true)]
     pub stage_dlq_max: usize,
@@ -213,6 +216,7 @@ impl Settings {
             session_timeout_ms: self.kafka_session_timeout_ms,
             max_poll_interval_ms: self.kafka_max_poll_interval_ms,
             idempotence: self.kafka_idempotence,
+            debug: self.kafka_debug.clone(),
             dead_letter_limit: if self.stage_dlq_window == 0 {
                 rag_bus::DeadLetterLimit::UNLIMITED
             } else {

@@ -182,6 +182,7 @@ async fn llm_answers_are_validated_remember_the_conversation_and_failures_are_fi
     assert!(contents.iter().any(|c| c == "How did revenue change?"), "history in the prompt: {contents:?}");
     assert!(contents.iter().any(|c| c == "The documents say so."));
     assert_eq!(contents.last().unwrap(), "And the profit?");
+    assert_eq!(contents.iter().filter(|c| *c == "And the profit?").count(), 1, "the question is not its own history: {contents:?}");
 
     // LLM down with fallback=fail: the message ends failed, not pending.
     let (ok, m) = ask(&t, &t.workspace, "Was there an outage of revenue?", &[]).await;

@@ -231,8 +231,10 @@ async fn a_transient_failure_that_outlives_its_retries_stops_the_stage_and_a_res
     assert!(!status.success(), "a stage that gave up makes `run` fail");
     assert!(failing.saw("transient error, retrying"), "it retried first");
     assert!(failing.saw("stage failed") && failing.saw("indexer"), "the log names the failed stage");
-    let st: String = sqlx::query_scalar("SELECT status FROM documents").fetch_one(&t.pool).await.unwrap();
-    assert!(st == "parsed" || st == "chunked", "not indexed, not failed: the event waits (status {st})");
+    // `run all` stops every stage with the failed one, so the projector
+    // may not have caught up: no row yet is fine, a final state is not.
+    let st: Option<String> = sqlx::query_scalar("SELECT status FROM documents").fetch_optional(&t.pool).await.unwrap();
+    assert!(matches!(st.as_deref(), None | Some("uploaded" | "parsed" | "chunked")), "not indexed, not failed: the event waits (status {st:?})");
 
     let _fixed = t.spawn(&["run", "all"], &[]);
     wait_until("ingested after the restart", WAIT, || async {

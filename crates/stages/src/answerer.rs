@@ -22,6 +22,9 @@ pub const CONSUMES: &[EventType] = &[EventType::QuestionAsked];
 
 /// Earlier turns given to the model.
 const HISTORY_TURNS: i64 = 6;
+/// How long an answer waits for the projector to have projected its own
+/// question before reading the conversation's history (see `answer`).
+const HISTORY_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 /// Upper bound on a question's top_k.
 const MAX_TOP_K: usize = 50;
 
@@ -80,6 +83,27 @@ impl Answerer {
             .collect())
     }
 
+    /// The history comes from the projector's read model, which may lag:
+    /// a follow-up asked as soon as the first answer showed could be
+    /// answered before the first question was projected (questions and
+    /// answers are projected from different topics), and the prompt lost
+    /// that turn. Questions of a conversation share a partition, so once
+    /// this question is projected every earlier one is. Bounded: a
+    /// projector that is down delays answers by `HISTORY_WAIT`, no more.
+    async fn wait_for_projected_question(&self, ws: &str, user_message: Uuid) -> Result<(), ProcessError> {
+        let started = std::time::Instant::now();
+        loop {
+            if messages::get(&self.retriever.pool, ws, user_message).await.map_err(store_err)?.is_some() {
+                return Ok(());
+            }
+            if started.elapsed() >= HISTORY_WAIT {
+                warn!(workspace_id = ws, message_id = %user_message, "the question is not projected yet; answering with the history there is");
+                return Ok(());
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    }
+
     async fn answer(&self, q: &QuestionAsked) -> Result<AnswerProduced, ProcessError> {
         let ws = &q.envelope.workspace_id;
         let mut document_ids = Vec::new();
@@ -89,7 +113,9 @@ impl Answerer {
                 Err(_) => return Ok(self.failed(q, "invalid_question", format!("document id {d:?} is not a UUID"))),
             }
         }
-        let (Ok(conversation), Ok(assistant)) = (Uuid::parse_str(&q.conversation_id), Uuid::parse_str(&q.assistant_message_id)) else {
+        let (Ok(conversation), Ok(user), Ok(assistant)) =
+            (Uuid::parse_str(&q.conversation_id), Uuid::parse_str(&q.user_message_id), Uuid::parse_str(&q.assistant_message_id))
+        else {
             return Ok(self.failed(q, "invalid_question", "conversation or message id is not a UUID".into()));
         };
         let top_k = q.top_k.filter(|k| *k > 0).map(|k| k as usize).unwrap_or(self.top_k).clamp(1, MAX_TOP_K);
@@ -99,7 +125,8 @@ impl Answerer {
             Err(e) => return Ok(self.failed(q, "retrieval_failed", e.to_string())),
         };
         let sources = self.sources(ws, &retrieval).await?;
-        let history: Vec<Turn> = messages::history(&self.retriever.pool, ws, conversation, assistant, HISTORY_TURNS)
+        self.wait_for_projected_question(ws, user).await?;
+        let history: Vec<Turn> = messages::history(&self.retriever.pool, ws, conversation, (user, assistant), HISTORY_TURNS)
             .await
             .map_err(store_err)?
             .into_iter()

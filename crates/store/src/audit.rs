@@ -19,7 +19,40 @@ pub struct DocumentAudit {
     pub indexed: i64,
 }
 
-pub async fn documents(pool: &PgPool) -> Result<Vec<DocumentAudit>, StoreError> {
+/// A row count of an ingested document that differs from what its events give.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RowProblem {
+    /// More rows than its events give: an effect applied twice.
+    Doubled(String),
+    /// Fewer (or none): an effect lost.
+    Missing(String),
+}
+
+impl DocumentAudit {
+    /// For an `ingested` document: segments, chunk mappings and index rows
+    /// against the counts its DocumentParsed and DocumentChunked carry.
+    pub fn row_problems(&self) -> Vec<RowProblem> {
+        let rows = [
+            ("segments", self.segments, self.segment_count),
+            ("mappings", self.mappings, self.chunk_count),
+            ("index", self.indexed, self.chunk_count),
+        ];
+        let mut problems = Vec::new();
+        for (what, have, want) in rows {
+            let want = i64::from(want.unwrap_or(0));
+            let line = format!("{}: {have} {what} rows, its events give {want}", self.id);
+            if have > want {
+                problems.push(RowProblem::Doubled(line));
+            } else if have < want || want == 0 {
+                problems.push(RowProblem::Missing(line));
+            }
+        }
+        problems
+    }
+}
+
+/// Every document, or one workspace's (`workspace`).
+pub async fn documents(pool: &PgPool, workspace: Option<&str>) -> Result<Vec<DocumentAudit>, StoreError> {
     Ok(sqlx::query_as(
         "SELECT d.id, d.status, d.segment_count, d.chunk_count,
                 (SELECT count(*) FROM segments s WHERE s.document_id = d.id) AS segments,
@@ -27,8 +60,10 @@ pub async fn documents(pool: &PgPool) -> Result<Vec<DocumentAudit>, StoreError> 
                   WHERE m.document_id = d.id AND m.chunking_version = d.active_chunking_version) AS mappings,
                 (SELECT count(*) FROM search_chunks c
                   WHERE c.document_id = d.id AND c.chunking_version = d.active_chunking_version) AS indexed
-         FROM documents d",
+         FROM documents d
+         WHERE $1::text IS NULL OR d.workspace_id = $1",
     )
+    .bind(workspace)
     .fetch_all(pool)
     .await?)
 }

@@ -119,19 +119,27 @@ pub async fn get(pool: &PgPool, workspace_id: &str, id: Uuid) -> Result<Option<M
         .await?)
 }
 
-/// Completed messages of a conversation before `before` (oldest first), at
-/// most `limit` of the latest.
-pub async fn history(pool: &PgPool, workspace_id: &str, conversation_id: Uuid, before: Uuid, limit: i64) -> Result<Vec<MessageRow>, StoreError> {
+/// Completed messages of a conversation before the turn `(user, assistant)`
+/// (oldest first), at most `limit` of the latest; the turn's own question
+/// is not part of its history.
+pub async fn history(
+    pool: &PgPool,
+    workspace_id: &str,
+    conversation_id: Uuid,
+    (user, assistant): (Uuid, Uuid),
+    limit: i64,
+) -> Result<Vec<MessageRow>, StoreError> {
     let mut rows: Vec<MessageRow> = sqlx::query_as(&format!(
         "SELECT {COLUMNS} FROM messages
-         WHERE workspace_id = $1 AND conversation_id = $2 AND status = 'done' AND id <> $3
+         WHERE workspace_id = $1 AND conversation_id = $2 AND status = 'done' AND id <> $3 AND id <> $5
            AND created_at < coalesce((SELECT created_at FROM messages WHERE id = $3), now())
          ORDER BY created_at DESC LIMIT $4"
     ))
     .bind(workspace_id)
     .bind(conversation_id)
-    .bind(before)
+    .bind(assistant)
     .bind(limit)
+    .bind(user)
     .fetch_all(pool)
     .await?;
     rows.reverse();

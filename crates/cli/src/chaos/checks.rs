@@ -7,6 +7,8 @@ use rag_bus::{headers, BusConfig};
 use rag_events::EventType;
 use serde_json::json;
 
+use rag_store::audit::RowProblem;
+
 use super::corpus::Expect;
 
 #[derive(Default)]
@@ -28,7 +30,7 @@ pub async fn check(
 ) -> anyhow::Result<serde_json::Value> {
     let mut t = Tally::default();
     let audits: HashMap<String, rag_store::audit::DocumentAudit> =
-        rag_store::audit::documents(pool).await?.into_iter().map(|a| (a.id.to_string(), a)).collect();
+        rag_store::audit::documents(pool, None).await?.into_iter().map(|a| (a.id.to_string(), a)).collect();
     for (id, expect) in expected {
         let Some(a) = audits.get(id) else {
             t.lost.push(id.clone());
@@ -42,13 +44,10 @@ pub async fn check(
             "uploaded" | "parsed" | "chunked" => t.stuck.push(format!("{id} ({})", a.status)),
             s if s != want => t.wrong_state.push(format!("{id}: {s}, expected {want}")),
             "ingested" => {
-                let rows = [("segments", a.segments, a.segment_count), ("mappings", a.mappings, a.chunk_count), ("index", a.indexed, a.chunk_count)];
-                for (what, have, want) in rows {
-                    let want = i64::from(want.unwrap_or(0));
-                    if have > want {
-                        t.doubled.push(format!("{id}: {have} {what} rows, its events give {want}"));
-                    } else if have < want || want == 0 {
-                        t.missing_rows.push(format!("{id}: {have} {what} rows, its events give {want}"));
+                for problem in a.row_problems() {
+                    match problem {
+                        RowProblem::Doubled(line) => t.doubled.push(line),
+                        RowProblem::Missing(line) => t.missing_rows.push(line),
                     }
                 }
             }

@@ -319,7 +319,7 @@ async fn run_trial(s: &Settings, args: &ChaosArgs, plan: &Plan, trial: u32) -> a
         fleet.supervise()?;
         let (docs, msgs) = rag_store::audit::unfinished(&pool).await.unwrap_or((i64::MAX, i64::MAX));
         let answered = rag_store::audit::messages(&pool).await.map(|m| m.iter().filter(|(_, r, _)| r == "assistant").count()).unwrap_or(0);
-        let projected = rag_store::audit::documents(&pool).await.map(|d| d.len()).unwrap_or(0);
+        let projected = rag_store::audit::documents(&pool, None).await.map(|d| d.len()).unwrap_or(0);
         if docs == 0 && msgs == 0 && projected >= expected.len() && answered >= questions.len() {
             // Give late duplicates (re-deliveries after the last kill) a moment.
             tokio::time::sleep(Duration::from_secs(3)).await;

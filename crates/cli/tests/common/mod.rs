@@ -172,6 +172,7 @@ impl TestEnv {
             session_timeout_ms: 6000,
             max_poll_interval_ms: 300_000,
             idempotence: std::env::var("KAFKA_IDEMPOTENCE").map_or(true, |v| v != "false"),
+            debug: std::env::var("KAFKA_DEBUG").ok(),
             dead_letter_limit: rag_bus::DeadLetterLimit::default(),
         }
     }
