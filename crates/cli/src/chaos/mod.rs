@@ -194,7 +194,17 @@ pub async fn chaos(s: &Settings, args: ChaosArgs) -> anyhow::Result<ExitCode> {
         let ok = summary["ok"] == true;
         all_ok &= ok;
         if !args.json {
-            eprintln!("[chaos] trial {trial}: {}", if ok { "clean" } else { "INVARIANTS VIOLATED" });
+            // One line per trial with what it survived, so a run stopped
+            // early still leaves its figures.
+            let f = &summary["faults"];
+            eprintln!(
+                "[chaos] trial {trial}: {} ({} SIGKILL, {} SIGTERM, {} stage restarts, services {}; {} s, settled in {} s)",
+                if ok { "clean" } else { "INVARIANTS VIOLATED" },
+                f["sigkill"], f["sigterm"], f["stage_restarts"], f["services_restarted"], summary["seconds"]["total"], summary["seconds"]["settle"]
+            );
+            if !ok {
+                eprintln!("[chaos] trial {trial} report: {summary}");
+            }
         }
         trials.push(summary);
     }
