@@ -147,10 +147,14 @@ pub async fn bench(s: &Settings, cmd: BenchCommand) -> anyhow::Result<ExitCode> 
     latencies.sort_by(|a, b| a.total_cmp(b));
     let audits = rag_store::audit::documents(pool, Some(workspace)).await?;
     let stuck = audits.iter().filter(|a| !matches!(a.status.as_str(), "ingested" | "failed")).count() + args.documents.saturating_sub(audits.len());
-    let problems: Vec<RowProblem> = audits.iter().filter(|a| a.status == "ingested").flat_map(|a| a.row_problems()).collect();
-    let doubled = problems.iter().filter(|p| matches!(p, RowProblem::Doubled(_))).count() + audits.len().saturating_sub(args.documents);
-    let missing = problems.len() - problems.iter().filter(|p| matches!(p, RowProblem::Doubled(_))).count();
-    for p in problems.iter().take(10) {
+    let (doubled_rows, missing_rows): (Vec<RowProblem>, Vec<RowProblem>) = audits
+        .iter()
+        .filter(|a| a.status == "ingested")
+        .flat_map(|a| a.row_problems())
+        .partition(|p| matches!(p, RowProblem::Doubled(_)));
+    let doubled = doubled_rows.len() + audits.len().saturating_sub(args.documents);
+    let missing = missing_rows.len();
+    for p in doubled_rows.iter().chain(&missing_rows).take(10) {
         eprintln!("bench: {p:?}");
     }
     let expected_segments = (args.documents * args.pages * args.paragraphs) as i64;
