@@ -53,6 +53,8 @@ pub struct ChaosArgs {
     /// Keep each trial's database (dropped after a clean trial by default).
     #[arg(long)]
     keep: bool,
+    /// Only the JSON summary (on stdout, printed in any case); without it a
+    /// closing count of clean trials also goes to stderr.
     #[arg(long)]
     json: bool,
 }
@@ -187,26 +189,26 @@ pub async fn chaos(s: &Settings, args: ChaosArgs) -> anyhow::Result<ExitCode> {
     let mut trials = Vec::new();
     let mut all_ok = true;
     for trial in 1..=args.trials {
-        if !args.json {
-            eprintln!("[chaos] trial {trial}/{}: {} documents, {} questions", args.trials, plan.documents, plan.questions);
-        }
+        // Progress goes to stderr also with --json (stdout carries only the
+        // JSON): a long run stopped early still leaves each trial's figures.
+        eprintln!("[chaos] trial {trial}/{}: {} documents, {} questions", args.trials, plan.documents, plan.questions);
         let summary = run_trial(s, &args, &plan, trial).await?;
         let ok = summary["ok"] == true;
         all_ok &= ok;
-        if !args.json {
-            // One line per trial with what it survived, so a run stopped
-            // early still leaves its figures.
-            let f = &summary["faults"];
-            eprintln!(
-                "[chaos] trial {trial}: {} ({} SIGKILL, {} SIGTERM, {} stage restarts, services {}; {} s, settled in {} s)",
-                if ok { "clean" } else { "INVARIANTS VIOLATED" },
-                f["sigkill"], f["sigterm"], f["stage_restarts"], f["services_restarted"], summary["seconds"]["total"], summary["seconds"]["settle"]
-            );
-            if !ok {
-                eprintln!("[chaos] trial {trial} report: {summary}");
-            }
+        let f = &summary["faults"];
+        eprintln!(
+            "[chaos] trial {trial}: {} ({} SIGKILL, {} SIGTERM, {} stage restarts, services {}; {} s, settled in {} s)",
+            if ok { "clean" } else { "INVARIANTS VIOLATED" },
+            f["sigkill"], f["sigterm"], f["stage_restarts"], f["services_restarted"], summary["seconds"]["total"], summary["seconds"]["settle"]
+        );
+        if !ok {
+            eprintln!("[chaos] trial {trial} report: {summary}");
         }
         trials.push(summary);
+    }
+    if !args.json {
+        let clean = trials.iter().filter(|t| t["ok"] == true).count();
+        eprintln!("[chaos] {clean} of {} trials clean", trials.len());
     }
     let out = json!({"profile": format!("{:?}", args.profile).to_lowercase(), "ok": all_ok, "trials": trials});
     println!("{}", serde_json::to_string_pretty(&out)?);
