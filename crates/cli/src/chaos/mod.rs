@@ -187,14 +187,12 @@ impl Fleet {
 pub async fn chaos(s: &Settings, args: ChaosArgs) -> anyhow::Result<ExitCode> {
     let plan = args.profile.plan();
     let mut trials = Vec::new();
-    let mut all_ok = true;
     for trial in 1..=args.trials {
         // Progress goes to stderr also with --json (stdout carries only the
         // JSON): a long run stopped early still leaves each trial's figures.
         eprintln!("[chaos] trial {trial}/{}: {} documents, {} questions", args.trials, plan.documents, plan.questions);
         let summary = run_trial(s, &args, &plan, trial).await?;
         let ok = summary["ok"] == true;
-        all_ok &= ok;
         let f = &summary["faults"];
         eprintln!(
             "[chaos] trial {trial}: {} ({} SIGKILL, {} SIGTERM, {} stage restarts, services {}; {} s, settled in {} s)",
@@ -206,8 +204,9 @@ pub async fn chaos(s: &Settings, args: ChaosArgs) -> anyhow::Result<ExitCode> {
         }
         trials.push(summary);
     }
+    let clean = trials.iter().filter(|t| t["ok"] == true).count();
+    let all_ok = clean == trials.len();
     if !args.json {
-        let clean = trials.iter().filter(|t| t["ok"] == true).count();
         eprintln!("[chaos] {clean} of {} trials clean", trials.len());
     }
     let out = json!({"profile": format!("{:?}", args.profile).to_lowercase(), "ok": all_ok, "trials": trials});
