@@ -3,6 +3,7 @@
 //! become events (DocumentUploaded, DocumentDeleted, QuestionAsked) on the
 //! bus; answers reach clients as Server-Sent Events. Every route under
 //! `/v1` needs a bearer JWT and checks that the caller owns the workspace.
+//! `/` serves the web page, whose files are embedded in the binary.
 
 pub mod auth;
 pub mod error;
@@ -46,6 +47,9 @@ pub struct ApiConfig {
     pub sse_poll: Duration,
     /// Deadline of each dependency check of `/readyz`.
     pub ready_timeout: Duration,
+    /// `POST /dev/sign-in` mints a token for any user name: a developer's
+    /// machine only, never the default.
+    pub dev_sign_in: bool,
 }
 
 impl Default for ApiConfig {
@@ -56,6 +60,7 @@ impl Default for ApiConfig {
             json_body_max_bytes: 64 * 1024,
             sse_poll: Duration::from_millis(250),
             ready_timeout: Duration::from_secs(3),
+            dev_sign_in: false,
         }
     }
 }
@@ -163,6 +168,10 @@ pub fn router(state: AppState) -> Router {
         .route("/readyz", get(routes::health::readyz))
         .route("/metrics", get(routes::health::metrics))
         .route("/openapi.json", get(routes::health::openapi_json))
+        .route("/", get(routes::page::index))
+        .route("/ui/config.json", get(routes::page::config))
+        .route("/ui/{file}", get(routes::page::asset))
+        .route("/dev/sign-in", post(routes::page::dev_sign_in))
         .fallback(routes::health::not_found)
         .layer(DefaultBodyLimit::max(cfg.json_body_max_bytes))
         .layer(axum::middleware::from_fn(middleware::observe));

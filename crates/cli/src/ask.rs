@@ -1,6 +1,6 @@
 //! `rag-engine ask`: produces QuestionAsked, waits for the answer (the
 //! projected assistant message) and prints its sections with numbered
-//! citations and the cited text.
+//! citations and the cited text, each checked against the raw text.
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -80,14 +80,11 @@ pub async fn ask(s: &Settings, args: AskArgs) -> anyhow::Result<ExitCode> {
         eprintln!("the question could not be answered: {} ({})", f["message"].as_str().unwrap_or("-"), f["code"].as_str().unwrap_or("-"));
         return Ok(ExitCode::FAILURE);
     }
-    let filenames: std::collections::HashMap<String, String> =
-        rag_store::sqlx::query_as::<_, (uuid::Uuid, Option<String>)>("SELECT id, filename FROM documents WHERE workspace_id = $1")
-            .bind(&args.workspace)
-            .fetch_all(&pool)
-            .await?
-            .into_iter()
-            .map(|(id, f)| (id.to_string(), f.unwrap_or_default()))
-            .collect();
+    let filenames: std::collections::HashMap<String, String> = rag_store::documents::list(&pool, &args.workspace)
+        .await?
+        .into_iter()
+        .map(|d| (d.id.to_string(), d.filename.unwrap_or_default()))
+        .collect();
     let mut numbered: Vec<&serde_json::Value> = Vec::new();
     let empty = Vec::new();
     for section in message.metadata["sections"].as_array().unwrap_or(&empty) {
@@ -101,19 +98,42 @@ pub async fn ask(s: &Settings, args: AskArgs) -> anyhow::Result<ExitCode> {
     if !numbered.is_empty() {
         println!("Citations:");
     }
+    // Each citation checked against the raw text as the viewer shows it:
+    // the cited text must be exactly `full_text[char_start..char_end]`.
+    let mut full_texts: std::collections::HashMap<String, Option<Vec<char>>> = std::collections::HashMap::new();
+    let mut invalid = 0;
     for (i, c) in numbered.iter().enumerate() {
         let doc = c["document_id"].as_str().unwrap_or_default();
+        let (start, end) = (c["char_start"].as_u64().unwrap_or(0) as usize, c["char_end"].as_u64().unwrap_or(0) as usize);
         println!(
-            "[{}] {} p.{} segment {} chars {}..{}",
+            "[{}] {} p.{} segment {} chars {start}..{end}",
             i + 1,
             filenames.get(doc).map(String::as_str).unwrap_or(doc),
             c["page_idx"].as_i64().unwrap_or(0) + 1,
             c["segment_index"].as_i64().unwrap_or(0),
-            c["char_start"].as_i64().unwrap_or(0),
-            c["char_end"].as_i64().unwrap_or(0),
         );
         let text = c["text"].as_str().or(c["snippet_preview"].as_str()).unwrap_or_default();
         println!("    “{}”", text.split_whitespace().collect::<Vec<_>>().join(" "));
+        if !full_texts.contains_key(doc) {
+            let full = match uuid::Uuid::parse_str(doc) {
+                Ok(id) => {
+                    let segments = rag_store::pipeline::segments(&pool, &args.workspace, id).await?;
+                    (!segments.is_empty()).then(|| segments.iter().flat_map(|s| s.text.chars()).collect())
+                }
+                Err(_) => None,
+            };
+            full_texts.insert(doc.to_string(), full);
+        }
+        match full_texts.get(doc).and_then(Option::as_ref) {
+            Some(full) if end <= full.len() && full[start.min(end)..end].iter().collect::<String>() == text => {
+                println!("    ✓ exactly the raw text at chars {start}..{end}");
+            }
+            Some(_) => {
+                invalid += 1;
+                println!("    ✗ does not match the raw text at chars {start}..{end}");
+            }
+            None => println!("    (the document's raw text is gone: deleted after the answer)"),
+        }
     }
     let mode = message.metadata["mode"].as_str().unwrap_or("-");
     let usage = &message.metadata["llm_usage"];
@@ -121,6 +141,10 @@ pub async fn ask(s: &Settings, args: AskArgs) -> anyhow::Result<ExitCode> {
         eprintln!("({mode}; {} tokens, model {})", usage["total_tokens"], usage["model"].as_str().unwrap_or("-"));
     } else {
         eprintln!("({mode})");
+    }
+    if invalid > 0 {
+        eprintln!("{invalid} citation(s) do not match the raw text");
+        return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)
 }

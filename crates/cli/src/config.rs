@@ -193,6 +193,9 @@ pub struct Settings {
     /// Seconds the API waits for the broker to confirm an event before answering 503.
     #[arg(long, env = "API_PRODUCE_TIMEOUT_SECS", default_value_t = 15, global = true)]
     pub api_produce_timeout_secs: u64,
+    /// Development sign-in: `POST /dev/sign-in` (and the page's sign-in form) mints a token for any user name without a password. Only on a developer's machine (`scripts/demo` turns it on); never in production.
+    #[arg(long, env = "API_DEV_SIGN_IN", default_value_t = false, global = true, action = clap::ArgAction::Set)]
+    pub api_dev_sign_in: bool,
     /// Log format on stderr: text or json.
     #[arg(long, env = "LOG_FORMAT", default_value = "text", global = true, value_parser = ["text", "json"])]
     pub log_format: String,
@@ -237,6 +240,7 @@ impl Settings {
             cors_origins: self.cors_allowed_origins.split(',').map(str::trim).filter(|o| !o.is_empty()).map(String::from).collect(),
             upload_max_bytes: self.upload_max_bytes,
             json_body_max_bytes: self.api_json_body_max_bytes,
+            dev_sign_in: self.api_dev_sign_in,
             ..rag_api::ApiConfig::default()
         }
     }

@@ -189,7 +189,10 @@ pub async fn run(s: &Settings, args: RunArgs) -> anyhow::Result<ExitCode> {
         let producer = EventProducer::with_delivery_timeout(&s.bus(), Codec::embedded()?, "rag-engine/api", timeout)?;
         let blobs = rag_blobs::BlobStore::new(&s.blobs());
         let state = rag_api::AppState::new(pool.clone(), producer, blobs, jwt, s.api(), Some(metrics), shutdown.clone());
-        info!(addr = %s.api_addr, "serving the HTTP API");
+        info!(addr = %s.api_addr, page = %format!("http://{}/", s.api_addr), "serving the HTTP API and the web page");
+        if s.api_dev_sign_in {
+            tracing::warn!("API_DEV_SIGN_IN is on: POST /dev/sign-in gives a token for any user name (a developer's machine only)");
+        }
         tasks.spawn(async move {
             let r = rag_api::serve(listener, state).await;
             ("api".to_string(), r.map_err(|e| rag_bus::BusError::StageFailed { stage: "api".into(), reason: e.to_string() }))

@@ -2,6 +2,7 @@ pub mod conversations;
 pub mod documents;
 pub mod events;
 pub mod health;
+pub mod page;
 pub mod workspaces;
 
 use rag_store::workspaces::WorkspaceRow;

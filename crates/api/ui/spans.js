@@ -1,0 +1,73 @@
+// Citation spans over the raw-text segments. Pure functions (no DOM), so
+// they are tested with `node --test` (ui/spans.test.mjs).
+//
+// The server counts offsets in Unicode scalar values (Rust `char`s) of the
+// document's full text; JavaScript strings count UTF-16 code units. A
+// Vietnamese letter is one unit, but an emoji or a rare CJK ideograph is
+// two, so every slice here goes through code points (`Array.from`).
+
+/** The code points of `text`, as an array of strings. */
+export function codePoints(text) {
+  return Array.from(text ?? "");
+}
+
+/** `text[start..end]` in code points. */
+export function sliceCodePoints(text, start, end) {
+  return codePoints(text).slice(start, end).join("");
+}
+
+/**
+ * Where the span `[start, end)` of the full text falls in each segment.
+ * `segments` are the raw-text endpoint's segments (`char_start`,
+ * `char_end`, `text`), tiling the full text in order. Returns one
+ * `{segment, from, to}` per segment the span touches, with `from`/`to` in
+ * code points of that segment's text: a span that crosses segments or
+ * pages gives several pieces, whose texts joined equal the cited text.
+ */
+export function spanPieces(segments, start, end) {
+  const pieces = [];
+  if (!(end > start)) return pieces;
+  for (let i = 0; i < segments.length; i++) {
+    const seg = segments[i];
+    const segStart = Number(seg.char_start);
+    const segEnd = Number(seg.char_end);
+    const from = Math.max(start, segStart);
+    const to = Math.min(end, segEnd);
+    if (to > from) pieces.push({ segment: i, from: from - segStart, to: to - segStart });
+  }
+  return pieces;
+}
+
+/** The full text's `[start, end)` as the segments hold it. */
+export function spanText(segments, start, end) {
+  return spanPieces(segments, start, end)
+    .map((p) => sliceCodePoints(segments[p.segment].text, p.from, p.to))
+    .join("");
+}
+
+/**
+ * A segment's text split around its pieces:
+ * `[{text, marked}]` in order, for rendering with `<mark>`.
+ */
+export function splitSegment(text, ranges) {
+  const cps = codePoints(text);
+  const parts = [];
+  let at = 0;
+  for (const r of [...ranges].sort((a, b) => a.from - b.from)) {
+    const from = Math.max(r.from, at);
+    const to = Math.min(r.to, cps.length);
+    if (to <= from) continue;
+    if (from > at) parts.push({ text: cps.slice(at, from).join(""), marked: false });
+    parts.push({ text: cps.slice(from, to).join(""), marked: true });
+    at = to;
+  }
+  if (at < cps.length) parts.push({ text: cps.slice(at).join(""), marked: false });
+  return parts;
+}
+
+/** Whitespace runs collapsed and the text cut at `max` code points. */
+export function preview(text, max = 280) {
+  const flat = String(text ?? "").replace(/\s+/g, " ").trim();
+  const cps = codePoints(flat);
+  return cps.length > max ? cps.slice(0, max - 1).join("") + "…" : flat;
+}

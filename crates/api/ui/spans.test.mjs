@@ -1,0 +1,60 @@
+// `node --test crates/api/ui/` (run by scripts/test): the page's span logic.
+import test from "node:test";
+import assert from "node:assert/strict";
+import { spanPieces, spanText, splitSegment, sliceCodePoints, preview } from "./spans.js";
+
+// Two pages, three segments, tiling "Trang một.\nDoanh thu 😀 tăng.\nTrang hai."
+const segments = [
+  { segment_index: 0, page_idx: 0, char_start: 0, char_end: 11, text: "Trang một.\n" },
+  { segment_index: 1, page_idx: 0, char_start: 11, char_end: 29, text: "Doanh thu 😀 tăng.\n" },
+  { segment_index: 2, page_idx: 1, char_start: 29, char_end: 39, text: "Trang hai." },
+];
+const full = segments.map((s) => s.text).join("");
+
+test("segments tile the text in code points", () => {
+  assert.equal(Array.from(full).length, 39);
+  for (const s of segments) assert.equal(Array.from(s.text).length, s.char_end - s.char_start);
+});
+
+test("a span inside one segment", () => {
+  assert.deepEqual(spanPieces(segments, 11, 20), [{ segment: 1, from: 0, to: 9 }]);
+  assert.equal(spanText(segments, 11, 20), "Doanh thu");
+});
+
+test("offsets count code points, not UTF-16 units", () => {
+  // The emoji is one scalar value but two UTF-16 units.
+  assert.equal(spanText(segments, 21, 22), "😀");
+  assert.equal(spanText(segments, 23, 27), "tăng");
+  assert.equal(sliceCodePoints(full, 21, 27), "😀 tăng");
+});
+
+test("a span crossing segments and pages is cut into pieces that join to the cited text", () => {
+  const pieces = spanPieces(segments, 23, 34);
+  assert.deepEqual(pieces, [
+    { segment: 1, from: 12, to: 18 },
+    { segment: 2, from: 0, to: 5 },
+  ]);
+  assert.equal(spanText(segments, 23, 34), sliceCodePoints(full, 23, 34));
+  assert.equal(spanText(segments, 0, 39), full);
+});
+
+test("empty and out-of-range spans give nothing", () => {
+  assert.deepEqual(spanPieces(segments, 5, 5), []);
+  assert.deepEqual(spanPieces(segments, 50, 60), []);
+  assert.equal(spanText(segments, 30, 20), "");
+});
+
+test("splitting a segment around its marked pieces", () => {
+  assert.deepEqual(splitSegment("Doanh thu 😀 tăng.\n", [{ from: 12, to: 16 }]), [
+    { text: "Doanh thu 😀 ", marked: false },
+    { text: "tăng", marked: true },
+    { text: ".\n", marked: false },
+  ]);
+  assert.deepEqual(splitSegment("abc", [{ from: 0, to: 3 }]), [{ text: "abc", marked: true }]);
+  assert.deepEqual(splitSegment("abc", []), [{ text: "abc", marked: false }]);
+});
+
+test("previews collapse whitespace and cut long text", () => {
+  assert.equal(preview("  a\n\n b  "), "a b");
+  assert.equal(preview("ứ".repeat(10), 5), "ứứứứ…");
+});

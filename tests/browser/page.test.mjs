@@ -1,0 +1,218 @@
+// The web page in a real browser (scripts/browser-test starts the server):
+// upload a two-page Vietnamese PDF, watch it reach `ingested`, ask, click
+// every citation bubble and compare the highlighted text with the cited
+// span of the raw-text endpoint; a refused and a failed upload show their
+// reasons; another user sees nothing of the first user's workspace.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { createRequire } from "node:module";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+
+const { BASE, CHROMIUM, PLAYWRIGHT_DIR, SHOTS, WORK, BOB_TOKEN } = process.env;
+const { chromium } = createRequire(join(PLAYWRIGHT_DIR, "node_modules") + "/")("playwright-core");
+
+// Flags for a machine with no network beyond loopback: without them
+// Chromium keeps trying to reach Google's hosts.
+const FLAGS = [
+  "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+  "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
+];
+
+const PAGE_ONE = `Báo cáo tài chính năm 2023 — Công ty Cổ phần Ánh Dương.
+Doanh thu thuần năm 2023 đạt 1.245,6 tỷ đồng, tăng 12,4% so với năm 2022.
+Lợi nhuận sau thuế đạt 187,3 tỷ đồng, tăng 8,1% nhờ kiểm soát chi phí bán hàng.`;
+const PAGE_TWO = `Rủi ro và kế hoạch năm 2024.
+Biến động tỷ giá và lãi suất là hai rủi ro chính được Hội đồng quản trị theo dõi.
+Kế hoạch năm 2024: doanh thu dự kiến tăng 10% và mở thêm ba chi nhánh tại Đà Nẵng.`;
+
+let browser;
+let pdfPath;
+const screenshot = async (page, name) => {
+  const path = join(SHOTS, name);
+  await page.screenshot({ path, fullPage: false });
+  console.log(`screenshot: ${path}`);
+};
+const cps = (s) => Array.from(s);
+
+/** GET on the API with a token, from Node (not through the page). */
+async function apiGet(token, path) {
+  const res = await fetch(BASE + path, { headers: { Authorization: `Bearer ${token}` } });
+  return { status: res.status, body: await res.json() };
+}
+
+before(async () => {
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: FLAGS });
+  // The two-page PDF is made by the same Chromium (a real text layer with
+  // embedded fonts, as a user's PDF would have).
+  const maker = await browser.newPage();
+  const para = (t) => t.split("\n").map((l) => `<p>${l}</p>`).join("");
+  await maker.setContent(
+    `<html lang="vi"><body style="font-family: 'DejaVu Sans', sans-serif; font-size: 14pt">
+       <section style="break-after: page">${para(PAGE_ONE)}</section><section>${para(PAGE_TWO)}</section></body></html>`,
+  );
+  pdfPath = join(WORK, "bao-cao-2023.pdf");
+  writeFileSync(pdfPath, await maker.pdf({ format: "A5" }));
+  await maker.close();
+  writeFileSync(join(WORK, "hong.pdf"), "%PDF-1.7\nthis is not a pdf body");
+  writeFileSync(join(WORK, "rong.txt"), "");
+});
+
+after(async () => {
+  await browser?.close();
+});
+
+let aliceWorkspace;
+let aliceToken;
+
+test("upload, watch the pipeline, ask, and open every citation on the raw text", async () => {
+  const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+  const page = await context.newPage();
+  const requests = [];
+  page.on("request", (r) => requests.push(new URL(r.url()).pathname));
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(e.message));
+
+  await page.goto(BASE + "/");
+  await page.locator("#dev-form").waitFor();
+  await page.fill("#dev-user", "alice");
+  await page.click("#dev-form button[type=submit]");
+  await page.locator("#workspace-bar").waitFor();
+  aliceToken = await page.evaluate(() => sessionStorage.getItem("rag-engine.token"));
+  assert.ok(aliceToken, "signed in: the token is kept for the tab");
+
+  await page.fill("#new-workspace-name", "Báo cáo tài chính");
+  await page.click("#new-workspace-form button[type=submit]");
+  await page.waitForFunction(() => document.querySelector("#workspace-select").options.length === 1);
+  aliceWorkspace = await page.$eval("#workspace-select", (s) => s.value);
+  assert.equal(await page.$eval("#workspace-select", (s) => s.selectedOptions[0].textContent), "Báo cáo tài chính");
+
+  // Three files at once: one good, one corrupt, one empty.
+  await page.setInputFiles("#file-input", [pdfPath, join(WORK, "hong.pdf"), join(WORK, "rong.txt")]);
+  // Refused at upload: the row keeps the server's reason.
+  const refused = page.locator('.upload.error[data-name="rong.txt"]');
+  await refused.waitFor();
+  assert.match(await refused.textContent(), /empty_file/);
+  // Accepted, then failed in the parser: the document shows why.
+  const failed = page.locator('.document[data-status="failed"]', { hasText: "hong.pdf" });
+  await failed.waitFor({ timeout: 60_000 });
+  assert.match(await failed.locator(".failure").textContent(), /corrupt_pdf/);
+  // The good one goes through the pipeline on the page, without a reload.
+  const seen = new Set();
+  const doc = page.locator(".document", { hasText: "bao-cao-2023.pdf" });
+  const deadline = Date.now() + 120_000;
+  while (Date.now() < deadline) {
+    const s = await doc.getAttribute("data-status").catch(() => null);
+    if (s) seen.add(s);
+    if (s === "ingested" || s === "failed") break;
+    await page.waitForTimeout(100);
+  }
+  assert.ok(seen.has("ingested"), `the PDF reached ingested (seen: ${[...seen]})`);
+  assert.match(await doc.textContent(), /2 pages/);
+  await screenshot(page, "documents.png");
+
+  // The question shows at once, the answer as pending.
+  await page.fill("#question", "Doanh thu và lợi nhuận năm 2023 tăng bao nhiêu?");
+  await page.press("#question", "Enter");
+  assert.equal(await page.locator(".message.user").last().textContent(), "Doanh thu và lợi nhuận năm 2023 tăng bao nhiêu?");
+  assert.equal(await page.locator(".message.assistant.pending").count(), 1, "the pending answer is shown");
+  await page.locator(".message.assistant.done").waitFor({ timeout: 60_000 });
+  const bubbles = page.locator(".message.assistant.done .cite");
+  const n = await bubbles.count();
+  assert.ok(n >= 1, "the answer has citation bubbles");
+  assert.match(await page.locator(".message.assistant.done").textContent(), /12,4%/);
+
+  // Each bubble: the highlighted text is exactly the cited span of the raw text.
+  const documentId = await doc.getAttribute("data-id");
+  const raw = await apiGet(aliceToken, `/v1/workspaces/${aliceWorkspace}/documents/${documentId}/raw-text`);
+  assert.equal(raw.status, 200);
+  const full = raw.body.segments.map((s) => s.text).join("");
+  for (let i = 0; i < n; i++) {
+    const bubble = bubbles.nth(i);
+    const start = Number(await bubble.getAttribute("data-start"));
+    const end = Number(await bubble.getAttribute("data-end"));
+    await bubble.click();
+    await page.locator("#viewer mark.cited").first().waitFor();
+    const marked = await page.$$eval("#viewer mark.cited", (ms) => ms.map((m) => m.textContent).join(""));
+    assert.equal(marked, cps(full).slice(start, end).join(""), `citation ${i + 1} highlights its span`);
+    assert.ok(await page.locator("#viewer mark.cited").first().isVisible(), "scrolled to the highlight");
+  }
+  // Hovering a bubble shows the cited text.
+  await bubbles.first().hover();
+  const tip = page.locator("#cite-tip");
+  assert.ok(await tip.isVisible());
+  const firstStart = Number(await bubbles.first().getAttribute("data-start"));
+  const firstEnd = Number(await bubbles.first().getAttribute("data-end"));
+  const cited = cps(full).slice(firstStart, firstEnd).join("").replace(/\s+/g, " ").trim();
+  assert.ok((await tip.textContent()).includes(cps(cited).slice(0, 60).join("")), "the tooltip carries the cited text");
+  await bubbles.first().click();
+  await page.mouse.move(5, 880);
+  await page.evaluate(() => document.activeElement.blur());
+  await screenshot(page, "answer.png");
+
+  // Keyboard: arrows move between bubbles, Escape closes the text and
+  // gives the focus back to the bubble.
+  await bubbles.first().focus();
+  if (n > 1) {
+    await page.keyboard.press("ArrowRight");
+    assert.equal(await page.evaluate(() => document.activeElement.dataset.n), "2");
+    await page.keyboard.press("ArrowLeft");
+  }
+  await page.keyboard.press("Enter");
+  await page.locator("#viewer").waitFor();
+  await page.keyboard.press("Escape");
+  assert.ok(await page.locator("#viewer").isHidden());
+  assert.equal(await page.evaluate(() => document.activeElement.dataset.n), "1");
+
+  // A span across the page break (a deep link, as a shared citation would be).
+  const second = raw.body.segments.findIndex((s) => s.page_idx === 1);
+  assert.ok(second > 0, "the PDF has a second page");
+  const boundary = raw.body.segments[second].char_start;
+  const [s, e] = [boundary - 12, boundary + 12];
+  await page.goto(`${BASE}/#ws=${aliceWorkspace}&doc=${documentId}&span=${s}-${e}`);
+  await page.locator("#viewer mark.cited").first().waitFor();
+  const pieces = await page.$$eval("#viewer mark.cited", (ms) =>
+    ms.map((m) => ({ text: m.textContent, page: m.parentElement.dataset.page })),
+  );
+  assert.equal(pieces.map((p) => p.text).join(""), cps(full).slice(s, e).join(""));
+  assert.deepEqual([...new Set(pieces.map((p) => p.page))], ["1", "2"], "the highlight spans both pages");
+
+  // A narrow window: one column, nothing wider than the window.
+  await page.setViewportSize({ width: 400, height: 800 });
+  await page.goto(`${BASE}/#ws=${aliceWorkspace}`);
+  await page.locator(".conversations li").first().click();
+  await page.locator(".message.assistant.done").waitFor();
+  assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= 400), "no horizontal scrolling");
+  await screenshot(page, "narrow.png");
+
+  // Every workspace-scoped request of this user named this user's workspace.
+  const scoped = requests.filter((p) => p.startsWith("/v1/workspaces/"));
+  assert.ok(scoped.length > 0);
+  for (const p of scoped) assert.equal(p.split("/")[3], aliceWorkspace, `request ${p}`);
+  assert.deepEqual(errors, [], "no script errors");
+  await context.close();
+});
+
+test("another user sees nothing of the first user's workspace", async () => {
+  assert.ok(aliceWorkspace, "the first test created the workspace");
+  const context = await browser.newContext({ viewport: { width: 1200, height: 800 } });
+  const page = await context.newPage();
+  const requests = [];
+  page.on("request", (r) => requests.push(new URL(r.url()).pathname));
+  // Bob signs in by pasting a token, straight onto a link to Alice's workspace.
+  await page.goto(`${BASE}/#ws=${aliceWorkspace}`);
+  await page.locator("#token-form").waitFor();
+  await page.fill("#token-input", BOB_TOKEN);
+  await page.click("#token-form button[type=submit]");
+  await page.locator("#workspace-error").waitFor();
+  assert.match(await page.textContent("#workspace-error"), /not found/i);
+  assert.equal(await page.$$eval("#workspace-select option", (o) => o.length), 0);
+  assert.equal(await page.locator(".document").count(), 0);
+  assert.ok(!requests.some((p) => p.includes(aliceWorkspace)), "no request carried Alice's workspace id");
+  await screenshot(page, "other-user.png");
+  // And the API itself refuses him, with the answer an unknown id gets.
+  const docs = await apiGet(BOB_TOKEN, `/v1/workspaces/${aliceWorkspace}/documents`);
+  assert.equal(docs.status, 404);
+  assert.equal(docs.body.error.code, "not_found");
+  await context.close();
+});
