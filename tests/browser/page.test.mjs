@@ -216,3 +216,49 @@ test("another user sees nothing of the first user's workspace", async () => {
   assert.equal(docs.body.error.code, "not_found");
   await context.close();
 });
+
+test("files dropped on the page upload into the selected workspace, and switching leaves nothing behind", async () => {
+  assert.ok(aliceWorkspace, "the first test created the workspace");
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const page = await context.newPage();
+  const requests = [];
+  page.on("request", (r) => requests.push(new URL(r.url()).pathname));
+  await page.goto(BASE + "/");
+  await page.fill("#dev-user", "alice");
+  await page.click("#dev-form button[type=submit]");
+  await page.locator('.document[data-status="ingested"]', { hasText: "bao-cao-2023.pdf" }).waitFor();
+
+  // A second workspace; from the switch on, only its id may be requested.
+  await page.fill("#new-workspace-name", "Thứ hai");
+  await page.click("#new-workspace-form button[type=submit]");
+  await page.waitForFunction((first) => {
+    const s = document.querySelector("#workspace-select");
+    return s.options.length === 2 && s.value !== first;
+  }, aliceWorkspace);
+  const second = await page.$eval("#workspace-select", (s) => s.value);
+  const fromSwitch = requests.length;
+  assert.equal(await page.locator(".document").count(), 0, "the new workspace shows none of the first one's documents");
+
+  // Drag and drop two files at once onto the drop zone.
+  const dataTransfer = await page.evaluateHandle(() => {
+    const dt = new DataTransfer();
+    dt.items.add(new File(["# Ghi chú\n\nHọp giao ban vào thứ Hai lúc 9 giờ."], "ghi-chu.md", { type: "text/markdown" }));
+    dt.items.add(new File(["Lịch trực: tổ 2 trực tuần này."], "lich-truc.txt", { type: "text/plain" }));
+    return dt;
+  });
+  await page.dispatchEvent("#drop-zone", "dragenter", { dataTransfer });
+  await page.dispatchEvent("#drop-zone", "drop", { dataTransfer });
+  for (const name of ["ghi-chu.md", "lich-truc.txt"]) {
+    await page.locator('.document[data-status="ingested"]', { hasText: name }).waitFor({ timeout: 60_000 });
+  }
+  await page.waitForTimeout(2500); // a few document polls
+  const after = requests.slice(fromSwitch).filter((p) => p.startsWith("/v1/workspaces/"));
+  assert.ok(after.length > 0);
+  for (const p of after) assert.equal(p.split("/")[3], second, `request after the switch: ${p}`);
+
+  // Back to the first: its documents, not the second's.
+  await page.selectOption("#workspace-select", aliceWorkspace);
+  await page.locator(".document", { hasText: "bao-cao-2023.pdf" }).waitFor();
+  assert.equal(await page.locator(".document", { hasText: "ghi-chu.md" }).count(), 0);
+  await context.close();
+});

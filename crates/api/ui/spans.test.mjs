@@ -1,4 +1,4 @@
-// `node --test crates/api/ui/` (run by scripts/test): the page's span logic.
+// `node --test crates/api/ui/spans.test.mjs` (run by scripts/test): the page's span logic.
 import test from "node:test";
 import assert from "node:assert/strict";
 import { spanPieces, spanText, splitSegment, sliceCodePoints, preview } from "./spans.js";

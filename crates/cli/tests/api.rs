@@ -702,3 +702,57 @@ async fn tokens_ownership_filenames_sizes_and_types_are_enforced() {
     run.terminate(Duration::from_secs(20)).await;
     t.cleanup().await;
 }
+
+#[tokio::test]
+async fn the_page_is_served_embedded_and_the_development_sign_in_is_off_by_default() {
+    let t = TestEnv::new().await;
+    let mut run = t.spawn(&["run", "api"], &[]);
+    let api = Api::new(run.api_port);
+    api.wait_ready().await;
+
+    // The page and its modules come from the binary, with a strict policy.
+    let resp = api.http.get(format!("{}/", api.base)).send().await.unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    let csp = resp.headers()["content-security-policy"].to_str().unwrap().to_string();
+    assert!(csp.contains("default-src 'none'") && csp.contains("script-src 'self'"), "{csp}");
+    assert!(resp.headers()["content-type"].to_str().unwrap().starts_with("text/html"));
+    let html = resp.text().await.unwrap();
+    for module in ["/ui/app.js", "/ui/app.css"] {
+        assert!(html.contains(module));
+        let r = api.http.get(format!("{}{module}", api.base)).send().await.unwrap();
+        assert_eq!(r.status(), StatusCode::OK, "{module}");
+        assert_eq!(r.headers()["x-content-type-options"], "nosniff");
+    }
+    let js = api.http.get(format!("{}/ui/app.js", api.base)).send().await.unwrap();
+    assert!(js.headers()["content-type"].to_str().unwrap().starts_with("text/javascript"));
+    let (s, body, _) = api.call(Method::GET, "/ui/../Cargo.toml", None, None).await;
+    assert_eq!(s, StatusCode::NOT_FOUND, "{body}");
+    let (s, _, _) = api.call(Method::GET, "/ui/secret.js", None, None).await;
+    assert_eq!(s, StatusCode::NOT_FOUND);
+
+    // Without API_DEV_SIGN_IN the sign-in by name does not exist.
+    let (s, config, _) = api.call(Method::GET, "/ui/config.json", None, None).await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(config["dev_sign_in"], false);
+    let (s, body, _) = api.call(Method::POST, "/dev/sign-in", None, Some(json!({"user": "mallory"}))).await;
+    assert_eq!(s, StatusCode::NOT_FOUND);
+    assert_eq!(body["error"]["code"], "not_found");
+    run.terminate(Duration::from_secs(10)).await;
+
+    // With it, a name gets a token the API accepts; a bad name is refused.
+    let mut run = t.spawn(&["run", "api"], &[("API_DEV_SIGN_IN", "true")]);
+    let api = Api::new(run.api_port);
+    api.wait_ready().await;
+    let (_, config, _) = api.call(Method::GET, "/ui/config.json", None, None).await;
+    assert_eq!(config["dev_sign_in"], true);
+    let (s, signed, _) = api.call(Method::POST, "/dev/sign-in", None, Some(json!({"user": "carol"}))).await;
+    assert_eq!(s, StatusCode::OK, "{signed}");
+    let (s, list) = api.get("/v1/workspaces", signed["token"].as_str().unwrap()).await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(list["workspaces"], json!([]));
+    let (s, body, _) = api.call(Method::POST, "/dev/sign-in", None, Some(json!({"user": "a b"}))).await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    assert_eq!(body["error"]["code"], "invalid_field");
+    run.terminate(Duration::from_secs(10)).await;
+    t.cleanup().await;
+}
