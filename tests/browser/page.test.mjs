@@ -75,6 +75,7 @@ test("upload, watch the pipeline, ask, and open every citation on the raw text",
 
   await page.goto(BASE + "/");
   await page.locator("#dev-form").waitFor();
+  await screenshot(page, "sign-in.png");
   await page.fill("#dev-user", "alice");
   await page.click("#dev-form button[type=submit]");
   await page.locator("#workspace-bar").waitFor();
