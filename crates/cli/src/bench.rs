@@ -123,7 +123,7 @@ pub async fn bench(s: &Settings, cmd: BenchCommand) -> anyhow::Result<ExitCode> 
     let BenchCommand::Ingest(args) = cmd;
     eprintln!("bench: {} documents x {} pages x {} paragraphs", args.documents, args.pages, args.paragraphs);
     let (pages, paragraphs) = (args.pages, args.paragraphs);
-    let run = ingest(s, "bench", args.documents, args.concurrency, args.json, move |i| CorpusItem {
+    let run = ingest(s, "bench", args.documents, args.concurrency, args.json, false, move |i| CorpusItem {
         filename: format!("generated-{i}.json"),
         content_type: "application/json",
         bytes: docai_document(i as u64 + 1, pages, paragraphs),

@@ -21,6 +21,8 @@ use crate::ingest::{ingest, CorpusItem};
 pub enum EvalCommand {
     /// Retrieval quality on a BEIR-format dataset (corpus.jsonl, queries.jsonl, qrels/test.tsv).
     Retrieval(RetrievalArgs),
+    /// Answer quality on a SQuAD-style set (corpus.jsonl, queries.jsonl, answers.jsonl): every question through the real pipeline.
+    Answers(crate::eval_answers::AnswersArgs),
 }
 
 #[derive(Args, Debug)]
@@ -43,22 +45,40 @@ pub struct RetrievalArgs {
 }
 
 #[derive(Deserialize)]
-struct CorpusDoc {
+pub(crate) struct CorpusDoc {
     #[serde(rename = "_id")]
-    id: String,
+    pub(crate) id: String,
     #[serde(default)]
     title: String,
     text: String,
 }
 
 #[derive(Deserialize)]
-struct Query {
+pub(crate) struct Query {
     #[serde(rename = "_id")]
-    id: String,
-    text: String,
+    pub(crate) id: String,
+    pub(crate) text: String,
 }
 
-fn read_jsonl<T: for<'de> Deserialize<'de>>(path: &Path) -> anyhow::Result<Vec<T>> {
+/// Each corpus entry becomes a Markdown document named `{id}.md`, its title
+/// as heading.
+pub(crate) fn corpus_items(corpus: &[CorpusDoc]) -> Vec<CorpusItem> {
+    corpus
+        .iter()
+        .map(|d| {
+            let body = if d.title.trim().is_empty() { d.text.clone() } else { format!("# {}\n\n{}", d.title.trim(), d.text) };
+            CorpusItem { filename: format!("{}.md", d.id), content_type: "text/markdown", bytes: body.into_bytes() }
+        })
+        .collect()
+}
+
+/// The workspace's documents by corpus id (through their `{id}.md` names).
+pub(crate) async fn documents_by_corpus_id(pool: &rag_store::sqlx::PgPool, workspace: &str) -> anyhow::Result<HashMap<String, uuid::Uuid>> {
+    let names = rag_store::documents::list(pool, workspace).await?;
+    Ok(names.into_iter().filter_map(|d| Some((d.filename?.strip_suffix(".md")?.to_string(), d.id))).collect())
+}
+
+pub(crate) fn read_jsonl<T: for<'de> Deserialize<'de>>(path: &Path) -> anyhow::Result<Vec<T>> {
     let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     text.lines()
         .enumerate()
@@ -82,7 +102,10 @@ fn read_qrels(path: &Path) -> anyhow::Result<HashMap<String, HashMap<String, i32
 }
 
 pub async fn eval(s: &Settings, cmd: EvalCommand) -> anyhow::Result<ExitCode> {
-    let EvalCommand::Retrieval(args) = cmd;
+    let args = match cmd {
+        EvalCommand::Retrieval(args) => args,
+        EvalCommand::Answers(args) => return crate::eval_answers::eval_answers(s, args).await,
+    };
     let corpus: Vec<CorpusDoc> = read_jsonl(&args.dir.join("corpus.jsonl"))?;
     let queries: Vec<Query> = read_jsonl(&args.dir.join("queries.jsonl"))?;
     let qrels = read_qrels(&args.dir.join("qrels/test.tsv"))?;
@@ -96,21 +119,8 @@ pub async fn eval(s: &Settings, cmd: EvalCommand) -> anyhow::Result<ExitCode> {
     let (workspace, pool, ingest_seconds) = match &args.workspace {
         Some(w) => (w.clone(), rag_store::connect(&s.store()).await.context("connecting to Postgres (DATABASE_URL)")?, 0.0),
         None => {
-            // Each corpus entry becomes a Markdown document: title as heading.
-            let items: Vec<(String, Vec<u8>)> = corpus
-                .iter()
-                .map(|d| {
-                    let body = if d.title.trim().is_empty() { d.text.clone() } else { format!("# {}\n\n{}", d.title.trim(), d.text) };
-                    (format!("{}.md", d.id), body.into_bytes())
-                })
-                .collect();
-            let items = std::sync::Arc::new(items);
-            let run = ingest(s, "eval", corpus.len(), args.concurrency, args.json, move |i| CorpusItem {
-                filename: items[i].0.clone(),
-                content_type: "text/markdown",
-                bytes: items[i].1.clone(),
-            })
-            .await?;
+            let items = std::sync::Arc::new(corpus_items(&corpus));
+            let run = ingest(s, "eval", corpus.len(), args.concurrency, args.json, false, move |i| items[i].clone()).await?;
             eprintln!("eval: ingested in {:.1} s into workspace {}", run.total_seconds, run.workspace);
             (run.workspace, run.pool, run.total_seconds)
         }
@@ -118,15 +128,8 @@ pub async fn eval(s: &Settings, cmd: EvalCommand) -> anyhow::Result<ExitCode> {
     // Fresh statistics after a bulk load, or the planner guesses badly.
     rag_store::sqlx::query("ANALYZE search_terms, search_chunks, documents").execute(&pool).await?;
     // Documents back to corpus ids through their file names.
-    let names: Vec<(uuid::Uuid, Option<String>)> =
-        rag_store::sqlx::query_as("SELECT id, filename FROM documents WHERE workspace_id = $1 AND status <> 'deleted'")
-            .bind(&workspace)
-            .fetch_all(&pool)
-            .await?;
-    let doc_to_corpus: HashMap<uuid::Uuid, String> = names
-        .into_iter()
-        .filter_map(|(id, f)| Some((id, f?.strip_suffix(".md")?.to_string())))
-        .collect();
+    let doc_to_corpus: HashMap<uuid::Uuid, String> =
+        documents_by_corpus_id(&pool, &workspace).await?.into_iter().map(|(c, d)| (d, c)).collect();
     anyhow::ensure!(!doc_to_corpus.is_empty(), "workspace {workspace} holds no documents of this dataset");
 
     let retriever = s.retriever(pool.clone())?;

@@ -17,6 +17,7 @@ use crate::config::Settings;
 use crate::run::{start_stages, StageName};
 
 /// One document to ingest.
+#[derive(Clone)]
 pub struct CorpusItem {
     pub filename: String,
     pub content_type: &'static str,
@@ -28,11 +29,47 @@ pub struct IngestRun {
     pub pool: PgPool,
     pub upload_seconds: f64,
     pub total_seconds: f64,
+    /// The run's stages, still running when asked for (`keep_running`).
+    pub pipeline: Option<Pipeline>,
+}
+
+/// Every stage of a run, on the run's own topics, until stopped.
+pub struct Pipeline {
+    /// The settings of the run (its topic prefix).
+    pub settings: Settings,
+    shutdown: CancellationToken,
+    stages: tokio::task::JoinSet<(String, Result<(), rag_bus::BusError>)>,
+}
+
+impl Pipeline {
+    /// A stage that ended (they run until stopped, so this is a failure).
+    pub fn failed_stage(&mut self) -> Option<String> {
+        self.stages.try_join_next().map(|ended| match ended {
+            Ok((name, Err(e))) => format!("{name}: {e}"),
+            Ok((name, Ok(()))) => format!("{name} ended"),
+            Err(e) => e.to_string(),
+        })
+    }
+
+    pub async fn stop(mut self) {
+        self.shutdown.cancel();
+        while self.stages.join_next().await.is_some() {}
+    }
 }
 
 /// Ingests `count` documents made by `make(i)`; `label` names the run
 /// (`bench`, `eval`) in topic prefixes, workspaces and progress output.
-pub async fn ingest<F>(s: &Settings, label: &str, count: usize, concurrency: usize, quiet: bool, make: F) -> anyhow::Result<IngestRun>
+/// With `keep_running`, the stages keep running after the ingest (for
+/// questions through the same pipeline) and the caller stops them.
+pub async fn ingest<F>(
+    s: &Settings,
+    label: &str,
+    count: usize,
+    concurrency: usize,
+    quiet: bool,
+    keep_running: bool,
+    make: F,
+) -> anyhow::Result<IngestRun>
 where
     F: Fn(usize) -> CorpusItem + Send + Sync + 'static,
 {
@@ -120,7 +157,12 @@ where
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     bar.finish_and_clear();
-    shutdown.cancel();
-    while stages.join_next().await.is_some() {}
-    Ok(IngestRun { workspace, pool, upload_seconds, total_seconds })
+    let pipeline = Pipeline { settings: s, shutdown, stages };
+    let pipeline = if keep_running {
+        Some(pipeline)
+    } else {
+        pipeline.stop().await;
+        None
+    };
+    Ok(IngestRun { workspace, pool, upload_seconds, total_seconds, pipeline })
 }

@@ -7,6 +7,7 @@ mod config;
 mod dlq;
 mod docs;
 mod eval;
+mod eval_answers;
 mod ingest;
 mod rebuild;
 mod replay;
