@@ -1,4 +1,4 @@
-//! `rag-engine eval retrieval` end to end on the repository's small
+//! `rag-engine eval retrieval` and `eval answers` end to end on the repository's small
 //! Vietnamese/English BEIR set: ingestion through the real pipeline, every
 //! mode, per-language rows, and the language-aware fusion (Vietnamese
 //! queries with the English-only local model rank exactly as lexical).
@@ -29,5 +29,33 @@ async fn eval_retrieval_reports_every_mode_per_language() {
     // The set is easy: lexical finds most Vietnamese answers, with or without diacritics.
     assert!(v["by_language"]["vi"]["lexical"]["recall@10"].as_f64().unwrap() >= 0.75, "{v}");
     assert_eq!(v["run"]["documents"], 20);
+    t.cleanup().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn eval_answers_scores_extractive_answers_through_the_pipeline() {
+    let t = TestEnv::new().await;
+    let dir = repo_root().join("eval/vi-dev");
+    let (ok, out, err) = t.run(&["eval", "answers", dir.to_str().unwrap(), "--json"]).await;
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["run"]["questions"], 36);
+    assert_eq!(v["run"]["answers_by"], "extractive");
+    assert_eq!(v["all"]["questions"], 36);
+    assert_eq!(v["all"]["failed"], 0);
+    // Every citation slices the raw text exactly; extractive answers quote
+    // sentences, so nothing is dropped or left unlocated.
+    assert_eq!(v["all"]["bad_slices"], 0, "{v}");
+    assert_eq!(v["all"]["dropped_source_ids"], 0);
+    assert_eq!(v["all"]["unlocated_quotes"], 0);
+    assert_eq!(v["by_language"]["vi"]["questions"], 24);
+    assert_eq!(v["by_language"]["en"]["questions"], 12);
+    // Vietnamese questions share words with their passage: the extractive
+    // answer cites it and the answer text lies in the cited sentence.
+    assert!(v["by_language"]["vi"]["gold_cited"].as_f64().unwrap() >= 0.9, "{v}");
+    assert!(v["by_language"]["vi"]["answer_in_citation"].as_f64().unwrap() >= 0.9, "{v}");
+    let per_question = v["questions"].as_array().unwrap();
+    assert_eq!(per_question.len(), 36);
+    assert!(per_question.iter().all(|q| q["latency_ms"].as_u64().unwrap() > 0 && q["mode"] != ""));
     t.cleanup().await;
 }
