@@ -109,7 +109,8 @@ pub struct RawSection {
 
 /// Validates the model's sections against this question's retrieved
 /// chunks: unknown source ids are dropped (and reported), quotes become
-/// exact citations, cited chunks without a located quote cite their range.
+/// exact citations, a quote found only in another retrieved chunk moves the
+/// citation there, cited chunks without a located quote cite their range.
 pub fn validate(sections: &[RawSection], retrieved: &[SourceChunk]) -> (Vec<Section>, CitationReport) {
     let mut report = CitationReport::default();
     let mut out = Vec::new();
@@ -144,6 +145,32 @@ pub fn validate(sections: &[RawSection], retrieved: &[SourceChunk]) -> (Vec<Sect
             if !found {
                 citations.push(citation(&id, chunk, 0, chunk.content.chars().count(), false));
             }
+        }
+        // A quote in none of the cited chunks but in another retrieved one:
+        // the model named the wrong source; cite the chunk that holds it.
+        let mut reattributed = false;
+        for (qi, quote) in raw.quotes.iter().enumerate() {
+            if quote_used[qi] {
+                continue;
+            }
+            let holder = retrieved
+                .iter()
+                .filter(|c| !source_ids.contains(&c.chunk_id))
+                .find_map(|c| locate(&c.content, quote).map(|span| (c, span)));
+            if let Some((chunk, (s, e))) = holder {
+                citations.push(citation(&chunk.chunk_id, chunk, s, e, true));
+                source_ids.push(chunk.chunk_id.clone());
+                quote_used[qi] = true;
+                report.reattributed_quotes += 1;
+                reattributed = true;
+            }
+        }
+        if reattributed {
+            // The wrongly named chunks cited only by their whole range go.
+            let wrong: Vec<String> =
+                citations.iter().filter(|c| !c.exact).map(|c| c.source_id.clone()).collect();
+            citations.retain(|c| c.exact);
+            source_ids.retain(|id| !wrong.contains(id));
         }
         report.located_quotes += quote_used.iter().filter(|u| **u).count();
         report.unlocated_quotes += quote_used.iter().filter(|u| !**u && !source_ids.is_empty()).count();
@@ -203,5 +230,25 @@ mod tests {
         assert!(!fallback.exact);
         assert_eq!((fallback.char_start, fallback.char_end), (c.char_start, c.char_end));
         assert_eq!(fallback.segment_index, 3);
+    }
+
+    #[test]
+    fn a_quote_under_the_wrong_source_id_is_cited_where_it_is() {
+        let right = chunk();
+        let mut wrong = chunk();
+        wrong.chunk_id = "chunk-b".into();
+        wrong.document_id = "doc-2".into();
+        wrong.content = "Lãi suất tiết kiệm giảm xuống dưới 5%.".into();
+        let sections = vec![RawSection {
+            text: "Lợi nhuận đạt 187,3 tỷ đồng.".into(),
+            source_ids: vec!["chunk-b".into()],
+            quotes: vec!["sau thuế đạt 187,3 tỷ đồng".into()],
+        }];
+        let (out, report) = validate(&sections, &[wrong, right]);
+        assert_eq!((report.located_quotes, report.unlocated_quotes, report.reattributed_quotes), (1, 0, 1));
+        assert_eq!(out[0].source_ids, vec!["chunk-a"]);
+        assert_eq!(out[0].citations.len(), 1);
+        assert_eq!(out[0].citations[0].document_id, "doc-1");
+        assert_eq!(out[0].citations[0].text, "sau thuế đạt 187,3 tỷ đồng");
     }
 }

@@ -73,6 +73,11 @@ pub struct CitationReport {
     /// Quotes found in no cited chunk (their section cites the chunk range).
     pub unlocated_quotes: usize,
     pub located_quotes: usize,
+    /// Quotes found not in the chunks the section cited but in another
+    /// retrieved chunk, which the section then cites instead (small models
+    /// quote the right passage under the wrong source id).
+    #[serde(default)]
+    pub reattributed_quotes: usize,
 }
 
 /// Characters of text shown in a citation preview.

@@ -4,7 +4,8 @@
 //! question is produced as QuestionAsked and answered by the answerer stage
 //! (extractive, or the configured LLM), and the projected answers are
 //! scored: gold passage cited, answer text inside a cited span, citations
-//! that do not slice the raw text, source ids dropped, quotes not located,
+//! that do not slice the raw text, source ids dropped, quotes not located
+//! or moved to the chunk that holds them,
 //! sections without citations, latency and LLM tokens, overall and per
 //! question language.
 
@@ -68,6 +69,8 @@ pub struct Scored {
     pub bad_slices: usize,
     pub dropped_source_ids: usize,
     pub unlocated_quotes: usize,
+    /// Quotes moved from a wrongly named source to the chunk that holds them.
+    pub reattributed_quotes: usize,
     pub latency_ms: u64,
     pub llm_tokens: u64,
 }
@@ -83,6 +86,7 @@ pub struct Totals {
     pub bad_slices: usize,
     pub dropped_source_ids: usize,
     pub unlocated_quotes: usize,
+    pub reattributed_quotes: usize,
     pub sections_without_citations: usize,
     pub latency_p50_ms: u64,
     pub latency_p95_ms: u64,
@@ -137,6 +141,7 @@ pub fn score(
         bad_slices,
         dropped_source_ids: report["dropped_source_ids"].as_array().map_or(0, Vec::len),
         unlocated_quotes: report["unlocated_quotes"].as_u64().unwrap_or(0) as usize,
+        reattributed_quotes: report["reattributed_quotes"].as_u64().unwrap_or(0) as usize,
         latency_ms: latency.as_millis() as u64,
         llm_tokens: metadata["llm_usage"]["total_tokens"].as_u64().unwrap_or(0),
     }
@@ -164,6 +169,7 @@ pub fn totals<'a>(scored: impl Iterator<Item = &'a Scored>) -> Totals {
         bad_slices: all.iter().map(|s| s.bad_slices).sum(),
         dropped_source_ids: all.iter().map(|s| s.dropped_source_ids).sum(),
         unlocated_quotes: all.iter().map(|s| s.unlocated_quotes).sum(),
+        reattributed_quotes: all.iter().map(|s| s.reattributed_quotes).sum(),
         sections_without_citations: all.iter().map(|s| s.sections_without_citations).sum(),
         latency_p50_ms: percentile(&latencies, 0.5),
         latency_p95_ms: percentile(&latencies, 0.95),
@@ -268,12 +274,12 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
     } else {
         println!("answers on {} ({} passages, {} questions; answers by {answers_by}; embedder {})", args.dir.display(), corpus.len(), asked.len(), s.embedder);
         println!(
-            "{:<8} {:>9} {:>6} {:>11} {:>12} {:>10} {:>8} {:>10} {:>12} {:>8} {:>8} {:>10}",
-            "language", "questions", "failed", "gold cited", "answer cited", "bad slice", "dropped", "unlocated", "uncited sec", "p50 ms", "p95 ms", "LLM tokens"
+            "{:<8} {:>9} {:>6} {:>11} {:>12} {:>10} {:>8} {:>10} {:>8} {:>12} {:>8} {:>8} {:>10}",
+            "language", "questions", "failed", "gold cited", "answer cited", "bad slice", "dropped", "unlocated", "moved", "uncited sec", "p50 ms", "p95 ms", "LLM tokens"
         );
         for (lang, t) in std::iter::once(("all".to_string(), &all)).chain(by_language.iter().map(|(l, t)| (l.clone(), t))) {
             println!(
-                "{lang:<8} {:>9} {:>6} {:>10.1}% {:>11.1}% {:>10} {:>8} {:>10} {:>12} {:>8} {:>8} {:>10}",
+                "{lang:<8} {:>9} {:>6} {:>10.1}% {:>11.1}% {:>10} {:>8} {:>10} {:>8} {:>12} {:>8} {:>8} {:>10}",
                 t.questions,
                 t.failed,
                 100.0 * t.gold_cited,
@@ -281,6 +287,7 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
                 t.bad_slices,
                 t.dropped_source_ids,
                 t.unlocated_quotes,
+                t.reattributed_quotes,
                 t.sections_without_citations,
                 t.latency_p50_ms,
                 t.latency_p95_ms,
