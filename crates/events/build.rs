@@ -9,20 +9,14 @@ fn main() {
     let released_root = root.join("released");
     println!("cargo:rerun-if-changed={}", released_root.display());
     let mut entries = Vec::new();
-    let mut events: Vec<_> = fs::read_dir(&released_root)
-        .expect("schemas/released")
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.is_dir())
-        .collect();
+    let mut events: Vec<_> =
+        fs::read_dir(&released_root).expect("schemas/released").map(|e| e.unwrap().path()).filter(|p| p.is_dir()).collect();
     events.sort();
     for dir in events {
         println!("cargo:rerun-if-changed={}", dir.display());
         let event = dir.file_name().unwrap().to_string_lossy().to_string();
-        let mut versions: Vec<_> = fs::read_dir(&dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|x| x == "avsc"))
-            .collect();
+        let mut versions: Vec<_> =
+            fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|x| x == "avsc")).collect();
         versions.sort();
         for v in versions {
             println!("cargo:rerun-if-changed={}", v.display());
@@ -31,18 +25,13 @@ fn main() {
                 .strip_prefix('v')
                 .and_then(|s| s.parse().ok())
                 .unwrap_or_else(|| panic!("released schema must be named vN.avsc: {}", v.display()));
-            entries.push(format!(
-                "ReleasedSchema {{ event: {event:?}, version: {n}, text: include_str!({:?}) }},",
-                v.display().to_string()
-            ));
+            entries
+                .push(format!("ReleasedSchema {{ event: {event:?}, version: {n}, text: include_str!({:?}) }},", v.display().to_string()));
         }
     }
     let mut current = Vec::new();
-    let mut files: Vec<_> = fs::read_dir(&root)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "avsc"))
-        .collect();
+    let mut files: Vec<_> =
+        fs::read_dir(&root).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|x| x == "avsc")).collect();
     files.sort();
     for f in files {
         println!("cargo:rerun-if-changed={}", f.display());

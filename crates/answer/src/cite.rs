@@ -186,8 +186,7 @@ pub fn validate(sections: &[RawSection], retrieved: &[SourceChunk]) -> (Vec<Sect
         }
         if reattributed {
             // The wrongly named chunks cited only by their whole range go.
-            let wrong: Vec<String> =
-                citations.iter().filter(|c| !c.exact).map(|c| c.source_id.clone()).collect();
+            let wrong: Vec<String> = citations.iter().filter(|c| !c.exact).map(|c| c.source_id.clone()).collect();
             citations.retain(|c| c.exact);
             source_ids.retain(|id| !wrong.contains(id));
         }
@@ -234,8 +233,16 @@ mod tests {
     fn validation_drops_unknown_ids_and_falls_back_to_the_chunk() {
         let c = chunk();
         let sections = vec![
-            RawSection { text: "Lợi nhuận tăng.".into(), source_ids: vec!["chunk:chunk-a".into(), "chunk-made-up".into()], quotes: vec!["lợi nhuận sau thuế".into()] },
-            RawSection { text: "Không trích dẫn được.".into(), source_ids: vec!["[CHUNK_ID=chunk-a]".into()], quotes: vec!["not in the text".into()] },
+            RawSection {
+                text: "Lợi nhuận tăng.".into(),
+                source_ids: vec!["chunk:chunk-a".into(), "chunk-made-up".into()],
+                quotes: vec!["lợi nhuận sau thuế".into()],
+            },
+            RawSection {
+                text: "Không trích dẫn được.".into(),
+                source_ids: vec!["[CHUNK_ID=chunk-a]".into()],
+                quotes: vec!["not in the text".into()],
+            },
         ];
         let (out, report) = validate(&sections, std::slice::from_ref(&c));
         assert_eq!(report.dropped_source_ids, vec!["chunk-made-up"]);

@@ -8,10 +8,10 @@ use crate::{Section, SourceChunk};
 
 /// Function words that say nothing about relevance (English, Vietnamese).
 const STOPWORDS: &[&str] = &[
-    "a", "an", "the", "of", "to", "in", "on", "for", "by", "with", "and", "or", "is", "are", "was", "were", "be", "been",
-    "what", "which", "who", "how", "why", "when", "where", "does", "do", "did", "it", "its", "this", "that", "as", "at",
-    "from", "there", "any", "can", "about", "là", "của", "và", "có", "các", "những", "cho", "trong", "được", "với",
-    "này", "gì", "nào", "bao", "nhiêu", "không", "một", "thì", "ở", "theo", "như", "về", "khi", "đã", "sẽ",
+    "a", "an", "the", "of", "to", "in", "on", "for", "by", "with", "and", "or", "is", "are", "was", "were", "be", "been", "what", "which",
+    "who", "how", "why", "when", "where", "does", "do", "did", "it", "its", "this", "that", "as", "at", "from", "there", "any", "can",
+    "about", "là", "của", "và", "có", "các", "những", "cho", "trong", "được", "với", "này", "gì", "nào", "bao", "nhiêu", "không", "một",
+    "thì", "ở", "theo", "như", "về", "khi", "đã", "sẽ",
 ];
 
 /// Sentence spans of `text`, in chars, trimmed of surrounding whitespace.
@@ -25,7 +25,8 @@ pub fn sentences(text: &str) -> Vec<(usize, usize)> {
     let mut i = 0;
     while i < chars.len() {
         let c = chars[i];
-        let end_here = (c == '\n' && !is_soft_break(&chars, i)) || (matches!(c, '.' | '!' | '?' | '…' | '。') && chars.get(i + 1).is_none_or(|n| n.is_whitespace()));
+        let end_here = (c == '\n' && !is_soft_break(&chars, i))
+            || (matches!(c, '.' | '!' | '?' | '…' | '。') && chars.get(i + 1).is_none_or(|n| n.is_whitespace()));
         if end_here || i + 1 == chars.len() {
             let end = if c == '\n' { i } else { i + 1 };
             push_trimmed(&chars, start, end, &mut out);
@@ -138,9 +139,7 @@ mod tests {
 
     #[test]
     fn wrapped_lines_stay_in_their_sentence() {
-        let spans = |t: &str| -> Vec<String> {
-            sentences(t).into_iter().map(|(s, e)| t.chars().skip(s).take(e - s).collect()).collect()
-        };
+        let spans = |t: &str| -> Vec<String> { sentences(t).into_iter().map(|(s, e)| t.chars().skip(s).take(e - s).collect()).collect() };
         // A PDF's text layer: one paragraph over three lines.
         assert_eq!(
             spans("Doanh thu thuần đạt 1.245,6 tỷ đồng, tăng\n12,4% so với năm\n2022. Lợi nhuận tăng."),

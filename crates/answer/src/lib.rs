@@ -176,14 +176,21 @@ pub async fn answer_question(
 ) -> Result<AnswerOutcome, String> {
     let extractive_or_none = |llm_error: Option<String>| {
         let sections = extractive::answer(question, chunks, EXTRACTIVE_SECTIONS);
-        let (mode, sections) = if sections.is_empty() { (AnswerMode::NoAnswer, no_answer(question)) } else { (AnswerMode::Extractive, sections) };
+        let (mode, sections) =
+            if sections.is_empty() { (AnswerMode::NoAnswer, no_answer(question)) } else { (AnswerMode::Extractive, sections) };
         AnswerOutcome { mode, sections, usage: None, report: CitationReport::default(), llm_error }
     };
     let Some(client) = llm else {
         return Ok(extractive_or_none(None));
     };
     if chunks.is_empty() {
-        return Ok(AnswerOutcome { mode: AnswerMode::NoAnswer, sections: no_answer(question), usage: None, report: CitationReport::default(), llm_error: None });
+        return Ok(AnswerOutcome {
+            mode: AnswerMode::NoAnswer,
+            sections: no_answer(question),
+            usage: None,
+            report: CitationReport::default(),
+            llm_error: None,
+        });
     }
     let messages = prompt::build(question, chunks, history, 6);
     let mut usage: Option<llm::LlmUsage> = None;

@@ -121,7 +121,9 @@ impl ChatClient {
                         .map(Duration::from_secs);
                     if status.is_success() {
                         let text = resp.text().await.map_err(|e| LlmError::Unavailable(e.to_string()));
-                        match text.and_then(|t| serde_json::from_str::<Response>(&t).map_err(|e| LlmError::Failed(format!("not a chat completion: {e}")))) {
+                        match text.and_then(|t| {
+                            serde_json::from_str::<Response>(&t).map_err(|e| LlmError::Failed(format!("not a chat completion: {e}")))
+                        }) {
                             Ok(r) => return self.completion(r),
                             Err(e) => (e, None),
                         }
@@ -145,7 +147,12 @@ impl ChatClient {
     }
 
     fn completion(&self, r: Response) -> Result<Completion, LlmError> {
-        let content = r.choices.into_iter().next().and_then(|c| c.message.content).ok_or_else(|| LlmError::Failed("no choices in the completion".into()))?;
+        let content = r
+            .choices
+            .into_iter()
+            .next()
+            .and_then(|c| c.message.content)
+            .ok_or_else(|| LlmError::Failed("no choices in the completion".into()))?;
         let u = r.usage.unwrap_or_default();
         Ok(Completion {
             content,

@@ -74,7 +74,8 @@ mod tests {
             filename: Some("r.txt".into()),
             segments: vec![],
         };
-        let history: Vec<Turn> = (0..5).map(|i| Turn { role: if i % 2 == 0 { "user" } else { "assistant" }.into(), content: format!("turn {i}") }).collect();
+        let history: Vec<Turn> =
+            (0..5).map(|i| Turn { role: if i % 2 == 0 { "user" } else { "assistant" }.into(), content: format!("turn {i}") }).collect();
         let m = build("Why?", &[chunk], &history, 2);
         assert!(m[1].content.contains("[CHUNK_ID=chunk-1] (from r.txt)\nRevenue grew."));
         assert_eq!(m.len(), 2 + 2 + 1);

@@ -10,8 +10,8 @@ use rag_answer::cite::{validate, RawSection};
 use rag_answer::{extractive, SegmentSpan, SourceChunk};
 
 const WORDS: &[&str] = &[
-    "doanh", "thu", "tăng", "lợi", "nhuận", "đồng", "revenue", "grew", "risk", "margin", "năm", "2023", "12,4%", "the",
-    "board", "Việt", "Nam", "cloud", "sales",
+    "doanh", "thu", "tăng", "lợi", "nhuận", "đồng", "revenue", "grew", "risk", "margin", "năm", "2023", "12,4%", "the", "board", "Việt",
+    "Nam", "cloud", "sales",
 ];
 
 fn sentence() -> impl Strategy<Value = String> {
@@ -46,7 +46,12 @@ fn source_chunks(texts: &[String], spans: &[(usize, usize, usize)]) -> Vec<Sourc
             }
             let content: String = paras[*a..=*b].concat();
             let segments = (0..paras.len())
-                .map(|k| SegmentSpan { segment_index: k as u32, page_idx: (k / 2) as u32, char_start: offsets[k] as u64, char_end: offsets[k + 1] as u64 })
+                .map(|k| SegmentSpan {
+                    segment_index: k as u32,
+                    page_idx: (k / 2) as u32,
+                    char_start: offsets[k] as u64,
+                    char_end: offsets[k + 1] as u64,
+                })
                 .collect();
             SourceChunk {
                 chunk_id: format!("chunk-{i}"),

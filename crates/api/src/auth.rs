@@ -48,9 +48,7 @@ pub struct JwtAuth {
 
 impl std::fmt::Debug for JwtAuth {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("JwtAuth")
-            .field("audience", &self.audience)
-            .finish_non_exhaustive()
+        f.debug_struct("JwtAuth").field("audience", &self.audience).finish_non_exhaustive()
     }
 }
 
@@ -78,36 +76,28 @@ impl JwtAuth {
     }
 
     pub fn verify(&self, token: &str) -> Result<Claims, ApiError> {
-        let data = jsonwebtoken::decode::<Claims>(token, &self.decoding, &self.validation)
-            .map_err(|e| {
-                use jsonwebtoken::errors::ErrorKind;
-                let why = match e.kind() {
-                    ErrorKind::ExpiredSignature => "the token has expired",
-                    ErrorKind::InvalidSignature => "the token's signature is not valid",
-                    ErrorKind::InvalidAudience => "the token is for another audience",
-                    ErrorKind::InvalidAlgorithm => "the token must be signed with HS256",
-                    ErrorKind::MissingRequiredClaim(_) => {
-                        "the token lacks a required claim (sub, exp)"
-                    }
-                    _ => "the token is malformed",
-                };
-                ApiError::unauthorized(why)
-            })?;
+        let data = jsonwebtoken::decode::<Claims>(token, &self.decoding, &self.validation).map_err(|e| {
+            use jsonwebtoken::errors::ErrorKind;
+            let why = match e.kind() {
+                ErrorKind::ExpiredSignature => "the token has expired",
+                ErrorKind::InvalidSignature => "the token's signature is not valid",
+                ErrorKind::InvalidAudience => "the token is for another audience",
+                ErrorKind::InvalidAlgorithm => "the token must be signed with HS256",
+                ErrorKind::MissingRequiredClaim(_) => "the token lacks a required claim (sub, exp)",
+                _ => "the token is malformed",
+            };
+            ApiError::unauthorized(why)
+        })?;
         let sub = data.claims.sub.trim();
         if sub.is_empty() || sub.len() > 256 {
-            return Err(ApiError::unauthorized(
-                "the token's subject (sub) is empty or too long",
-            ));
+            return Err(ApiError::unauthorized("the token's subject (sub) is empty or too long"));
         }
         Ok(data.claims)
     }
 
     /// A token for `user`, valid for `ttl` (the `token` command; tests).
     pub fn mint(&self, user: &str, ttl: Duration) -> Result<String, AuthError> {
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0);
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
         let claims = Claims {
             sub: user.to_string(),
             exp: now + ttl.as_secs(),
@@ -115,8 +105,7 @@ impl JwtAuth {
             aud: self.audience.clone(),
             role: Some("authenticated".into()),
         };
-        jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)
-            .map_err(|e| AuthError::Mint(e.to_string()))
+        jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.encoding).map_err(|e| AuthError::Mint(e.to_string()))
     }
 }
 
@@ -129,29 +118,20 @@ pub struct AuthUser {
 impl FromRequestParts<AppState> for AuthUser {
     type Rejection = ApiError;
 
-    async fn from_request_parts(
-        parts: &mut Parts,
-        state: &AppState,
-    ) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
         let header = parts
             .headers
             .get(axum::http::header::AUTHORIZATION)
             .ok_or_else(|| ApiError::unauthorized("missing Authorization: Bearer <token>"))?;
-        let value = header
-            .to_str()
-            .map_err(|_| ApiError::unauthorized("the Authorization header is not text"))?;
+        let value = header.to_str().map_err(|_| ApiError::unauthorized("the Authorization header is not text"))?;
         let token = value
             .strip_prefix("Bearer ")
             .or_else(|| value.strip_prefix("bearer "))
             .map(str::trim)
             .filter(|t| !t.is_empty())
-            .ok_or_else(|| {
-                ApiError::unauthorized("the Authorization header must be `Bearer <token>`")
-            })?;
+            .ok_or_else(|| ApiError::unauthorized("the Authorization header must be `Bearer <token>`"))?;
         let claims = state.auth().verify(token)?;
-        Ok(AuthUser {
-            user_id: claims.sub.trim().to_string(),
-        })
+        Ok(AuthUser { user_id: claims.sub.trim().to_string() })
     }
 }
 
@@ -167,53 +147,24 @@ mod tests {
         let token = auth.mint("user-1", Duration::from_secs(60)).unwrap();
         assert_eq!(auth.verify(&token).unwrap().sub, "user-1");
 
-        let other_secret =
-            JwtAuth::new("another-secret-another-secret-000", Some("authenticated")).unwrap();
-        let forged = other_secret
-            .mint("user-1", Duration::from_secs(60))
-            .unwrap();
-        assert_eq!(
-            auth.verify(&forged).unwrap_err().message,
-            "the token's signature is not valid"
-        );
+        let other_secret = JwtAuth::new("another-secret-another-secret-000", Some("authenticated")).unwrap();
+        let forged = other_secret.mint("user-1", Duration::from_secs(60)).unwrap();
+        assert_eq!(auth.verify(&forged).unwrap_err().message, "the token's signature is not valid");
 
         let other_aud = JwtAuth::new(SECRET, Some("someone-else")).unwrap();
         let wrong_aud = other_aud.mint("user-1", Duration::from_secs(60)).unwrap();
-        assert_eq!(
-            auth.verify(&wrong_aud).unwrap_err().message,
-            "the token is for another audience"
-        );
+        assert_eq!(auth.verify(&wrong_aud).unwrap_err().message, "the token is for another audience");
 
         assert_eq!(auth.verify("not.a.token").unwrap_err().code, "unauthorized");
-        assert!(matches!(
-            JwtAuth::new("short", None),
-            Err(AuthError::WeakSecret(5))
-        ));
+        assert!(matches!(JwtAuth::new("short", None), Err(AuthError::WeakSecret(5))));
     }
 
     #[test]
     fn expired_tokens_are_refused_beyond_the_leeway() {
         let auth = JwtAuth::new(SECRET, None).unwrap();
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap()
-            .as_secs();
-        let claims = Claims {
-            sub: "u".into(),
-            exp: now - 120,
-            iat: now - 3600,
-            aud: None,
-            role: None,
-        };
-        let token = jsonwebtoken::encode(
-            &Header::new(Algorithm::HS256),
-            &claims,
-            &EncodingKey::from_secret(SECRET.as_bytes()),
-        )
-        .unwrap();
-        assert_eq!(
-            auth.verify(&token).unwrap_err().message,
-            "the token has expired"
-        );
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
+        let claims = Claims { sub: "u".into(), exp: now - 120, iat: now - 3600, aud: None, role: None };
+        let token = jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &EncodingKey::from_secret(SECRET.as_bytes())).unwrap();
+        assert_eq!(auth.verify(&token).unwrap_err().message, "the token has expired");
     }
 }

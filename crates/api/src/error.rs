@@ -29,22 +29,14 @@ pub struct ErrorDetail {
 
 impl ApiError {
     pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
-        ApiError {
-            status,
-            code,
-            message: message.into(),
-        }
+        ApiError { status, code, message: message.into() }
     }
     pub fn unauthorized(message: impl Into<String>) -> Self {
         Self::new(StatusCode::UNAUTHORIZED, "unauthorized", message)
     }
     /// Also the answer for another user's resources: never reveal they exist.
     pub fn not_found(what: &str) -> Self {
-        Self::new(
-            StatusCode::NOT_FOUND,
-            "not_found",
-            format!("{what} not found"),
-        )
+        Self::new(StatusCode::NOT_FOUND, "not_found", format!("{what} not found"))
     }
     pub fn bad_request(code: &'static str, message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, code, message)
@@ -56,11 +48,7 @@ impl ApiError {
         Self::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", message)
     }
     pub fn unsupported_media_type(message: impl Into<String>) -> Self {
-        Self::new(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "unsupported_media_type",
-            message,
-        )
+        Self::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type", message)
     }
     pub fn unavailable(code: &'static str, message: impl Into<String>) -> Self {
         Self::new(StatusCode::SERVICE_UNAVAILABLE, code, message)
@@ -100,17 +88,10 @@ impl IntoResponse for ApiError {
         if self.status.is_server_error() {
             tracing::error!(code = self.code, message = %self.message, "request failed");
         }
-        let body = ErrorBody {
-            error: ErrorDetail {
-                code: self.code.to_string(),
-                message: self.message,
-            },
-        };
+        let body = ErrorBody { error: ErrorDetail { code: self.code.to_string(), message: self.message } };
         let mut response = (self.status, axum::Json(body)).into_response();
         if self.status == StatusCode::UNAUTHORIZED {
-            response
-                .headers_mut()
-                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }
         response
     }
@@ -119,10 +100,7 @@ impl IntoResponse for ApiError {
 impl From<rag_store::StoreError> for ApiError {
     fn from(e: rag_store::StoreError) -> Self {
         if e.is_transient() {
-            ApiError::unavailable(
-                "database_unavailable",
-                format!("the database is unavailable: {e}"),
-            )
+            ApiError::unavailable("database_unavailable", format!("the database is unavailable: {e}"))
         } else {
             ApiError::internal(format!("database: {e}"))
         }
@@ -137,10 +115,7 @@ impl From<rag_store::sqlx::Error> for ApiError {
 
 impl From<rag_bus::BusError> for ApiError {
     fn from(e: rag_bus::BusError) -> Self {
-        ApiError::unavailable(
-            "broker_unavailable",
-            format!("the event could not be recorded, nothing was changed: {e}"),
-        )
+        ApiError::unavailable("broker_unavailable", format!("the event could not be recorded, nothing was changed: {e}"))
     }
 }
 

@@ -89,15 +89,7 @@ impl AppState {
         metrics: Option<PrometheusHandle>,
         shutdown: CancellationToken,
     ) -> Self {
-        AppState(Arc::new(Inner {
-            pool,
-            producer,
-            blobs,
-            auth,
-            config,
-            metrics,
-            shutdown,
-        }))
+        AppState(Arc::new(Inner { pool, producer, blobs, auth, config, metrics, shutdown }))
     }
     pub(crate) fn pool(&self) -> &PgPool {
         &self.0.pool
@@ -121,47 +113,20 @@ const MULTIPART_OVERHEAD: u64 = 64 * 1024;
 
 pub fn router(state: AppState) -> Router {
     let cfg = state.config().clone();
-    let upload_limit = usize::try_from(cfg.upload_max_bytes.saturating_add(MULTIPART_OVERHEAD))
-        .unwrap_or(usize::MAX);
+    let upload_limit = usize::try_from(cfg.upload_max_bytes.saturating_add(MULTIPART_OVERHEAD)).unwrap_or(usize::MAX);
     let v1 = Router::new()
-        .route(
-            "/workspaces",
-            post(routes::workspaces::create).get(routes::workspaces::list),
-        )
+        .route("/workspaces", post(routes::workspaces::create).get(routes::workspaces::list))
         .route(
             "/workspaces/{ws}/documents",
-            post(routes::documents::upload)
-                .layer(DefaultBodyLimit::max(upload_limit))
-                .get(routes::documents::list),
+            post(routes::documents::upload).layer(DefaultBodyLimit::max(upload_limit)).get(routes::documents::list),
         )
-        .route(
-            "/workspaces/{ws}/documents/{id}",
-            get(routes::documents::get).delete(routes::documents::delete),
-        )
-        .route(
-            "/workspaces/{ws}/documents/{id}/raw-text",
-            get(routes::documents::raw_text),
-        )
-        .route(
-            "/workspaces/{ws}/conversations",
-            post(routes::conversations::create).get(routes::conversations::list),
-        )
-        .route(
-            "/workspaces/{ws}/conversations/{id}",
-            get(routes::conversations::get),
-        )
-        .route(
-            "/workspaces/{ws}/conversations/{id}/messages",
-            post(routes::conversations::post_message),
-        )
-        .route(
-            "/workspaces/{ws}/conversations/{id}/messages/{message}",
-            get(routes::conversations::get_message),
-        )
-        .route(
-            "/workspaces/{ws}/conversations/{id}/events",
-            get(routes::events::stream),
-        );
+        .route("/workspaces/{ws}/documents/{id}", get(routes::documents::get).delete(routes::documents::delete))
+        .route("/workspaces/{ws}/documents/{id}/raw-text", get(routes::documents::raw_text))
+        .route("/workspaces/{ws}/conversations", post(routes::conversations::create).get(routes::conversations::list))
+        .route("/workspaces/{ws}/conversations/{id}", get(routes::conversations::get))
+        .route("/workspaces/{ws}/conversations/{id}/messages", post(routes::conversations::post_message))
+        .route("/workspaces/{ws}/conversations/{id}/messages/{message}", get(routes::conversations::get_message))
+        .route("/workspaces/{ws}/conversations/{id}/events", get(routes::events::stream));
     let mut app = Router::new()
         .nest("/v1", v1)
         .route("/healthz", get(routes::health::healthz))
@@ -196,11 +161,7 @@ fn cors_layer(origins: &[String]) -> Option<CorsLayer> {
         CorsLayer::new()
             .allow_origin(allow)
             .allow_methods([Method::GET, Method::POST, Method::DELETE, Method::OPTIONS])
-            .allow_headers([
-                header::AUTHORIZATION,
-                header::CONTENT_TYPE,
-                HeaderName::from_static("last-event-id"),
-            ])
+            .allow_headers([header::AUTHORIZATION, header::CONTENT_TYPE, HeaderName::from_static("last-event-id")])
             .expose_headers([REQUEST_ID.clone()])
             .max_age(Duration::from_secs(600)),
     )
@@ -210,7 +171,5 @@ fn cors_layer(origins: &[String]) -> Option<CorsLayer> {
 /// then, so the graceful shutdown does not wait on them.
 pub async fn serve(listener: tokio::net::TcpListener, state: AppState) -> std::io::Result<()> {
     let shutdown = state.0.shutdown.clone();
-    axum::serve(listener, router(state))
-        .with_graceful_shutdown(async move { shutdown.cancelled().await })
-        .await
+    axum::serve(listener, router(state)).with_graceful_shutdown(async move { shutdown.cancelled().await }).await
 }

@@ -19,40 +19,22 @@ use crate::REQUEST_ID;
 pub async fn observe(req: Request, next: Next) -> Response {
     let start = Instant::now();
     let method = req.method().clone();
-    let route = req
-        .extensions()
-        .get::<MatchedPath>()
-        .map(|p| p.as_str().to_string())
-        .unwrap_or_else(|| "unmatched".into());
-    let request_id = req
-        .headers()
-        .get(&REQUEST_ID)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("-")
-        .to_string();
+    let route = req.extensions().get::<MatchedPath>().map(|p| p.as_str().to_string()).unwrap_or_else(|| "unmatched".into());
+    let request_id = req.headers().get(&REQUEST_ID).and_then(|v| v.to_str().ok()).unwrap_or("-").to_string();
     let span = tracing::info_span!("http", %method, route = %route, request_id = %request_id);
     let response = next.run(req).instrument(span.clone()).await;
     let response = json_error_body(response).await;
     let status = response.status();
     span.in_scope(|| {
         if status.is_server_error() {
-            tracing::warn!(
-                status = status.as_u16(),
-                elapsed_ms = start.elapsed().as_millis() as u64,
-                "request answered"
-            );
+            tracing::warn!(status = status.as_u16(), elapsed_ms = start.elapsed().as_millis() as u64, "request answered");
         } else {
-            tracing::debug!(
-                status = status.as_u16(),
-                elapsed_ms = start.elapsed().as_millis() as u64,
-                "request answered"
-            );
+            tracing::debug!(status = status.as_u16(), elapsed_ms = start.elapsed().as_millis() as u64, "request answered");
         }
     });
     metrics::counter!(names::HTTP_REQUESTS, "method" => method.to_string(), "route" => route.clone(), "status" => status.as_u16().to_string())
         .increment(1);
-    metrics::histogram!(names::HTTP_SECONDS, "method" => method.to_string(), "route" => route)
-        .record(start.elapsed().as_secs_f64());
+    metrics::histogram!(names::HTTP_SECONDS, "method" => method.to_string(), "route" => route).record(start.elapsed().as_secs_f64());
     response
 }
 
@@ -60,11 +42,8 @@ pub async fn observe(req: Request, next: Next) -> Response {
 /// its status, headers and (as the message) its text.
 async fn json_error_body(response: Response) -> Response {
     let status = response.status();
-    let is_json = response
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/json"));
+    let is_json =
+        response.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| v.starts_with("application/json"));
     if !(status.is_client_error() || status.is_server_error()) || is_json {
         return response;
     }
@@ -73,26 +52,14 @@ async fn json_error_body(response: Response) -> Response {
         Ok(bytes) => String::from_utf8_lossy(&bytes).trim().to_string(),
         Err(_) => String::new(),
     };
-    let message = if text.is_empty() {
-        status.canonical_reason().unwrap_or("error").to_string()
-    } else {
-        text
-    };
-    let rewritten = ApiError {
-        status,
-        code: ApiError::code_for_status(status),
-        message,
-    }
-    .into_response();
+    let message = if text.is_empty() { status.canonical_reason().unwrap_or("error").to_string() } else { text };
+    let rewritten = ApiError { status, code: ApiError::code_for_status(status), message }.into_response();
     let (new_parts, new_body) = rewritten.into_parts();
     parts.headers.remove(header::CONTENT_LENGTH);
     if let Some(ct) = new_parts.headers.get(header::CONTENT_TYPE) {
         parts.headers.insert(header::CONTENT_TYPE, ct.clone());
     } else {
-        parts.headers.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
+        parts.headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     }
     Response::from_parts(parts, Body::new(new_body))
 }

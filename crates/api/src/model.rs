@@ -26,11 +26,7 @@ pub struct Workspace {
 
 impl From<WorkspaceRow> for Workspace {
     fn from(r: WorkspaceRow) -> Self {
-        Workspace {
-            id: r.id,
-            name: r.name,
-            created_at: r.created_at,
-        }
+        Workspace { id: r.id, name: r.name, created_at: r.created_at }
     }
 }
 
@@ -139,13 +135,7 @@ pub struct Segment {
 
 impl From<SegmentRow> for Segment {
     fn from(r: SegmentRow) -> Self {
-        Segment {
-            segment_index: r.segment_index,
-            page_idx: r.page_idx,
-            char_start: r.char_start,
-            char_end: r.char_end,
-            text: r.text,
-        }
+        Segment { segment_index: r.segment_index, page_idx: r.page_idx, char_start: r.char_start, char_end: r.char_end, text: r.text }
     }
 }
 
@@ -176,13 +166,7 @@ pub struct Conversation {
 
 impl From<ConversationRow> for Conversation {
     fn from(r: ConversationRow) -> Self {
-        Conversation {
-            id: r.id,
-            workspace_id: r.workspace_id,
-            title: r.title,
-            created_by: r.created_by,
-            created_at: r.created_at,
-        }
+        Conversation { id: r.id, workspace_id: r.workspace_id, title: r.title, created_by: r.created_by, created_at: r.created_at }
     }
 }
 

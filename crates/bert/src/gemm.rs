@@ -145,11 +145,7 @@ pub fn matmul(a: &[f32], lda: usize, m: usize, b: &PackedMatrix, c: &mut [f32], 
                 }
                 let panel = &b.data[p * k * NR + k0 * NR..p * k * NR + (k0 + kc) * NR];
                 for i in (m0..m1).step_by(MR) {
-                    let (tile_a, a_row, a_depth) = if pack {
-                        (&packed_a[(i - m0) * kc..], 1, MR)
-                    } else {
-                        (&a[i * lda + k0..], lda, 1)
-                    };
+                    let (tile_a, a_row, a_depth) = if pack { (&packed_a[(i - m0) * kc..], 1, MR) } else { (&a[i * lda + k0..], lda, 1) };
                     let tile = Tile {
                         k: kc,
                         a: tile_a,
@@ -369,8 +365,20 @@ mod tests {
                     let mut bias_panel = [0f32; NR];
                     bias_panel[..cols].copy_from_slice(&bias[p * NR..p * NR + cols]);
                     let panel = &packed.data[p * k * NR + k0 * NR..];
-                    Tile { k: kc, a: tile_a, a_row: 1, a_depth: MR, b: panel, c: &mut c[i0 * n + p * NR..], ldc: n, rows: (m - i0).min(MR), cols, bias: &bias_panel, accumulate: k0 > 0 && half > 0 }
-                        .run(avx512);
+                    Tile {
+                        k: kc,
+                        a: tile_a,
+                        a_row: 1,
+                        a_depth: MR,
+                        b: panel,
+                        c: &mut c[i0 * n + p * NR..],
+                        ldc: n,
+                        rows: (m - i0).min(MR),
+                        cols,
+                        bias: &bias_panel,
+                        accumulate: k0 > 0 && half > 0,
+                    }
+                    .run(avx512);
                 }
             }
         }

@@ -155,10 +155,7 @@ impl Weights {
     fn tensor(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>, LoadError> {
         let format = |message: String| LoadError::Format { path: self.path.clone(), message };
         let st = safetensors::SafeTensors::deserialize(&self.bytes).map_err(|e| format(e.to_string()))?;
-        let view = st
-            .tensor(name)
-            .or_else(|_| st.tensor(&format!("bert.{name}")))
-            .map_err(|_| format(format!("tensor {name} missing")))?;
+        let view = st.tensor(name).or_else(|_| st.tensor(&format!("bert.{name}"))).map_err(|_| format(format!("tensor {name} missing")))?;
         if view.dtype() != safetensors::Dtype::F32 {
             return Err(LoadError::Unsupported(format!("tensor {name} is {:?}, only F32 is supported", view.dtype())));
         }
@@ -394,11 +391,7 @@ impl SentenceEncoder {
         // Per thread: (input index, vector) pairs, None if the thread died.
         type GroupResult = Option<Vec<(usize, Vec<f32>)>>;
         let results: Vec<GroupResult> = std::thread::scope(|scope| {
-            let handles: Vec<_> = groups
-                .iter()
-                .skip(1)
-                .map(|(_, members)| scope.spawn(|| self.encode_group(&ids, members)))
-                .collect();
+            let handles: Vec<_> = groups.iter().skip(1).map(|(_, members)| scope.spawn(|| self.encode_group(&ids, members))).collect();
             let first = groups.first().map(|(_, m)| self.encode_group(&ids, m));
             std::iter::once(first).chain(handles.into_iter().map(|h| h.join().ok())).collect()
         });

@@ -24,7 +24,10 @@ struct Item {
 }
 
 fn model_dir() -> PathBuf {
-    PathBuf::from(std::env::var("EMBEDDING_MODEL_DIR").expect("EMBEDDING_MODEL_DIR must point at all-MiniLM-L6-v2 (scripts/stack writes it to .local/env)"))
+    PathBuf::from(
+        std::env::var("EMBEDDING_MODEL_DIR")
+            .expect("EMBEDDING_MODEL_DIR must point at all-MiniLM-L6-v2 (scripts/stack writes it to .local/env)"),
+    )
 }
 
 fn reference() -> Reference {
@@ -56,7 +59,11 @@ fn vectors_match_sentence_transformers() {
             let norm: f32 = got.iter().map(|x| x * x).sum::<f32>().sqrt();
             assert!((norm - 1.0).abs() < 1e-4, "not unit length: {norm}");
             let max_diff = got.iter().zip(&item.vector).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
-            eprintln!("{:>40?}  tokens {:>3}  cosine {c_batch:.7}  max |diff| {max_diff:.2e}", item.text.chars().take(38).collect::<String>(), item.token_ids.len());
+            eprintln!(
+                "{:>40?}  tokens {:>3}  cosine {c_batch:.7}  max |diff| {max_diff:.2e}",
+                item.text.chars().take(38).collect::<String>(),
+                item.token_ids.len()
+            );
         }
     }
 }

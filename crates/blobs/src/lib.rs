@@ -142,13 +142,7 @@ impl BlobStore {
 
     /// Whether the storage answers (for readiness checks).
     pub async fn ping(&self) -> Result<(), BlobError> {
-        self.client
-            .head_bucket()
-            .bucket(&self.bucket)
-            .send()
-            .await
-            .map(|_| ())
-            .map_err(|e| request_error("head-bucket", &self.bucket, e))
+        self.client.head_bucket().bucket(&self.bucket).send().await.map(|_| ()).map_err(|e| request_error("head-bucket", &self.bucket, e))
     }
 
     pub async fn put_bytes(&self, key: &str, bytes: Vec<u8>, content_type: &str) -> Result<StoredBlob, BlobError> {
@@ -167,14 +161,7 @@ impl BlobStore {
     }
 
     /// Stores a file already hashed by the caller; large files go in parts.
-    pub async fn put_file(
-        &self,
-        key: &str,
-        path: &Path,
-        size: u64,
-        sha256: &str,
-        content_type: &str,
-    ) -> Result<StoredBlob, BlobError> {
+    pub async fn put_file(&self, key: &str, path: &Path, size: u64, sha256: &str, content_type: &str) -> Result<StoredBlob, BlobError> {
         let io = |source| BlobError::Io { path: path.display().to_string(), source };
         if size <= MULTIPART_THRESHOLD {
             let bytes = tokio::fs::read(path).await.map_err(io)?;
@@ -207,14 +194,7 @@ impl BlobStore {
             }
             Err(e) => {
                 // Leave no orphaned parts behind.
-                let _ = self
-                    .client
-                    .abort_multipart_upload()
-                    .bucket(&self.bucket)
-                    .key(key)
-                    .upload_id(&upload_id)
-                    .send()
-                    .await;
+                let _ = self.client.abort_multipart_upload().bucket(&self.bucket).key(key).upload_id(&upload_id).send().await;
                 Err(e)
             }
         }
@@ -250,14 +230,7 @@ impl BlobStore {
     }
 
     pub async fn get(&self, key: &str) -> Result<Vec<u8>, BlobError> {
-        let out = self
-            .client
-            .get_object()
-            .bucket(&self.bucket)
-            .key(key)
-            .send()
-            .await
-            .map_err(|e| request_error("get", key, e))?;
+        let out = self.client.get_object().bucket(&self.bucket).key(key).send().await.map_err(|e| request_error("get", key, e))?;
         let bytes = out.body.collect().await.map_err(|e| BlobError::Request {
             op: "get",
             key: key.to_string(),
@@ -308,13 +281,7 @@ impl BlobStore {
     }
 
     pub async fn delete(&self, key: &str) -> Result<(), BlobError> {
-        self.client
-            .delete_object()
-            .bucket(&self.bucket)
-            .key(key)
-            .send()
-            .await
-            .map_err(|e| request_error("delete", key, e))?;
+        self.client.delete_object().bucket(&self.bucket).key(key).send().await.map_err(|e| request_error("delete", key, e))?;
         Ok(())
     }
 }

@@ -14,11 +14,7 @@ pub async fn ensure_topics(cfg: &BusConfig) -> Result<Vec<String>, BusError> {
     let names = cfg.topics.all();
     let new_topics: Vec<NewTopic> = names
         .iter()
-        .map(|t| {
-            NewTopic::new(t, cfg.partitions, TopicReplication::Fixed(1))
-                .set("retention.ms", "-1")
-                .set("retention.bytes", "-1")
-        })
+        .map(|t| NewTopic::new(t, cfg.partitions, TopicReplication::Fixed(1)).set("retention.ms", "-1").set("retention.bytes", "-1"))
         .collect();
     let opts = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
     let results = admin.create_topics(new_topics.iter(), &opts).await?;
@@ -97,7 +93,10 @@ pub async fn read_topic(cfg: &BusConfig, topic: &str, timeout: Duration) -> Resu
     .map_err(|e| BusError::Topic { topic: "?".into(), reason: format!("reader task: {e}") })?
 }
 
-fn partition_watermarks<X: rdkafka::consumer::ConsumerContext, C: rdkafka::consumer::Consumer<X>>(consumer: &C, topic: &str) -> Result<Vec<(i32, i64, i64)>, BusError> {
+fn partition_watermarks<X: rdkafka::consumer::ConsumerContext, C: rdkafka::consumer::Consumer<X>>(
+    consumer: &C,
+    topic: &str,
+) -> Result<Vec<(i32, i64, i64)>, BusError> {
     let metadata = consumer.fetch_metadata(Some(topic), Duration::from_secs(10))?;
     let partitions: Vec<i32> = metadata
         .topics()
@@ -134,12 +133,7 @@ pub async fn group_members(cfg: &BusConfig, group: &str) -> Result<Vec<String>, 
     let group = group.to_string();
     tokio::task::spawn_blocking(move || {
         let list = consumer.fetch_group_list(Some(&group), Duration::from_secs(10))?;
-        Ok(list
-            .groups()
-            .iter()
-            .filter(|g| g.name() == group)
-            .flat_map(|g| g.members().iter().map(|m| m.id().to_string()))
-            .collect())
+        Ok(list.groups().iter().filter(|g| g.name() == group).flat_map(|g| g.members().iter().map(|m| m.id().to_string())).collect())
     })
     .await
     .map_err(|e| BusError::Topic { topic: "?".into(), reason: format!("group list task: {e}") })?

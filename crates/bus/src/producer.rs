@@ -127,11 +127,7 @@ impl EventProducer {
         if let Some(key) = key {
             record = record.key(key);
         }
-        let delivery = self
-            .producer
-            .send(record, Duration::from_secs(0))
-            .await
-            .map_err(|(e, _)| BusError::Kafka(e))?;
+        let delivery = self.producer.send(record, Duration::from_secs(0)).await.map_err(|(e, _)| BusError::Kafka(e))?;
         let (partition, offset) = (delivery.partition, delivery.offset);
         counter!(names::PRODUCED, "producer" => self.name.clone(), labels::TOPIC => topic.to_string()).increment(1);
         Ok(Delivered { partition, offset })

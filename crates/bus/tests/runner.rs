@@ -9,7 +9,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rag_bus::admin::{committed_offsets, ensure_topics, read_topic, watermarks};
-use rag_bus::{BusConfig, BusError, DeadLetterLimit, EventProducer, Inbound, Outcome, ProcessError, Processor, StageRunner, StageSpec, StartAt};
+use rag_bus::{
+    BusConfig, BusError, DeadLetterLimit, EventProducer, Inbound, Outcome, ProcessError, Processor, StageRunner, StageSpec, StartAt,
+};
 use rag_events::{Codec, EventType, Topics};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -359,11 +361,8 @@ async fn a_committed_offset_past_the_log_end_does_not_skip_the_next_record() {
 /// Commits offsets for the test's group without joining it.
 fn commit_from_outside(h: &Harness, offsets: &[(i32, i64)]) {
     use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
-    let c: BaseConsumer = rdkafka::ClientConfig::new()
-        .set("bootstrap.servers", &h.cfg.brokers)
-        .set("group.id", h.group())
-        .create()
-        .unwrap();
+    let c: BaseConsumer =
+        rdkafka::ClientConfig::new().set("bootstrap.servers", &h.cfg.brokers).set("group.id", h.group()).create().unwrap();
     let mut tpl = rdkafka::TopicPartitionList::new();
     for (p, offset) in offsets {
         tpl.add_partition_offset(&h.topic, *p, rdkafka::Offset::Offset(*offset)).unwrap();
@@ -381,10 +380,7 @@ async fn revocation_mid_batch_skips_nothing() {
     let a = h.start(slow.clone());
     wait_until("a few records on the first instance", Duration::from_secs(60), || slow.seen().len() >= 5).await;
     let b = h.start(slow.clone());
-    wait_until("every record", Duration::from_secs(120), || {
-        landed.iter().all(|(p, o)| slow.count_of(*p, *o) >= 1)
-    })
-    .await;
+    wait_until("every record", Duration::from_secs(120), || landed.iter().all(|(p, o)| slow.count_of(*p, *o) >= 1)).await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     b.stop().await;
     a.stop().await;

@@ -68,7 +68,7 @@ fn wordpiece_counter_matches_the_model_tokenizer() {
     // Known WordPiece results of the BERT uncased vocabulary.
     assert_eq!(counter.count("Hello world"), 2);
     assert_eq!(counter.count("unaffable"), 3); // un ##aff ##able
-    // The tokenizer strips diacritics and splits Vietnamese into pieces.
+                                               // The tokenizer strips diacritics and splits Vietnamese into pieces.
     assert!(counter.count("Doanh thu năm 2023 đạt 1.245,6 tỷ đồng") >= 10);
     let long = "word ".repeat(600);
     assert_eq!(counter.count(&long), 600, "no truncation at 128");

@@ -64,9 +64,9 @@ struct IngestReport {
 }
 
 const WORDS: &[&str] = &[
-    "doanh", "thu", "lợi", "nhuận", "tăng", "giảm", "năm", "quý", "công", "ty", "cổ", "phần", "tài", "chính", "báo",
-    "cáo", "rủi", "ro", "tỷ", "giá", "đồng", "vốn", "chủ", "sở", "hữu", "nợ", "phải", "trả", "the", "revenue", "grew",
-    "market", "share", "export", "margin", "quarter", "risk", "interest", "rate", "board", "approved", "dividend",
+    "doanh", "thu", "lợi", "nhuận", "tăng", "giảm", "năm", "quý", "công", "ty", "cổ", "phần", "tài", "chính", "báo", "cáo", "rủi", "ro",
+    "tỷ", "giá", "đồng", "vốn", "chủ", "sở", "hữu", "nợ", "phải", "trả", "the", "revenue", "grew", "market", "share", "export", "margin",
+    "quarter", "risk", "interest", "rate", "board", "approved", "dividend",
 ];
 
 /// Deterministic text (xorshift), Vietnamese and English mixed.
@@ -146,12 +146,10 @@ pub async fn bench(s: &Settings, cmd: BenchCommand) -> anyhow::Result<ExitCode> 
     .await?;
     latencies.sort_by(|a, b| a.total_cmp(b));
     let audits = rag_store::audit::documents(pool, Some(workspace)).await?;
-    let stuck = audits.iter().filter(|a| !matches!(a.status.as_str(), "ingested" | "failed")).count() + args.documents.saturating_sub(audits.len());
-    let (doubled_rows, missing_rows): (Vec<RowProblem>, Vec<RowProblem>) = audits
-        .iter()
-        .filter(|a| a.status == "ingested")
-        .flat_map(|a| a.row_problems())
-        .partition(|p| matches!(p, RowProblem::Doubled(_)));
+    let stuck =
+        audits.iter().filter(|a| !matches!(a.status.as_str(), "ingested" | "failed")).count() + args.documents.saturating_sub(audits.len());
+    let (doubled_rows, missing_rows): (Vec<RowProblem>, Vec<RowProblem>) =
+        audits.iter().filter(|a| a.status == "ingested").flat_map(|a| a.row_problems()).partition(|p| matches!(p, RowProblem::Doubled(_)));
     let doubled = doubled_rows.len() + audits.len().saturating_sub(args.documents);
     let missing = missing_rows.len();
     for p in doubled_rows.iter().chain(&missing_rows).take(10) {
@@ -189,12 +187,23 @@ pub async fn bench(s: &Settings, cmd: BenchCommand) -> anyhow::Result<ExitCode> 
         println!("  pages         {}   segments {}   chunks {}", report.pages, report.segments, report.chunks);
         println!("  uploads done  {:.1} s", report.upload_seconds);
         println!("  all ingested  {:.1} s", report.total_seconds);
-        println!("  throughput    {:.1} docs/s   {:.1} pages/s   {:.1} chunks/s",
-            report.documents_per_second, report.pages_per_second, report.chunks_per_second);
-        println!("  upload->ingested latency  p50 {:.2} s   p95 {:.2} s   max {:.2} s",
-            report.latency_p50_seconds, report.latency_p95_seconds, report.latency_max_seconds);
-        println!("  exactly once  {} (stuck {}, doubled {}, missing {}; segments {} of {})",
-            if exactly_once { "yes" } else { "NO" }, report.stuck, report.doubled, report.missing, report.segments, report.expected_segments);
+        println!(
+            "  throughput    {:.1} docs/s   {:.1} pages/s   {:.1} chunks/s",
+            report.documents_per_second, report.pages_per_second, report.chunks_per_second
+        );
+        println!(
+            "  upload->ingested latency  p50 {:.2} s   p95 {:.2} s   max {:.2} s",
+            report.latency_p50_seconds, report.latency_p95_seconds, report.latency_max_seconds
+        );
+        println!(
+            "  exactly once  {} (stuck {}, doubled {}, missing {}; segments {} of {})",
+            if exactly_once { "yes" } else { "NO" },
+            report.stuck,
+            report.doubled,
+            report.missing,
+            report.segments,
+            report.expected_segments
+        );
     }
     Ok(if failed == 0 && exactly_once { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }

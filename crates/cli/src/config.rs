@@ -270,7 +270,11 @@ impl Settings {
     }
 
     /// The retriever over an already loaded embedder.
-    pub fn retriever_with(&self, pool: rag_store::sqlx::PgPool, embedder: rag_embed::Embedder) -> anyhow::Result<rag_stages::retriever::Retriever> {
+    pub fn retriever_with(
+        &self,
+        pool: rag_store::sqlx::PgPool,
+        embedder: rag_embed::Embedder,
+    ) -> anyhow::Result<rag_stages::retriever::Retriever> {
         let languages = match self.embedding_languages.as_str() {
             "auto" => match &embedder {
                 e if e.is_local() => rag_retrieval::EmbedderLanguages::Only(vec![rag_retrieval::Language::En]),
@@ -370,23 +374,30 @@ impl Settings {
                 if !missing.is_empty() {
                     anyhow::bail!("EMBEDDER=openai needs {}", missing.join(", "));
                 }
-                let embedder = rag_embed::Embedder::openai(rag_embed::OpenAiConfig {
-                    base_url: self.embedding_base_url.clone(),
-                    model: self.embedding_model.clone(),
-                    api_key: self.embedding_api_key.clone(),
-                    dimension: self.embedding_dimension,
-                    batch_size: self.embedding_batch_size.max(1),
-                    timeout: Duration::from_secs(self.embedding_timeout_secs.max(1)),
-                    max_retries: self.stage_max_retries,
-                    retry_backoff: Duration::from_millis(self.stage_retry_backoff_ms),
-                }, self.input_convention()?)?;
+                let embedder = rag_embed::Embedder::openai(
+                    rag_embed::OpenAiConfig {
+                        base_url: self.embedding_base_url.clone(),
+                        model: self.embedding_model.clone(),
+                        api_key: self.embedding_api_key.clone(),
+                        dimension: self.embedding_dimension,
+                        batch_size: self.embedding_batch_size.max(1),
+                        timeout: Duration::from_secs(self.embedding_timeout_secs.max(1)),
+                        max_retries: self.stage_max_retries,
+                        retry_backoff: Duration::from_millis(self.stage_retry_backoff_ms),
+                    },
+                    self.input_convention()?,
+                )?;
                 Ok(embedder)
             }
             "local" => {
                 if self.embedding_model_dir.is_empty() {
                     anyhow::bail!("EMBEDDER=local needs EMBEDDING_MODEL_DIR (a sentence-transformers model directory)");
                 }
-                let embedder = rag_embed::Embedder::local(std::path::Path::new(&self.embedding_model_dir), self.embedding_threads, self.input_convention()?)?;
+                let embedder = rag_embed::Embedder::local(
+                    std::path::Path::new(&self.embedding_model_dir),
+                    self.embedding_threads,
+                    self.input_convention()?,
+                )?;
                 if let Some((model, dimension)) = embedder.identity() {
                     tracing::info!(model, dimension, "in-process embedder loaded");
                 }

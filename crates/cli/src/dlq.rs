@@ -56,14 +56,18 @@ pub enum DlqCommand {
 
 fn dlq_topic(topics: &Topics, topic: &str) -> String {
     let base = topic.strip_suffix(".dlq").unwrap_or(topic);
-    let prefixed = if !topics.prefix().is_empty() && base.starts_with(topics.prefix()) { base.to_string() } else { format!("{}{base}", topics.prefix()) };
+    let prefixed = if !topics.prefix().is_empty() && base.starts_with(topics.prefix()) {
+        base.to_string()
+    } else {
+        format!("{}{base}", topics.prefix())
+    };
     Topics::dlq_of(&prefixed)
 }
 
 fn summary(r: &Inbound, codec: &Codec) -> Value {
     let h = |name: &str| r.header_str(name);
-    let event_type = h(headers::EVENT_TYPE)
-        .or_else(|| r.payload.as_deref().and_then(|p| codec.decode_any(p).ok()).map(|e| e.event_type().to_string()));
+    let event_type =
+        h(headers::EVENT_TYPE).or_else(|| r.payload.as_deref().and_then(|p| codec.decode_any(p).ok()).map(|e| e.event_type().to_string()));
     json!({
         "partition": r.partition,
         "offset": r.offset,
@@ -84,7 +88,12 @@ fn summary(r: &Inbound, codec: &Codec) -> Value {
 
 fn detail(r: &Inbound, codec: &Codec) -> Value {
     let mut v = summary(r, codec);
-    v["headers"] = r.headers.iter().map(|(k, val)| (k.clone(), Value::from(String::from_utf8_lossy(val).into_owned()))).collect::<serde_json::Map<_, _>>().into();
+    v["headers"] = r
+        .headers
+        .iter()
+        .map(|(k, val)| (k.clone(), Value::from(String::from_utf8_lossy(val).into_owned())))
+        .collect::<serde_json::Map<_, _>>()
+        .into();
     let payload = r.payload.as_deref().unwrap_or_default();
     v["payload_bytes"] = payload.len().into();
     match codec.decode_any(payload) {
@@ -118,8 +127,14 @@ pub async fn dlq(s: &Settings, cmd: DlqCommand) -> anyhow::Result<ExitCode> {
                 println!("{:>4} {:>8}  {:<10} {:<18} {:<24} REASON", "PART", "OFFSET", "STAGE", "EVENT", "CODE");
                 for r in &rows {
                     let reason: String = r["reason"].as_str().unwrap_or("-").chars().take(100).collect();
-                    println!("{:>4} {:>8}  {:<10} {:<18} {:<24} {reason}", r["partition"], r["offset"],
-                        r["stage"].as_str().unwrap_or("-"), r["event_type"].as_str().unwrap_or("?"), r["reason_code"].as_str().unwrap_or("-"));
+                    println!(
+                        "{:>4} {:>8}  {:<10} {:<18} {:<24} {reason}",
+                        r["partition"],
+                        r["offset"],
+                        r["stage"].as_str().unwrap_or("-"),
+                        r["event_type"].as_str().unwrap_or("?"),
+                        r["reason_code"].as_str().unwrap_or("-")
+                    );
                 }
                 println!("{} dead letter(s) in {dlq}", rows.len());
             }
@@ -127,18 +142,43 @@ pub async fn dlq(s: &Settings, cmd: DlqCommand) -> anyhow::Result<ExitCode> {
         DlqCommand::Show { topic, partition, offset, json } => {
             let dlq = dlq_topic(&bus.topics, &topic);
             let records = read(dlq.clone()).await?;
-            let r = records.iter().find(|r| r.partition == partition && r.offset == offset)
+            let r = records
+                .iter()
+                .find(|r| r.partition == partition && r.offset == offset)
                 .with_context(|| format!("no dead letter at {dlq} partition {partition} offset {offset}"))?;
             let v = detail(r, &codec);
             if json {
                 println!("{}", serde_json::to_string_pretty(&v)?);
             } else {
                 println!("dead letter {dlq}/{partition}/{offset}");
-                for key in ["event_type", "event_id", "workspace_id", "key", "stage", "reason_code", "reason", "original_topic", "original_partition", "original_offset", "failed_at"] {
-                    println!("{key:>18}: {}", match &v[key] { Value::String(s) => s.clone(), Value::Null => "-".into(), other => other.to_string() });
+                for key in [
+                    "event_type",
+                    "event_id",
+                    "workspace_id",
+                    "key",
+                    "stage",
+                    "reason_code",
+                    "reason",
+                    "original_topic",
+                    "original_partition",
+                    "original_offset",
+                    "failed_at",
+                ] {
+                    println!(
+                        "{key:>18}: {}",
+                        match &v[key] {
+                            Value::String(s) => s.clone(),
+                            Value::Null => "-".into(),
+                            other => other.to_string(),
+                        }
+                    );
                 }
                 match (&v["event"], &v["decode_error"]) {
-                    (Value::Null, err) => println!("\nthe payload does not decode: {}\nfirst bytes: {}", err.as_str().unwrap_or("-"), v["payload_hex_prefix"].as_str().unwrap_or("")),
+                    (Value::Null, err) => println!(
+                        "\nthe payload does not decode: {}\nfirst bytes: {}",
+                        err.as_str().unwrap_or("-"),
+                        v["payload_hex_prefix"].as_str().unwrap_or("")
+                    ),
                     (event, _) => println!("\n{}", serde_json::to_string_pretty(event)?),
                 }
             }
@@ -158,7 +198,8 @@ pub async fn dlq(s: &Settings, cmd: DlqCommand) -> anyhow::Result<ExitCode> {
             let mut done = Vec::new();
             for r in selected {
                 let target = r.header_str(headers::DLQ_ORIGINAL_TOPIC).unwrap_or_else(|| dlq.trim_end_matches(".dlq").to_string());
-                let mut hdrs: Vec<(String, Vec<u8>)> = r.headers.iter().filter(|(k, _)| !k.starts_with("dlq-") && k != headers::REDRIVEN_FROM).cloned().collect();
+                let mut hdrs: Vec<(String, Vec<u8>)> =
+                    r.headers.iter().filter(|(k, _)| !k.starts_with("dlq-") && k != headers::REDRIVEN_FROM).cloned().collect();
                 hdrs.push((headers::REDRIVEN_FROM.into(), format!("{dlq}/{}/{}", r.partition, r.offset).into_bytes()));
                 let delivered = producer
                     .send_raw(&target, r.key.as_deref(), r.payload.as_deref().unwrap_or_default(), &hdrs)

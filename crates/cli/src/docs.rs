@@ -173,8 +173,11 @@ pub async fn docs(s: &Settings, cmd: DocsCommand) -> anyhow::Result<ExitCode> {
                 if !d.pages_without_text.is_empty() {
                     println!("no text:       page {} (not searchable)", pages(&d.pages_without_text));
                 }
-                println!("chunking:      {} ({} chunks)", d.active_chunking_version.as_deref().unwrap_or("-"),
-                    d.chunk_count.map(|c| c.to_string()).unwrap_or("-".into()));
+                println!(
+                    "chunking:      {} ({} chunks)",
+                    d.active_chunking_version.as_deref().unwrap_or("-"),
+                    d.chunk_count.map(|c| c.to_string()).unwrap_or("-".into())
+                );
                 println!("uploaded by:   {}", d.uploaded_by.as_deref().unwrap_or("-"));
                 println!("metadata:      {}", d.metadata);
             }

@@ -133,12 +133,16 @@ pub async fn eval(s: &Settings, cmd: EvalCommand) -> anyhow::Result<ExitCode> {
     anyhow::ensure!(!doc_to_corpus.is_empty(), "workspace {workspace} holds no documents of this dataset");
 
     let retriever = s.retriever(pool.clone())?;
-    let modes: Vec<Mode> = if retriever.embedder.identity().is_some() { vec![Mode::Lexical, Mode::Dense, Mode::Hybrid] } else { vec![Mode::Lexical] };
+    let modes: Vec<Mode> =
+        if retriever.embedder.identity().is_some() { vec![Mode::Lexical, Mode::Dense, Mode::Hybrid] } else { vec![Mode::Lexical] };
     let bar = ProgressBar::new((judged.len() * modes.len()) as u64);
     if args.json {
         bar.set_draw_target(ProgressDrawTarget::hidden());
     }
-    bar.set_style(ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} queries").unwrap_or_else(|_| ProgressStyle::default_bar()));
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} queries")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
     // mode -> language -> (ranking, judgements) per query
     type Runs<'a> = BTreeMap<&'static str, BTreeMap<&'static str, Vec<(Vec<String>, &'a HashMap<String, i32>)>>>;
     let mut runs: Runs = BTreeMap::new();
@@ -204,19 +208,34 @@ pub async fn eval(s: &Settings, cmd: EvalCommand) -> anyhow::Result<ExitCode> {
     if args.json {
         println!("{}", serde_json::to_string_pretty(&json)?);
     } else {
-        println!("retrieval on {} ({} documents, {} queries; {} chunking; embedder {})",
-            args.dir.display(), corpus.len(), judged.len(), s.chunking_profile,
-            retriever.embedder.identity().map(|(m, d)| format!("{m} ({d})")).unwrap_or_else(|| "none".into()));
-        println!("{:<8} {:<8} {:>8} {:>10} {:>11} {:>7} {:>8}", "language", "mode", "nDCG@10", "Recall@10", "Recall@100", "MRR@10", "queries");
+        println!(
+            "retrieval on {} ({} documents, {} queries; {} chunking; embedder {})",
+            args.dir.display(),
+            corpus.len(),
+            judged.len(),
+            s.chunking_profile,
+            retriever.embedder.identity().map(|(m, d)| format!("{m} ({d})")).unwrap_or_else(|| "none".into())
+        );
+        println!(
+            "{:<8} {:<8} {:>8} {:>10} {:>11} {:>7} {:>8}",
+            "language", "mode", "nDCG@10", "Recall@10", "Recall@100", "MRR@10", "queries"
+        );
         for lang in ["all", "vi", "en", "other"] {
             for mode in ["lexical", "dense", "hybrid"] {
                 if let Some(sm) = summary(mode, lang) {
-                    println!("{lang:<8} {mode:<8} {:>8.4} {:>10.4} {:>11.4} {:>7.4} {:>8}", sm.ndcg_10, sm.recall_10, sm.recall_100, sm.mrr_10, sm.queries);
+                    println!(
+                        "{lang:<8} {mode:<8} {:>8.4} {:>10.4} {:>11.4} {:>7.4} {:>8}",
+                        sm.ndcg_10, sm.recall_10, sm.recall_100, sm.mrr_10, sm.queries
+                    );
                 }
             }
         }
-        println!("workspace {workspace}: ingest {:.1} s, queries {:.1} s ({:.1} ms per retrieval)", ingest_seconds, query_seconds,
-            1000.0 * query_seconds / (judged.len() * modes.len()) as f64);
+        println!(
+            "workspace {workspace}: ingest {:.1} s, queries {:.1} s ({:.1} ms per retrieval)",
+            ingest_seconds,
+            query_seconds,
+            1000.0 * query_seconds / (judged.len() * modes.len()) as f64
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

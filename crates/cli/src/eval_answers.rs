@@ -97,19 +97,26 @@ fn fold(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase()
 }
 
+/// What is known of a question before its answer.
+pub struct Asked<'a> {
+    pub id: &'a str,
+    pub language: &'a str,
+    /// The document id of the passage that holds the answer.
+    pub gold_document: Option<&'a str>,
+    /// The answer text as it appears in that passage.
+    pub answer: &'a str,
+}
+
 /// Scores one projected assistant message. `raw_texts` gives a document's
-/// full raw text (as characters) by document id; `gold_document` is the id
-/// of the passage holding the answer.
+/// full raw text (as characters) by document id.
 pub fn score(
-    question_id: &str,
-    language: &str,
+    asked: &Asked<'_>,
     metadata: &serde_json::Value,
     status: &str,
-    gold_document: Option<&str>,
-    answer: &str,
     raw_texts: &HashMap<String, Vec<char>>,
     latency: Duration,
 ) -> Scored {
+    let Asked { id: question_id, language, gold_document, answer } = *asked;
     let empty = Vec::new();
     let sections = metadata["sections"].as_array().unwrap_or(&empty);
     let citations: Vec<&serde_json::Value> = sections.iter().flat_map(|s| s["citations"].as_array().unwrap_or(&empty)).collect();
@@ -182,8 +189,7 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
     let queries: Vec<Query> = read_jsonl(&args.dir.join("queries.jsonl"))?;
     let gold: Vec<GoldAnswer> = read_jsonl(&args.dir.join("answers.jsonl"))?;
     let text_of: HashMap<&str, &str> = queries.iter().map(|q| (q.id.as_str(), q.text.as_str())).collect();
-    let mut asked: Vec<(&GoldAnswer, &str)> =
-        gold.iter().filter_map(|g| text_of.get(g.query_id.as_str()).map(|t| (g, *t))).collect();
+    let mut asked: Vec<(&GoldAnswer, &str)> = gold.iter().filter_map(|g| text_of.get(g.query_id.as_str()).map(|t| (g, *t))).collect();
     if let Some(n) = args.max_questions {
         asked.truncate(n);
     }
@@ -228,12 +234,18 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
                     break m;
                 }
             }
-            anyhow::ensure!(asked_at.elapsed() < Duration::from_secs(args.timeout), "no answer to {} within {} s", g.query_id, args.timeout);
+            anyhow::ensure!(
+                asked_at.elapsed() < Duration::from_secs(args.timeout),
+                "no answer to {} within {} s",
+                g.query_id,
+                args.timeout
+            );
             tokio::time::sleep(Duration::from_millis(100)).await;
         };
         let language = rag_retrieval::detect_language(question).code();
         let gold_document = by_corpus.get(&g.corpus_id).map(|d| d.to_string());
-        let s = score(&g.query_id, language, &message.metadata, &message.status, gold_document.as_deref(), &g.answer, &raw_texts, asked_at.elapsed());
+        let asked_question = Asked { id: &g.query_id, language, gold_document: gold_document.as_deref(), answer: &g.answer };
+        let s = score(&asked_question, &message.metadata, &message.status, &raw_texts, asked_at.elapsed());
         if !args.json {
             eprintln!(
                 "[{}/{}] {} {:<5} {:>6} ms  gold cited {}  answer in a citation {}{}",
@@ -272,10 +284,28 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
             }))?
         );
     } else {
-        println!("answers on {} ({} passages, {} questions; answers by {answers_by}; embedder {})", args.dir.display(), corpus.len(), asked.len(), s.embedder);
+        println!(
+            "answers on {} ({} passages, {} questions; answers by {answers_by}; embedder {})",
+            args.dir.display(),
+            corpus.len(),
+            asked.len(),
+            s.embedder
+        );
         println!(
             "{:<8} {:>9} {:>6} {:>11} {:>12} {:>10} {:>8} {:>10} {:>8} {:>12} {:>8} {:>8} {:>10}",
-            "language", "questions", "failed", "gold cited", "answer cited", "bad slice", "dropped", "unlocated", "moved", "uncited sec", "p50 ms", "p95 ms", "LLM tokens"
+            "language",
+            "questions",
+            "failed",
+            "gold cited",
+            "answer cited",
+            "bad slice",
+            "dropped",
+            "unlocated",
+            "moved",
+            "uncited sec",
+            "p50 ms",
+            "p95 ms",
+            "LLM tokens"
         );
         for (lang, t) in std::iter::once(("all".to_string(), &all)).chain(by_language.iter().map(|(l, t)| (l.clone(), t))) {
             println!(
@@ -294,7 +324,13 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
                 t.llm_tokens
             );
         }
-        println!("workspace {}: ingest {:.1} s, questions {:.1} s ({cited_documents} of {} cited their gold passage)", run.workspace, run.total_seconds, question_seconds, asked.len());
+        println!(
+            "workspace {}: ingest {:.1} s, questions {:.1} s ({cited_documents} of {} cited their gold passage)",
+            run.workspace,
+            run.total_seconds,
+            question_seconds,
+            asked.len()
+        );
     }
     Ok(if all.bad_slices == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
@@ -317,11 +353,12 @@ mod tests {
             "retrieval": {"citation_report": {"dropped_source_ids": ["S9"], "unlocated_quotes": 2, "located_quotes": 1}},
             "llm_usage": {"total_tokens": 640}
         });
-        let s = score("q1", "vi", &metadata, "done", Some("d1"), "tăng  18%", &raw, Duration::from_millis(1500));
+        let asked = |id, gold_document, answer| Asked { id, language: "vi", gold_document, answer };
+        let s = score(&asked("q1", Some("d1"), "tăng  18%"), &metadata, "done", &raw, Duration::from_millis(1500));
         assert!(s.gold_cited && s.answer_in_citation);
         assert_eq!((s.sections, s.sections_without_citations, s.citations, s.bad_slices), (3, 1, 2, 1));
         assert_eq!((s.dropped_source_ids, s.unlocated_quotes, s.llm_tokens, s.latency_ms), (1, 2, 640, 1500));
-        let other = score("q2", "en", &metadata, "done", Some("d2"), "profit", &raw, Duration::from_millis(500));
+        let other = score(&asked("q2", Some("d2"), "profit"), &metadata, "done", &raw, Duration::from_millis(500));
         assert!(!other.gold_cited && !other.answer_in_citation);
 
         let t = totals([s, other].iter());

@@ -104,7 +104,8 @@ where
     let mut uploads = tokio::task::JoinSet::new();
     for (i, id) in document_ids.iter().enumerate() {
         let permit = semaphore.clone().acquire_owned().await?;
-        let (blobs, producer, workspace, bar, make, id) = (blobs.clone(), producer.clone(), workspace.clone(), bar.clone(), make.clone(), *id);
+        let (blobs, producer, workspace, bar, make, id) =
+            (blobs.clone(), producer.clone(), workspace.clone(), bar.clone(), make.clone(), *id);
         let label = label.to_string();
         uploads.spawn(async move {
             let _permit = permit;
@@ -144,12 +145,11 @@ where
             };
             anyhow::bail!("a stage stopped during the run: {detail}");
         }
-        let (done,): (i64,) = rag_store::sqlx::query_as(
-            "SELECT count(*) FROM documents WHERE workspace_id = $1 AND status IN ('ingested', 'failed')",
-        )
-        .bind(&workspace)
-        .fetch_one(&pool)
-        .await?;
+        let (done,): (i64,) =
+            rag_store::sqlx::query_as("SELECT count(*) FROM documents WHERE workspace_id = $1 AND status IN ('ingested', 'failed')")
+                .bind(&workspace)
+                .fetch_one(&pool)
+                .await?;
         bar.set_position(count as u64 + done as u64);
         if done as usize >= count {
             break started.elapsed().as_secs_f64();

@@ -78,12 +78,13 @@ pub async fn rebuild(s: &Settings, cmd: RebuildCommand) -> anyhow::Result<ExitCo
     let (projector_group, indexer_group) = (bus.group_of(projector::GROUP), bus.group_of(indexer::GROUP));
     for group in [&projector_group, &indexer_group] {
         match rag_bus::admin::group_members(&bus, group).await {
-            Ok(members) if !members.is_empty() => anyhow::bail!(
-                "consumer group {group} has {} active member(s): stop `rag-engine run` before rebuilding",
-                members.len()
-            ),
+            Ok(members) if !members.is_empty() => {
+                anyhow::bail!("consumer group {group} has {} active member(s): stop `rag-engine run` before rebuilding", members.len())
+            }
             Ok(_) => {}
-            Err(e) => tracing::warn!(group = %group, error = %e, "could not list the group's members; make sure no `rag-engine run` is running"),
+            Err(e) => {
+                tracing::warn!(group = %group, error = %e, "could not list the group's members; make sure no `rag-engine run` is running")
+            }
         }
     }
     // The replay's end: every topic as of now.
@@ -138,7 +139,13 @@ pub async fn rebuild(s: &Settings, cmd: RebuildCommand) -> anyhow::Result<ExitCo
         let mut tasks = tokio::task::JoinSet::new();
         let phase_topics: Vec<String> = phase.events.iter().map(|e| topics.of(*e)).collect();
         let dlq = EventProducer::new(&bus, codec.clone(), "rag-engine/rebuild-dlq")?;
-        let p = projector::Projector::new(pool.clone(), rag_blobs::BlobStore::new(&s.blobs()), codec.clone(), topics.clone(), projector_group.clone());
+        let p = projector::Projector::new(
+            pool.clone(),
+            rag_blobs::BlobStore::new(&s.blobs()),
+            codec.clone(),
+            topics.clone(),
+            projector_group.clone(),
+        );
         let spec = StageSpec { name: projector::STAGE.into(), group: projector::GROUP.into(), topics: phase_topics.clone() };
         {
             let (bus, shutdown, dlq) = (bus.clone(), shutdown.clone(), dlq.clone());
@@ -162,20 +169,18 @@ pub async fn rebuild(s: &Settings, cmd: RebuildCommand) -> anyhow::Result<ExitCo
             watched.push((indexer_group.clone(), chunked));
         }
         loop {
-            let stored: Vec<(String, String, i32, i64)> =
-                rag_store::sqlx::query_as("SELECT consumer_group, topic, partition, next_offset FROM consumer_offsets WHERE consumer_group = ANY($1)")
-                    .bind(watched.iter().map(|(g, _)| g.clone()).collect::<Vec<_>>())
-                    .fetch_all(&pool)
-                    .await?;
+            let stored: Vec<(String, String, i32, i64)> = rag_store::sqlx::query_as(
+                "SELECT consumer_group, topic, partition, next_offset FROM consumer_offsets WHERE consumer_group = ANY($1)",
+            )
+            .bind(watched.iter().map(|(g, _)| g.clone()).collect::<Vec<_>>())
+            .fetch_all(&pool)
+            .await?;
             let mut done = 0i64;
             let mut complete = true;
             for (group, group_topics) in &watched {
                 for ((topic, partition), end) in ends.iter().filter(|((t, _), _)| group_topics.contains(t)) {
-                    let next = stored
-                        .iter()
-                        .find(|(g, t, p, _)| g == group && t == topic && p == partition)
-                        .map(|(_, _, _, n)| *n)
-                        .unwrap_or(0);
+                    let next =
+                        stored.iter().find(|(g, t, p, _)| g == group && t == topic && p == partition).map(|(_, _, _, n)| *n).unwrap_or(0);
                     done += next.min(*end);
                     complete &= next >= *end;
                 }

@@ -43,11 +43,7 @@ fn spawn_stage<P: Processor>(
     processor: P,
     shutdown: &CancellationToken,
 ) -> anyhow::Result<()> {
-    let spec = StageSpec {
-        name: name.to_string(),
-        group,
-        topics: consumes.iter().map(|t| bus.topics.of(*t)).collect(),
-    };
+    let spec = StageSpec { name: name.to_string(), group, topics: consumes.iter().map(|t| bus.topics.of(*t)).collect() };
     let (bus, shutdown, processor, dlq) = (bus.clone(), shutdown.clone(), Arc::new(processor), dlq.clone());
     tasks.spawn(async move {
         let r = rag_bus::stage::run_stage(&bus, &spec, processor, dlq, shutdown).await;

@@ -49,7 +49,11 @@ pub async fn search(s: &Settings, args: SearchArgs) -> anyhow::Result<ExitCode> 
     );
     for (i, c) in result.chunks.iter().enumerate() {
         let h = &c.hit;
-        let pages = if h.page_start == h.page_end { format!("p.{}", h.page_start + 1) } else { format!("pp.{}-{}", h.page_start + 1, h.page_end + 1) };
+        let pages = if h.page_start == h.page_end {
+            format!("p.{}", h.page_start + 1)
+        } else {
+            format!("pp.{}-{}", h.page_start + 1, h.page_end + 1)
+        };
         let ranks = [c.lexical_rank.map(|r| format!("lexical #{r}")), c.dense_rank.map(|r| format!("dense #{r}"))]
             .into_iter()
             .flatten()

@@ -44,8 +44,7 @@ pub async fn topics(s: &Settings, cmd: TopicsCommand) -> anyhow::Result<ExitCode
             let bus = s.bus();
             let topics = tokio::task::spawn_blocking(move || rag_bus::admin::describe_topics(&bus)).await??;
             if json {
-                let v: Vec<_> =
-                    topics.iter().map(|(t, p)| serde_json::json!({"topic": t, "partitions": p})).collect();
+                let v: Vec<_> = topics.iter().map(|(t, p)| serde_json::json!({"topic": t, "partitions": p})).collect();
                 println!("{}", serde_json::to_string_pretty(&v)?);
             } else {
                 for (t, p) in topics {

@@ -28,10 +28,7 @@ pub fn token(s: &Settings, args: TokenArgs) -> anyhow::Result<ExitCode> {
     }
     let token = s.jwt()?.mint(user, args.ttl)?;
     if args.json {
-        println!(
-            "{}",
-            serde_json::json!({"token": token, "user": user, "expires_in_secs": args.ttl.as_secs()})
-        );
+        println!("{}", serde_json::json!({"token": token, "user": user, "expires_in_secs": args.ttl.as_secs()}));
     } else {
         println!("{token}");
     }

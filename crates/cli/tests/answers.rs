@@ -17,7 +17,6 @@ use axum::{Json, Router};
 use common::*;
 use rag_store::sqlx;
 
-
 async fn wait_ingested(t: &TestEnv, n: i64) {
     wait_until("documents ingested", Duration::from_secs(120), || async {
         sqlx::query_scalar::<_, i64>("SELECT count(*) FROM documents WHERE status = 'ingested'").fetch_one(&t.pool).await.unwrap() == n
@@ -37,8 +36,12 @@ async fn ask(t: &TestEnv, workspace: &str, question: &str, extra: &[&str]) -> (b
 /// document's raw text (the viewer's segments) sliced at its range is the
 /// cited text.
 async fn check_citations(t: &TestEnv, workspace: &str, message: &serde_json::Value) -> usize {
-    let retrieved: Vec<String> =
-        message["metadata"]["retrieval"]["chunks"].as_array().unwrap().iter().map(|c| c["chunk_id"].as_str().unwrap().to_string()).collect();
+    let retrieved: Vec<String> = message["metadata"]["retrieval"]["chunks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["chunk_id"].as_str().unwrap().to_string())
+        .collect();
     let citations = message["metadata"]["citations"].as_array().unwrap();
     for c in citations {
         assert!(retrieved.contains(&c["chunk_id"].as_str().unwrap().to_string()), "cites a chunk not retrieved: {c}");
@@ -59,7 +62,8 @@ async fn check_citations(t: &TestEnv, workspace: &str, message: &serde_json::Val
 }
 
 const REPORT: &str = "Doanh thu thuần năm 2023 đạt 1.245,6 tỷ đồng, tăng 12,4% so với năm trước.\n\nLợi nhuận sau thuế đạt 187,3 tỷ đồng.\n\nRủi ro tỷ giá được kiểm soát bằng hợp đồng kỳ hạn.";
-const CLOUD: &str = "Quarterly revenue rose sharply thanks to strong cloud sales in Asia.\n\nThe board approved a dividend of 2 dollars per share.";
+const CLOUD: &str =
+    "Quarterly revenue rose sharply thanks to strong cloud sales in Asia.\n\nThe board approved a dividend of 2 dollars per share.";
 
 #[tokio::test(flavor = "multi_thread")]
 async fn extractive_answers_cite_exact_spans_and_workspaces_stay_apart() {
@@ -95,7 +99,13 @@ async fn extractive_answers_cite_exact_spans_and_workspaces_stay_apart() {
 
     // Isolation: the other workspace's documents are never retrieved or cited.
     let ours: Vec<String> = sqlx::query_scalar::<_, uuid::Uuid>("SELECT id FROM documents WHERE workspace_id = $1")
-        .bind(&t.workspace).fetch_all(&t.pool).await.unwrap().into_iter().map(|u| u.to_string()).collect();
+        .bind(&t.workspace)
+        .fetch_all(&t.pool)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|u| u.to_string())
+        .collect();
     for q in ["Doanh thu của đối thủ tăng bao nhiêu?", "secret merger", "What did the board approve?"] {
         let (_, m) = ask(&t, &t.workspace, q, &["--top-k", "20"]).await;
         for c in m["metadata"]["retrieval"]["chunks"].as_array().unwrap() {
@@ -111,7 +121,10 @@ async fn extractive_answers_cite_exact_spans_and_workspaces_stay_apart() {
     }
     // The user message and the answer are both in the conversation.
     let roles: Vec<(String, String)> = sqlx::query_as("SELECT role, status FROM messages WHERE workspace_id = $1 ORDER BY created_at")
-        .bind(&t.workspace).fetch_all(&t.pool).await.unwrap();
+        .bind(&t.workspace)
+        .fetch_all(&t.pool)
+        .await
+        .unwrap();
     assert_eq!(roles.len(), 14);
     assert!(roles.iter().all(|(_, s)| s == "done"));
     t.cleanup().await;
@@ -155,10 +168,17 @@ async fn llm_answers_are_validated_remember_the_conversation_and_failures_are_fi
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     let t = TestEnv::new().await;
     let base = format!("http://{addr}/v1");
-    let all = t.spawn(&["run", "all"], &[
-        ("ANSWER_LLM_BASE_URL", &base), ("ANSWER_LLM_MODEL", "fake-llm"), ("ANSWER_LLM_API_KEY", "k"),
-        ("ANSWER_LLM_FALLBACK", "fail"), ("STAGE_MAX_RETRIES", "1"), ("STAGE_RETRY_BACKOFF_MS", "50"),
-    ]);
+    let all = t.spawn(
+        &["run", "all"],
+        &[
+            ("ANSWER_LLM_BASE_URL", &base),
+            ("ANSWER_LLM_MODEL", "fake-llm"),
+            ("ANSWER_LLM_API_KEY", "k"),
+            ("ANSWER_LLM_FALLBACK", "fail"),
+            ("STAGE_MAX_RETRIES", "1"),
+            ("STAGE_RETRY_BACKOFF_MS", "50"),
+        ],
+    );
     t.upload_files(&t.workspace, &[("bao-cao.txt", REPORT), ("cloud.txt", CLOUD)]).await;
     wait_ingested(&t, 2).await;
 

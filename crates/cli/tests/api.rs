@@ -19,10 +19,7 @@ struct Api {
 
 impl Api {
     fn new(port: u16) -> Api {
-        Api {
-            base: format!("http://127.0.0.1:{port}"),
-            http: reqwest::Client::new(),
-        }
+        Api { base: format!("http://127.0.0.1:{port}"), http: reqwest::Client::new() }
     }
 
     async fn call(
@@ -56,33 +53,14 @@ impl Api {
         (s, v)
     }
 
-    async fn upload(
-        &self,
-        ws: &str,
-        token: &str,
-        filename: &str,
-        content_type: &str,
-        bytes: Vec<u8>,
-    ) -> (StatusCode, Value) {
-        let part = reqwest::multipart::Part::bytes(bytes)
-            .file_name(filename.to_string())
-            .mime_str(content_type)
-            .unwrap();
+    async fn upload(&self, ws: &str, token: &str, filename: &str, content_type: &str, bytes: Vec<u8>) -> (StatusCode, Value) {
+        let part = reqwest::multipart::Part::bytes(bytes).file_name(filename.to_string()).mime_str(content_type).unwrap();
         let form = reqwest::multipart::Form::new().part("file", part);
-        let resp = self
-            .http
-            .post(format!("{}/v1/workspaces/{ws}/documents", self.base))
-            .bearer_auth(token)
-            .multipart(form)
-            .send()
-            .await
-            .unwrap();
+        let resp =
+            self.http.post(format!("{}/v1/workspaces/{ws}/documents", self.base)).bearer_auth(token).multipart(form).send().await.unwrap();
         let status = resp.status();
         let text = resp.text().await.unwrap();
-        (
-            status,
-            serde_json::from_str(&text).unwrap_or(Value::String(text)),
-        )
+        (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
     }
 
     async fn wait_ready(&self) {
@@ -109,10 +87,7 @@ fn jwt(secret: &str, claims: Value) -> String {
 }
 
 fn now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs()
 }
 
 /// One parsed Server-Sent Event.
@@ -124,25 +99,14 @@ struct Sse {
 }
 
 /// Opens the conversation's event stream and forwards its events.
-async fn open_events(
-    api: &Api,
-    path: &str,
-    token: &str,
-    last_event_id: Option<&str>,
-) -> tokio::sync::mpsc::UnboundedReceiver<Sse> {
-    let mut req = api
-        .http
-        .get(format!("{}{path}", api.base))
-        .bearer_auth(token);
+async fn open_events(api: &Api, path: &str, token: &str, last_event_id: Option<&str>) -> tokio::sync::mpsc::UnboundedReceiver<Sse> {
+    let mut req = api.http.get(format!("{}{path}", api.base)).bearer_auth(token);
     if let Some(id) = last_event_id {
         req = req.header("Last-Event-ID", id);
     }
     let resp = req.send().await.unwrap();
     assert_eq!(resp.status(), StatusCode::OK);
-    assert!(resp.headers()["content-type"]
-        .to_str()
-        .unwrap()
-        .starts_with("text/event-stream"));
+    assert!(resp.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream"));
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     tokio::spawn(async move {
         let mut stream = resp.bytes_stream();
@@ -151,11 +115,7 @@ async fn open_events(
             buf.push_str(&String::from_utf8_lossy(&chunk));
             while let Some(end) = buf.find("\n\n") {
                 let block: String = buf.drain(..end + 2).collect();
-                let mut e = Sse {
-                    event: String::new(),
-                    id: String::new(),
-                    data: Value::Null,
-                };
+                let mut e = Sse { event: String::new(), id: String::new(), data: Value::Null };
                 for line in block.lines() {
                     if let Some(v) = line.strip_prefix("event:") {
                         e.event = v.trim().to_string();
@@ -175,14 +135,12 @@ async fn open_events(
 }
 
 async fn next_event(rx: &mut tokio::sync::mpsc::UnboundedReceiver<Sse>, timeout: Duration) -> Sse {
-    tokio::time::timeout(timeout, rx.recv())
-        .await
-        .expect("an event within the timeout")
-        .expect("the stream is open")
+    tokio::time::timeout(timeout, rx.recv()).await.expect("an event within the timeout").expect("the stream is open")
 }
 
 const HANOI: &str = "# Hà Nội\n\nHà Nội là thủ đô của Việt Nam. Thành phố nằm bên bờ sông Hồng.\n\nDân số Hà Nội khoảng tám triệu người.\n";
-const LIGHTHOUSE: &str = "The lighthouse keeper lit the lamp every evening at dusk.\n\nThe lighthouse stands on a granite cliff above the harbour.\n";
+const LIGHTHOUSE: &str =
+    "The lighthouse keeper lit the lamp every evening at dusk.\n\nThe lighthouse stands on a granite cliff above the harbour.\n";
 
 #[tokio::test]
 async fn upload_ingest_ask_and_the_event_stream_delivers_cited_answers() {
@@ -192,140 +150,70 @@ async fn upload_ingest_ask_and_the_event_stream_delivers_cited_answers() {
     api.wait_ready().await;
     let alice = token(&t, "alice").await;
 
-    let (s, ws) = api
-        .post("/v1/workspaces", &alice, json!({"name": "Thư viện"}))
-        .await;
+    let (s, ws) = api.post("/v1/workspaces", &alice, json!({"name": "Thư viện"})).await;
     assert_eq!(s, StatusCode::CREATED, "{ws}");
     let ws = ws["id"].as_str().unwrap().to_string();
     let mut docs = Vec::new();
-    for (name, ct, text) in [
-        ("ha-noi.md", "text/markdown", HANOI),
-        ("lighthouse.txt", "application/octet-stream", LIGHTHOUSE),
-    ] {
-        let (s, v) = api
-            .upload(&ws, &alice, name, ct, text.as_bytes().to_vec())
-            .await;
+    for (name, ct, text) in [("ha-noi.md", "text/markdown", HANOI), ("lighthouse.txt", "application/octet-stream", LIGHTHOUSE)] {
+        let (s, v) = api.upload(&ws, &alice, name, ct, text.as_bytes().to_vec()).await;
         assert_eq!(s, StatusCode::ACCEPTED, "{v}");
         assert_eq!(v["status"], "uploaded");
         assert_eq!(v["filename"], name);
         docs.push(v["document_id"].as_str().unwrap().to_string());
     }
     // A generic type is replaced by the one the name implies.
-    let (_, d) = api
-        .get(
-            &format!("/v1/workspaces/{ws}/documents/{}", docs[1]),
-            &alice,
-        )
-        .await;
+    let (_, d) = api.get(&format!("/v1/workspaces/{ws}/documents/{}", docs[1]), &alice).await;
     assert_eq!(d["content_type"], "text/plain");
     for id in &docs {
-        wait_until(
-            "the document to be ingested",
-            Duration::from_secs(120),
-            || async {
-                api.get(&format!("/v1/workspaces/{ws}/documents/{id}"), &alice)
-                    .await
-                    .1["status"]
-                    == "ingested"
-            },
-        )
+        wait_until("the document to be ingested", Duration::from_secs(120), || async {
+            api.get(&format!("/v1/workspaces/{ws}/documents/{id}"), &alice).await.1["status"] == "ingested"
+        })
         .await;
     }
-    let (s, list) = api
-        .get(&format!("/v1/workspaces/{ws}/documents"), &alice)
-        .await;
+    let (s, list) = api.get(&format!("/v1/workspaces/{ws}/documents"), &alice).await;
     assert_eq!(s, StatusCode::OK);
     assert_eq!(list["documents"].as_array().unwrap().len(), 2);
 
-    let (s, conv) = api
-        .post(
-            &format!("/v1/workspaces/{ws}/conversations"),
-            &alice,
-            json!({"title": "Hỏi đáp"}),
-        )
-        .await;
+    let (s, conv) = api.post(&format!("/v1/workspaces/{ws}/conversations"), &alice, json!({"title": "Hỏi đáp"})).await;
     assert_eq!(s, StatusCode::CREATED, "{conv}");
     let conv = conv["id"].as_str().unwrap().to_string();
     let events_path = format!("/v1/workspaces/{ws}/conversations/{conv}/events");
     let mut events = open_events(&api, &events_path, &alice, None).await;
 
     let (s, posted) = api
-        .post(
-            &format!("/v1/workspaces/{ws}/conversations/{conv}/messages"),
-            &alice,
-            json!({"content": "Thủ đô của Việt Nam là gì?"}),
-        )
+        .post(&format!("/v1/workspaces/{ws}/conversations/{conv}/messages"), &alice, json!({"content": "Thủ đô của Việt Nam là gì?"}))
         .await;
     assert_eq!(s, StatusCode::ACCEPTED, "{posted}");
     assert_eq!(posted["user_message"]["role"], "user");
-    assert_eq!(
-        posted["user_message"]["content"],
-        "Thủ đô của Việt Nam là gì?"
-    );
+    assert_eq!(posted["user_message"]["content"], "Thủ đô của Việt Nam là gì?");
     assert_eq!(posted["assistant_message"]["status"], "pending");
-    let assistant = posted["assistant_message"]["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let assistant = posted["assistant_message"]["id"].as_str().unwrap().to_string();
 
     let event = next_event(&mut events, Duration::from_secs(90)).await;
     assert_eq!(event.event, "message.status_updated");
     assert_eq!(event.data["id"], assistant.as_str());
     assert_eq!(event.data["status"], "done", "{}", event.data);
-    let citations = event.data["metadata"]["citations"]
-        .as_array()
-        .unwrap()
-        .clone();
+    let citations = event.data["metadata"]["citations"].as_array().unwrap().clone();
     assert!(!citations.is_empty(), "the answer cites: {}", event.data);
-    assert!(event.data["metadata"]["sections"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .all(|s| s["text"].is_string()));
+    assert!(event.data["metadata"]["sections"].as_array().unwrap().iter().all(|s| s["text"].is_string()));
     for c in &citations {
         let doc = c["document_id"].as_str().unwrap();
-        assert_eq!(
-            doc, docs[0],
-            "the Vietnamese question is answered from the Hà Nội document: {c}"
-        );
-        let (s, raw) = api
-            .get(
-                &format!("/v1/workspaces/{ws}/documents/{doc}/raw-text"),
-                &alice,
-            )
-            .await;
+        assert_eq!(doc, docs[0], "the Vietnamese question is answered from the Hà Nội document: {c}");
+        let (s, raw) = api.get(&format!("/v1/workspaces/{ws}/documents/{doc}/raw-text"), &alice).await;
         assert_eq!(s, StatusCode::OK, "{raw}");
         assert_eq!(raw["document_id"], doc);
         assert_eq!(raw["workspace_id"], ws.as_str());
         let segments = raw["segments"].as_array().unwrap();
-        let text: String = segments
-            .iter()
-            .map(|s| s["text"].as_str().unwrap())
-            .collect();
-        let (start, end) = (
-            c["char_start"].as_u64().unwrap() as usize,
-            c["char_end"].as_u64().unwrap() as usize,
-        );
+        let text: String = segments.iter().map(|s| s["text"].as_str().unwrap()).collect();
+        let (start, end) = (c["char_start"].as_u64().unwrap() as usize, c["char_end"].as_u64().unwrap() as usize);
         assert!(start < end, "{c}");
         let span: String = text.chars().skip(start).take(end - start).collect();
-        assert_eq!(
-            span,
-            c["text"].as_str().unwrap(),
-            "the raw text holds the cited span"
-        );
+        assert_eq!(span, c["text"].as_str().unwrap(), "the raw text holds the cited span");
         let seg = &segments[c["segment_index"].as_u64().unwrap() as usize];
-        assert!(
-            seg["char_start"].as_u64().unwrap() as usize <= start
-                && start < seg["char_end"].as_u64().unwrap() as usize
-        );
+        assert!(seg["char_start"].as_u64().unwrap() as usize <= start && start < seg["char_end"].as_u64().unwrap() as usize);
         assert_eq!(seg["page_idx"], c["page_idx"]);
     }
-    let (s, m) = api
-        .get(
-            &format!("/v1/workspaces/{ws}/conversations/{conv}/messages/{assistant}"),
-            &alice,
-        )
-        .await;
+    let (s, m) = api.get(&format!("/v1/workspaces/{ws}/conversations/{conv}/messages/{assistant}"), &alice).await;
     assert_eq!(s, StatusCode::OK);
     assert_eq!(m["status"], "done");
     assert_eq!(m["metadata"]["citations"], Value::Array(citations.clone()));
@@ -343,75 +231,26 @@ async fn upload_ingest_ask_and_the_event_stream_delivers_cited_answers() {
         .await;
     assert_eq!(s, StatusCode::ACCEPTED);
     let next = next_event(&mut resumed, Duration::from_secs(90)).await;
-    assert_eq!(
-        next.data["id"], second["assistant_message"]["id"],
-        "resumed after the first answer"
-    );
+    assert_eq!(next.data["id"], second["assistant_message"]["id"], "resumed after the first answer");
     let mut fresh = open_events(&api, &events_path, &alice, None).await;
-    assert_eq!(
-        next_event(&mut fresh, Duration::from_secs(10)).await.id,
-        event.id
-    );
-    assert_eq!(
-        next_event(&mut fresh, Duration::from_secs(10)).await.id,
-        next.id
-    );
+    assert_eq!(next_event(&mut fresh, Duration::from_secs(10)).await.id, event.id);
+    assert_eq!(next_event(&mut fresh, Duration::from_secs(10)).await.id, next.id);
 
-    let (s, c) = api
-        .get(&format!("/v1/workspaces/{ws}/conversations/{conv}"), &alice)
-        .await;
+    let (s, c) = api.get(&format!("/v1/workspaces/{ws}/conversations/{conv}"), &alice).await;
     assert_eq!(s, StatusCode::OK);
-    let roles: Vec<&str> = c["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["role"].as_str().unwrap())
-        .collect();
+    let roles: Vec<&str> = c["messages"].as_array().unwrap().iter().map(|m| m["role"].as_str().unwrap()).collect();
     assert_eq!(roles, ["user", "assistant", "user", "assistant"]);
-    let (_, convs) = api
-        .get(&format!("/v1/workspaces/{ws}/conversations"), &alice)
-        .await;
+    let (_, convs) = api.get(&format!("/v1/workspaces/{ws}/conversations"), &alice).await;
     assert_eq!(convs["conversations"][0]["title"], "Hỏi đáp");
 
     // Deleting leaves the listing (and the document's routes) at once.
-    let (s, _, _) = api
-        .call(
-            Method::DELETE,
-            &format!("/v1/workspaces/{ws}/documents/{}", docs[1]),
-            Some(&alice),
-            None,
-        )
-        .await;
+    let (s, _, _) = api.call(Method::DELETE, &format!("/v1/workspaces/{ws}/documents/{}", docs[1]), Some(&alice), None).await;
     assert_eq!(s, StatusCode::ACCEPTED);
-    assert_eq!(
-        api.get(
-            &format!("/v1/workspaces/{ws}/documents/{}", docs[1]),
-            &alice
-        )
-        .await
-        .0,
-        StatusCode::NOT_FOUND
-    );
-    assert_eq!(
-        api.get(&format!("/v1/workspaces/{ws}/documents"), &alice)
-            .await
-            .1["documents"]
-            .as_array()
-            .unwrap()
-            .len(),
-        1
-    );
+    assert_eq!(api.get(&format!("/v1/workspaces/{ws}/documents/{}", docs[1]), &alice).await.0, StatusCode::NOT_FOUND);
+    assert_eq!(api.get(&format!("/v1/workspaces/{ws}/documents"), &alice).await.1["documents"].as_array().unwrap().len(), 1);
 
     // The API's own metrics are served beside the stages'.
-    let metrics = api
-        .http
-        .get(format!("{}/metrics", api.base))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = api.http.get(format!("{}/metrics", api.base)).send().await.unwrap().text().await.unwrap();
     assert!(metrics.contains("rag_http_requests_total"), "{metrics}");
     assert!(metrics.contains("rag_stage_events_in_total"));
     run.terminate(Duration::from_secs(20)).await;
@@ -420,10 +259,7 @@ async fn upload_ingest_ask_and_the_event_stream_delivers_cited_answers() {
 
 #[tokio::test]
 async fn tokens_ownership_filenames_sizes_and_types_are_enforced() {
-    let t = TestEnv::new().await.with_env(&[
-        ("UPLOAD_MAX_BYTES", "65536"),
-        ("CORS_ALLOWED_ORIGINS", "https://app.example"),
-    ]);
+    let t = TestEnv::new().await.with_env(&[("UPLOAD_MAX_BYTES", "65536"), ("CORS_ALLOWED_ORIGINS", "https://app.example")]);
     // The API alone: nothing parses, so an upload stays `uploaded`.
     let mut run = t.spawn(&["run", "api"], &[]);
     let api = Api::new(run.api_port);
@@ -435,36 +271,15 @@ async fn tokens_ownership_filenames_sizes_and_types_are_enforced() {
     let (s, body, headers) = api.call(Method::GET, "/v1/workspaces", None, None).await;
     assert_eq!(s, StatusCode::UNAUTHORIZED);
     assert_eq!(body["error"]["code"], "unauthorized");
-    assert!(
-        headers.contains_key("x-request-id"),
-        "every response carries a request id"
-    );
+    assert!(headers.contains_key("x-request-id"), "every response carries a request id");
     let bad = [
-        (
-            "expired",
-            jwt(
-                &secret,
-                json!({"sub": "alice", "aud": "authenticated", "exp": now() - 3600}),
-            ),
-        ),
+        ("expired", jwt(&secret, json!({"sub": "alice", "aud": "authenticated", "exp": now() - 3600}))),
         (
             "wrong signature",
-            jwt(
-                "another-secret-that-is-long-enough-000",
-                json!({"sub": "alice", "aud": "authenticated", "exp": now() + 600}),
-            ),
+            jwt("another-secret-that-is-long-enough-000", json!({"sub": "alice", "aud": "authenticated", "exp": now() + 600})),
         ),
-        (
-            "wrong audience",
-            jwt(
-                &secret,
-                json!({"sub": "alice", "aud": "someone-else", "exp": now() + 600}),
-            ),
-        ),
-        (
-            "no subject",
-            jwt(&secret, json!({"aud": "authenticated", "exp": now() + 600})),
-        ),
+        ("wrong audience", jwt(&secret, json!({"sub": "alice", "aud": "someone-else", "exp": now() + 600}))),
+        ("no subject", jwt(&secret, json!({"aud": "authenticated", "exp": now() + 600}))),
         ("garbage", "not-a-jwt".to_string()),
     ];
     for (why, tok) in &bad {
@@ -473,124 +288,44 @@ async fn tokens_ownership_filenames_sizes_and_types_are_enforced() {
         assert_eq!(body["error"]["code"], "unauthorized", "{why}");
     }
     // A Supabase-style token signed with the secret is accepted.
-    let supabase = jwt(
-        &secret,
-        json!({"sub": "carol", "aud": "authenticated", "role": "authenticated", "exp": now() + 600, "iat": now()}),
-    );
+    let supabase = jwt(&secret, json!({"sub": "carol", "aud": "authenticated", "role": "authenticated", "exp": now() + 600, "iat": now()}));
     assert_eq!(api.get("/v1/workspaces", &supabase).await.0, StatusCode::OK);
 
     // Alice's workspace, document, conversation and message.
-    let (_, ws) = api
-        .post("/v1/workspaces", &alice, json!({"name": "alice's"}))
-        .await;
+    let (_, ws) = api.post("/v1/workspaces", &alice, json!({"name": "alice's"})).await;
     let ws = ws["id"].as_str().unwrap().to_string();
-    let (s, up) = api
-        .upload(
-            &ws,
-            &alice,
-            "onboarding.txt",
-            "text/plain",
-            b"Welcome aboard. Badges are at the front desk.".to_vec(),
-        )
-        .await;
+    let (s, up) = api.upload(&ws, &alice, "onboarding.txt", "text/plain", b"Welcome aboard. Badges are at the front desk.".to_vec()).await;
     assert_eq!(s, StatusCode::ACCEPTED, "{up}");
     let doc = up["document_id"].as_str().unwrap().to_string();
-    let (s, d) = api
-        .get(&format!("/v1/workspaces/{ws}/documents/{doc}"), &alice)
-        .await;
-    assert_eq!(
-        (s, d["status"].as_str()),
-        (StatusCode::OK, Some("uploaded")),
-        "read your write: {d}"
-    );
-    let (s, raw) = api
-        .get(
-            &format!("/v1/workspaces/{ws}/documents/{doc}/raw-text"),
-            &alice,
-        )
-        .await;
+    let (s, d) = api.get(&format!("/v1/workspaces/{ws}/documents/{doc}"), &alice).await;
+    assert_eq!((s, d["status"].as_str()), (StatusCode::OK, Some("uploaded")), "read your write: {d}");
+    let (s, raw) = api.get(&format!("/v1/workspaces/{ws}/documents/{doc}/raw-text"), &alice).await;
     assert_eq!(s, StatusCode::CONFLICT, "not parsed yet: {raw}");
     assert_eq!(raw["error"]["code"], "not_parsed");
-    let (_, conv) = api
-        .post(
-            &format!("/v1/workspaces/{ws}/conversations"),
-            &alice,
-            json!({}),
-        )
-        .await;
+    let (_, conv) = api.post(&format!("/v1/workspaces/{ws}/conversations"), &alice, json!({})).await;
     let conv = conv["id"].as_str().unwrap().to_string();
-    let (s, posted) = api
-        .post(
-            &format!("/v1/workspaces/{ws}/conversations/{conv}/messages"),
-            &alice,
-            json!({"content": "Where are badges?"}),
-        )
-        .await;
+    let (s, posted) =
+        api.post(&format!("/v1/workspaces/{ws}/conversations/{conv}/messages"), &alice, json!({"content": "Where are badges?"})).await;
     assert_eq!(s, StatusCode::ACCEPTED, "{posted}");
-    let msg = posted["assistant_message"]["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    assert_eq!(
-        api.get(
-            &format!("/v1/workspaces/{ws}/conversations/{conv}/messages/{msg}"),
-            &alice
-        )
-        .await
-        .0,
-        StatusCode::OK
-    );
+    let msg = posted["assistant_message"]["id"].as_str().unwrap().to_string();
+    assert_eq!(api.get(&format!("/v1/workspaces/{ws}/conversations/{conv}/messages/{msg}"), &alice).await.0, StatusCode::OK);
 
     // Bob sees none of it, whether through Alice's workspace or his own.
-    let (_, bws) = api
-        .post("/v1/workspaces", &bob, json!({"name": "bob's"}))
-        .await;
+    let (_, bws) = api.post("/v1/workspaces", &bob, json!({"name": "bob's"})).await;
     let bws = bws["id"].as_str().unwrap().to_string();
     let (_, bob_list) = api.get("/v1/workspaces", &bob).await;
     assert_eq!(bob_list["workspaces"].as_array().unwrap().len(), 1);
     for w in [&ws, &bws] {
         for (method, path, body) in [
             (Method::GET, format!("/v1/workspaces/{w}/documents"), None),
-            (
-                Method::GET,
-                format!("/v1/workspaces/{w}/documents/{doc}"),
-                None,
-            ),
-            (
-                Method::GET,
-                format!("/v1/workspaces/{w}/documents/{doc}/raw-text"),
-                None,
-            ),
-            (
-                Method::DELETE,
-                format!("/v1/workspaces/{w}/documents/{doc}"),
-                None,
-            ),
-            (
-                Method::GET,
-                format!("/v1/workspaces/{w}/conversations"),
-                None,
-            ),
-            (
-                Method::GET,
-                format!("/v1/workspaces/{w}/conversations/{conv}"),
-                None,
-            ),
-            (
-                Method::GET,
-                format!("/v1/workspaces/{w}/conversations/{conv}/messages/{msg}"),
-                None,
-            ),
-            (
-                Method::GET,
-                format!("/v1/workspaces/{w}/conversations/{conv}/events"),
-                None,
-            ),
-            (
-                Method::POST,
-                format!("/v1/workspaces/{w}/conversations/{conv}/messages"),
-                Some(json!({"content": "hi"})),
-            ),
+            (Method::GET, format!("/v1/workspaces/{w}/documents/{doc}"), None),
+            (Method::GET, format!("/v1/workspaces/{w}/documents/{doc}/raw-text"), None),
+            (Method::DELETE, format!("/v1/workspaces/{w}/documents/{doc}"), None),
+            (Method::GET, format!("/v1/workspaces/{w}/conversations"), None),
+            (Method::GET, format!("/v1/workspaces/{w}/conversations/{conv}"), None),
+            (Method::GET, format!("/v1/workspaces/{w}/conversations/{conv}/messages/{msg}"), None),
+            (Method::GET, format!("/v1/workspaces/{w}/conversations/{conv}/events"), None),
+            (Method::POST, format!("/v1/workspaces/{w}/conversations/{conv}/messages"), Some(json!({"content": "hi"}))),
         ] {
             if w == &bws && (path.ends_with("/documents") || path.ends_with("/conversations")) {
                 continue; // his own, empty listings
@@ -600,83 +335,36 @@ async fn tokens_ownership_filenames_sizes_and_types_are_enforced() {
             assert_eq!(body["error"]["code"], "not_found");
         }
     }
-    let (s, v) = api
-        .upload(&ws, &bob, "x.txt", "text/plain", b"bob was here".to_vec())
-        .await;
+    let (s, v) = api.upload(&ws, &bob, "x.txt", "text/plain", b"bob was here".to_vec()).await;
     assert_eq!(s, StatusCode::NOT_FOUND, "{v}");
     // Alice's document is untouched by Bob's attempts.
-    assert_eq!(
-        api.get(&format!("/v1/workspaces/{ws}/documents/{doc}"), &alice)
-            .await
-            .0,
-        StatusCode::OK
-    );
+    assert_eq!(api.get(&format!("/v1/workspaces/{ws}/documents/{doc}"), &alice).await.0, StatusCode::OK);
 
     // Filenames, sizes, types.
     let before = t.document_count().await;
     for name in ["../../etc/passwd", "..\\..\\boot.ini", "a/b.txt"] {
-        let (s, v) = api
-            .upload(&ws, &alice, name, "text/plain", b"hello".to_vec())
-            .await;
+        let (s, v) = api.upload(&ws, &alice, name, "text/plain", b"hello".to_vec()).await;
         assert_eq!(s, StatusCode::BAD_REQUEST, "{name}: {v}");
         assert_eq!(v["error"]["code"], "invalid_filename");
     }
-    let (s, v) = api
-        .upload(&ws, &alice, "big.txt", "text/plain", vec![b'a'; 200 * 1024])
-        .await;
+    let (s, v) = api.upload(&ws, &alice, "big.txt", "text/plain", vec![b'a'; 200 * 1024]).await;
     assert_eq!(s, StatusCode::PAYLOAD_TOO_LARGE, "{v}");
     assert_eq!(v["error"]["code"], "payload_too_large");
-    let (s, v) = api
-        .upload(
-            &ws,
-            &alice,
-            "setup.exe",
-            "application/x-msdownload",
-            b"MZ\x90\x00".to_vec(),
-        )
-        .await;
+    let (s, v) = api.upload(&ws, &alice, "setup.exe", "application/x-msdownload", b"MZ\x90\x00".to_vec()).await;
     assert_eq!(s, StatusCode::UNSUPPORTED_MEDIA_TYPE, "{v}");
     assert_eq!(v["error"]["code"], "unsupported_media_type");
-    let (s, v) = api
-        .upload(&ws, &alice, "empty.txt", "text/plain", Vec::new())
-        .await;
-    assert_eq!(
-        (s, v["error"]["code"].as_str()),
-        (StatusCode::BAD_REQUEST, Some("empty_file"))
-    );
-    assert_eq!(
-        t.document_count().await,
-        before,
-        "refused uploads leave no document"
-    );
+    let (s, v) = api.upload(&ws, &alice, "empty.txt", "text/plain", Vec::new()).await;
+    assert_eq!((s, v["error"]["code"].as_str()), (StatusCode::BAD_REQUEST, Some("empty_file")));
+    assert_eq!(t.document_count().await, before, "refused uploads leave no document");
     let huge = "x".repeat(100 * 1024);
-    let (s, v) = api
-        .post(
-            &format!("/v1/workspaces/{ws}/conversations/{conv}/messages"),
-            &alice,
-            json!({"content": huge}),
-        )
-        .await;
-    assert_eq!(
-        (s, v["error"]["code"].as_str()),
-        (StatusCode::PAYLOAD_TOO_LARGE, Some("payload_too_large")),
-        "JSON bodies are limited"
-    );
+    let (s, v) = api.post(&format!("/v1/workspaces/{ws}/conversations/{conv}/messages"), &alice, json!({"content": huge})).await;
+    assert_eq!((s, v["error"]["code"].as_str()), (StatusCode::PAYLOAD_TOO_LARGE, Some("payload_too_large")), "JSON bodies are limited");
 
     // Framework rejections are JSON too.
-    let (s, v) = api
-        .get(&format!("/v1/workspaces/{ws}/documents/not-a-uuid"), &alice)
-        .await;
-    assert_eq!(
-        (s, v["error"]["code"].as_str()),
-        (StatusCode::BAD_REQUEST, Some("bad_request")),
-        "{v}"
-    );
+    let (s, v) = api.get(&format!("/v1/workspaces/{ws}/documents/not-a-uuid"), &alice).await;
+    assert_eq!((s, v["error"]["code"].as_str()), (StatusCode::BAD_REQUEST, Some("bad_request")), "{v}");
     let (s, v) = api.get("/v2/nothing", &alice).await;
-    assert_eq!(
-        (s, v["error"]["code"].as_str()),
-        (StatusCode::NOT_FOUND, Some("not_found"))
-    );
+    assert_eq!((s, v["error"]["code"].as_str()), (StatusCode::NOT_FOUND, Some("not_found")));
 
     // CORS as configured; OpenAPI is served.
     let pre = api
@@ -684,17 +372,11 @@ async fn tokens_ownership_filenames_sizes_and_types_are_enforced() {
         .request(Method::OPTIONS, format!("{}/v1/workspaces", api.base))
         .header("Origin", "https://app.example")
         .header("Access-Control-Request-Method", "POST")
-        .header(
-            "Access-Control-Request-Headers",
-            "authorization,content-type",
-        )
+        .header("Access-Control-Request-Headers", "authorization,content-type")
         .send()
         .await
         .unwrap();
-    assert_eq!(
-        pre.headers()["access-control-allow-origin"],
-        "https://app.example"
-    );
+    assert_eq!(pre.headers()["access-control-allow-origin"], "https://app.example");
     let (s, spec, _) = api.call(Method::GET, "/openapi.json", None, None).await;
     assert_eq!(s, StatusCode::OK);
     assert!(spec["openapi"].as_str().unwrap().starts_with("3."));

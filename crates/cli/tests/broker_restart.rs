@@ -56,11 +56,7 @@ async fn broker_restarted_mid_stream_loses_nothing() {
         if i == 20 {
             // Mid-stream: wait for what was sent so far, then kill the broker.
             for h in pending.drain(..) {
-                tokio::time::timeout(Duration::from_secs(60), h)
-                    .await
-                    .expect("delivery")
-                    .unwrap()
-                    .unwrap();
+                tokio::time::timeout(Duration::from_secs(60), h).await.expect("delivery").unwrap().unwrap();
             }
             wait_until("the first 20 rows", Duration::from_secs(60), || async { t.document_count().await >= 20 }).await;
             broker.kill().unwrap();

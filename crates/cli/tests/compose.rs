@@ -112,19 +112,14 @@ fn compose_has_every_service_and_setting_the_binary_needs() {
     // Prometheus scrapes every rag-engine process on its metrics port.
     let prom_mount = doc["services"]["prometheus"]["volumes"][0].as_str().unwrap();
     let prom_file = prom_mount.split(':').next().unwrap();
-    let prom: Value =
-        serde_yaml::from_str(&std::fs::read_to_string(common::repo_root().join(prom_file)).unwrap()).unwrap();
+    let prom: Value = serde_yaml::from_str(&std::fs::read_to_string(common::repo_root().join(prom_file)).unwrap()).unwrap();
     let sd = &prom["scrape_configs"][0]["dns_sd_configs"][0];
     assert_eq!(sd["names"][0].as_str(), Some("rag-engine"));
     assert_eq!(sd["port"].as_u64(), Some(9464));
 
     // Grafana is provisioned from dashboards/.
-    let mounts: Vec<String> = doc["services"]["grafana"]["volumes"]
-        .as_sequence()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_str().unwrap().to_string())
-        .collect();
+    let mounts: Vec<String> =
+        doc["services"]["grafana"]["volumes"].as_sequence().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect();
     assert!(mounts.iter().any(|m| m.starts_with("./dashboards/provisioning:/etc/grafana/provisioning")));
     assert!(mounts.iter().any(|m| m.starts_with("./dashboards:/var/lib/grafana/dashboards")));
     assert!(common::repo_root().join("dashboards/provisioning/datasources/prometheus.yml").exists());

@@ -14,11 +14,8 @@ use rag_store::sqlx;
 const WAIT: Duration = Duration::from_secs(120);
 
 async fn statuses(t: &TestEnv, workspace: &str) -> HashMap<String, String> {
-    let rows: Vec<(Option<String>, String)> = sqlx::query_as("SELECT filename, status FROM documents WHERE workspace_id = $1")
-        .bind(workspace)
-        .fetch_all(&t.pool)
-        .await
-        .unwrap();
+    let rows: Vec<(Option<String>, String)> =
+        sqlx::query_as("SELECT filename, status FROM documents WHERE workspace_id = $1").bind(workspace).fetch_all(&t.pool).await.unwrap();
     rows.into_iter().map(|(f, s)| (f.unwrap_or_default(), s)).collect()
 }
 
@@ -62,7 +59,8 @@ async fn uploads_after_a_restart_all_finish() {
     let t = TestEnv::new().await;
     let mut all = t.spawn(&["run", "all"], &[]);
     let first = format!("{}-first", t.workspace);
-    t.upload_files(&first, &[("a.txt", "Badges are at the front desk."), ("b.md", "# Parking\n\nLevel 2."), ("c.txt", "Lunch at noon.")]).await;
+    t.upload_files(&first, &[("a.txt", "Badges are at the front desk."), ("b.md", "# Parking\n\nLevel 2."), ("c.txt", "Lunch at noon.")])
+        .await;
     wait_terminal(&t, &first, 3).await;
     assert!(all.terminate(Duration::from_secs(60)).await.success());
 
@@ -99,7 +97,10 @@ async fn uploads_after_a_restart_all_finish() {
         .await
         .unwrap();
     let ws_id = ws["id"].as_str().unwrap().to_string();
-    let part = reqwest::multipart::Part::bytes(b"The badge office opens at 8 am.".to_vec()).file_name("badges.txt").mime_str("text/plain").unwrap();
+    let part = reqwest::multipart::Part::bytes(b"The badge office opens at 8 am.".to_vec())
+        .file_name("badges.txt")
+        .mime_str("text/plain")
+        .unwrap();
     let resp = http
         .post(format!("{base}/v1/workspaces/{ws_id}/documents"))
         .bearer_auth(&token)

@@ -38,8 +38,13 @@ async fn chunks_are_embedded_with_the_configured_model() {
     let base = format!("http://{addr}/v1");
     let _all = t.spawn(
         &["run", "all"],
-        &[("EMBEDDER", "openai"), ("EMBEDDING_BASE_URL", &base), ("EMBEDDING_MODEL", "fake-embed-8"),
-          ("EMBEDDING_API_KEY", "k"), ("EMBEDDING_DIMENSION", "8")],
+        &[
+            ("EMBEDDER", "openai"),
+            ("EMBEDDING_BASE_URL", &base),
+            ("EMBEDDING_MODEL", "fake-embed-8"),
+            ("EMBEDDING_API_KEY", "k"),
+            ("EMBEDDING_DIMENSION", "8"),
+        ],
     );
     let dir = std::env::temp_dir().join(format!("rag-engine-embed-{}", uuid::Uuid::new_v4()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -47,18 +52,15 @@ async fn chunks_are_embedded_with_the_configured_model() {
     let (ok, _, err) = t.run(&["upload", dir.to_str().unwrap(), "--workspace", &t.workspace]).await;
     assert!(ok, "{err}");
     wait_until("ingested", Duration::from_secs(90), || async {
-        sqlx::query_scalar::<_, String>("SELECT status FROM documents").fetch_optional(&t.pool).await.unwrap().as_deref() == Some("ingested")
+        sqlx::query_scalar::<_, String>("SELECT status FROM documents").fetch_optional(&t.pool).await.unwrap().as_deref()
+            == Some("ingested")
     })
     .await;
     let (model, dim): (Option<String>, Option<i32>) =
         sqlx::query_as("SELECT embedding_model, embedding_dimension FROM documents").fetch_one(&t.pool).await.unwrap();
     assert_eq!((model.as_deref(), dim), (Some("fake-embed-8"), Some(8)));
-    let rows: Vec<(String, i32, String)> = sqlx::query_as(
-        "SELECT embedding_model, embedding_dimension, embedding::text FROM search_chunks",
-    )
-    .fetch_all(&t.pool)
-    .await
-    .unwrap();
+    let rows: Vec<(String, i32, String)> =
+        sqlx::query_as("SELECT embedding_model, embedding_dimension, embedding::text FROM search_chunks").fetch_all(&t.pool).await.unwrap();
     assert!(!rows.is_empty());
     for (m, d, v) in &rows {
         assert_eq!((m.as_str(), *d), ("fake-embed-8", 8));

@@ -103,10 +103,7 @@ async fn undecodable_message_goes_to_dlq_and_the_next_one_is_processed() {
     producer.send(&next).await.unwrap();
 
     let _projector = t.spawn(&["run", "projector"], &[]);
-    wait_until("the next document", WAIT, || async {
-        t.document_ids().await.contains(&next.document_id)
-    })
-    .await;
+    wait_until("the next document", WAIT, || async { t.document_ids().await.contains(&next.document_id) }).await;
 
     // The poison message is in the DLQ with its reason and origin.
     let dlq = read_all(&t.env["KAFKA_BROKERS"], &format!("{topic}.dlq")).await;
@@ -130,10 +127,7 @@ async fn undecodable_message_goes_to_dlq_and_the_next_one_is_processed() {
     assert_eq!(status, "failed");
     assert!(reason.unwrap().contains("single-object"));
     // Three records consumed, the stored offsets moved past all of them.
-    wait_until("offsets past the poison message", WAIT, || async {
-        t.stored_offsets_sum("rag-projector").await == 3
-    })
-    .await;
+    wait_until("offsets past the poison message", WAIT, || async { t.stored_offsets_sum("rag-projector").await == 3 }).await;
     t.cleanup().await;
 }
 
@@ -214,12 +208,8 @@ async fn upload_reports_bad_files_and_keeps_going() {
     let dir = tempdir("upload-bad");
     std::fs::write(dir.join("ok.txt"), "small").unwrap();
     std::fs::write(dir.join("huge.txt"), "x".repeat(5000)).unwrap();
-    let out = t
-        .command(&["upload", dir.to_str().unwrap(), "--workspace", &t.workspace])
-        .env("UPLOAD_MAX_BYTES", "1000")
-        .output()
-        .await
-        .unwrap();
+    let out =
+        t.command(&["upload", dir.to_str().unwrap(), "--workspace", &t.workspace]).env("UPLOAD_MAX_BYTES", "1000").output().await.unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "a failed file makes the command fail");

@@ -8,7 +8,8 @@ use std::time::Duration;
 use common::*;
 use rag_store::sqlx;
 
-const LIGHTHOUSE: &str = "The lighthouse keeper lit the lamp every evening at dusk.\n\nThe lighthouse stands on a granite cliff above the harbour.\n";
+const LIGHTHOUSE: &str =
+    "The lighthouse keeper lit the lamp every evening at dusk.\n\nThe lighthouse stands on a granite cliff above the harbour.\n";
 const HANOI: &str = "# Hà Nội\n\nHà Nội là thủ đô của Việt Nam. Thành phố nằm bên bờ sông Hồng.\n";
 
 async fn count(t: &TestEnv, sql: &str, doc: uuid::Uuid) -> i64 {
@@ -83,10 +84,12 @@ async fn deletion_leaves_no_trace_and_answers_keep_their_citations() {
     // Deleting twice is refused; the other document is untouched.
     let (ok, _, err) = t.run(&["docs", "delete", &doc.to_string(), "--workspace", &ws]).await;
     assert!(!ok && err.contains("not found"), "{err}");
-    let hanoi: i64 = sqlx::query_scalar("SELECT count(*) FROM search_chunks sc JOIN documents d ON d.id = sc.document_id WHERE d.filename = 'ha-noi.md'")
-        .fetch_one(&t.pool)
-        .await
-        .unwrap();
+    let hanoi: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM search_chunks sc JOIN documents d ON d.id = sc.document_id WHERE d.filename = 'ha-noi.md'",
+    )
+    .fetch_one(&t.pool)
+    .await
+    .unwrap();
     assert!(hanoi > 0);
     run.terminate(Duration::from_secs(20)).await;
     t.cleanup().await;
@@ -134,7 +137,8 @@ async fn a_poison_message_is_listed_shown_and_redriven_after_the_fix() {
             .await
             .unwrap()
     };
-    wait_until("the document marked failed", Duration::from_secs(60), || async { matches!(status().await, Some((s, _)) if s == "failed") }).await;
+    wait_until("the document marked failed", Duration::from_secs(60), || async { matches!(status().await, Some((s, _)) if s == "failed") })
+        .await;
 
     let list = || async {
         let (ok, out, err) = t.run(&["dlq", "list", "--topic", "documents.parsed", "--json"]).await;
@@ -153,7 +157,8 @@ async fn a_poison_message_is_listed_shown_and_redriven_after_the_fix() {
     assert!(ok && human.contains("blob_unreadable") && human.contains("1 dead letter(s)"), "{human}");
 
     let (partition, offset) = (letter["partition"].to_string(), letter["offset"].to_string());
-    let (ok, out, err) = t.run(&["dlq", "show", "--topic", "documents.parsed", "--partition", &partition, "--offset", &offset, "--json"]).await;
+    let (ok, out, err) =
+        t.run(&["dlq", "show", "--topic", "documents.parsed", "--partition", &partition, "--offset", &offset, "--json"]).await;
     assert!(ok, "{err}");
     let shown: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(shown["event"]["document_id"], doc.as_str());
@@ -162,7 +167,8 @@ async fn a_poison_message_is_listed_shown_and_redriven_after_the_fix() {
 
     // The fix: the blob arrives. Then the redrive.
     blobs.put_bytes(&key, segments, "application/json").await.unwrap();
-    let (ok, out, err) = t.run(&["dlq", "redrive", "--topic", "documents.parsed", "--partition", &partition, "--offset", &offset, "--json"]).await;
+    let (ok, out, err) =
+        t.run(&["dlq", "redrive", "--topic", "documents.parsed", "--partition", &partition, "--offset", &offset, "--json"]).await;
     assert!(ok, "{err}");
     let redriven: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(redriven.as_array().unwrap().len(), 1);
@@ -171,7 +177,8 @@ async fn a_poison_message_is_listed_shown_and_redriven_after_the_fix() {
         matches!(status().await, Some((s, None)) if s == "ingested")
     })
     .await;
-    let segs: i64 = sqlx::query_scalar("SELECT count(*) FROM segments WHERE document_id = $1::uuid").bind(&doc).fetch_one(&t.pool).await.unwrap();
+    let segs: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM segments WHERE document_id = $1::uuid").bind(&doc).fetch_one(&t.pool).await.unwrap();
     assert_eq!(segs, parsed.segments.len() as i64);
     let (ok, out, _) = t.run(&["search", "granite cliff", "--workspace", &ws, "--json"]).await;
     assert!(ok && out.contains(&doc), "the redriven document is searchable: {out}");
@@ -212,7 +219,8 @@ async fn replaying_chunking_flips_versions_while_questions_keep_being_answered()
         let (stop, env, ws) = (stop.clone(), t.env.clone(), ws.clone());
         tokio::spawn(async move {
             let mut answers = Vec::new();
-            let questions = ["What did the keepers write in the logbook?", "Tell me about the harbour storms", "Thủ đô của Việt Nam là gì?"];
+            let questions =
+                ["What did the keepers write in the logbook?", "Tell me about the harbour storms", "Thủ đô của Việt Nam là gì?"];
             let mut i = 0;
             while !stop.load(std::sync::atomic::Ordering::SeqCst) || answers.len() < 4 {
                 let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_rag-engine"))
@@ -221,7 +229,11 @@ async fn replaying_chunking_flips_versions_while_questions_keep_being_answered()
                     .output()
                     .await
                     .unwrap();
-                answers.push((out.status.success(), String::from_utf8_lossy(&out.stdout).to_string(), String::from_utf8_lossy(&out.stderr).to_string()));
+                answers.push((
+                    out.status.success(),
+                    String::from_utf8_lossy(&out.stdout).to_string(),
+                    String::from_utf8_lossy(&out.stderr).to_string(),
+                ));
                 i += 1;
             }
             answers
@@ -246,10 +258,12 @@ async fn replaying_chunking_flips_versions_while_questions_keep_being_answered()
         }
         assert!(versions.values().all(|v| v.len() == 1), "one version per document in an answer: {versions:?}");
     }
-    let left: Vec<String> = sqlx::query_scalar("SELECT DISTINCT chunking_version FROM search_chunks UNION SELECT DISTINCT chunking_version FROM chunk_mappings")
-        .fetch_all(&t.pool)
-        .await
-        .unwrap();
+    let left: Vec<String> = sqlx::query_scalar(
+        "SELECT DISTINCT chunking_version FROM search_chunks UNION SELECT DISTINCT chunking_version FROM chunk_mappings",
+    )
+    .fetch_all(&t.pool)
+    .await
+    .unwrap();
     assert_eq!(left, ["fine@1"], "the old version is removed after the flip");
     let doc: String = sqlx::query_scalar("SELECT id::text FROM documents WHERE filename = 'a.txt'").fetch_one(&t.pool).await.unwrap();
     let (ok, out, _) = t.run(&["docs", "show", &doc, "--workspace", &ws, "--json"]).await;
@@ -264,7 +278,9 @@ async fn replaying_chunking_flips_versions_while_questions_keep_being_answered()
 /// Every read model's rows as text, in a stable order.
 async fn dump(t: &TestEnv) -> std::collections::BTreeMap<&'static str, Vec<String>> {
     let mut out = std::collections::BTreeMap::new();
-    for table in ["documents", "segments", "chunk_mappings", "search_chunks", "search_terms", "document_versions", "messages", "conversations"] {
+    for table in
+        ["documents", "segments", "chunk_mappings", "search_chunks", "search_terms", "document_versions", "messages", "conversations"]
+    {
         let rows: Vec<String> = sqlx::query_scalar(&format!("SELECT x::text FROM {table} x ORDER BY 1")).fetch_all(&t.pool).await.unwrap();
         out.insert(table, rows);
     }
@@ -283,13 +299,19 @@ async fn rebuilding_the_read_models_gives_identical_rows() {
     let settled = |n: i64| {
         let pool = t.pool.clone();
         async move {
-            sqlx::query_scalar::<_, i64>("SELECT count(*) FROM documents WHERE status IN ('ingested', 'deleted')").fetch_one(&pool).await.unwrap() == n
+            sqlx::query_scalar::<_, i64>("SELECT count(*) FROM documents WHERE status IN ('ingested', 'deleted')")
+                .fetch_one(&pool)
+                .await
+                .unwrap()
+                == n
         }
     };
     wait_until("three documents ingested", Duration::from_secs(120), || settled(3)).await;
     let id_of = |name: &'static str| {
         let pool = t.pool.clone();
-        async move { sqlx::query_scalar::<_, uuid::Uuid>("SELECT id FROM documents WHERE filename = $1").bind(name).fetch_one(&pool).await.unwrap() }
+        async move {
+            sqlx::query_scalar::<_, uuid::Uuid>("SELECT id FROM documents WHERE filename = $1").bind(name).fetch_one(&pool).await.unwrap()
+        }
     };
     let (gone, hanoi) = (id_of("gone.txt").await, id_of("ha-noi.md").await);
     let (ok, _, err) = t.run(&["docs", "delete", &gone.to_string(), "--workspace", &ws]).await;
@@ -301,7 +323,8 @@ async fn rebuilding_the_read_models_gives_identical_rows() {
         assert!(ok, "{err}");
     }
     wait_until("the deletion purged", Duration::from_secs(60), || async {
-        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM segments WHERE document_id = $1").bind(gone).fetch_one(&t.pool).await.unwrap() == 0
+        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM segments WHERE document_id = $1").bind(gone).fetch_one(&t.pool).await.unwrap()
+            == 0
     })
     .await;
     run.terminate(Duration::from_secs(20)).await;

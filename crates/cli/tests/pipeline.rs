@@ -15,7 +15,9 @@ const WAIT: Duration = Duration::from_secs(120);
 
 fn docx(paragraphs: &[&str]) -> Vec<u8> {
     let body: String = paragraphs.iter().map(|p| format!("<w:p><w:r><w:t>{p}</w:t></w:r></w:p>")).collect();
-    let xml = format!(r#"<?xml version="1.0"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>{body}</w:body></w:document>"#);
+    let xml = format!(
+        r#"<?xml version="1.0"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>{body}</w:body></w:document>"#
+    );
     zip_of(&[("word/document.xml", xml.into_bytes())])
 }
 
@@ -89,8 +91,13 @@ async fn every_format_ingests_and_bad_inputs_fail_with_their_reason() {
     // Topics are projected independently: a document's DocumentIngested can
     // be projected before its DocumentChunked (the mappings) lands.
     wait_until("the mappings of every ingested document", WAIT, || async {
-        count(&t, "SELECT count(*) FROM documents d WHERE status = 'ingested' AND NOT EXISTS
-                       (SELECT 1 FROM chunk_mappings m WHERE m.document_id = d.id)").await == 0
+        count(
+            &t,
+            "SELECT count(*) FROM documents d WHERE status = 'ingested' AND NOT EXISTS
+                       (SELECT 1 FROM chunk_mappings m WHERE m.document_id = d.id)",
+        )
+        .await
+            == 0
     })
     .await;
     let s = statuses(&t).await;
@@ -109,8 +116,8 @@ async fn every_format_ingests_and_bad_inputs_fail_with_their_reason() {
     for (name, code) in expect_failed {
         assert_eq!(s[name], ("failed".to_string(), Some(code.to_string())), "{name}");
     }
-    let reason: String = sqlx::query_scalar("SELECT failure_reason FROM documents WHERE filename = 'encrypted.pdf'")
-        .fetch_one(&t.pool).await.unwrap();
+    let reason: String =
+        sqlx::query_scalar("SELECT failure_reason FROM documents WHERE filename = 'encrypted.pdf'").fetch_one(&t.pool).await.unwrap();
     assert!(reason.contains("password"), "{reason}");
 
     // The Vietnamese report keeps its pages; the viewer's JSON has them.
@@ -135,12 +142,11 @@ async fn every_format_ingests_and_bad_inputs_fail_with_their_reason() {
     // In every ingested document: segments tile the full text, each chunk's
     // range is the union of its segments', and the index holds that text.
     let blobs = t.blob_store();
-    let docs: Vec<(uuid::Uuid, String, String)> = sqlx::query_as(
-        "SELECT id, full_text_uri, active_chunking_version FROM documents WHERE status = 'ingested'",
-    )
-    .fetch_all(&t.pool)
-    .await
-    .unwrap();
+    let docs: Vec<(uuid::Uuid, String, String)> =
+        sqlx::query_as("SELECT id, full_text_uri, active_chunking_version FROM documents WHERE status = 'ingested'")
+            .fetch_all(&t.pool)
+            .await
+            .unwrap();
     assert_eq!(docs.len(), 7);
     for (doc, uri, version) in docs {
         assert_eq!(version, "default@1");
@@ -159,7 +165,10 @@ async fn every_format_ingests_and_bad_inputs_fail_with_their_reason() {
             assert_eq!((m.char_start, m.char_end), (first.char_start, last.char_end));
             assert_eq!((m.page_start, m.page_end), (first.page_idx, last.page_idx));
             let content: String = sqlx::query_scalar("SELECT content FROM search_chunks WHERE chunk_id = $1")
-                .bind(&m.chunk_id).fetch_one(&t.pool).await.unwrap();
+                .bind(&m.chunk_id)
+                .fetch_one(&t.pool)
+                .await
+                .unwrap();
             assert_eq!(content, rag_docparse::char_slice(&full, m.char_start as u64, m.char_end as u64));
         }
     }
@@ -184,10 +193,8 @@ async fn every_format_ingests_and_bad_inputs_fail_with_their_reason() {
         }
     }
     let ingested_topic = t.topics().of(rag_events::EventType::DocumentIngested);
-    wait_until("re-delivered events processed", WAIT, || async {
-        read_all(&t.env["KAFKA_BROKERS"], &ingested_topic).await.len() >= 14
-    })
-    .await;
+    wait_until("re-delivered events processed", WAIT, || async { read_all(&t.env["KAFKA_BROKERS"], &ingested_topic).await.len() >= 14 })
+        .await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let after = (
         count(&t, "SELECT count(*) FROM segments").await,
@@ -203,10 +210,8 @@ async fn every_format_ingests_and_bad_inputs_fail_with_their_reason() {
     std::fs::create_dir_all(&next).unwrap();
     std::fs::write(next.join("after.txt"), "Tài liệu tiếp theo vẫn được xử lý.").unwrap();
     upload(&t, &next).await;
-    wait_until("the next document", WAIT, || async {
-        statuses(&t).await.get("after.txt").map(|(s, _)| s == "ingested").unwrap_or(false)
-    })
-    .await;
+    wait_until("the next document", WAIT, || async { statuses(&t).await.get("after.txt").map(|(s, _)| s == "ingested").unwrap_or(false) })
+        .await;
     t.cleanup().await;
 }
 
@@ -219,8 +224,15 @@ async fn a_transient_failure_that_outlives_its_retries_stops_the_stage_and_a_res
     let dead = format!("http://127.0.0.1:{}/v1", free_port());
     let mut failing = t.spawn(
         &["run", "all"],
-        &[("EMBEDDER", "openai"), ("EMBEDDING_BASE_URL", &dead), ("EMBEDDING_MODEL", "m"), ("EMBEDDING_DIMENSION", "4"),
-          ("EMBEDDING_TIMEOUT_SECS", "1"), ("STAGE_MAX_RETRIES", "2"), ("STAGE_RETRY_BACKOFF_MS", "50")],
+        &[
+            ("EMBEDDER", "openai"),
+            ("EMBEDDING_BASE_URL", &dead),
+            ("EMBEDDING_MODEL", "m"),
+            ("EMBEDDING_DIMENSION", "4"),
+            ("EMBEDDING_TIMEOUT_SECS", "1"),
+            ("STAGE_MAX_RETRIES", "2"),
+            ("STAGE_RETRY_BACKOFF_MS", "50"),
+        ],
     );
     let dir = std::env::temp_dir().join(format!("rag-engine-transient-{}", uuid::Uuid::new_v4()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -234,7 +246,10 @@ async fn a_transient_failure_that_outlives_its_retries_stops_the_stage_and_a_res
     // `run all` stops every stage with the failed one, so the projector
     // may not have caught up: no row yet is fine, a final state is not.
     let st: Option<String> = sqlx::query_scalar("SELECT status FROM documents").fetch_optional(&t.pool).await.unwrap();
-    assert!(matches!(st.as_deref(), None | Some("uploaded" | "parsed" | "chunked")), "not indexed, not failed: the event waits (status {st:?})");
+    assert!(
+        matches!(st.as_deref(), None | Some("uploaded" | "parsed" | "chunked")),
+        "not indexed, not failed: the event waits (status {st:?})"
+    );
 
     let _fixed = t.spawn(&["run", "all"], &[]);
     wait_until("ingested after the restart", WAIT, || async {

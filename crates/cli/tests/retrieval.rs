@@ -11,7 +11,6 @@ use common::*;
 use rag_events::{DocumentDeleted, Envelope};
 use rag_store::sqlx;
 
-
 async fn search(t: &TestEnv, workspace: &str, query: &str, extra: &[&str]) -> serde_json::Value {
     let mut args = vec!["search", query, "--workspace", workspace, "--json"];
     args.extend_from_slice(extra);
@@ -33,11 +32,14 @@ async fn hybrid_search_ranks_scopes_and_isolates_workspaces() {
     let _all = t.spawn(&["run", "all"], &[]);
     let other = format!("{}-other", t.workspace);
     let shared = "Quarterly revenue rose sharply thanks to strong cloud sales in Asia.";
-    t.upload_files(&t.workspace, &[
-        ("revenue.txt", shared),
-        ("cats.txt", "The cat sleeps on the warm windowsill every afternoon."),
-        ("vi.txt", "Doanh thu thuần năm 2023 tăng 12% so với năm trước.\n\nLợi nhuận gộp đạt 312 tỷ đồng."),
-    ])
+    t.upload_files(
+        &t.workspace,
+        &[
+            ("revenue.txt", shared),
+            ("cats.txt", "The cat sleeps on the warm windowsill every afternoon."),
+            ("vi.txt", "Doanh thu thuần năm 2023 tăng 12% so với năm trước.\n\nLợi nhuận gộp đạt 312 tỷ đồng."),
+        ],
+    )
     .await;
     t.upload_files(&other, &[("revenue-other.txt", shared), ("secret.txt", "Confidential revenue plan for the merger.")]).await;
     wait_until("five documents ingested", Duration::from_secs(120), || async {

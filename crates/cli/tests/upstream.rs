@@ -44,7 +44,10 @@ async fn the_documented_upstream_producer_gets_a_document_ingested() {
             .fetch_one(&t.pool)
             .await
             .unwrap();
-    assert_eq!((filename.as_str(), content_type.as_str(), uploaded_by.as_str()), ("so-tay-nhan-vien.md", "text/markdown", "upstream-example"));
+    assert_eq!(
+        (filename.as_str(), content_type.as_str(), uploaded_by.as_str()),
+        ("so-tay-nhan-vien.md", "text/markdown", "upstream-example")
+    );
     assert_eq!(metadata["source"], "hr-system");
     let (ok, out, err) = t.run(&["search", "thẻ ra vào", "--workspace", &t.workspace, "--json"]).await;
     assert!(ok, "{err}");

@@ -17,28 +17,16 @@ pub fn blocks(bytes: &[u8], limits: &Limits) -> Result<(Vec<Block>, u32), ParseE
         declared = declared.saturating_add(f.size());
         let ratio = f.size() / f.compressed_size().max(1);
         if f.size() > 1024 * 1024 && ratio > limits.max_compression_ratio {
-            return Err(ParseError::DecompressionBomb(format!(
-                "{} expands {ratio}x ({} bytes)",
-                f.name(),
-                f.size()
-            )));
+            return Err(ParseError::DecompressionBomb(format!("{} expands {ratio}x ({} bytes)", f.name(), f.size())));
         }
     }
     if declared > limits.max_unzipped_bytes {
-        return Err(ParseError::DecompressionBomb(format!(
-            "the archive expands to {declared} bytes, over {}",
-            limits.max_unzipped_bytes
-        )));
+        return Err(ParseError::DecompressionBomb(format!("the archive expands to {declared} bytes, over {}", limits.max_unzipped_bytes)));
     }
-    let mut file = archive
-        .by_name("word/document.xml")
-        .map_err(|_| ParseError::CorruptDocx("word/document.xml is missing".into()))?;
+    let mut file = archive.by_name("word/document.xml").map_err(|_| ParseError::CorruptDocx("word/document.xml is missing".into()))?;
     let mut xml = Vec::new();
     // Never trust the declared size: read at most the limit plus one byte.
-    (&mut file)
-        .take(limits.max_unzipped_bytes + 1)
-        .read_to_end(&mut xml)
-        .map_err(|e| ParseError::CorruptDocx(e.to_string()))?;
+    (&mut file).take(limits.max_unzipped_bytes + 1).read_to_end(&mut xml).map_err(|e| ParseError::CorruptDocx(e.to_string()))?;
     if xml.len() as u64 > limits.max_unzipped_bytes {
         return Err(ParseError::DecompressionBomb("word/document.xml exceeds the limit".into()));
     }

@@ -34,12 +34,7 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits {
-            max_bytes: 100 * 1024 * 1024,
-            max_segment_chars: 600,
-            max_unzipped_bytes: 256 * 1024 * 1024,
-            max_compression_ratio: 200,
-        }
+        Limits { max_bytes: 100 * 1024 * 1024, max_segment_chars: 600, max_unzipped_bytes: 256 * 1024 * 1024, max_compression_ratio: 200 }
     }
 }
 
@@ -193,10 +188,8 @@ pub fn parse_with_ocr(
     if bytes.is_empty() {
         return Err(ParseError::Empty);
     }
-    let format = detect_format(content_type, filename).ok_or_else(|| ParseError::UnsupportedContentType {
-        content_type: content_type.to_string(),
-        filename: filename.to_string(),
-    })?;
+    let format = detect_format(content_type, filename)
+        .ok_or_else(|| ParseError::UnsupportedContentType { content_type: content_type.to_string(), filename: filename.to_string() })?;
     let (blocks, page_count) = match format {
         Format::Text | Format::Markdown => (vec![Block { page_idx: 0, text: utf8(bytes)?.to_string() }], 1),
         Format::Html => (html::blocks(utf8(bytes)?), 1),
@@ -206,8 +199,7 @@ pub fn parse_with_ocr(
     };
     let (mut blocks, mut ocr_pages, mut ocr_failures) = (blocks, Vec::new(), Vec::new());
     if let (Format::Pdf, Some(ocr)) = (format, ocr) {
-        let with_text: std::collections::HashSet<u32> =
-            blocks.iter().filter(|b| !b.text.trim().is_empty()).map(|b| b.page_idx).collect();
+        let with_text: std::collections::HashSet<u32> = blocks.iter().filter(|b| !b.text.trim().is_empty()).map(|b| b.page_idx).collect();
         for page in (0..page_count).filter(|p| !with_text.contains(p)) {
             match ocr.recognize(bytes, page) {
                 Ok(text) if !text.trim().is_empty() => {
@@ -222,8 +214,7 @@ pub fn parse_with_ocr(
         blocks.sort_by_key(|b| b.page_idx);
     }
     let (full_text, segments) = segments::assemble(&blocks, limits.max_segment_chars);
-    let mut pages_without_text: Vec<u32> =
-        (0..page_count).filter(|p| !segments.iter().any(|s| s.page_idx == *p)).collect();
+    let mut pages_without_text: Vec<u32> = (0..page_count).filter(|p| !segments.iter().any(|s| s.page_idx == *p)).collect();
     if segments.is_empty() {
         return Err(ParseError::NoText(match format {
             Format::Pdf if ocr.is_some() => format!("{page_count} page(s) without a text layer, and OCR found no text"),

@@ -35,11 +35,8 @@ pub const PARAGRAPH_SEPARATOR: &str = "\n\n";
 /// except `\n` and `\t`, trimmed.
 pub fn normalize(text: &str) -> String {
     let unified = text.replace("\r\n", "\n").replace('\r', "\n");
-    let cleaned: String = unified
-        .nfc()
-        .map(|c| if c == '\u{a0}' { ' ' } else { c })
-        .filter(|c| !c.is_control() || *c == '\n' || *c == '\t')
-        .collect();
+    let cleaned: String =
+        unified.nfc().map(|c| if c == '\u{a0}' { ' ' } else { c }).filter(|c| !c.is_control() || *c == '\n' || *c == '\t').collect();
     cleaned.trim().to_string()
 }
 

@@ -216,8 +216,10 @@ fn docx_failures() {
     let no_body = docx("<w:document/>", None);
     assert!(matches!(parse(&no_body, DOCX_TYPE, "a.docx", &l).unwrap_err().code(), "no_text"));
     // 20 MB of zeros compress ~1000x: refused before being inflated.
-    let bomb = docx(&format!("<w:document {W}><w:body><w:p><w:r><w:t>x</w:t></w:r></w:p></w:body></w:document>"),
-        Some(("word/media/bomb.bin", vec![0u8; 20 * 1024 * 1024])));
+    let bomb = docx(
+        &format!("<w:document {W}><w:body><w:p><w:r><w:t>x</w:t></w:r></w:p></w:body></w:document>"),
+        Some(("word/media/bomb.bin", vec![0u8; 20 * 1024 * 1024])),
+    );
     assert_eq!(parse(&bomb, DOCX_TYPE, "a.docx", &l).unwrap_err().code(), "decompression_bomb");
     let small = Limits { max_unzipped_bytes: 1000, ..Limits::default() };
     let big_xml = format!("<w:document {W}><w:body><w:p><w:r><w:t>{}</w:t></w:r></w:p></w:body></w:document>", "y ".repeat(2000));
@@ -245,7 +247,8 @@ fn document_ai_json() {
     assert_eq!(doc.format, Format::DocAi);
     let texts: Vec<(&str, u32)> = doc.segments.iter().map(|s| (s.text.trim_end(), s.page_idx)).collect();
     assert_eq!(texts, [("Trang 1: Doanh thu tăng.", 0), ("Đoạn hai.", 0), ("Trang 2: Lợi nhuận giảm.", 1)]);
-    let bad = serde_json::json!({"text": "abc", "pages": [{"paragraphs": [{"layout": {"textAnchor": {"textSegments": [{"endIndex": "99"}]}}}]}]});
+    let bad =
+        serde_json::json!({"text": "abc", "pages": [{"paragraphs": [{"layout": {"textAnchor": {"textSegments": [{"endIndex": "99"}]}}}]}]});
     assert_eq!(parse(bad.to_string().as_bytes(), "application/json", "o.json", &Limits::default()).unwrap_err().code(), "invalid_docai");
     assert_eq!(parse(b"{\"foo\": 1}", "application/json", "o.json", &Limits::default()).unwrap_err().code(), "invalid_docai");
 }
@@ -254,8 +257,30 @@ fn arb_text() -> impl Strategy<Value = String> {
     // Vietnamese letters (precomposed and combining), ASCII, digits,
     // punctuation, spaces, newlines and blank lines.
     let pieces = prop::sample::select(vec![
-        "Việt", "Nam", "đồng", "ướ", "e\u{0323}\u{0302}", "ạ", "The", "revenue", "1.245,6", "%", ". ", "! ", "? ",
-        " ", "  ", "\n", "\n\n", "\r\n", "\t", "x", "…", "“quote”", "中文", "🙂",
+        "Việt",
+        "Nam",
+        "đồng",
+        "ướ",
+        "e\u{0323}\u{0302}",
+        "ạ",
+        "The",
+        "revenue",
+        "1.245,6",
+        "%",
+        ". ",
+        "! ",
+        "? ",
+        " ",
+        "  ",
+        "\n",
+        "\n\n",
+        "\r\n",
+        "\t",
+        "x",
+        "…",
+        "“quote”",
+        "中文",
+        "🙂",
     ]);
     prop::collection::vec(pieces, 0..120).prop_map(|v| v.concat())
 }

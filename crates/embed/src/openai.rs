@@ -43,10 +43,8 @@ struct Item {
 
 impl OpenAiEmbedder {
     pub fn new(cfg: OpenAiConfig) -> Result<Self, EmbedError> {
-        let http = reqwest::Client::builder()
-            .timeout(cfg.timeout)
-            .build()
-            .map_err(|e| EmbedError::Permanent(format!("HTTP client: {e}")))?;
+        let http =
+            reqwest::Client::builder().timeout(cfg.timeout).build().map_err(|e| EmbedError::Permanent(format!("HTTP client: {e}")))?;
         Ok(OpenAiEmbedder { cfg, http })
     }
 
@@ -115,10 +113,7 @@ impl OpenAiEmbedder {
         let parsed: Response = serde_json::from_str(&text)
             .map_err(|e| (EmbedError::Transient(format!("malformed response ({e}): {}", snippet(&text))), None))?;
         if parsed.data.len() != batch.len() {
-            return Err((
-                EmbedError::Transient(format!("asked for {} embeddings, got {}", batch.len(), parsed.data.len())),
-                None,
-            ));
+            return Err((EmbedError::Transient(format!("asked for {} embeddings, got {}", batch.len(), parsed.data.len())), None));
         }
         let mut vectors = vec![Vec::new(); batch.len()];
         for item in parsed.data {

@@ -111,9 +111,8 @@ impl EmbeddedSchemas {
         let mut writers = HashMap::new();
         for event in EventType::ALL {
             let stem = event.schema_stem();
-            let schema = Schema::parse_str(event.current_schema_text()).map_err(|source| {
-                CodecError::Schema { stem: stem.to_string(), source }
-            })?;
+            let schema =
+                Schema::parse_str(event.current_schema_text()).map_err(|source| CodecError::Schema { stem: stem.to_string(), source })?;
             let (fp, legacy) = (fingerprint(&schema), legacy_fingerprint(&schema));
             let schema = Arc::new(schema);
             writers.insert(fp, (event, schema.clone()));
@@ -124,10 +123,8 @@ impl EmbeddedSchemas {
             let Some(event) = EventType::ALL.into_iter().find(|e| e.schema_stem() == released.event) else {
                 continue;
             };
-            let schema = Schema::parse_str(released.text).map_err(|source| CodecError::Schema {
-                stem: format!("released/{}/v{}", released.event, released.version),
-                source,
-            })?;
+            let schema = Schema::parse_str(released.text)
+                .map_err(|source| CodecError::Schema { stem: format!("released/{}/v{}", released.event, released.version), source })?;
             let schema = Arc::new(schema);
             writers.entry(fingerprint(&schema)).or_insert((event, schema.clone()));
             writers.entry(legacy_fingerprint(&schema)).or_insert((event, schema));
@@ -239,17 +236,15 @@ impl Codec {
         }
         let mut fp = [0u8; 8];
         fp.copy_from_slice(&bytes[2..HEADER_LEN]);
-        self.resolver
-            .writer_schema(&fp)
-            .ok_or_else(|| CodecError::UnknownFingerprint(to_hex(&fp)))
+        self.resolver.writer_schema(&fp).ok_or_else(|| CodecError::UnknownFingerprint(to_hex(&fp)))
     }
 
     fn decode_value(&self, bytes: &[u8]) -> Result<(EventType, Value), CodecError> {
         let (event, writer) = self.peek(bytes)?;
         let (reader, _) = self.schemas.current(event);
         let mut datum = &bytes[HEADER_LEN..];
-        let value = apache_avro::from_avro_datum(&writer, &mut datum, Some(reader))
-            .map_err(|source| CodecError::Decode { event, source })?;
+        let value =
+            apache_avro::from_avro_datum(&writer, &mut datum, Some(reader)).map_err(|source| CodecError::Decode { event, source })?;
         if !datum.is_empty() {
             return Err(CodecError::Decode {
                 event,

@@ -23,17 +23,10 @@ fn sample(schema: &Schema, names: &std::collections::HashMap<Name, &Schema>) -> 
         Schema::Array(a) => Value::Array(vec![sample(&a.items, names)]),
         Schema::Map(m) => Value::Map([("k".to_string(), sample(&m.types, names))].into()),
         Schema::Union(u) => {
-            let (i, branch) = u
-                .variants()
-                .iter()
-                .enumerate()
-                .find(|(_, v)| !matches!(v, Schema::Null))
-                .unwrap_or((0, &u.variants()[0]));
+            let (i, branch) = u.variants().iter().enumerate().find(|(_, v)| !matches!(v, Schema::Null)).unwrap_or((0, &u.variants()[0]));
             Value::Union(i as u32, Box::new(sample(branch, names)))
         }
-        Schema::Record(r) => Value::Record(
-            r.fields.iter().map(|f| (f.name.clone(), sample(&f.schema, names))).collect(),
-        ),
+        Schema::Record(r) => Value::Record(r.fields.iter().map(|f| (f.name.clone(), sample(&f.schema, names))).collect()),
         Schema::Enum(e) => Value::Enum(0, e.symbols[0].clone()),
         Schema::Ref { name } => sample(names[name], names),
         other => panic!("sample(): extend the generator for {other:?}"),
@@ -59,8 +52,7 @@ fn current_schemas_read_every_released_version() {
             // Beyond the static check: write a datum with the old schema and
             // read it through the production codec into the typed event.
             let resolved = ResolvedSchema::try_from(&writer).unwrap();
-            let names: std::collections::HashMap<Name, &Schema> =
-                resolved.get_names().iter().map(|(n, s)| (n.clone(), *s)).collect();
+            let names: std::collections::HashMap<Name, &Schema> = resolved.get_names().iter().map(|(n, s)| (n.clone(), *s)).collect();
             let datum = apache_avro::to_avro_datum(&writer, sample(&writer, &names)).unwrap();
             let mut bytes = vec![0xC3, 0x01];
             bytes.extend_from_slice(&writer.fingerprint::<apache_avro::rabin::Rabin>().bytes);
@@ -91,12 +83,7 @@ fn released_versions_are_frozen() {
     for event in EventType::ALL {
         for r in event.released_schemas() {
             let schema = Schema::parse_str(r.text).unwrap();
-            let fp: String = schema
-                .fingerprint::<apache_avro::rabin::Rabin>()
-                .bytes
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect();
+            let fp: String = schema.fingerprint::<apache_avro::rabin::Rabin>().bytes.iter().map(|b| format!("{b:02x}")).collect();
             actual.insert(format!("{}/v{}", r.event, r.version), fp);
         }
     }

@@ -38,17 +38,20 @@ fn every_event_roundtrips() {
     let codec = Codec::embedded().unwrap();
     let mut metadata = HashMap::new();
     metadata.insert("source".to_string(), "crm".to_string());
-    roundtrip(&codec, DocumentUploaded {
-        envelope: env(),
-        document_id: doc_id(),
-        blob_uri: "s3://b/k".into(),
-        filename: "báo cáo.pdf".into(),
-        content_type: "application/pdf".into(),
-        size_bytes: 1234,
-        sha256: "ab".repeat(32),
-        uploaded_by: "user-1".into(),
-        metadata,
-    });
+    roundtrip(
+        &codec,
+        DocumentUploaded {
+            envelope: env(),
+            document_id: doc_id(),
+            blob_uri: "s3://b/k".into(),
+            filename: "báo cáo.pdf".into(),
+            content_type: "application/pdf".into(),
+            size_bytes: 1234,
+            sha256: "ab".repeat(32),
+            uploaded_by: "user-1".into(),
+            metadata,
+        },
+    );
     let parsed_ok = DocumentParsed {
         envelope: env(),
         document_id: doc_id(),
@@ -66,52 +69,67 @@ fn every_event_roundtrips() {
         ocr_pages: vec![0, 1],
     };
     roundtrip(&codec, parsed_ok.clone());
-    roundtrip(&codec, DocumentParsed {
-        page_count: None,
-        failure: Some(Failure { code: "empty_file".into(), message: "the file is empty".into() }),
-        ..parsed_ok
-    });
-    roundtrip(&codec, DocumentChunked {
-        envelope: env(),
-        document_id: doc_id(),
-        chunking_profile: "default".into(),
-        chunking_version: "default@1".into(),
-        chunk_count: Some(4),
-        chunks_uri: Some("s3://b/c".into()),
-        chunks_sha256: Some("00".repeat(32)),
-        failure: None,
-    });
-    roundtrip(&codec, DocumentIngested {
-        envelope: env(),
-        document_id: doc_id(),
-        chunking_version: "default@1".into(),
-        embedding_model: Some("all-MiniLM-L6-v2".into()),
-        embedding_dimension: Some(384),
-        chunk_count: 4,
-        failure: None,
-    });
-    roundtrip(&codec, QuestionAsked {
-        envelope: env(),
-        conversation_id: doc_id(),
-        user_message_id: doc_id(),
-        assistant_message_id: doc_id(),
-        question: "Lợi nhuận năm 2023 là bao nhiêu?".into(),
-        asked_by: "user-1".into(),
-        top_k: Some(8),
-        document_ids: vec![doc_id()],
-    });
-    roundtrip(&codec, AnswerProduced {
-        envelope: env(),
-        conversation_id: doc_id(),
-        assistant_message_id: doc_id(),
-        answer: "42".into(),
-        mode: "extractive".into(),
-        sections: vec![Section { text: "42".into(), source_ids: vec!["chunk-abc".into()], citations: vec![citation()] }],
-        citations: vec![citation()],
-        llm_usage: Some(LlmUsage { model: "m".into(), prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 }),
-        retrieval_json: "{}".into(),
-        failure: None,
-    });
+    roundtrip(
+        &codec,
+        DocumentParsed {
+            page_count: None,
+            failure: Some(Failure { code: "empty_file".into(), message: "the file is empty".into() }),
+            ..parsed_ok
+        },
+    );
+    roundtrip(
+        &codec,
+        DocumentChunked {
+            envelope: env(),
+            document_id: doc_id(),
+            chunking_profile: "default".into(),
+            chunking_version: "default@1".into(),
+            chunk_count: Some(4),
+            chunks_uri: Some("s3://b/c".into()),
+            chunks_sha256: Some("00".repeat(32)),
+            failure: None,
+        },
+    );
+    roundtrip(
+        &codec,
+        DocumentIngested {
+            envelope: env(),
+            document_id: doc_id(),
+            chunking_version: "default@1".into(),
+            embedding_model: Some("all-MiniLM-L6-v2".into()),
+            embedding_dimension: Some(384),
+            chunk_count: 4,
+            failure: None,
+        },
+    );
+    roundtrip(
+        &codec,
+        QuestionAsked {
+            envelope: env(),
+            conversation_id: doc_id(),
+            user_message_id: doc_id(),
+            assistant_message_id: doc_id(),
+            question: "Lợi nhuận năm 2023 là bao nhiêu?".into(),
+            asked_by: "user-1".into(),
+            top_k: Some(8),
+            document_ids: vec![doc_id()],
+        },
+    );
+    roundtrip(
+        &codec,
+        AnswerProduced {
+            envelope: env(),
+            conversation_id: doc_id(),
+            assistant_message_id: doc_id(),
+            answer: "42".into(),
+            mode: "extractive".into(),
+            sections: vec![Section { text: "42".into(), source_ids: vec!["chunk-abc".into()], citations: vec![citation()] }],
+            citations: vec![citation()],
+            llm_usage: Some(LlmUsage { model: "m".into(), prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 }),
+            retrieval_json: "{}".into(),
+            failure: None,
+        },
+    );
     roundtrip(&codec, DocumentDeleted { envelope: env(), document_id: doc_id(), deleted_by: "user-1".into() });
 }
 

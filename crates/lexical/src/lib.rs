@@ -20,11 +20,7 @@ pub const MAX_TERM_CHARS: usize = 40;
 /// Lower-cased NFC words of `text`, in order (UAX #29 word boundaries).
 pub fn words(text: &str) -> Vec<String> {
     let lowered: String = text.nfc().flat_map(char::to_lowercase).collect();
-    lowered
-        .unicode_words()
-        .filter(|w| w.chars().count() <= MAX_TERM_CHARS)
-        .map(str::to_string)
-        .collect()
+    lowered.unicode_words().filter(|w| w.chars().count() <= MAX_TERM_CHARS).map(str::to_string).collect()
 }
 
 /// Removes diacritics: NFD, drop combining marks, `đ` -> `d`.

@@ -43,17 +43,40 @@ fn is_vietnamese_letter(c: char) -> bool {
     let lower = c.to_lowercase().next().unwrap_or(c);
     // â, ê, ô, à, á, è, é, ì, í, ò, ó, ù, ú, ý also occur in French and
     // others: only the unambiguous ones decide alone.
-    matches!(lower, 'ă' | 'đ' | 'ơ' | 'ư' | 'ả' | 'ã' | 'ạ' | 'ẻ' | 'ẽ' | 'ẹ' | 'ỉ' | 'ĩ' | 'ị' | 'ỏ' | 'õ' | 'ọ' | 'ủ' | 'ũ' | 'ụ' | 'ỳ' | 'ỷ' | 'ỹ' | 'ỵ')
-        || (VI.contains(lower) && !"âêôàáèéìíòóùúý".contains(lower))
+    matches!(
+        lower,
+        'ă' | 'đ'
+            | 'ơ'
+            | 'ư'
+            | 'ả'
+            | 'ã'
+            | 'ạ'
+            | 'ẻ'
+            | 'ẽ'
+            | 'ẹ'
+            | 'ỉ'
+            | 'ĩ'
+            | 'ị'
+            | 'ỏ'
+            | 'õ'
+            | 'ọ'
+            | 'ủ'
+            | 'ũ'
+            | 'ụ'
+            | 'ỳ'
+            | 'ỷ'
+            | 'ỹ'
+            | 'ỵ'
+    ) || (VI.contains(lower) && !"âêôàáèéìíòóùúý".contains(lower))
 }
 
 /// Frequent Vietnamese syllables (diacritics folded) that are not English
 /// words: they recognise Vietnamese typed without diacritics.
 const VI_SYLLABLES: &[&str] = &[
-    "doanh", "nhieu", "nhuan", "khong", "duoc", "nhung", "cua", "cac", "voi", "nay", "mot", "tang", "giam", "thoi",
-    "tiet", "noi", "hom", "ngay", "thang", "chinh", "cong", "loi", "von", "gia", "xang", "bao", "thu", "quy", "viet",
-    "nguoi", "nuoc", "nghiep", "tien", "nhat", "trong", "cho", "nhu", "khi", "theo", "dong", "bang", "tuc", "xuat",
-    "khau", "gao", "ngap", "lut", "chia", "rui", "phong", "ngua", "sau", "thue", "vay", "hang", "truong", "dien",
+    "doanh", "nhieu", "nhuan", "khong", "duoc", "nhung", "cua", "cac", "voi", "nay", "mot", "tang", "giam", "thoi", "tiet", "noi", "hom",
+    "ngay", "thang", "chinh", "cong", "loi", "von", "gia", "xang", "bao", "thu", "quy", "viet", "nguoi", "nuoc", "nghiep", "tien", "nhat",
+    "trong", "cho", "nhu", "khi", "theo", "dong", "bang", "tuc", "xuat", "khau", "gao", "ngap", "lut", "chia", "rui", "phong", "ngua",
+    "sau", "thue", "vay", "hang", "truong", "dien",
 ];
 
 /// The language of a text: Vietnamese when at least a fifth of its words

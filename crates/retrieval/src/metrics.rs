@@ -5,12 +5,8 @@ use std::collections::HashMap;
 
 /// nDCG@k of `ranked` ids against graded judgements.
 pub fn ndcg_at(ranked: &[String], qrels: &HashMap<String, i32>, k: usize) -> f64 {
-    let dcg: f64 = ranked
-        .iter()
-        .take(k)
-        .enumerate()
-        .map(|(i, id)| qrels.get(id).copied().unwrap_or(0).max(0) as f64 / ((i + 2) as f64).log2())
-        .sum();
+    let dcg: f64 =
+        ranked.iter().take(k).enumerate().map(|(i, id)| qrels.get(id).copied().unwrap_or(0).max(0) as f64 / ((i + 2) as f64).log2()).sum();
     let mut ideal: Vec<i32> = qrels.values().copied().filter(|g| *g > 0).collect();
     ideal.sort_unstable_by(|a, b| b.cmp(a));
     let idcg: f64 = ideal.iter().take(k).enumerate().map(|(i, g)| *g as f64 / ((i + 2) as f64).log2()).sum();
@@ -33,12 +29,7 @@ pub fn recall_at(ranked: &[String], qrels: &HashMap<String, i32>, k: usize) -> f
 
 /// Reciprocal rank of the first relevant id within the top k (0 if none).
 pub fn mrr_at(ranked: &[String], qrels: &HashMap<String, i32>, k: usize) -> f64 {
-    ranked
-        .iter()
-        .take(k)
-        .position(|id| qrels.get(id).is_some_and(|g| *g > 0))
-        .map(|i| 1.0 / (i + 1) as f64)
-        .unwrap_or(0.0)
+    ranked.iter().take(k).position(|id| qrels.get(id).is_some_and(|g| *g > 0)).map(|i| 1.0 / (i + 1) as f64).unwrap_or(0.0)
 }
 
 /// Mean of the four metrics over queries, as `eval retrieval` prints them.

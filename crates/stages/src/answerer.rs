@@ -65,7 +65,12 @@ impl Answerer {
         let mut segments: Vec<Vec<SegmentSpan>> = vec![Vec::new(); hits.len()];
         for s in search::segments_of_chunks(&self.retriever.pool, ws, &hits).await.map_err(store_err)? {
             if let Some(spans) = usize::try_from(s.chunk).ok().and_then(|i| segments.get_mut(i)) {
-                spans.push(SegmentSpan { segment_index: s.segment_index as u32, page_idx: s.page_idx as u32, char_start: s.char_start as u64, char_end: s.char_end as u64 });
+                spans.push(SegmentSpan {
+                    segment_index: s.segment_index as u32,
+                    page_idx: s.page_idx as u32,
+                    char_start: s.char_start as u64,
+                    char_end: s.char_end as u64,
+                });
             }
         }
         Ok(hits
@@ -146,7 +151,11 @@ impl Answerer {
         out.sections = outcome
             .sections
             .iter()
-            .map(|s| rag_events::Section { text: s.text.clone(), source_ids: s.source_ids.clone(), citations: s.citations.iter().map(to_event).collect() })
+            .map(|s| rag_events::Section {
+                text: s.text.clone(),
+                source_ids: s.source_ids.clone(),
+                citations: s.citations.iter().map(to_event).collect(),
+            })
             .collect();
         out.citations = outcome.citations().iter().map(to_event).collect();
         out.llm_usage = outcome.usage.as_ref().map(|u| rag_events::LlmUsage {

@@ -68,8 +68,8 @@ impl Processor for Chunker {
         let json = serde_json::to_vec(&chunks).map_err(|e| ProcessError::permanent("encode", e.to_string()))?;
         // Object keys stay plain ASCII without '@' (some S3 servers map keys to file names).
         let kind = format!("chunks-{}-v{}", self.profile.name, self.profile.version);
-        let (uri, sha) = store_derived(&self.blobs, &input.envelope.workspace_id, &input.document_id, &kind, "json",
-            json, "application/json").await?;
+        let (uri, sha) =
+            store_derived(&self.blobs, &input.envelope.workspace_id, &input.document_id, &kind, "json", json, "application/json").await?;
         out.chunk_count = Some(chunks.len() as i32);
         out.chunks_uri = Some(uri);
         out.chunks_sha256 = Some(sha);

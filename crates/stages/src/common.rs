@@ -29,10 +29,7 @@ pub async fn fetch_verified(blobs: &BlobStore, uri: &str, sha256: Option<&str>) 
     if let Some(expected) = sha256 {
         let actual = sha256_hex(&bytes);
         if actual != expected {
-            return Err(ProcessError::permanent(
-                "checksum_mismatch",
-                format!("{uri}: sha256 {actual}, the event says {expected}"),
-            ));
+            return Err(ProcessError::permanent("checksum_mismatch", format!("{uri}: sha256 {actual}, the event says {expected}")));
         }
     }
     Ok(bytes)

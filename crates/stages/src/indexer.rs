@@ -81,14 +81,18 @@ impl Processor for Indexer {
             _ => Vec::new(),
         };
         let texts: Vec<String> = chunks.iter().map(|c| c.text.trim().to_string()).collect();
-        let mut embeddings = self.embedder.embed(&texts, rag_embed::InputKind::Passage).await.map_err(|e| {
-            if e.is_transient() {
-                ProcessError::Transient(e.to_string())
-            } else {
-                ProcessError::permanent("embedding_failed", e.to_string())
-            }
-        })?
-        .into_iter();
+        let mut embeddings = self
+            .embedder
+            .embed(&texts, rag_embed::InputKind::Passage)
+            .await
+            .map_err(|e| {
+                if e.is_transient() {
+                    ProcessError::Transient(e.to_string())
+                } else {
+                    ProcessError::permanent("embedding_failed", e.to_string())
+                }
+            })?
+            .into_iter();
         let indexed: Vec<IndexedChunk<'_>> = chunks
             .iter()
             .map(|c| {
@@ -115,9 +119,17 @@ impl Processor for Indexer {
         if input.failure.is_none() {
             let model = self.embedder.identity().map(|(m, _)| m);
             let at = chrono::DateTime::from_timestamp_millis(input.envelope.occurred_at).unwrap_or_else(chrono::Utc::now);
-            pipeline::replace_index(&mut tx, &input.envelope.workspace_id, &input.document_id, &input.chunking_version, model, &indexed, at)
-                .await
-                .map_err(store_err)?;
+            pipeline::replace_index(
+                &mut tx,
+                &input.envelope.workspace_id,
+                &input.document_id,
+                &input.chunking_version,
+                model,
+                &indexed,
+                at,
+            )
+            .await
+            .map_err(store_err)?;
         }
         Failpoint::hit(&self.failpoint, "indexer-before-commit").await;
         tx.commit().await.map_err(|e| store_err(e.into()))?;

@@ -20,9 +20,7 @@ pub struct TesseractOcr {
 }
 
 fn find_in_path(name: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).map(|d| d.join(name)).find(|f| f.is_file()))
-        .unwrap_or(None)
+    std::env::var_os("PATH").map(|p| std::env::split_paths(&p).map(|d| d.join(name)).find(|f| f.is_file())).unwrap_or(None)
 }
 
 impl TesseractOcr {
@@ -32,10 +30,7 @@ impl TesseractOcr {
     pub fn detect(languages: &str, dpi: u32, timeout: Duration) -> Result<Self, String> {
         let pdftoppm = find_in_path("pdftoppm").ok_or("pdftoppm not found (Debian: poppler-utils)")?;
         let tesseract = find_in_path("tesseract").ok_or("tesseract not found (Debian: tesseract-ocr)")?;
-        let listed = Command::new(&tesseract)
-            .arg("--list-langs")
-            .output()
-            .map_err(|e| format!("tesseract --list-langs: {e}"))?;
+        let listed = Command::new(&tesseract).arg("--list-langs").output().map_err(|e| format!("tesseract --list-langs: {e}"))?;
         let installed: Vec<String> = String::from_utf8_lossy(&listed.stdout).lines().skip(1).map(|l| l.trim().to_string()).collect();
         let usable: Vec<&str> = languages.split('+').filter(|l| installed.iter().any(|i| i == l)).collect();
         if usable.is_empty() {

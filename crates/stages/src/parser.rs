@@ -68,8 +68,8 @@ impl Parser {
             let ocr = ocr.as_deref().map(|o| o as &dyn rag_docparse::PageOcr);
             rag_docparse::parse_with_ocr(&bytes, &content_type, &filename, &limits, ocr)
         })
-            .await
-            .map_err(|e| ProcessError::permanent("parser_crashed", e.to_string()))?;
+        .await
+        .map_err(|e| ProcessError::permanent("parser_crashed", e.to_string()))?;
         let doc = match parsed {
             Ok(d) => d,
             Err(e) => return fail(out, e.code(), e.to_string()),
@@ -87,10 +87,18 @@ impl Parser {
         }
         let ws = &input.envelope.workspace_id;
         let segments_json = serde_json::to_vec(&doc.segments).map_err(|e| ProcessError::permanent("encode", e.to_string()))?;
-        let (text_uri, text_sha) = store_derived(&self.blobs, ws, &input.document_id, "text", "txt",
-            doc.full_text.clone().into_bytes(), "text/plain; charset=utf-8").await?;
-        let (seg_uri, seg_sha) = store_derived(&self.blobs, ws, &input.document_id, "segments", "json",
-            segments_json, "application/json").await?;
+        let (text_uri, text_sha) = store_derived(
+            &self.blobs,
+            ws,
+            &input.document_id,
+            "text",
+            "txt",
+            doc.full_text.clone().into_bytes(),
+            "text/plain; charset=utf-8",
+        )
+        .await?;
+        let (seg_uri, seg_sha) =
+            store_derived(&self.blobs, ws, &input.document_id, "segments", "json", segments_json, "application/json").await?;
         out.page_count = Some(doc.page_count as i32);
         out.segment_count = Some(doc.segments.len() as i32);
         out.char_count = Some(doc.char_count() as i64);

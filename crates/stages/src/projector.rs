@@ -131,15 +131,9 @@ impl Projector {
 impl Processor for Projector {
     async fn process(&self, msg: &Inbound) -> Result<Outcome, ProcessError> {
         let payload = msg.payload.as_deref().unwrap_or_default();
-        let event = self
-            .codec
-            .decode_any(payload)
-            .map_err(|e| ProcessError::permanent(e.code(), e.to_string()))?;
+        let event = self.codec.decode_any(payload).map_err(|e| ProcessError::permanent(e.code(), e.to_string()))?;
         if self.topics.event_of(&msg.topic) != Some(event.event_type()) {
-            return Err(ProcessError::permanent(
-                "wrong_topic",
-                format!("a {} event does not belong on {}", event.event_type(), msg.topic),
-            ));
+            return Err(ProcessError::permanent("wrong_topic", format!("a {} event does not belong on {}", event.event_type(), msg.topic)));
         }
         // A deleted document's later events (and replays of its earlier
         // ones) change nothing: their blobs are gone with it.
@@ -166,15 +160,14 @@ impl Processor for Projector {
             AnyEvent::DocumentParsed(e) if e.failure.is_none() => {
                 if let Some(uri) = &e.segments_uri {
                     let bytes = fetch_verified(&self.blobs, uri, e.segments_sha256.as_deref()).await?;
-                    segments = serde_json::from_slice(&bytes)
-                        .map_err(|err| ProcessError::permanent("invalid_segments", err.to_string()))?;
+                    segments =
+                        serde_json::from_slice(&bytes).map_err(|err| ProcessError::permanent("invalid_segments", err.to_string()))?;
                 }
             }
             AnyEvent::DocumentChunked(e) if e.failure.is_none() => {
                 if let Some(uri) = &e.chunks_uri {
                     let bytes = fetch_verified(&self.blobs, uri, e.chunks_sha256.as_deref()).await?;
-                    chunks = serde_json::from_slice(&bytes)
-                        .map_err(|err| ProcessError::permanent("invalid_chunks", err.to_string()))?;
+                    chunks = serde_json::from_slice(&bytes).map_err(|err| ProcessError::permanent("invalid_chunks", err.to_string()))?;
                 }
             }
             _ => {}
@@ -262,19 +255,12 @@ impl Processor for Projector {
 
     async fn dead_lettered(&self, msg: &Inbound, code: &str, reason: &str) -> Result<(), ProcessError> {
         let mut tx = self.pool.begin().await.map_err(|e| store_err(e.into()))?;
-        if let Claim::Apply =
-            offsets::claim(&mut tx, &self.group, &msg.topic, msg.partition, msg.offset).await.map_err(store_err)?
-        {
+        if let Claim::Apply = offsets::claim(&mut tx, &self.group, &msg.topic, msg.partition, msg.offset).await.map_err(store_err)? {
             // Document topics are keyed by document id: mark it failed so the
             // user sees why it stopped (unknown ids are ignored).
             let is_document_topic = matches!(
                 self.topics.event_of(&msg.topic),
-                Some(
-                    EventType::DocumentUploaded
-                        | EventType::DocumentParsed
-                        | EventType::DocumentChunked
-                        | EventType::DocumentIngested
-                )
+                Some(EventType::DocumentUploaded | EventType::DocumentParsed | EventType::DocumentChunked | EventType::DocumentIngested)
             );
             if let (true, Some(key)) = (is_document_topic, msg.key_str()) {
                 documents::mark_failed(&mut tx, key, code, reason).await.map_err(store_err)?;

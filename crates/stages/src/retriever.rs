@@ -124,8 +124,7 @@ impl Retriever {
             Mode::Dense => dense.into_iter().take(top_k).enumerate().map(|(i, h)| single(h, None, Some(i + 1))).collect(),
             Mode::Hybrid => {
                 let lex_ids: Vec<String> = lexical.iter().map(|h| h.chunk_id.clone()).collect();
-                let dense_ids: Vec<(String, Language)> =
-                    dense.iter().map(|h| (h.chunk_id.clone(), detect_language(&h.content))).collect();
+                let dense_ids: Vec<(String, Language)> = dense.iter().map(|h| (h.chunk_id.clone(), detect_language(&h.content))).collect();
                 let fused = fuse(&lex_ids, &dense_ids, query_language, &self.languages, self.dense_weight);
                 fused
                     .into_iter()

@@ -90,12 +90,7 @@ pub async fn apply_uploaded(tx: &mut Transaction<'_, Postgres>, e: &DocumentUplo
 
 /// Marks an existing document failed (e.g. its event went to the dead-letter
 /// topic). Unknown ids are ignored: there is nothing to mark.
-pub async fn mark_failed(
-    tx: &mut Transaction<'_, Postgres>,
-    document_id: &str,
-    code: &str,
-    reason: &str,
-) -> Result<bool, StoreError> {
+pub async fn mark_failed(tx: &mut Transaction<'_, Postgres>, document_id: &str, code: &str, reason: &str) -> Result<bool, StoreError> {
     let Ok(id) = Uuid::parse_str(document_id) else { return Ok(false) };
     let done = sqlx::query(
         "UPDATE documents SET status = 'failed', status_rank = $2, failure_code = $3, failure_reason = $4, updated_at = now(),

@@ -46,8 +46,7 @@ impl StoreError {
                     // 40001 serialization_failure, 40P01 deadlock_detected,
                     // 57P01 admin_shutdown, 53300 too_many_connections, 08*: connection exceptions.
                     let code = db.code().unwrap_or_default();
-                    matches!(code.as_ref(), "40001" | "40P01" | "57P01" | "57P02" | "57P03" | "53300")
-                        || code.starts_with("08")
+                    matches!(code.as_ref(), "40001" | "40P01" | "57P01" | "57P02" | "57P03" | "53300") || code.starts_with("08")
                 }
                 _ => false,
             },
@@ -64,15 +63,8 @@ pub struct StoreConfig {
 }
 
 pub async fn connect(cfg: &StoreConfig) -> Result<PgPool, StoreError> {
-    let options: PgConnectOptions = cfg
-        .database_url
-        .parse()
-        .map_err(|e: sqlx::Error| StoreError::Invalid(format!("DATABASE_URL: {e}")))?;
-    let pool = PgPoolOptions::new()
-        .max_connections(cfg.max_connections)
-        .acquire_timeout(cfg.connect_timeout)
-        .connect_with(options)
-        .await?;
+    let options: PgConnectOptions = cfg.database_url.parse().map_err(|e: sqlx::Error| StoreError::Invalid(format!("DATABASE_URL: {e}")))?;
+    let pool = PgPoolOptions::new().max_connections(cfg.max_connections).acquire_timeout(cfg.connect_timeout).connect_with(options).await?;
     Ok(pool)
 }
 

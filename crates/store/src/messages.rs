@@ -37,7 +37,8 @@ pub async fn apply_question_asked(tx: &mut Transaction<'_, Postgres>, e: &Questi
     .execute(&mut **tx)
     .await?;
     // A conversation id of another workspace is refused, never joined.
-    let owner: String = sqlx::query_scalar("SELECT workspace_id FROM conversations WHERE id = $1").bind(conversation).fetch_one(&mut **tx).await?;
+    let owner: String =
+        sqlx::query_scalar("SELECT workspace_id FROM conversations WHERE id = $1").bind(conversation).fetch_one(&mut **tx).await?;
     if &owner != ws {
         return Err(StoreError::Invalid(format!("conversation {conversation} belongs to another workspace")));
     }
@@ -73,7 +74,11 @@ pub async fn apply_question_asked(tx: &mut Transaction<'_, Postgres>, e: &Questi
 /// replayed answer is a no-op. Questions and answers travel on different
 /// topics, so the answer may be projected first: it then creates the
 /// message, and the question's later insert leaves it alone.
-pub async fn apply_answer_produced(tx: &mut Transaction<'_, Postgres>, e: &AnswerProduced, metadata: &serde_json::Value) -> Result<(), StoreError> {
+pub async fn apply_answer_produced(
+    tx: &mut Transaction<'_, Postgres>,
+    e: &AnswerProduced,
+    metadata: &serde_json::Value,
+) -> Result<(), StoreError> {
     let assistant = parse_id("assistant_message_id", &e.assistant_message_id)?;
     let conversation = parse_id("conversation_id", &e.conversation_id)?;
     let status = if e.failure.is_some() { "failed" } else { "done" };
@@ -148,13 +153,11 @@ pub async fn history(
 
 /// All messages of a conversation, oldest first.
 pub async fn list(pool: &PgPool, workspace_id: &str, conversation_id: Uuid) -> Result<Vec<MessageRow>, StoreError> {
-    Ok(sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM messages WHERE workspace_id = $1 AND conversation_id = $2 ORDER BY created_at, id"
-    ))
-    .bind(workspace_id)
-    .bind(conversation_id)
-    .fetch_all(pool)
-    .await?)
+    Ok(sqlx::query_as(&format!("SELECT {COLUMNS} FROM messages WHERE workspace_id = $1 AND conversation_id = $2 ORDER BY created_at, id"))
+        .bind(workspace_id)
+        .bind(conversation_id)
+        .fetch_all(pool)
+        .await?)
 }
 
 /// Assistant messages of a conversation that left `pending`, in the order

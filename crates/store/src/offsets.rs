@@ -21,27 +21,20 @@ pub enum Claim {
 
 /// The next offset to consume for a partition, if this group ever stored one.
 pub async fn load(pool: &PgPool, group: &str, topic: &str, partition: i32) -> Result<Option<i64>, StoreError> {
-    let row: Option<(i64,)> = sqlx::query_as(
-        "SELECT next_offset FROM consumer_offsets WHERE consumer_group = $1 AND topic = $2 AND partition = $3",
-    )
-    .bind(group)
-    .bind(topic)
-    .bind(partition)
-    .fetch_optional(pool)
-    .await?;
+    let row: Option<(i64,)> =
+        sqlx::query_as("SELECT next_offset FROM consumer_offsets WHERE consumer_group = $1 AND topic = $2 AND partition = $3")
+            .bind(group)
+            .bind(topic)
+            .bind(partition)
+            .fetch_optional(pool)
+            .await?;
     Ok(row.map(|r| r.0))
 }
 
 /// Locks the partition's offset row and decides whether `offset` is new.
 /// On [`Claim::Apply`] the row is already advanced to `offset + 1`: the
 /// caller writes its rows in the same transaction and commits.
-pub async fn claim(
-    tx: &mut Transaction<'_, Postgres>,
-    group: &str,
-    topic: &str,
-    partition: i32,
-    offset: i64,
-) -> Result<Claim, StoreError> {
+pub async fn claim(tx: &mut Transaction<'_, Postgres>, group: &str, topic: &str, partition: i32, offset: i64) -> Result<Claim, StoreError> {
     sqlx::query(
         "INSERT INTO consumer_offsets (consumer_group, topic, partition, next_offset) VALUES ($1, $2, $3, 0)
          ON CONFLICT DO NOTHING",
@@ -78,10 +71,8 @@ pub async fn claim(
 
 /// Every stored offset of a group, for operators and tests.
 pub async fn list(pool: &PgPool, group: &str) -> Result<Vec<(String, i32, i64)>, StoreError> {
-    Ok(sqlx::query_as(
-        "SELECT topic, partition, next_offset FROM consumer_offsets WHERE consumer_group = $1 ORDER BY topic, partition",
-    )
-    .bind(group)
-    .fetch_all(pool)
-    .await?)
+    Ok(sqlx::query_as("SELECT topic, partition, next_offset FROM consumer_offsets WHERE consumer_group = $1 ORDER BY topic, partition")
+        .bind(group)
+        .fetch_all(pool)
+        .await?)
 }

@@ -2,10 +2,10 @@
 //! documents, the segments (raw viewer), the chunk mappings and the search
 //! index.
 
+use chrono::{DateTime, Utc};
 use rag_chunking::Chunk;
 use rag_docparse::Segment;
 use rag_events::{DocumentChunked, DocumentIngested, DocumentParsed, Failure};
-use chrono::{DateTime, Utc};
 use serde::Serialize;
 use sqlx::{PgPool, Postgres, Transaction};
 use uuid::Uuid;
@@ -61,24 +61,18 @@ fn occurred(e: &rag_events::Envelope) -> DateTime<Utc> {
 
 async fn fail(tx: &mut Transaction<'_, Postgres>, id: Uuid, workspace_id: &str, f: &Failure, at: DateTime<Utc>) -> Result<(), StoreError> {
     advance_status(tx, id, workspace_id, DocumentStatus::Failed, at).await?;
-    sqlx::query(
-        "UPDATE documents SET failure_code = $2, failure_reason = $3 WHERE id = $1 AND status = 'failed'",
-    )
-    .bind(id)
-    .bind(&f.code)
-    .bind(&f.message)
-    .execute(&mut **tx)
-    .await?;
+    sqlx::query("UPDATE documents SET failure_code = $2, failure_reason = $3 WHERE id = $1 AND status = 'failed'")
+        .bind(id)
+        .bind(&f.code)
+        .bind(&f.message)
+        .execute(&mut **tx)
+        .await?;
     Ok(())
 }
 
 /// DocumentParsed: parse facts, the segments (replacing any earlier ones),
 /// status parsed; or failed with the reason.
-pub async fn apply_parsed(
-    tx: &mut Transaction<'_, Postgres>,
-    e: &DocumentParsed,
-    segments: &[Segment],
-) -> Result<(), StoreError> {
+pub async fn apply_parsed(tx: &mut Transaction<'_, Postgres>, e: &DocumentParsed, segments: &[Segment]) -> Result<(), StoreError> {
     let id = doc_id(&e.document_id)?;
     let ws = &e.envelope.workspace_id;
     if let Some(f) = &e.failure {
@@ -127,11 +121,7 @@ pub async fn apply_parsed(
 }
 
 /// DocumentChunked: the chunk mappings of that version, status chunked.
-pub async fn apply_chunked(
-    tx: &mut Transaction<'_, Postgres>,
-    e: &DocumentChunked,
-    chunks: &[Chunk],
-) -> Result<(), StoreError> {
+pub async fn apply_chunked(tx: &mut Transaction<'_, Postgres>, e: &DocumentChunked, chunks: &[Chunk]) -> Result<(), StoreError> {
     let id = doc_id(&e.document_id)?;
     let ws = &e.envelope.workspace_id;
     if let Some(f) = &e.failure {
@@ -370,11 +360,7 @@ pub struct ChunkMappingRow {
     pub char_end: i64,
 }
 
-pub async fn chunk_mappings(
-    pool: &PgPool,
-    workspace_id: &str,
-    document_id: Uuid,
-) -> Result<Vec<ChunkMappingRow>, StoreError> {
+pub async fn chunk_mappings(pool: &PgPool, workspace_id: &str, document_id: Uuid) -> Result<Vec<ChunkMappingRow>, StoreError> {
     Ok(sqlx::query_as(
         "SELECT chunk_id, chunking_version, chunk_index, page_start, page_end, segment_start_index,
                 segment_end_index, char_start, char_end

@@ -113,13 +113,7 @@ pub async fn lexical(
 
 /// Nearest chunks to `query` among those embedded with `model`, best first;
 /// `score` is the cosine similarity.
-pub async fn dense(
-    pool: &PgPool,
-    scope: &SearchScope<'_>,
-    model: &str,
-    query: &[f32],
-    limit: usize,
-) -> Result<Vec<ChunkHit>, StoreError> {
+pub async fn dense(pool: &PgPool, scope: &SearchScope<'_>, model: &str, query: &[f32], limit: usize) -> Result<Vec<ChunkHit>, StoreError> {
     let dim = query.len();
     if dim == 0 || dim > 2000 || limit == 0 {
         return Ok(Vec::new());

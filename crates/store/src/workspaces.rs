@@ -15,12 +15,7 @@ pub struct WorkspaceRow {
     pub created_at: DateTime<Utc>,
 }
 
-pub async fn create(
-    pool: &PgPool,
-    id: &str,
-    name: &str,
-    owner_id: &str,
-) -> Result<WorkspaceRow, StoreError> {
+pub async fn create(pool: &PgPool, id: &str, name: &str, owner_id: &str) -> Result<WorkspaceRow, StoreError> {
     Ok(sqlx::query_as(
         "INSERT INTO workspaces (id, name, owner_id, created_at) VALUES ($1, $2, $3, now())
          RETURNING id, name, owner_id, created_at",
@@ -34,26 +29,18 @@ pub async fn create(
 
 /// The owner's workspaces, newest first.
 pub async fn list_owned(pool: &PgPool, owner_id: &str) -> Result<Vec<WorkspaceRow>, StoreError> {
-    Ok(sqlx::query_as(
-        "SELECT id, name, owner_id, created_at FROM workspaces WHERE owner_id = $1 ORDER BY created_at DESC, id",
-    )
-    .bind(owner_id)
-    .fetch_all(pool)
-    .await?)
+    Ok(sqlx::query_as("SELECT id, name, owner_id, created_at FROM workspaces WHERE owner_id = $1 ORDER BY created_at DESC, id")
+        .bind(owner_id)
+        .fetch_all(pool)
+        .await?)
 }
 
 /// The workspace, only if `owner_id` owns it: callers answer "not found"
 /// either way, so another user's workspace is indistinguishable from none.
-pub async fn get_owned(
-    pool: &PgPool,
-    id: &str,
-    owner_id: &str,
-) -> Result<Option<WorkspaceRow>, StoreError> {
-    Ok(sqlx::query_as(
-        "SELECT id, name, owner_id, created_at FROM workspaces WHERE id = $1 AND owner_id = $2",
-    )
-    .bind(id)
-    .bind(owner_id)
-    .fetch_optional(pool)
-    .await?)
+pub async fn get_owned(pool: &PgPool, id: &str, owner_id: &str) -> Result<Option<WorkspaceRow>, StoreError> {
+    Ok(sqlx::query_as("SELECT id, name, owner_id, created_at FROM workspaces WHERE id = $1 AND owner_id = $2")
+        .bind(id)
+        .bind(owner_id)
+        .fetch_optional(pool)
+        .await?)
 }

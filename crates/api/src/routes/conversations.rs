@@ -12,10 +12,7 @@ use uuid::Uuid;
 use super::{apply_now, checked_text, owned_workspace, Recorded};
 use crate::auth::AuthUser;
 use crate::error::{ApiError, ErrorBody};
-use crate::model::{
-    Conversation, ConversationList, ConversationWithMessages, CreateConversation, Message,
-    MessagesAccepted, PostMessage,
-};
+use crate::model::{Conversation, ConversationList, ConversationWithMessages, CreateConversation, Message, MessagesAccepted, PostMessage};
 use crate::AppState;
 
 const PRODUCER: &str = concat!("rag-engine/api@", env!("CARGO_PKG_VERSION"));
@@ -27,9 +24,7 @@ pub(crate) async fn owned_conversation(
     id: Uuid,
 ) -> Result<messages::ConversationRow, ApiError> {
     owned_workspace(state, user, ws).await?;
-    messages::get_conversation(state.pool(), ws, id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("conversation"))
+    messages::get_conversation(state.pool(), ws, id).await?.ok_or_else(|| ApiError::not_found("conversation"))
 }
 
 /// Start a conversation.
@@ -49,9 +44,7 @@ pub async fn create(
         Some(t) if !t.is_empty() => Some(checked_text("title", t, 1, 200)?),
         _ => None,
     };
-    let row =
-        messages::create_conversation(state.pool(), Uuid::now_v7(), &ws, title, &user.user_id)
-            .await?;
+    let row = messages::create_conversation(state.pool(), Uuid::now_v7(), &ws, title, &user.user_id).await?;
     Ok((StatusCode::CREATED, Json(row.into())))
 }
 
@@ -60,16 +53,10 @@ pub async fn create(
     params(("ws" = String, Path, description = "Workspace id")),
     responses((status = 200, body = ConversationList), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)),
     security(("bearer" = [])))]
-pub async fn list(
-    State(state): State<AppState>,
-    user: AuthUser,
-    Path(ws): Path<String>,
-) -> Result<Json<ConversationList>, ApiError> {
+pub async fn list(State(state): State<AppState>, user: AuthUser, Path(ws): Path<String>) -> Result<Json<ConversationList>, ApiError> {
     owned_workspace(&state, &user, &ws).await?;
     let rows = messages::list_conversations(state.pool(), &ws).await?;
-    Ok(Json(ConversationList {
-        conversations: rows.into_iter().map(Into::into).collect(),
-    }))
+    Ok(Json(ConversationList { conversations: rows.into_iter().map(Into::into).collect() }))
 }
 
 /// A conversation with its messages, oldest first.
@@ -113,17 +100,11 @@ pub async fn post_message(
     let question = checked_text("content", body.content.trim(), 1, 8000)?.to_string();
     if let Some(k) = body.top_k {
         if !(1..=50).contains(&k) {
-            return Err(ApiError::bad_request(
-                "invalid_field",
-                format!("top_k must be 1-50 (is {k})"),
-            ));
+            return Err(ApiError::bad_request("invalid_field", format!("top_k must be 1-50 (is {k})")));
         }
     }
     if body.document_ids.len() > 100 {
-        return Err(ApiError::bad_request(
-            "invalid_field",
-            "document_ids holds at most 100 ids",
-        ));
+        return Err(ApiError::bad_request("invalid_field", "document_ids holds at most 100 ids"));
     }
     let (user_message, assistant_message) = (Uuid::now_v7(), Uuid::now_v7());
     let event = QuestionAsked {
@@ -152,8 +133,7 @@ pub async fn post_message(
     let (user_row, assistant_row) = match stored {
         Ok((Some(u), Some(a))) => (u.into(), a.into()),
         _ => {
-            let at = chrono::DateTime::from_timestamp_millis(event.envelope.occurred_at)
-                .unwrap_or_else(chrono::Utc::now);
+            let at = chrono::DateTime::from_timestamp_millis(event.envelope.occurred_at).unwrap_or_else(chrono::Utc::now);
             let message = |id: Uuid, role: &str, content: &str, status: &str| Message {
                 id,
                 conversation_id: id,
@@ -165,19 +145,10 @@ pub async fn post_message(
                 created_at: at,
                 updated_at: at,
             };
-            (
-                message(user_message, "user", &event.question, "done"),
-                message(assistant_message, "assistant", "", "pending"),
-            )
+            (message(user_message, "user", &event.question, "done"), message(assistant_message, "assistant", "", "pending"))
         }
     };
-    Ok((
-        StatusCode::ACCEPTED,
-        Json(MessagesAccepted {
-            user_message: user_row,
-            assistant_message: assistant_row,
-        }),
-    ))
+    Ok((StatusCode::ACCEPTED, Json(MessagesAccepted { user_message: user_row, assistant_message: assistant_row })))
 }
 
 /// A message with its status, content and metadata (sections, citations, llm_usage).

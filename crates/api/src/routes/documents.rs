@@ -30,18 +30,13 @@ const DRAIN_AFTER_LIMIT: u64 = 16 * 1024 * 1024;
 fn multipart_error(e: MultipartError) -> ApiError {
     let status = e.status();
     let code = ApiError::code_for_status(status);
-    ApiError {
-        status,
-        code,
-        message: format!("reading the upload: {}", e.body_text()),
-    }
+    ApiError { status, code, message: format!("reading the upload: {}", e.body_text()) }
 }
 
 /// A filename is only a label (objects are stored by content hash), but a
 /// name carrying a path is refused rather than silently rewritten.
 fn checked_filename(name: &str) -> Result<&str, ApiError> {
-    let bad =
-        |why: &str| ApiError::bad_request("invalid_filename", format!("filename {name:?} {why}"));
+    let bad = |why: &str| ApiError::bad_request("invalid_filename", format!("filename {name:?} {why}"));
     if name.trim().is_empty() {
         return Err(bad("is empty"));
     }
@@ -81,20 +76,14 @@ async fn spool(field: &mut Field<'_>, max: u64) -> Result<Spooled, ApiError> {
                     _ => break,
                 }
             }
-            return Err(ApiError::too_large(format!(
-                "the file is over the limit of {max} bytes (UPLOAD_MAX_BYTES)"
-            )));
+            return Err(ApiError::too_large(format!("the file is over the limit of {max} bytes (UPLOAD_MAX_BYTES)")));
         }
         hasher.update(&chunk);
         out.write_all(&chunk).await.map_err(io)?;
     }
     out.flush().await.map_err(io)?;
     out.sync_all().await.map_err(io)?;
-    Ok(Spooled {
-        file,
-        size,
-        sha256: hex::encode(hasher.finalize()),
-    })
+    Ok(Spooled { file, size, sha256: hex::encode(hasher.finalize()) })
 }
 
 /// Upload a document (multipart field `file`; optional field `metadata`, a
@@ -121,84 +110,46 @@ pub async fn upload(
         match field.name() {
             Some("file") => {
                 if upload.is_some() {
-                    return Err(ApiError::bad_request(
-                        "too_many_files",
-                        "send one file per upload",
-                    ));
+                    return Err(ApiError::bad_request("too_many_files", "send one file per upload"));
                 }
                 let filename = checked_filename(field.file_name().unwrap_or(""))?.to_string();
-                let sent_type = field
-                    .content_type()
-                    .unwrap_or("application/octet-stream")
-                    .to_string();
+                let sent_type = field.content_type().unwrap_or("application/octet-stream").to_string();
                 let format = rag_docparse::detect_format(&sent_type, &filename).ok_or_else(|| {
                     ApiError::unsupported_media_type(format!(
                         "{filename:?} ({sent_type}) is not a supported document type: PDF, DOCX, HTML, Markdown, plain text or Document AI JSON"
                     ))
                 })?;
                 let generic = rag_docparse::detect_format(&sent_type, "").is_none();
-                let content_type = if generic {
-                    format.content_type().to_string()
-                } else {
-                    sent_type
-                };
+                let content_type = if generic { format.content_type().to_string() } else { sent_type };
                 let spooled = spool(&mut field, max).await?;
                 upload = Some((filename, content_type, spooled));
             }
             Some("metadata") => {
                 let text = field.text().await.map_err(multipart_error)?;
                 if text.len() > 16 * 1024 {
-                    return Err(ApiError::bad_request(
-                        "invalid_metadata",
-                        "metadata is over 16 KiB",
-                    ));
+                    return Err(ApiError::bad_request("invalid_metadata", "metadata is over 16 KiB"));
                 }
-                metadata = serde_json::from_str(&text).map_err(|e| {
-                    ApiError::bad_request(
-                        "invalid_metadata",
-                        format!("metadata must be a JSON object of strings: {e}"),
-                    )
-                })?;
-                if metadata
-                    .iter()
-                    .any(|(k, v)| k.contains('\0') || v.contains('\0'))
-                {
-                    return Err(ApiError::bad_request(
-                        "invalid_metadata",
-                        "metadata contains NUL characters",
-                    ));
+                metadata = serde_json::from_str(&text)
+                    .map_err(|e| ApiError::bad_request("invalid_metadata", format!("metadata must be a JSON object of strings: {e}")))?;
+                if metadata.iter().any(|(k, v)| k.contains('\0') || v.contains('\0')) {
+                    return Err(ApiError::bad_request("invalid_metadata", "metadata contains NUL characters"));
                 }
             }
             // Unknown fields are skipped, for forward compatibility.
             _ => while let Ok(Some(_)) = field.chunk().await {},
         }
     }
-    let (filename, content_type, spooled) = upload.ok_or_else(|| {
-        ApiError::bad_request("missing_file", "the multipart field `file` is required")
-    })?;
+    let (filename, content_type, spooled) =
+        upload.ok_or_else(|| ApiError::bad_request("missing_file", "the multipart field `file` is required"))?;
     if spooled.size == 0 {
-        return Err(ApiError::bad_request(
-            "empty_file",
-            format!("{filename:?} is empty"),
-        ));
+        return Err(ApiError::bad_request("empty_file", format!("{filename:?} is empty")));
     }
     // Content-addressed within the workspace: identical bytes are stored once.
     let key = format!("workspaces/{ws}/originals/{}", spooled.sha256);
     let blobs = state.blobs();
     let blob_uri = match blobs.head(&key).await? {
         Some(existing) if existing == spooled.size => blobs.uri(&key),
-        _ => {
-            blobs
-                .put_file(
-                    &key,
-                    spooled.file.path(),
-                    spooled.size,
-                    &spooled.sha256,
-                    &content_type,
-                )
-                .await?
-                .uri
-        }
+        _ => blobs.put_file(&key, spooled.file.path(), spooled.size, &spooled.sha256, &content_type).await?.uri,
     };
     drop(spooled.file);
     metadata.insert("source".into(), "api".into());
@@ -232,12 +183,7 @@ pub async fn upload(
     ))
 }
 
-async fn owned_document(
-    state: &AppState,
-    user: &AuthUser,
-    ws: &str,
-    id: Uuid,
-) -> Result<documents::DocumentRow, ApiError> {
+async fn owned_document(state: &AppState, user: &AuthUser, ws: &str, id: Uuid) -> Result<documents::DocumentRow, ApiError> {
     owned_workspace(state, user, ws).await?;
     match documents::get(state.pool(), ws, id).await? {
         Some(doc) if doc.status != "deleted" => Ok(doc),
@@ -250,16 +196,10 @@ async fn owned_document(
     params(("ws" = String, Path, description = "Workspace id")),
     responses((status = 200, body = DocumentList), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)),
     security(("bearer" = [])))]
-pub async fn list(
-    State(state): State<AppState>,
-    user: AuthUser,
-    Path(ws): Path<String>,
-) -> Result<Json<DocumentList>, ApiError> {
+pub async fn list(State(state): State<AppState>, user: AuthUser, Path(ws): Path<String>) -> Result<Json<DocumentList>, ApiError> {
     owned_workspace(&state, &user, &ws).await?;
     let rows = documents::list(state.pool(), &ws).await?;
-    Ok(Json(DocumentList {
-        documents: rows.into_iter().map(Into::into).collect(),
-    }))
+    Ok(Json(DocumentList { documents: rows.into_iter().map(Into::into).collect() }))
 }
 
 /// A document: status, failure reason, pages, active chunking version.
@@ -267,11 +207,7 @@ pub async fn list(
     params(("ws" = String, Path, description = "Workspace id"), ("id" = Uuid, Path, description = "Document id")),
     responses((status = 200, body = Document), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)),
     security(("bearer" = [])))]
-pub async fn get(
-    State(state): State<AppState>,
-    user: AuthUser,
-    Path((ws, id)): Path<(String, Uuid)>,
-) -> Result<Json<Document>, ApiError> {
+pub async fn get(State(state): State<AppState>, user: AuthUser, Path((ws, id)): Path<(String, Uuid)>) -> Result<Json<Document>, ApiError> {
     Ok(Json(owned_document(&state, &user, &ws, id).await?.into()))
 }
 
@@ -287,21 +223,12 @@ pub async fn delete(
     Path((ws, id)): Path<(String, Uuid)>,
 ) -> Result<(StatusCode, Json<DeleteAccepted>), ApiError> {
     owned_document(&state, &user, &ws, id).await?;
-    let event = DocumentDeleted {
-        envelope: Envelope::originating(&ws, PRODUCER),
-        document_id: id.to_string(),
-        deleted_by: user.user_id.clone(),
-    };
+    let event =
+        DocumentDeleted { envelope: Envelope::originating(&ws, PRODUCER), document_id: id.to_string(), deleted_by: user.user_id.clone() };
     state.producer().send(&event).await?;
     tracing::info!(workspace_id = %ws, document_id = %id, event_id = %event.envelope.event_id, "document deleted");
     apply_now(&state, Recorded::Deleted(&event)).await;
-    Ok((
-        StatusCode::ACCEPTED,
-        Json(DeleteAccepted {
-            document_id: id,
-            status: "deleted".into(),
-        }),
-    ))
+    Ok((StatusCode::ACCEPTED, Json(DeleteAccepted { document_id: id, status: "deleted".into() })))
 }
 
 /// The raw-text viewer (seed 000): the document's segments, which tile its
@@ -323,24 +250,11 @@ pub async fn raw_text(
         "failed" => {
             return Err(ApiError::conflict(
                 "document_failed",
-                format!(
-                    "the document failed: {}",
-                    doc.failure_reason.as_deref().unwrap_or("unknown reason")
-                ),
+                format!("the document failed: {}", doc.failure_reason.as_deref().unwrap_or("unknown reason")),
             ))
         }
-        other => {
-            return Err(ApiError::conflict(
-                "not_parsed",
-                format!("the document is not parsed yet (status {other})"),
-            ))
-        }
+        other => return Err(ApiError::conflict("not_parsed", format!("the document is not parsed yet (status {other})"))),
     }
     let segments = rag_store::pipeline::segments(state.pool(), &ws, id).await?;
-    Ok(Json(RawText {
-        document_id: id,
-        workspace_id: ws,
-        status: doc.status,
-        segments: segments.into_iter().map(Into::into).collect(),
-    }))
+    Ok(Json(RawText { document_id: id, workspace_id: ws, status: doc.status, segments: segments.into_iter().map(Into::into).collect() }))
 }

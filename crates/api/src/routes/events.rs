@@ -33,10 +33,7 @@ pub fn cursor_id(c: &Cursor) -> String {
 
 pub fn parse_cursor(s: &str) -> Option<Cursor> {
     let (micros, id) = s.trim().split_once('_')?;
-    Some((
-        DateTime::from_timestamp_micros(micros.parse().ok()?)?,
-        Uuid::parse_str(id).ok()?,
-    ))
+    Some((DateTime::from_timestamp_micros(micros.parse().ok()?)?, Uuid::parse_str(id).ok()?))
 }
 
 struct Feed {
@@ -61,18 +58,9 @@ pub async fn stream(
     headers: HeaderMap,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
     owned_conversation(&state, &user, &ws, id).await?;
-    let cursor = headers
-        .get("last-event-id")
-        .and_then(|v| v.to_str().ok())
-        .and_then(parse_cursor);
+    let cursor = headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(parse_cursor);
     tracing::debug!(workspace_id = %ws, conversation_id = %id, resume = cursor.is_some(), "event stream opened");
-    let feed = Feed {
-        state,
-        ws,
-        conversation: id,
-        cursor,
-        ready: VecDeque::new(),
-    };
+    let feed = Feed { state, ws, conversation: id, cursor, ready: VecDeque::new() };
     let events = futures::stream::unfold(feed, next_event);
     Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
 }
@@ -93,15 +81,7 @@ async fn next_event(mut feed: Feed) -> Option<(Result<Event, Infallible>, Feed)>
             };
             return Some((Ok(event), feed));
         }
-        match messages::status_updates_after(
-            feed.state.pool(),
-            &feed.ws,
-            feed.conversation,
-            feed.cursor,
-            100,
-        )
-        .await
-        {
+        match messages::status_updates_after(feed.state.pool(), &feed.ws, feed.conversation, feed.cursor, 100).await {
             Ok(rows) if !rows.is_empty() => {
                 feed.ready.extend(rows);
                 continue;
@@ -125,10 +105,7 @@ mod tests {
 
     #[test]
     fn cursors_round_trip() {
-        let c = (
-            DateTime::from_timestamp_micros(1_763_800_000_123_456).unwrap(),
-            Uuid::now_v7(),
-        );
+        let c = (DateTime::from_timestamp_micros(1_763_800_000_123_456).unwrap(), Uuid::now_v7());
         assert_eq!(parse_cursor(&cursor_id(&c)), Some(c));
         assert_eq!(parse_cursor("garbage"), None);
         assert_eq!(parse_cursor("12_not-a-uuid"), None);

@@ -13,10 +13,7 @@ use crate::AppState;
 /// The process is up.
 #[utoipa::path(get, path = "/healthz", tag = "operations", responses((status = 200, body = Health)))]
 pub async fn healthz() -> Json<Health> {
-    Json(Health {
-        status: "ok".into(),
-        checks: Map::new(),
-    })
+    Json(Health { status: "ok".into(), checks: Map::new() })
 }
 
 /// Broker, Postgres and object storage all answer.
@@ -30,67 +27,32 @@ pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Health>)
     };
     let (postgres, broker, storage) = tokio::join!(
         tokio::time::timeout(deadline, async {
-            rag_store::sqlx::query("SELECT 1")
-                .execute(state.pool())
-                .await
-                .map(|_| ())
-                .map_err(|e| e.to_string())
+            rag_store::sqlx::query("SELECT 1").execute(state.pool()).await.map(|_| ()).map_err(|e| e.to_string())
         }),
-        tokio::time::timeout(deadline, async {
-            state
-                .producer()
-                .ping(deadline)
-                .await
-                .map_err(|e| e.to_string())
-        }),
-        tokio::time::timeout(deadline, async {
-            state.blobs().ping().await.map_err(|e| e.to_string())
-        }),
+        tokio::time::timeout(deadline, async { state.producer().ping(deadline).await.map_err(|e| e.to_string()) }),
+        tokio::time::timeout(deadline, async { state.blobs().ping().await.map_err(|e| e.to_string()) }),
     );
     let mut checks = Map::new();
     checks.insert("postgres".into(), outcome(postgres));
     checks.insert("broker".into(), outcome(broker));
     checks.insert("object_storage".into(), outcome(storage));
     let ready = checks.values().all(|v| v == "ok");
-    let status = if ready {
-        StatusCode::OK
-    } else {
-        StatusCode::SERVICE_UNAVAILABLE
-    };
-    (
-        status,
-        Json(Health {
-            status: if ready { "ready" } else { "unavailable" }.into(),
-            checks,
-        }),
-    )
+    let status = if ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+    (status, Json(Health { status: if ready { "ready" } else { "unavailable" }.into(), checks }))
 }
 
 /// Prometheus metrics of this process (every stage it runs, and the API).
 #[utoipa::path(get, path = "/metrics", tag = "operations", responses((status = 200, description = "Prometheus text format", content_type = "text/plain", body = String)))]
 pub async fn metrics(State(state): State<AppState>) -> Response {
     match &state.0.metrics {
-        Some(handle) => (
-            [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-            handle.render(),
-        )
-            .into_response(),
-        None => ApiError::new(
-            StatusCode::NOT_FOUND,
-            "not_found",
-            "metrics are not recorded by this process",
-        )
-        .into_response(),
+        Some(handle) => ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], handle.render()).into_response(),
+        None => ApiError::new(StatusCode::NOT_FOUND, "not_found", "metrics are not recorded by this process").into_response(),
     }
 }
 
 /// This API's OpenAPI 3 document.
 pub async fn openapi_json() -> Response {
-    (
-        [(header::CONTENT_TYPE, "application/json")],
-        crate::openapi::document_json(),
-    )
-        .into_response()
+    ([(header::CONTENT_TYPE, "application/json")], crate::openapi::document_json()).into_response()
 }
 
 pub async fn not_found() -> ApiError {

@@ -17,49 +17,27 @@ pub(crate) fn is_workspace_id(ws: &str) -> bool {
     !ws.is_empty()
         && ws.len() <= 64
         && ws.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
-        && ws
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        && ws.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
 /// The workspace if the caller owns it; "not found" otherwise, whether it
 /// is someone else's or does not exist.
-pub(crate) async fn owned_workspace(
-    state: &AppState,
-    user: &AuthUser,
-    ws: &str,
-) -> Result<WorkspaceRow, ApiError> {
+pub(crate) async fn owned_workspace(state: &AppState, user: &AuthUser, ws: &str) -> Result<WorkspaceRow, ApiError> {
     if !is_workspace_id(ws) {
         return Err(ApiError::not_found("workspace"));
     }
-    rag_store::workspaces::get_owned(state.pool(), ws, &user.user_id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("workspace"))
+    rag_store::workspaces::get_owned(state.pool(), ws, &user.user_id).await?.ok_or_else(|| ApiError::not_found("workspace"))
 }
 
 /// Text a client sends: bounded, and free of NUL (Postgres cannot store it)
 /// and other control characters except newlines and tabs.
-pub(crate) fn checked_text<'a>(
-    field: &str,
-    value: &'a str,
-    min: usize,
-    max: usize,
-) -> Result<&'a str, ApiError> {
+pub(crate) fn checked_text<'a>(field: &str, value: &'a str, min: usize, max: usize) -> Result<&'a str, ApiError> {
     let n = value.chars().count();
     if n < min || n > max {
-        return Err(ApiError::bad_request(
-            "invalid_field",
-            format!("{field} must have {min}-{max} characters (has {n})"),
-        ));
+        return Err(ApiError::bad_request("invalid_field", format!("{field} must have {min}-{max} characters (has {n})")));
     }
-    if value
-        .chars()
-        .any(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t'))
-    {
-        return Err(ApiError::bad_request(
-            "invalid_field",
-            format!("{field} contains control characters"),
-        ));
+    if value.chars().any(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t')) {
+        return Err(ApiError::bad_request("invalid_field", format!("{field} contains control characters")));
     }
     Ok(value)
 }
@@ -105,14 +83,8 @@ mod tests {
         assert!(!is_workspace_id("a\0b"));
         assert!(!is_workspace_id(&"a".repeat(65)));
         assert!(checked_text("name", "Hồ sơ", 1, 10).is_ok());
-        assert_eq!(
-            checked_text("name", "", 1, 10).unwrap_err().code,
-            "invalid_field"
-        );
-        assert_eq!(
-            checked_text("name", "a\0b", 1, 10).unwrap_err().code,
-            "invalid_field"
-        );
+        assert_eq!(checked_text("name", "", 1, 10).unwrap_err().code, "invalid_field");
+        assert_eq!(checked_text("name", "a\0b", 1, 10).unwrap_err().code, "invalid_field");
         assert!(checked_text("content", "line\nnext\ttab", 1, 100).is_ok());
     }
 }

@@ -48,10 +48,7 @@ fn with_page_headers(content_type: &'static str, body: &'static str) -> Response
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
-    headers.insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(CONTENT_SECURITY_POLICY),
-    );
+    headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CONTENT_SECURITY_POLICY));
     response
 }
 
@@ -78,10 +75,7 @@ pub struct PageConfig {
 
 /// `GET /ui/config.json`.
 pub async fn config(State(state): State<AppState>) -> Json<PageConfig> {
-    Json(PageConfig {
-        dev_sign_in: state.config().dev_sign_in,
-        version: env!("CARGO_PKG_VERSION").to_string(),
-    })
+    Json(PageConfig { dev_sign_in: state.config().dev_sign_in, version: env!("CARGO_PKG_VERSION").to_string() })
 }
 
 #[derive(Debug, Deserialize)]
@@ -98,10 +92,7 @@ pub struct DevToken {
 
 /// User names the development sign-in accepts: short, printable, no spaces.
 fn is_dev_user(user: &str) -> bool {
-    (1..=64).contains(&user.len())
-        && user
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '@'))
+    (1..=64).contains(&user.len()) && user.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '@'))
 }
 
 /// `POST /dev/sign-in {user}`: a token for any user name, with no password.
@@ -117,21 +108,11 @@ pub async fn dev_sign_in(
     let Json(body) = body.map_err(|e| ApiError::bad_request("bad_request", e.body_text()))?;
     let user = body.user.trim();
     if !is_dev_user(user) {
-        return Err(ApiError::bad_request(
-            "invalid_field",
-            "user must have 1-64 characters among letters, digits and . _ - @",
-        ));
+        return Err(ApiError::bad_request("invalid_field", "user must have 1-64 characters among letters, digits and . _ - @"));
     }
-    let token = state
-        .auth()
-        .mint(user, DEV_TOKEN_TTL)
-        .map_err(|e| ApiError::internal(e.to_string()))?;
+    let token = state.auth().mint(user, DEV_TOKEN_TTL).map_err(|e| ApiError::internal(e.to_string()))?;
     tracing::info!(user, "development sign-in");
-    Ok(Json(DevToken {
-        token,
-        user_id: user.to_string(),
-        expires_in_secs: DEV_TOKEN_TTL.as_secs(),
-    }))
+    Ok(Json(DevToken { token, user_id: user.to_string(), expires_in_secs: DEV_TOKEN_TTL.as_secs() }))
 }
 
 #[cfg(test)]

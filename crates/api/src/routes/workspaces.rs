@@ -28,12 +28,7 @@ pub async fn create(
 #[utoipa::path(get, path = "/v1/workspaces", tag = "workspaces",
     responses((status = 200, body = WorkspaceList), (status = 401, body = ErrorBody)),
     security(("bearer" = [])))]
-pub async fn list(
-    State(state): State<AppState>,
-    user: AuthUser,
-) -> Result<Json<WorkspaceList>, ApiError> {
+pub async fn list(State(state): State<AppState>, user: AuthUser) -> Result<Json<WorkspaceList>, ApiError> {
     let rows = rag_store::workspaces::list_owned(state.pool(), &user.user_id).await?;
-    Ok(Json(WorkspaceList {
-        workspaces: rows.into_iter().map(Into::into).collect(),
-    }))
+    Ok(Json(WorkspaceList { workspaces: rows.into_iter().map(Into::into).collect() }))
 }

@@ -102,7 +102,13 @@ impl ConsumerContext for StageContext {
 }
 
 /// A consumer in the stage's group, subscribed to its topics.
-pub(crate) fn subscribe(cfg: &BusConfig, stage: &str, group: &str, topics: &[String], shared: Shared) -> Result<Arc<StageConsumer>, BusError> {
+pub(crate) fn subscribe(
+    cfg: &BusConfig,
+    stage: &str,
+    group: &str,
+    topics: &[String],
+    shared: Shared,
+) -> Result<Arc<StageConsumer>, BusError> {
     let context = StageContext { stage: stage.to_string(), group: group.to_string(), shared };
     let consumer: StageConsumer = cfg
         .client()

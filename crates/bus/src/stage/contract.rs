@@ -21,10 +21,8 @@ pub struct Inbound {
 
 impl Inbound {
     pub(crate) fn from_owned(m: &OwnedMessage) -> Self {
-        let headers = m
-            .headers()
-            .map(|h| h.iter().map(|h| (h.key.to_string(), h.value.unwrap_or_default().to_vec())).collect())
-            .unwrap_or_default();
+        let headers =
+            m.headers().map(|h| h.iter().map(|h| (h.key.to_string(), h.value.unwrap_or_default().to_vec())).collect()).unwrap_or_default();
         Inbound {
             topic: m.topic().to_string(),
             partition: m.partition(),
@@ -102,12 +100,7 @@ pub trait Processor: Send + Sync + 'static {
 
     /// Called once a message is in the dead-letter topic, e.g. to mark the
     /// document failed and, for database-owned offsets, to move past it.
-    fn dead_lettered(
-        &self,
-        _msg: &Inbound,
-        _code: &str,
-        _reason: &str,
-    ) -> impl Future<Output = Result<(), ProcessError>> + Send {
+    fn dead_lettered(&self, _msg: &Inbound, _code: &str, _reason: &str) -> impl Future<Output = Result<(), ProcessError>> + Send {
         async { Ok(()) }
     }
 

@@ -63,10 +63,9 @@ impl DeadLetterBudget {
         if self.limit.window == 0 {
             return;
         }
-        if self.recent.len() >= self.limit.window {
-            if self.recent.pop_front() == Some(true) {
-                self.dead -= 1;
-            }
+        // The window is full: the oldest outcome leaves it.
+        if self.recent.len() >= self.limit.window && self.recent.pop_front() == Some(true) {
+            self.dead -= 1;
         }
         self.recent.push_back(dead_lettered);
         self.dead += usize::from(dead_lettered);
@@ -125,9 +124,7 @@ impl DeadLetters {
                     tokio::time::sleep(backoff(cfg, attempt)).await;
                     attempt += 1;
                 }
-                Err(e) => {
-                    return Err(BusError::StageFailed { stage: self.stage.clone(), reason: format!("dead-letter produce: {e}") })
-                }
+                Err(e) => return Err(BusError::StageFailed { stage: self.stage.clone(), reason: format!("dead-letter produce: {e}") }),
             }
         }
         metrics::counter!(names::DEAD_LETTERS, labels::STAGE => self.stage.clone(), labels::TOPIC => msg.topic.clone(),

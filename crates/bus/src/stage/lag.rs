@@ -65,9 +65,10 @@ pub(crate) async fn report_lag(
                 };
                 let next = next
                     .or_else(|| {
-                        consumer.committed_offsets(assignment.clone(), Duration::from_secs(5)).ok().and_then(|tpl| {
-                            tpl.find_partition(&key.0, key.1).and_then(|p| p.offset().to_raw()).filter(|o| *o >= 0)
-                        })
+                        consumer
+                            .committed_offsets(assignment.clone(), Duration::from_secs(5))
+                            .ok()
+                            .and_then(|tpl| tpl.find_partition(&key.0, key.1).and_then(|p| p.offset().to_raw()).filter(|o| *o >= 0))
                     })
                     .unwrap_or(low)
                     .max(low);
@@ -119,7 +120,10 @@ fn lag_labels(stage: &str, group: &str, key: &PartitionKey) -> [(&'static str, S
 
 /// The producer timestamps of the records at the given offsets, read with
 /// a group-less consumer (nothing committed, the stage undisturbed).
-fn timestamps_at<C: rdkafka::consumer::ConsumerContext>(reader: &BaseConsumer<C>, wanted: &[(PartitionKey, i64, Option<i64>)]) -> HashMap<PartitionKey, i64> {
+fn timestamps_at<C: rdkafka::consumer::ConsumerContext>(
+    reader: &BaseConsumer<C>,
+    wanted: &[(PartitionKey, i64, Option<i64>)],
+) -> HashMap<PartitionKey, i64> {
     use rdkafka::TopicPartitionList;
     let mut out = HashMap::new();
     if wanted.is_empty() {

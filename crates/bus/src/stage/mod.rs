@@ -7,8 +7,8 @@
 //! - [`dead_letter`]: `<topic>.dlq` and the limit on dead letters.
 //! - [`lag`]: the stage's own lag metrics.
 
-pub mod contract;
 mod consumer;
+pub mod contract;
 pub mod dead_letter;
 mod lag;
 pub mod positions;

@@ -160,8 +160,7 @@ impl<P: Processor> StageRunner<P> {
                 Arrival::Gap { expected } => {
                     error!(stage = %self.spec.name, topic = %msg.topic, partition = msg.partition, offset = msg.offset, expected,
                         "records skipped between the partition's position and this record");
-                    counter!(names::OFFSET_GAPS, labels::STAGE => self.spec.name.clone(), labels::TOPIC => msg.topic.clone())
-                        .increment(1);
+                    counter!(names::OFFSET_GAPS, labels::STAGE => self.spec.name.clone(), labels::TOPIC => msg.topic.clone()).increment(1);
                 }
             }
             let text = |name| msg.header(name).and_then(|v| std::str::from_utf8(v).ok()).unwrap_or("");
@@ -185,11 +184,8 @@ impl<P: Processor> StageRunner<P> {
             let start = self.retry_positioning("loading the stored offset", || self.processor.start_at(topic, *partition)).await?;
             starts.push(((topic.clone(), *partition), start));
         }
-        let from_kafka: Vec<PartitionKey> = starts
-            .iter()
-            .filter(|(_, s)| matches!(s, StartAt::Committed | StartAt::AppliedBefore(_)))
-            .map(|(k, _)| k.clone())
-            .collect();
+        let from_kafka: Vec<PartitionKey> =
+            starts.iter().filter(|(_, s)| matches!(s, StartAt::Committed | StartAt::AppliedBefore(_))).map(|(k, _)| k.clone()).collect();
         let committed = if from_kafka.is_empty() {
             Vec::new()
         } else {
@@ -298,9 +294,7 @@ impl<P: Processor> StageRunner<P> {
                     attempt += 1;
                     tokio::time::sleep(backoff(&self.cfg, attempt.min(4))).await;
                 }
-                Err(e) => {
-                    return Err(BusError::StageFailed { stage: self.spec.name.clone(), reason: format!("{what}: {e}") })
-                }
+                Err(e) => return Err(BusError::StageFailed { stage: self.spec.name.clone(), reason: format!("{what}: {e}") }),
             }
         }
     }
@@ -316,9 +310,8 @@ impl<P: Processor> StageRunner<P> {
         // adds one itself; passing it `offset + 1` skipped a record after
         // every restart.)
         let mut tpl = TopicPartitionList::new();
-        let stored = tpl
-            .add_partition_offset(&msg.topic, msg.partition, Offset::Offset(next))
-            .and_then(|()| self.consumer.store_offsets(&tpl));
+        let stored =
+            tpl.add_partition_offset(&msg.topic, msg.partition, Offset::Offset(next)).and_then(|()| self.consumer.store_offsets(&tpl));
         if let Err(e) = stored {
             // Revoked between the check and the store: harmless.
             debug!(stage = %self.spec.name, error = %e, "offset not stored");
@@ -402,10 +395,7 @@ impl<P: Processor> StageRunner<P> {
                     attempt += 1;
                 }
                 Err(e) => {
-                    return Err(BusError::StageFailed {
-                        stage: self.spec.name.clone(),
-                        reason: format!("recording dead letter: {e}"),
-                    })
+                    return Err(BusError::StageFailed { stage: self.spec.name.clone(), reason: format!("recording dead letter: {e}") })
                 }
             }
         }

@@ -197,7 +197,12 @@ pub async fn chaos(s: &Settings, args: ChaosArgs) -> anyhow::Result<ExitCode> {
         eprintln!(
             "[chaos] trial {trial}: {} ({} SIGKILL, {} SIGTERM, {} stage restarts, services {}; {} s, settled in {} s)",
             if ok { "clean" } else { "INVARIANTS VIOLATED" },
-            f["sigkill"], f["sigterm"], f["stage_restarts"], f["services_restarted"], summary["seconds"]["total"], summary["seconds"]["settle"]
+            f["sigkill"],
+            f["sigterm"],
+            f["stage_restarts"],
+            f["services_restarted"],
+            summary["seconds"]["total"],
+            summary["seconds"]["settle"]
         );
         if !ok {
             eprintln!("[chaos] trial {trial} report: {summary}");
@@ -249,11 +254,8 @@ async fn run_trial(s: &Settings, args: &ChaosArgs, plan: &Plan, trial: u32) -> a
         env.insert(k.to_string(), v.to_string());
     }
     let exe = std::env::current_exe()?;
-    let members = STAGES
-        .iter()
-        .enumerate()
-        .map(|(i, stage)| Member { stage, child: None, log: workdir.join(format!("{stage}-{i}.log")) })
-        .collect();
+    let members =
+        STAGES.iter().enumerate().map(|(i, stage)| Member { stage, child: None, log: workdir.join(format!("{stage}-{i}.log")) }).collect();
     let mut fleet = Fleet { exe: exe.clone(), env: env.clone(), members, stage_restarts: 0 };
     fleet.start_all()?;
 
@@ -315,7 +317,11 @@ async fn run_trial(s: &Settings, args: &ChaosArgs, plan: &Plan, trial: u32) -> a
             let victim = dice.below(fleet.members.len());
             let kill = dice.below(4) != 0;
             fleet.strike(victim, kill);
-            if kill { sigkills += 1 } else { sigterms += 1 }
+            if kill {
+                sigkills += 1
+            } else {
+                sigterms += 1
+            }
             next_fault += plan.fault_every;
         }
         tokio::time::sleep(Duration::from_millis(250)).await;

@@ -151,9 +151,9 @@ pub fn find_stuck(records: &[ItemRecord], readers: &BTreeMap<String, Vec<Reader>
         if state.is_some_and(|s| is_terminal(item, s)) {
             continue;
         }
-        let pending = recs.iter().any(|r| {
-            readers.get(&r.place.topic).is_some_and(|rs| rs.iter().any(|g| g.next_of(r.place.partition) <= r.place.offset))
-        });
+        let pending = recs
+            .iter()
+            .any(|r| readers.get(&r.place.topic).is_some_and(|rs| rs.iter().any(|g| g.next_of(r.place.partition) <= r.place.offset)));
         if pending {
             findings.covered_by_lag += 1;
             continue;
@@ -173,12 +173,7 @@ mod tests {
     use super::*;
 
     fn rec(item: &Item, topic: &str, partition: i32, offset: i64, root: bool) -> ItemRecord {
-        ItemRecord {
-            item: item.clone(),
-            workspace_id: "ws".into(),
-            place: Place { topic: topic.into(), partition, offset },
-            root,
-        }
+        ItemRecord { item: item.clone(), workspace_id: "ws".into(), place: Place { topic: topic.into(), partition, offset }, root }
     }
 
     fn reader(group: &str, owner: Owner, next: &[(i32, i64)]) -> Reader {

@@ -38,7 +38,10 @@ pub struct VerifyArgs {
 /// The topics whose records belong to a document or a question, and the
 /// groups that consume each (with who owns their positions), from what
 /// each stage declares it consumes.
-fn consumers(s: &Settings) -> anyhow::Result<Vec<(EventType, Vec<(String, Owner)>)>> {
+/// Each event type with its consuming groups and who owns their positions.
+type Consumers = Vec<(EventType, Vec<(String, Owner)>)>;
+
+fn consumers(s: &Settings) -> anyhow::Result<Consumers> {
     let bus = s.bus();
     let stages: [(String, Owner, &[EventType]); 5] = [
         (parser::GROUP.to_string(), Owner::Kafka, parser::CONSUMES),
@@ -89,13 +92,8 @@ struct Gathered {
 
 async fn gather(s: &Settings, bus: &BusConfig, pool: &rag_store::sqlx::PgPool) -> anyhow::Result<Gathered> {
     let codec = Codec::embedded()?;
-    let mut g = Gathered {
-        records: Vec::new(),
-        roots: HashMap::new(),
-        readers: BTreeMap::new(),
-        ends: HashMap::new(),
-        status: HashMap::new(),
-    };
+    let mut g =
+        Gathered { records: Vec::new(), roots: HashMap::new(), readers: BTreeMap::new(), ends: HashMap::new(), status: HashMap::new() };
     for (event, groups) in consumers(s)? {
         let topic = bus.topics.of(event);
         // Positions first, then the log: a record produced in between is
@@ -126,12 +124,7 @@ async fn gather(s: &Settings, bus: &BusConfig, pool: &rag_store::sqlx::PgPool) -
         for msg in read_topic(bus, &topic, Duration::from_secs(120)).await.with_context(|| format!("reading {topic}"))? {
             let Some(item) = item_of(&codec, event, &msg) else { continue };
             let place = Place { topic: msg.topic.clone(), partition: msg.partition, offset: msg.offset };
-            g.records.push(ItemRecord {
-                item,
-                workspace_id: msg.header_str(headers::WORKSPACE_ID).unwrap_or_default(),
-                place,
-                root,
-            });
+            g.records.push(ItemRecord { item, workspace_id: msg.header_str(headers::WORKSPACE_ID).unwrap_or_default(), place, root });
             if root {
                 g.roots.insert((msg.topic.clone(), msg.partition, msg.offset), msg);
             }
@@ -191,10 +184,7 @@ pub async fn verify(s: &Settings, args: VerifyArgs) -> anyhow::Result<ExitCode> 
 }
 
 fn print_findings(f: &invariants::Findings, repair: bool, redriven: &[serde_json::Value]) {
-    println!(
-        "checked {} documents and {} questions; {} still covered by lag",
-        f.documents_checked, f.questions_checked, f.covered_by_lag
-    );
+    println!("checked {} documents and {} questions; {} still covered by lag", f.documents_checked, f.questions_checked, f.covered_by_lag);
     if f.positions_past_end.is_empty() {
         println!("positions: none past the log end");
     } else {

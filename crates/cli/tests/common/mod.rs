@@ -31,7 +31,9 @@ pub fn stack_env() -> HashMap<String, String> {
             }
         }
     }
-    for k in ["KAFKA_BROKERS", "DATABASE_URL", "S3_ENDPOINT", "S3_REGION", "S3_BUCKET", "S3_ACCESS_KEY", "S3_SECRET_KEY", "RAG_ENGINE_TANSU_BIN"] {
+    for k in
+        ["KAFKA_BROKERS", "DATABASE_URL", "S3_ENDPOINT", "S3_REGION", "S3_BUCKET", "S3_ACCESS_KEY", "S3_SECRET_KEY", "RAG_ENGINE_TANSU_BIN"]
+    {
         if let Ok(v) = std::env::var(k) {
             env.insert(k.to_string(), v);
         }
@@ -109,15 +111,8 @@ impl TestEnv {
         env.insert("JWT_SECRET".into(), format!("test-secret-{id}"));
         let pool = PgPool::connect(&url).await.unwrap();
         rag_store::migrate(&pool).await.unwrap();
-        let te = TestEnv {
-            env,
-            prefix,
-            db_name,
-            pool,
-            admin_url,
-            workspace: format!("ws-{}", &id[16..28]),
-            codec: Codec::embedded().unwrap(),
-        };
+        let te =
+            TestEnv { env, prefix, db_name, pool, admin_url, workspace: format!("ws-{}", &id[16..28]), codec: Codec::embedded().unwrap() };
         te.ensure_topics().await;
         te
     }
@@ -190,11 +185,7 @@ impl TestEnv {
     /// Runs a command to completion; returns (status ok, stdout, stderr).
     pub async fn run(&self, args: &[&str]) -> (bool, String, String) {
         let out = self.command(args).stdin(Stdio::null()).output().await.unwrap();
-        (
-            out.status.success(),
-            String::from_utf8_lossy(&out.stdout).to_string(),
-            String::from_utf8_lossy(&out.stderr).to_string(),
-        )
+        (out.status.success(), String::from_utf8_lossy(&out.stdout).to_string(), String::from_utf8_lossy(&out.stderr).to_string())
     }
 
     /// Starts a long-running process (a stage) with its stderr captured.
@@ -241,21 +232,18 @@ impl TestEnv {
     }
 
     pub async fn document_ids(&self) -> Vec<String> {
-        let ids: Vec<uuid::Uuid> =
-            sqlx::query_scalar("SELECT id FROM documents ORDER BY id").fetch_all(&self.pool).await.unwrap();
+        let ids: Vec<uuid::Uuid> = sqlx::query_scalar("SELECT id FROM documents ORDER BY id").fetch_all(&self.pool).await.unwrap();
         ids.into_iter().map(|i| i.to_string()).collect()
     }
 
     /// Sum of the projector's stored next offsets over every partition.
     pub async fn stored_offsets_sum(&self, group: &str) -> i64 {
-        sqlx::query_scalar::<_, Option<i64>>(
-            "SELECT sum(next_offset)::bigint FROM consumer_offsets WHERE consumer_group = $1",
-        )
-        .bind(format!("{}{group}", self.prefix))
-        .fetch_one(&self.pool)
-        .await
-        .unwrap()
-        .unwrap_or(0)
+        sqlx::query_scalar::<_, Option<i64>>("SELECT sum(next_offset)::bigint FROM consumer_offsets WHERE consumer_group = $1")
+            .bind(format!("{}{group}", self.prefix))
+            .fetch_one(&self.pool)
+            .await
+            .unwrap()
+            .unwrap_or(0)
     }
 
     pub fn blob_store(&self) -> rag_blobs::BlobStore {
