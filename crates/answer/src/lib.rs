@@ -83,6 +83,12 @@ pub struct CitationReport {
 /// Characters of text shown in a citation preview.
 pub const SNIPPET_CHARS: usize = 160;
 
+/// `text` is exactly `full_text[start..end]` (offsets in characters): what a
+/// valid citation must be.
+pub fn cites_exactly(full_text: &[char], start: usize, end: usize, text: &str) -> bool {
+    start <= end && end <= full_text.len() && full_text[start..end].iter().copied().eq(text.chars())
+}
+
 pub(crate) fn char_slice(s: &str, start: usize, end: usize) -> String {
     s.chars().skip(start).take(end.saturating_sub(start)).collect()
 }
@@ -234,5 +240,20 @@ pub async fn answer_question(
             Ok(out)
         }
         LlmFallback::Fail => Err(error),
+    }
+}
+
+#[cfg(test)]
+mod cites_exactly_tests {
+    use super::cites_exactly;
+
+    #[test]
+    fn a_citation_must_be_exactly_its_slice_of_the_raw_text() {
+        let full: Vec<char> = "Doanh thu tăng 12,4% 😀.".chars().collect();
+        assert!(cites_exactly(&full, 15, 20, "12,4%"));
+        assert!(cites_exactly(&full, 21, 22, "😀"));
+        assert!(!cites_exactly(&full, 15, 20, "12,4"));
+        assert!(!cites_exactly(&full, 20, 15, ""));
+        assert!(!cites_exactly(&full, 15, 99, "12,4%"));
     }
 }

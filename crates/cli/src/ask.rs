@@ -116,16 +116,13 @@ pub async fn ask(s: &Settings, args: AskArgs) -> anyhow::Result<ExitCode> {
         println!("    “{}”", text.split_whitespace().collect::<Vec<_>>().join(" "));
         if !full_texts.contains_key(doc) {
             let full = match uuid::Uuid::parse_str(doc) {
-                Ok(id) => {
-                    let segments = rag_store::pipeline::segments(&pool, &args.workspace, id).await?;
-                    (!segments.is_empty()).then(|| segments.iter().flat_map(|s| s.text.chars()).collect())
-                }
+                Ok(id) => rag_store::pipeline::full_text(&pool, &args.workspace, id).await?,
                 Err(_) => None,
             };
             full_texts.insert(doc.to_string(), full);
         }
         match full_texts.get(doc).and_then(Option::as_ref) {
-            Some(full) if end <= full.len() && full[start.min(end)..end].iter().collect::<String>() == text => {
+            Some(full) if rag_answer::cites_exactly(full, start, end, text) => {
                 println!("    ✓ exactly the raw text at chars {start}..{end}");
             }
             Some(_) => {

@@ -126,12 +126,7 @@ pub fn score(
         .filter(|c| {
             let doc = c["document_id"].as_str().unwrap_or_default();
             let (start, end) = (c["char_start"].as_u64().unwrap_or(0) as usize, c["char_end"].as_u64().unwrap_or(0) as usize);
-            match raw_texts.get(doc) {
-                Some(full) if start <= end && end <= full.len() => {
-                    full[start..end].iter().collect::<String>() != c["text"].as_str().unwrap_or_default()
-                }
-                _ => true,
-            }
+            !raw_texts.get(doc).is_some_and(|full| rag_answer::cites_exactly(full, start, end, c["text"].as_str().unwrap_or_default()))
         })
         .count();
     let report = &metadata["retrieval"]["citation_report"];
@@ -204,8 +199,9 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
     let by_corpus = documents_by_corpus_id(&run.pool, &run.workspace).await?;
     let mut raw_texts: HashMap<String, Vec<char>> = HashMap::new();
     for document in by_corpus.values() {
-        let segments = rag_store::pipeline::segments(&run.pool, &run.workspace, *document).await?;
-        raw_texts.insert(document.to_string(), segments.iter().flat_map(|s| s.text.chars()).collect());
+        if let Some(full) = rag_store::pipeline::full_text(&run.pool, &run.workspace, *document).await? {
+            raw_texts.insert(document.to_string(), full);
+        }
     }
 
     let producer = EventProducer::new(&pipeline.settings.bus(), Codec::embedded()?, "rag-engine/eval")?;

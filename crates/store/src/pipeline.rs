@@ -347,6 +347,14 @@ pub async fn segments(pool: &PgPool, workspace_id: &str, document_id: Uuid) -> R
     .await?)
 }
 
+/// A document's full raw text (its segments joined, which tile it), as
+/// characters, the unit citation offsets count in; None when it has no
+/// segments (not parsed, failed, or deleted).
+pub async fn full_text(pool: &PgPool, workspace_id: &str, document_id: Uuid) -> Result<Option<Vec<char>>, StoreError> {
+    let segments = segments(pool, workspace_id, document_id).await?;
+    Ok((!segments.is_empty()).then(|| segments.iter().flat_map(|s| s.text.chars()).collect()))
+}
+
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
 pub struct ChunkMappingRow {
     pub chunk_id: String,
