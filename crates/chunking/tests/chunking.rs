@@ -4,7 +4,7 @@ use rag_docparse::segments::{assemble, Block};
 use rag_docparse::{char_slice, Segment};
 
 fn doc(text: &str, max_segment_chars: usize) -> (String, Vec<Segment>) {
-    assemble(&[Block { page_idx: 0, text: text.into() }, Block { page_idx: 1, text: "Trang hai.\n\nĐoạn cuối.".into() }], max_segment_chars)
+    assemble(&[Block::new(0, text), Block::new(1, "Trang hai.\n\nĐoạn cuối.")], max_segment_chars)
 }
 
 fn check(full: &str, segments: &[Segment], chunks: &[rag_chunking::Chunk], profile: &ChunkingProfile, counter: &dyn TokenCounter) {

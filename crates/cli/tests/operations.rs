@@ -128,6 +128,8 @@ async fn a_poison_message_is_listed_shown_and_redriven_after_the_fix() {
         failure: None,
         pages_without_text: Vec::new(),
         ocr_pages: Vec::new(),
+        line_count: None,
+        pages: Vec::new(),
     };
     t.producer().send(&event).await.unwrap();
     let status = || async {

@@ -83,7 +83,7 @@ fn paragraphs(xml: &[u8]) -> Result<(Vec<Block>, u32), ParseError> {
                         pending_break = false;
                     }
                     if !current.trim().is_empty() {
-                        blocks.push(Block { page_idx: page, text: std::mem::take(&mut current) });
+                        blocks.push(Block::new(page, std::mem::take(&mut current)));
                     }
                     current.clear();
                 }

@@ -56,7 +56,7 @@ pub fn blocks(text: &str) -> Vec<Block> {
 fn flush(current: &mut String, out: &mut Vec<Block>) {
     let t = current.trim();
     if !t.is_empty() {
-        out.push(Block { page_idx: 0, text: t.to_string() });
+        out.push(Block::new(0, t));
     }
     current.clear();
 }

@@ -8,17 +8,21 @@
 
 mod docai;
 mod docx;
+pub mod geometry;
 mod html;
+mod ocr;
 mod pdf;
 pub mod segments;
 
 use serde::{Deserialize, Serialize};
 
+pub use geometry::{Axis, LineFragment, PageBox, PageSize, Rect};
+pub use ocr::{OcrPage, OcrWord};
 pub use segments::{char_slice, Block, Segment};
 
 pub const PARSER_NAME: &str = "rag-docparse";
 /// Bump when the output for the same input changes.
-pub const PARSER_VERSION: &str = "2";
+pub const PARSER_VERSION: &str = "3";
 
 #[derive(Debug, Clone)]
 pub struct Limits {
@@ -53,14 +57,18 @@ pub struct ParsedDocument {
     pub ocr_pages: Vec<u32>,
     /// Why OCR failed, per page (the page stays in `pages_without_text`).
     pub ocr_failures: Vec<(u32, String)>,
+    /// Size of each page the boxes of the segments are on (formats with
+    /// pages only).
+    pub pages: Vec<PageSize>,
 }
 
 /// Text recognition for PDF pages without a text layer. The parser stays
 /// free of I/O: the caller supplies the recogniser (tesseract in the
 /// parser stage, a fake in tests).
 pub trait PageOcr: Send + Sync {
-    /// Text of zero-based page `page_idx` of the PDF `pdf`.
-    fn recognize(&self, pdf: &[u8], page_idx: u32) -> Result<String, String>;
+    /// The words of zero-based page `page_idx` of the PDF `pdf`, with
+    /// their boxes in points on the page as displayed.
+    fn recognize(&self, pdf: &[u8], page_idx: u32) -> Result<OcrPage, String>;
 }
 
 impl ParsedDocument {
@@ -190,11 +198,14 @@ pub fn parse_with_ocr(
     }
     let format = detect_format(content_type, filename)
         .ok_or_else(|| ParseError::UnsupportedContentType { content_type: content_type.to_string(), filename: filename.to_string() })?;
-    let (blocks, page_count) = match format {
-        Format::Text | Format::Markdown => (vec![Block { page_idx: 0, text: utf8(bytes)?.to_string() }], 1),
-        Format::Html => (html::blocks(utf8(bytes)?), 1),
+    let (blocks, page_count, pages) = match format {
+        Format::Text | Format::Markdown => (vec![Block::new(0, utf8(bytes)?)], 1, Vec::new()),
+        Format::Html => (html::blocks(utf8(bytes)?), 1, Vec::new()),
         Format::Pdf => pdf::blocks(bytes)?,
-        Format::Docx => docx::blocks(bytes, limits)?,
+        Format::Docx => {
+            let (b, n) = docx::blocks(bytes, limits)?;
+            (b, n, Vec::new())
+        }
         Format::DocAi => docai::blocks(utf8(bytes)?)?,
     };
     let (mut blocks, mut ocr_pages, mut ocr_failures) = (blocks, Vec::new(), Vec::new());
@@ -202,8 +213,8 @@ pub fn parse_with_ocr(
         let with_text: std::collections::HashSet<u32> = blocks.iter().filter(|b| !b.text.trim().is_empty()).map(|b| b.page_idx).collect();
         for page in (0..page_count).filter(|p| !with_text.contains(p)) {
             match ocr.recognize(bytes, page) {
-                Ok(text) if !text.trim().is_empty() => {
-                    blocks.push(Block { page_idx: page, text });
+                Ok(words) if !words.is_blank() => {
+                    blocks.push(words.block(page));
                     ocr_pages.push(page);
                 }
                 Ok(_) => {}
@@ -225,7 +236,7 @@ pub fn parse_with_ocr(
     pages_without_text.dedup();
     ocr_pages.retain(|p| !pages_without_text.contains(p));
     ocr_failures.retain(|(p, _)| pages_without_text.contains(p));
-    Ok(ParsedDocument { format, full_text, segments, page_count, pages_without_text, ocr_pages, ocr_failures })
+    Ok(ParsedDocument { format, full_text, segments, page_count, pages_without_text, ocr_pages, ocr_failures, pages })
 }
 
 fn utf8(bytes: &[u8]) -> Result<&str, ParseError> {

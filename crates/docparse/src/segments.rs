@@ -10,8 +10,10 @@ use serde::{Deserialize, Serialize};
 use unicode_normalization::UnicodeNormalization;
 use unicode_segmentation::UnicodeSegmentation;
 
+use crate::geometry::{self, Glyph, LineFragment};
+
 /// One paragraph-level unit of the raw text.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Segment {
     pub segment_index: u32,
     /// Zero-based page the segment is on.
@@ -20,13 +22,50 @@ pub struct Segment {
     pub char_start: u64,
     pub char_end: u64,
     pub text: String,
+    /// Lines of the full text the segment spans, 1-based and inclusive
+    /// (see [`crate::geometry`]). Absent in segments written before v3 of
+    /// the parser; [`geometry::number_lines`] fills them in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line_start: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line_end: Option<u32>,
+    /// Where the segment is on its page, one fragment per piece of line;
+    /// empty for formats without pages.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub boxes: Vec<LineFragment>,
+}
+
+impl Segment {
+    /// A segment without line range or boxes (tests, old blobs).
+    pub fn new(segment_index: u32, page_idx: u32, char_start: u64, text: &str) -> Segment {
+        let char_end = char_start + text.chars().count() as u64;
+        Segment {
+            segment_index,
+            page_idx,
+            char_start,
+            char_end,
+            text: text.to_string(),
+            line_start: None,
+            line_end: None,
+            boxes: Vec::new(),
+        }
+    }
 }
 
 /// A paragraph as extracted from the source, before normalisation.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Block {
     pub page_idx: u32,
     pub text: String,
+    /// The box of each character of `text` (None: no box, e.g. a space the
+    /// extractor inserted); empty when the source has no geometry.
+    pub glyphs: Vec<Option<Glyph>>,
+}
+
+impl Block {
+    pub fn new(page_idx: u32, text: impl Into<String>) -> Block {
+        Block { page_idx, text: text.into(), glyphs: Vec::new() }
+    }
 }
 
 pub const PARAGRAPH_SEPARATOR: &str = "\n\n";
@@ -120,34 +159,111 @@ pub fn split_long(paragraph: &str, max_chars: usize) -> Vec<String> {
 
 /// Builds the full text and its tiling segments from blocks in reading order.
 pub fn assemble(blocks: &[Block], max_segment_chars: usize) -> (String, Vec<Segment>) {
-    // (page, text, ends a paragraph)
-    let mut pieces: Vec<(u32, String, bool)> = Vec::new();
-    for block in blocks {
+    // (block, text, ends a paragraph)
+    let mut pieces: Vec<(usize, String, bool)> = Vec::new();
+    for (b, block) in blocks.iter().enumerate() {
         let text = normalize(&block.text);
         for para in paragraphs(&text) {
             let split = split_long(&para, max_segment_chars);
             let last = split.len() - 1;
             for (i, piece) in split.into_iter().enumerate() {
-                pieces.push((block.page_idx, piece, i == last));
+                pieces.push((b, piece, i == last));
             }
         }
     }
     let mut full = String::new();
     let mut segments = Vec::with_capacity(pieces.len());
+    // Per character of the full text: its page and glyph, when known.
+    let mut glyphs: Vec<Option<(u32, Glyph)>> = Vec::new();
     let mut offset: u64 = 0;
     let count = pieces.len();
-    for (i, (page_idx, mut text, ends_paragraph)) in pieces.into_iter().enumerate() {
-        // Pieces of one paragraph join as they were; paragraphs and pages
-        // are separated by a blank line that belongs to the segment before.
-        if ends_paragraph && i + 1 < count {
-            text.push_str(PARAGRAPH_SEPARATOR);
+    let mut i = 0;
+    while i < count {
+        // The pieces of one block, aligned with its glyphs at once.
+        let block = pieces[i].0;
+        let page_idx = blocks[block].page_idx;
+        let mut j = i;
+        let mut block_chars: Vec<char> = Vec::new();
+        while j < count && pieces[j].0 == block {
+            block_chars.extend(pieces[j].1.chars());
+            j += 1;
         }
-        let len = text.chars().count() as u64;
-        segments.push(Segment { segment_index: i as u32, page_idx, char_start: offset, char_end: offset + len, text });
-        full.push_str(&segments[i].text);
-        offset += len;
+        let aligned = align(&blocks[block], &block_chars);
+        let mut k = 0;
+        for (n, (_, text, ends_paragraph)) in pieces[i..j].iter().enumerate() {
+            let n = i + n;
+            let mut text = text.clone();
+            let own = text.chars().count();
+            glyphs.extend((k..k + own).map(|c| aligned.as_ref().and_then(|a| a[c]).map(|g| (page_idx, g))));
+            k += own;
+            // Pieces of one paragraph join as they were; paragraphs and pages
+            // are separated by a blank line that belongs to the segment before.
+            if *ends_paragraph && n + 1 < count {
+                text.push_str(PARAGRAPH_SEPARATOR);
+                glyphs.extend([None, None]);
+            }
+            let len = text.chars().count() as u64;
+            let mut seg = Segment::new(n as u32, page_idx, offset, &text);
+            let chars: Vec<char> = text.chars().collect();
+            seg.boxes = geometry::fragments(offset, &chars, &glyphs[offset as usize..(offset + len) as usize]);
+            full.push_str(&text);
+            segments.push(seg);
+            offset += len;
+        }
+        i = j;
     }
+    geometry::number_lines(&mut segments);
     (full, segments)
+}
+
+/// The glyph of each character of `out`, the block's text after
+/// normalisation and paragraph splitting, which only drops whitespace and
+/// control characters, composes (NFC) and turns `\r`, NBSP into `\n`, space.
+/// None when the block has no geometry or the texts do not align (then the
+/// block goes without boxes rather than with wrong ones).
+fn align(block: &Block, out: &[char]) -> Option<Vec<Option<Glyph>>> {
+    if block.glyphs.is_empty() {
+        return None;
+    }
+    // The raw text decomposed, each unit keeping its character's glyph.
+    let raw: Vec<(char, Option<Glyph>)> = block
+        .text
+        .chars()
+        .zip(block.glyphs.iter().chain(std::iter::repeat(&None)))
+        .flat_map(|(c, g)| std::iter::once(c).nfd().map(move |d| (d, *g)).collect::<Vec<_>>())
+        .collect();
+    let loose = |c: char| c.is_whitespace() || c.is_control() || c == '\u{a0}';
+    let mut at = 0;
+    let mut result = Vec::with_capacity(out.len());
+    for &o in out {
+        if loose(o) {
+            if at < raw.len() && loose(raw[at].0) {
+                at += 1;
+            }
+            result.push(None);
+            continue;
+        }
+        let mut rect: Option<Glyph> = None;
+        for (n, d) in std::iter::once(o).nfd().enumerate() {
+            if n == 0 {
+                while at < raw.len() && raw[at].0 != d && loose(raw[at].0) {
+                    at += 1;
+                }
+            }
+            if at >= raw.len() || raw[at].0 != d {
+                return None;
+            }
+            if let Some(g) = raw[at].1 {
+                rect = Some(match rect {
+                    Some(r) => Glyph { rect: r.rect.union(g.rect), ..r },
+                    None => g,
+                });
+            }
+            at += 1;
+        }
+        result.push(rect);
+    }
+    Some(result)
 }
 
 /// `text[start..end)` in Unicode scalar values.

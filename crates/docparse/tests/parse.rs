@@ -1,8 +1,9 @@
 use std::io::Write;
 
 use proptest::prelude::*;
+use rag_docparse::geometry::Glyph;
 use rag_docparse::segments::{assemble, Block};
-use rag_docparse::{char_slice, parse, Format, Limits, ParseError, ParsedDocument};
+use rag_docparse::{char_slice, parse, Axis, Format, Limits, ParseError, ParsedDocument, Rect};
 
 fn check_tiling(doc: &ParsedDocument) {
     let mut expected_start = 0;
@@ -114,10 +115,10 @@ fn a_page_without_text_layer_is_reported() {
 struct FakeOcr(Result<&'static str, &'static str>);
 
 impl rag_docparse::PageOcr for FakeOcr {
-    fn recognize(&self, pdf: &[u8], page_idx: u32) -> Result<String, String> {
+    fn recognize(&self, pdf: &[u8], page_idx: u32) -> Result<rag_docparse::OcrPage, String> {
         assert!(pdf.starts_with(b"%PDF"));
         assert_eq!(page_idx, 1, "only the page without a text layer goes to OCR");
-        self.0.map(str::to_string).map_err(str::to_string)
+        self.0.map(rag_docparse::OcrPage::from_text).map_err(str::to_string)
     }
 }
 
@@ -290,11 +291,30 @@ proptest! {
 
     #[test]
     fn segments_always_tile_the_text(blocks in prop::collection::vec((0u32..4, arb_text()), 0..8), max in 16usize..300) {
-        let mut blocks: Vec<Block> = blocks.into_iter().map(|(page_idx, text)| Block { page_idx, text }).collect();
+        // Every character has a box of its own (x = its index in the block).
+        let mut blocks: Vec<Block> = blocks
+            .into_iter()
+            .map(|(page_idx, text): (u32, String)| {
+                let glyphs = (0..text.chars().count())
+                    .map(|i| Some(Glyph::new(Rect { x0: i as f32, y0: 0.0, x1: i as f32 + 1.0, y1: 1.0 }, Axis::X)))
+                    .collect();
+                Block { page_idx, text, glyphs }
+            })
+            .collect();
         blocks.sort_by_key(|b| b.page_idx);
         let (full, segments) = assemble(&blocks, max);
-        let doc = ParsedDocument { format: Format::Text, full_text: full, segments, page_count: 4, pages_without_text: vec![], ocr_pages: vec![], ocr_failures: vec![] };
+        let doc = ParsedDocument { format: Format::Text, full_text: full, segments, page_count: 4, pages_without_text: vec![], ocr_pages: vec![], ocr_failures: vec![], pages: vec![] };
         check_tiling(&doc);
+        // Normalisation never loses the geometry: each visible character
+        // lies in a fragment of its own segment, on its segment's page.
+        for s in &doc.segments {
+            for (i, c) in s.text.chars().enumerate() {
+                let at = s.char_start + i as u64;
+                if !c.is_whitespace() {
+                    prop_assert!(s.boxes.iter().any(|f| f.char_start <= at && at < f.char_end && f.page_idx == s.page_idx), "{c:?} at {at} has no box");
+                }
+            }
+        }
         for s in &doc.segments {
             // The separator may follow a piece that fills the budget.
             prop_assert!(s.text.trim().chars().count() <= max.max(16), "whitespace aside, a segment fits the budget");

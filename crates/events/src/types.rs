@@ -95,6 +95,21 @@ pub struct DocumentParsed {
     /// Zero-based pages whose text came from OCR (v2).
     #[serde(default)]
     pub ocr_pages: Vec<i32>,
+    /// Lines of the full text (v3).
+    #[serde(default)]
+    pub line_count: Option<i64>,
+    /// Each page as displayed, the frame of the segments' boxes (v3).
+    #[serde(default)]
+    pub pages: Vec<PageSize>,
+}
+
+/// A page as displayed; segment boxes are in its unit, origin top-left.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PageSize {
+    pub page_idx: i32,
+    pub width: f32,
+    pub height: f32,
+    pub unit: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -67,6 +67,8 @@ fn every_event_roundtrips() {
         failure: None,
         pages_without_text: vec![2],
         ocr_pages: vec![0, 1],
+        line_count: Some(42),
+        pages: vec![rag_events::PageSize { page_idx: 0, width: 595.28, height: 841.89, unit: "pt".into() }],
     };
     roundtrip(&codec, parsed_ok.clone());
     roundtrip(

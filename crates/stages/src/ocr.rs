@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use rag_docparse::PageOcr;
+use rag_docparse::{OcrPage, OcrWord, PageOcr, Rect};
 
 #[derive(Debug, Clone)]
 pub struct TesseractOcr {
@@ -67,7 +67,7 @@ fn run(mut cmd: Command, deadline: Instant, stderr_file: &Path) -> Result<(), St
 }
 
 impl PageOcr for TesseractOcr {
-    fn recognize(&self, pdf: &[u8], page_idx: u32) -> Result<String, String> {
+    fn recognize(&self, pdf: &[u8], page_idx: u32) -> Result<OcrPage, String> {
         let dir = std::env::temp_dir().join(format!("rag-engine-ocr-{}", uuid::Uuid::new_v4()));
         std::fs::create_dir_all(&dir).map_err(|e| format!("temporary directory: {e}"))?;
         let result = (|| {
@@ -81,11 +81,60 @@ impl PageOcr for TesseractOcr {
                 .arg(dir.join("page"));
             run(render, deadline, &dir.join("pdftoppm.err"))?;
             let mut read = Command::new(&self.tesseract);
-            read.arg(dir.join("page.png")).arg(dir.join("out")).args(["-l", &self.languages]);
+            // TSV: every word with its block, paragraph, line and box.
+            read.arg(dir.join("page.png")).arg(dir.join("out")).args(["-l", &self.languages, "tsv"]);
             run(read, deadline, &dir.join("tesseract.err"))?;
-            std::fs::read_to_string(dir.join("out.txt")).map_err(|e| format!("tesseract output: {e}"))
+            let tsv = std::fs::read_to_string(dir.join("out.tsv")).map_err(|e| format!("tesseract output: {e}"))?;
+            parse_tsv(&tsv, 72.0 / self.dpi as f32)
         })();
         let _ = std::fs::remove_dir_all(&dir);
         result
+    }
+}
+
+/// Tesseract's TSV (`level page block par line word left top width height
+/// conf text`): the words (level 5) in reading order, boxes scaled from
+/// pixels by `scale` (points per pixel at the rendering resolution).
+fn parse_tsv(tsv: &str, scale: f32) -> Result<OcrPage, String> {
+    let mut words = Vec::new();
+    for (n, line) in tsv.lines().enumerate().skip(1) {
+        let cols: Vec<&str> = line.splitn(12, '\t').collect();
+        if cols.len() < 12 || cols[0] != "5" || cols[11].trim().is_empty() {
+            continue;
+        }
+        let num = |i: usize| cols[i].trim().parse::<f32>().map_err(|_| format!("tesseract TSV line {}: bad number {:?}", n + 1, cols[i]));
+        let (block, par, line_no) = (num(2)? as u32, num(3)? as u32, num(4)? as u32);
+        let (left, top, width, height) = (num(6)?, num(7)?, num(8)?, num(9)?);
+        words.push(OcrWord {
+            text: cols[11].trim().to_string(),
+            // Paragraph and line numbers restart per block.
+            paragraph: block * 10_000 + par,
+            line: (block * 10_000 + par) * 10_000 + line_no,
+            rect: Some(Rect { x0: left * scale, y0: top * scale, x1: (left + width) * scale, y1: (top + height) * scale }),
+        });
+    }
+    Ok(OcrPage { words })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tsv_words_keep_paragraphs_lines_and_boxes_in_points() {
+        let tsv = "level\tpage_num\tblock_num\tpar_num\tline_num\tword_num\tleft\ttop\twidth\theight\tconf\ttext\n\
+                   1\t1\t0\t0\t0\t0\t0\t0\t2480\t3508\t-1\t\n\
+                   5\t1\t1\t1\t1\t1\t150\t150\t300\t60\t95.1\tDoanh\n\
+                   5\t1\t1\t1\t1\t2\t480\t150\t120\t60\t94.0\tthu\n\
+                   5\t1\t1\t1\t2\t1\t150\t280\t200\t60\t90.0\ttăng\n\
+                   5\t1\t2\t1\t1\t1\t150\t540\t200\t60\t91.0\tRevenue\n";
+        let page = parse_tsv(tsv, 72.0 / 300.0).unwrap();
+        assert_eq!(page.words.len(), 4);
+        let block = page.block(0);
+        assert_eq!(block.text, "Doanh thu\ntăng\n\nRevenue");
+        let r = page.words[0].rect.unwrap();
+        assert_eq!((r.x0, r.y0, r.x1), (36.0, 36.0, 108.0));
+        assert!((r.y1 - 50.4).abs() < 1e-3);
+        assert!(parse_tsv("h\n5\t1\t1\t1\t1\t1\tx\t1\t1\t1\t1\tw\n", 1.0).is_err());
     }
 }

@@ -43,6 +43,8 @@ impl Parser {
             failure: None,
             pages_without_text: Vec::new(),
             ocr_pages: Vec::new(),
+            line_count: None,
+            pages: Vec::new(),
         }
     }
 
@@ -108,6 +110,12 @@ impl Parser {
         out.segments_sha256 = Some(seg_sha);
         out.pages_without_text = doc.pages_without_text.iter().map(|p| *p as i32).collect();
         out.ocr_pages = doc.ocr_pages.iter().map(|p| *p as i32).collect();
+        out.line_count = Some(1 + doc.full_text.matches('\n').count() as i64);
+        out.pages = doc
+            .pages
+            .iter()
+            .map(|p| rag_events::PageSize { page_idx: p.page_idx as i32, width: p.width, height: p.height, unit: p.unit.clone() })
+            .collect();
         Ok(out)
     }
 }
