@@ -211,6 +211,9 @@ mod tests {
             char_end: 100 + content.chars().count() as u64,
             content,
             filename: None,
+            page_start: 0,
+            page_end: 0,
+            lines: None,
             segments: vec![
                 SegmentSpan { segment_index: 3, page_idx: 1, char_start: 100, char_end: 147 },
                 SegmentSpan { segment_index: 4, page_idx: 2, char_start: 147, char_end: 190 },

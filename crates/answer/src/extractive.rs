@@ -163,6 +163,9 @@ mod tests {
             char_end: 10 + content.chars().count() as u64,
             content,
             filename: None,
+            page_start: 0,
+            page_end: 0,
+            lines: None,
             segments: vec![],
         };
         let s = answer("How much did revenue grow?", std::slice::from_ref(&chunk), 3);
@@ -184,6 +187,9 @@ mod tests {
             char_end: content.chars().count() as u64,
             content,
             filename: None,
+            page_start: 0,
+            page_end: 0,
+            lines: None,
             segments: vec![],
         };
         let texts: Vec<String> = answer("Doanh thu năm 2023 tăng bao nhiêu?", &[chunk], 3).into_iter().map(|s| s.text).collect();

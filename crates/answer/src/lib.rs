@@ -30,6 +30,28 @@ pub struct SourceChunk {
     pub filename: Option<String>,
     /// Segments of the document overlapping the chunk: (index, page, start, end).
     pub segments: Vec<SegmentSpan>,
+    /// Zero-based pages the chunk spans.
+    pub page_start: u32,
+    pub page_end: u32,
+    /// Lines of the full text the chunk spans (1-based, inclusive), when known.
+    pub lines: Option<(u32, u32)>,
+}
+
+impl SourceChunk {
+    /// Where the chunk is, as the prompt tags it (seed 003):
+    /// `Page 2, Lines 40-52`.
+    pub fn location(&self) -> String {
+        let pages = if self.page_start == self.page_end {
+            format!("Page {}", self.page_start + 1)
+        } else {
+            format!("Pages {}-{}", self.page_start + 1, self.page_end + 1)
+        };
+        match self.lines {
+            Some((a, b)) if a == b => format!("{pages}, Line {a}"),
+            Some((a, b)) => format!("{pages}, Lines {a}-{b}"),
+            None => pages,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -60,6 +60,9 @@ fn source_chunks(texts: &[String], spans: &[(usize, usize, usize)]) -> Vec<Sourc
                 char_end: offsets[b + 1] as u64,
                 content,
                 filename: None,
+                page_start: 0,
+                page_end: 0,
+                lines: None,
                 segments,
             }
         })

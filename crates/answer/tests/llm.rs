@@ -86,6 +86,9 @@ fn chunks() -> Vec<SourceChunk> {
         char_start: 0,
         char_end: text.chars().count() as u64,
         filename: Some("bao-cao.pdf".into()),
+        page_start: 0,
+        page_end: 0,
+        lines: None,
         segments: vec![
             SegmentSpan { segment_index: 0, page_idx: 0, char_start: 0, char_end: 59 },
             SegmentSpan { segment_index: 1, page_idx: 1, char_start: 59, char_end: 96 },

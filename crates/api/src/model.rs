@@ -3,7 +3,7 @@
 use chrono::{DateTime, Utc};
 use rag_store::documents::DocumentRow;
 use rag_store::messages::{ConversationRow, MessageRow};
-use rag_store::pipeline::SegmentRow;
+use rag_store::raw::SegmentRow;
 use rag_store::workspaces::WorkspaceRow;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -131,11 +131,72 @@ pub struct Segment {
     pub char_start: i64,
     pub char_end: i64,
     pub text: String,
+    /// First line of the full text the segment is on: line 1 starts at
+    /// character 0 and every `\n` starts a new one, for every format.
+    pub line_start: Option<i32>,
+    /// Last line with text of the segment (its trailing blank line aside).
+    pub line_end: Option<i32>,
+    /// Where the segment is on its page: one box per piece of line; empty
+    /// for formats without pages.
+    pub boxes: Vec<LineBox>,
+}
+
+/// A piece of one line: characters `[char_start, char_end)` of the full
+/// text in one box on a page as displayed (see `RawText.pages`).
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct LineBox {
+    pub page_idx: u32,
+    pub char_start: u64,
+    pub char_end: u64,
+    pub x0: f32,
+    pub y0: f32,
+    pub x1: f32,
+    pub y1: f32,
+}
+
+/// A page as displayed (rotation applied, crop box if any): boxes are in
+/// its unit, origin at its top-left corner, y downward.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct PageSize {
+    pub page_idx: u32,
+    pub width: f32,
+    pub height: f32,
+    /// `pt` (PDF points, 1/72 inch) for PDFs and OCR'd pages; Document AI's own unit otherwise.
+    pub unit: String,
+}
+
+impl From<rag_docparse::PageSize> for PageSize {
+    fn from(p: rag_docparse::PageSize) -> Self {
+        PageSize { page_idx: p.page_idx, width: p.width, height: p.height, unit: p.unit }
+    }
 }
 
 impl From<SegmentRow> for Segment {
     fn from(r: SegmentRow) -> Self {
-        Segment { segment_index: r.segment_index, page_idx: r.page_idx, char_start: r.char_start, char_end: r.char_end, text: r.text }
+        let boxes = r
+            .boxes
+            .0
+            .iter()
+            .map(|f| LineBox {
+                page_idx: f.page_idx,
+                char_start: f.char_start,
+                char_end: f.char_end,
+                x0: f.rect.x0,
+                y0: f.rect.y0,
+                x1: f.rect.x1,
+                y1: f.rect.y1,
+            })
+            .collect();
+        Segment {
+            segment_index: r.segment_index,
+            page_idx: r.page_idx,
+            char_start: r.char_start,
+            char_end: r.char_end,
+            text: r.text,
+            line_start: r.line_start,
+            line_end: r.line_end,
+            boxes,
+        }
     }
 }
 
@@ -144,6 +205,8 @@ pub struct RawText {
     pub document_id: Uuid,
     pub workspace_id: String,
     pub status: String,
+    /// The pages the segments' boxes are on; empty for formats without pages.
+    pub pages: Vec<PageSize>,
     pub segments: Vec<Segment>,
 }
 

@@ -130,6 +130,12 @@ pub struct Chunk {
     pub segment_end_index: u32,
     pub char_start: u64,
     pub char_end: u64,
+    /// Lines of the full text the chunk spans (1-based, inclusive); absent
+    /// in chunks written before segments had line ranges.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line_start: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line_end: Option<u32>,
 }
 
 /// Deterministic chunk id: scoped to the document and the chunking version,
@@ -148,6 +154,18 @@ pub fn chunk_id(document_id: &str, chunking_version: &str, char_start: u64, text
 /// `profile.max_tokens` (special tokens included). A segment longer than
 /// the budget becomes a chunk of its own (the embedder reads it in windows).
 pub fn chunk(document_id: &str, segments: &[Segment], profile: &ChunkingProfile, counter: &dyn TokenCounter) -> Vec<Chunk> {
+    // Segments parsed before line ranges existed get them from the tiling.
+    let numbered: Vec<Segment>;
+    let segments = if segments.iter().any(|s| s.line_start.is_none()) {
+        numbered = {
+            let mut v = segments.to_vec();
+            rag_docparse::geometry::number_lines(&mut v);
+            v
+        };
+        &numbered[..]
+    } else {
+        segments
+    };
     let budget = profile.max_tokens.saturating_sub(counter.special_tokens()).max(1);
     let counts: Vec<usize> = segments.iter().map(|s| counter.count(&s.text)).collect();
     let version = profile.id();
@@ -174,6 +192,8 @@ pub fn chunk(document_id: &str, segments: &[Segment], profile: &ChunkingProfile,
             segment_end_index: last.segment_index,
             char_start: first.char_start,
             char_end: last.char_end,
+            line_start: first.line_start,
+            line_end: last.line_end,
         });
         if end >= segments.len() {
             break;

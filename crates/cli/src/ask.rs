@@ -116,7 +116,7 @@ pub async fn ask(s: &Settings, args: AskArgs) -> anyhow::Result<ExitCode> {
         println!("    “{}”", text.split_whitespace().collect::<Vec<_>>().join(" "));
         if !full_texts.contains_key(doc) {
             let full = match uuid::Uuid::parse_str(doc) {
-                Ok(id) => rag_store::pipeline::full_text(&pool, &args.workspace, id).await?,
+                Ok(id) => rag_store::raw::full_text(&pool, &args.workspace, id).await?,
                 Err(_) => None,
             };
             full_texts.insert(doc.to_string(), full);

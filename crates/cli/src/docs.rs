@@ -99,7 +99,7 @@ pub async fn docs(s: &Settings, cmd: DocsCommand) -> anyhow::Result<ExitCode> {
             let Some(d) = rag_store::documents::get(&pool, &workspace, id).await? else {
                 anyhow::bail!("document {id} not found in workspace {workspace}");
             };
-            let segments = rag_store::pipeline::segments(&pool, &workspace, id).await?;
+            let segments = rag_store::raw::segments(&pool, &workspace, id).await?;
             if json {
                 let v = serde_json::json!({"document_id": d.id, "workspace_id": d.workspace_id, "status": d.status,
                                            "segments": segments});
@@ -146,7 +146,7 @@ pub async fn docs(s: &Settings, cmd: DocsCommand) -> anyhow::Result<ExitCode> {
             let Some(d) = rag_store::documents::get(&pool, &workspace, id).await? else {
                 anyhow::bail!("document {id} not found in workspace {workspace}");
             };
-            let mappings = rag_store::pipeline::chunk_mappings(&pool, &workspace, id).await?;
+            let mappings = rag_store::raw::chunk_mappings(&pool, &workspace, id).await?;
             if json {
                 let mut v = serde_json::to_value(&d)?;
                 v["chunks"] = serde_json::to_value(

@@ -151,13 +151,13 @@ async fn every_format_ingests_and_bad_inputs_fail_with_their_reason() {
     for (doc, uri, version) in docs {
         assert_eq!(version, "default@1");
         let full = String::from_utf8(blobs.get(blobs.key_of(&uri).unwrap()).await.unwrap()).unwrap();
-        let segs = rag_store::pipeline::segments(&t.pool, &t.workspace, doc).await.unwrap();
+        let segs = rag_store::raw::segments(&t.pool, &t.workspace, doc).await.unwrap();
         let rebuilt: String = segs.iter().map(|s| s.text.as_str()).collect();
         assert_eq!(rebuilt, full, "segments tile the full text of {doc}");
         for s in &segs {
             assert_eq!(rag_docparse::char_slice(&full, s.char_start as u64, s.char_end as u64), s.text);
         }
-        let maps = rag_store::pipeline::chunk_mappings(&t.pool, &t.workspace, doc).await.unwrap();
+        let maps = rag_store::raw::chunk_mappings(&t.pool, &t.workspace, doc).await.unwrap();
         assert!(!maps.is_empty());
         for m in &maps {
             let first = &segs[m.segment_start_index as usize];

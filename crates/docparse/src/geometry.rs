@@ -254,6 +254,32 @@ pub fn span_boxes<'a>(fragments: impl IntoIterator<Item = &'a LineFragment>, sta
     out
 }
 
+/// Where a span of the full text is: its boxes and its lines.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SpanGeometry {
+    pub boxes: Vec<PageBox>,
+    pub line_start: Option<u32>,
+    pub line_end: Option<u32>,
+}
+
+/// The geometry of the characters `[start, end)` from the segments that
+/// overlap them (in order, each with its line range).
+pub fn span_geometry(segments: &[Segment], start: u64, end: u64) -> SpanGeometry {
+    let boxes = span_boxes(segments.iter().flat_map(|s| &s.boxes), start, end);
+    // The line of a character: its segment's first line plus the newlines
+    // before it in the segment.
+    let line_of = |at: u64| -> Option<u32> {
+        let s = segments.iter().find(|s| s.char_start <= at && at < s.char_end)?;
+        let before = s.text.chars().take((at - s.char_start) as usize).filter(|c| *c == '\n').count() as u32;
+        Some(s.line_start? + before)
+    };
+    let last = (start..end).rev().find(|at| {
+        segments.iter().find(|s| s.char_start <= *at && *at < s.char_end).and_then(|s| s.text.chars().nth((*at - s.char_start) as usize))
+            != Some('\n')
+    });
+    SpanGeometry { boxes, line_start: line_of(start), line_end: last.and_then(line_of) }
+}
+
 /// Fills in every segment's line range from the tiling (segments are
 /// contiguous from offset 0, so their texts are the full text). Idempotent;
 /// used for segments written before line ranges existed too.
@@ -319,6 +345,18 @@ mod tests {
         let ranges: Vec<_> = segs.iter().map(|s| (s.line_start.unwrap(), s.line_end.unwrap())).collect();
         assert_eq!(ranges, [(1, 1), (3, 4), (6, 6)]);
         assert_eq!(line_range(&segs[1..]), Some((3, 6)));
+    }
+
+    #[test]
+    fn a_span_knows_its_lines_without_a_trailing_newline() {
+        let mut segs = vec![Segment::new(0, 0, 0, "Title\n\n"), Segment::new(1, 0, 7, "Line one\nline two\n\n")];
+        number_lines(&mut segs);
+        // "one\nline" -> lines 3..4; "two\n\n" ends on line 4.
+        let g = span_geometry(&segs, 12, 20);
+        assert_eq!((g.line_start, g.line_end), (Some(3), Some(4)));
+        let g = span_geometry(&segs, 21, 26);
+        assert_eq!((g.line_start, g.line_end), (Some(4), Some(4)));
+        assert!(g.boxes.is_empty());
     }
 
     #[test]

@@ -159,6 +159,28 @@ pub struct Citation {
     pub char_start: i64,
     pub char_end: i64,
     pub snippet_preview: String,
+    /// Exactly `full_text[char_start..char_end]` (v2; v1 carried it in
+    /// `retrieval_json.citation_texts`).
+    #[serde(default)]
+    pub text: Option<String>,
+    /// Lines of the full text covered, 1-based, inclusive (v2).
+    #[serde(default)]
+    pub line_start: Option<i32>,
+    #[serde(default)]
+    pub line_end: Option<i32>,
+    /// Where the cited characters are on their pages (v2).
+    #[serde(default)]
+    pub boxes: Vec<PageBox>,
+}
+
+/// A box on a page as displayed, in the page's unit, origin top-left.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PageBox {
+    pub page_idx: i32,
+    pub x0: f32,
+    pub y0: f32,
+    pub x1: f32,
+    pub y1: f32,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -16,6 +16,10 @@ fn citation() -> Citation {
         char_start: 10,
         char_end: 42,
         snippet_preview: "Doanh thu tăng 12%".into(),
+        text: Some("Doanh thu tăng 12% so với năm trước, đạt 1.245 tỷ".into()),
+        line_start: Some(3),
+        line_end: Some(4),
+        boxes: vec![rag_events::PageBox { page_idx: 1, x0: 56.0, y0: 91.2, x1: 355.9, y1: 104.0 }],
     }
 }
 

@@ -84,6 +84,9 @@ impl Answerer {
                 char_end: h.char_end as u64,
                 filename: h.filename,
                 segments,
+                page_start: h.page_start.max(0) as u32,
+                page_end: h.page_end.max(0) as u32,
+                lines: h.line_start.zip(h.line_end).map(|(a, b)| (a.max(1) as u32, b.max(1) as u32)),
             })
             .collect())
     }
@@ -148,16 +151,16 @@ impl Answerer {
         let mut out = self.produced(q);
         out.answer = outcome.text();
         out.mode = outcome.mode.as_str().into();
-        out.sections = outcome
-            .sections
-            .iter()
-            .map(|s| rag_events::Section {
-                text: s.text.clone(),
-                source_ids: s.source_ids.clone(),
-                citations: s.citations.iter().map(to_event).collect(),
-            })
-            .collect();
-        out.citations = outcome.citations().iter().map(to_event).collect();
+        let mut sections = Vec::with_capacity(outcome.sections.len());
+        for s in &outcome.sections {
+            let mut citations = Vec::with_capacity(s.citations.len());
+            for c in &s.citations {
+                citations.push(self.to_event(ws, c).await?);
+            }
+            sections.push(rag_events::Section { text: s.text.clone(), source_ids: s.source_ids.clone(), citations });
+        }
+        out.citations = sections.iter().flat_map(|s| s.citations.iter().cloned()).collect();
+        out.sections = sections;
         out.llm_usage = outcome.usage.as_ref().map(|u| rag_events::LlmUsage {
             model: u.model.clone(),
             prompt_tokens: u.prompt_tokens,
@@ -169,22 +172,37 @@ impl Answerer {
     }
 }
 
-fn to_event(c: &rag_answer::Citation) -> rag_events::Citation {
-    rag_events::Citation {
-        source_id: c.source_id.clone(),
-        chunk_id: c.chunk_id.clone(),
-        document_id: c.document_id.clone(),
-        segment_index: c.segment_index as i32,
-        page_idx: c.page_idx as i32,
-        char_start: c.char_start as i64,
-        char_end: c.char_end as i64,
-        snippet_preview: c.snippet_preview.clone(),
+impl Answerer {
+    /// A validated citation as the event carries it: with the text it cites
+    /// and where that text is (lines, and boxes on the page), read from the
+    /// segments now so the answer keeps them whatever happens later.
+    async fn to_event(&self, ws: &str, c: &rag_answer::Citation) -> Result<rag_events::Citation, ProcessError> {
+        let geometry = match Uuid::parse_str(&c.document_id) {
+            Ok(id) => rag_store::raw::span(&self.retriever.pool, ws, id, c.char_start, c.char_end).await.map_err(store_err)?,
+            Err(_) => Default::default(),
+        };
+        Ok(rag_events::Citation {
+            source_id: c.source_id.clone(),
+            chunk_id: c.chunk_id.clone(),
+            document_id: c.document_id.clone(),
+            segment_index: c.segment_index as i32,
+            page_idx: c.page_idx as i32,
+            char_start: c.char_start as i64,
+            char_end: c.char_end as i64,
+            snippet_preview: c.snippet_preview.clone(),
+            text: Some(c.text.clone()),
+            line_start: geometry.line_start.map(|l| l as i32),
+            line_end: geometry.line_end.map(|l| l as i32),
+            boxes: geometry
+                .boxes
+                .iter()
+                .map(|b| rag_events::PageBox { page_idx: b.page_idx as i32, x0: b.rect.x0, y0: b.rect.y0, x1: b.rect.x1, y1: b.rect.y1 })
+                .collect(),
+        })
     }
 }
 
-/// What retrieval found and what validation did, for the message metadata;
-/// includes each citation's text so the answer keeps its evidence even
-/// after a cited document is deleted.
+/// What retrieval found and what validation did, for the message metadata.
 fn retrieval_json(r: &Retrieval, outcome: Option<&AnswerOutcome>) -> String {
     let chunks: Vec<serde_json::Value> = r
         .chunks
@@ -202,7 +220,6 @@ fn retrieval_json(r: &Retrieval, outcome: Option<&AnswerOutcome>) -> String {
     });
     if let Some(o) = outcome {
         v["citation_report"] = serde_json::to_value(&o.report).unwrap_or_default();
-        v["citation_texts"] = o.citations().iter().map(|c| c.text.clone()).collect::<Vec<_>>().into();
         v["llm_error"] = o.llm_error.clone().into();
         v["answer_mode"] = o.mode.as_str().into();
     }

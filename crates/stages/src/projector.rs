@@ -65,22 +65,24 @@ pub async fn stored_start(pool: &PgPool, group: &str, topic: &str, partition: i3
 }
 
 /// The assistant message's metadata: sections with citations, the flat
-/// citations, usage and retrieval. Each citation carries the text it cites
-/// (from the answerer's snapshot), so it survives the document's deletion.
+/// citations, usage and retrieval. Each citation carries the text it cites,
+/// so it survives the document's deletion, and where that text is (v2 of
+/// AnswerProduced; a v1 event's texts come from `citation_texts` of its
+/// retrieval JSON, matched by position).
 pub fn answer_metadata(e: &rag_events::AnswerProduced) -> serde_json::Value {
     let retrieval: serde_json::Value = serde_json::from_str(&e.retrieval_json).unwrap_or_default();
-    let texts: Vec<String> = retrieval["citation_texts"]
+    let v1_texts: Vec<String> = retrieval["citation_texts"]
         .as_array()
         .map(|a| a.iter().map(|t| t.as_str().unwrap_or_default().to_string()).collect())
         .unwrap_or_default();
     let mut n = 0usize;
     let mut with_text = |c: &rag_events::Citation| {
-        let mut v = serde_json::to_value(c).unwrap_or_default();
-        if let Some(t) = texts.get(n) {
-            v["text"] = t.clone().into();
+        let mut c = c.clone();
+        if c.text.is_none() {
+            c.text = v1_texts.get(n).cloned();
         }
         n += 1;
-        v
+        serde_json::to_value(&c).unwrap_or_default()
     };
     let sections: Vec<serde_json::Value> = e
         .sections

@@ -12,6 +12,7 @@ pub mod documents;
 pub mod messages;
 pub mod offsets;
 pub mod pipeline;
+pub mod raw;
 pub mod search;
 pub mod workspaces;
 

@@ -6,7 +6,6 @@ use chrono::{DateTime, Utc};
 use rag_chunking::Chunk;
 use rag_docparse::Segment;
 use rag_events::{DocumentChunked, DocumentIngested, DocumentParsed, Failure};
-use serde::Serialize;
 use sqlx::{PgPool, Postgres, Transaction};
 use uuid::Uuid;
 
@@ -79,9 +78,11 @@ pub async fn apply_parsed(tx: &mut Transaction<'_, Postgres>, e: &DocumentParsed
         return fail(tx, id, ws, f, occurred(&e.envelope)).await;
     }
     advance_status(tx, id, ws, DocumentStatus::Parsed, occurred(&e.envelope)).await?;
+    let pages = serde_json::to_value(&e.pages).map_err(|err| StoreError::Invalid(err.to_string()))?;
     sqlx::query(
         "UPDATE documents SET parser = $2, page_count = $3, segment_count = $4, char_count = $5,
-                full_text_uri = $6, segments_uri = $7, pages_without_text = $9, ocr_pages = $10
+                full_text_uri = $6, segments_uri = $7, pages_without_text = $9, ocr_pages = $10,
+                line_count = $11, pages = $12
          WHERE id = $1 AND workspace_id = $8",
     )
     .bind(id)
@@ -94,18 +95,41 @@ pub async fn apply_parsed(tx: &mut Transaction<'_, Postgres>, e: &DocumentParsed
     .bind(ws)
     .bind(&e.pages_without_text)
     .bind(&e.ocr_pages)
+    .bind(e.line_count)
+    .bind(pages)
     .execute(&mut **tx)
     .await?;
     sqlx::query("DELETE FROM segments WHERE document_id = $1").bind(id).execute(&mut **tx).await?;
+    // Segments parsed before line ranges existed get them from the tiling.
+    let numbered: Vec<Segment>;
+    let segments = if segments.iter().any(|s| s.line_start.is_none()) {
+        numbered = {
+            let mut v = segments.to_vec();
+            rag_docparse::geometry::number_lines(&mut v);
+            v
+        };
+        &numbered[..]
+    } else {
+        segments
+    };
     for batch in segments.chunks(1000) {
         let idx: Vec<i32> = batch.iter().map(|s| s.segment_index as i32).collect();
         let page: Vec<i32> = batch.iter().map(|s| s.page_idx as i32).collect();
         let start: Vec<i64> = batch.iter().map(|s| s.char_start as i64).collect();
         let end: Vec<i64> = batch.iter().map(|s| s.char_end as i64).collect();
         let text: Vec<&str> = batch.iter().map(|s| s.text.as_str()).collect();
+        let ls: Vec<Option<i32>> = batch.iter().map(|s| s.line_start.map(|l| l as i32)).collect();
+        let le: Vec<Option<i32>> = batch.iter().map(|s| s.line_end.map(|l| l as i32)).collect();
+        let boxes: Vec<serde_json::Value> = batch
+            .iter()
+            .map(|s| serde_json::to_value(&s.boxes))
+            .collect::<Result<_, _>>()
+            .map_err(|err| StoreError::Invalid(err.to_string()))?;
         sqlx::query(
-            "INSERT INTO segments (document_id, workspace_id, segment_index, page_idx, char_start, char_end, text)
-             SELECT $1, $2, * FROM UNNEST($3::int[], $4::int[], $5::bigint[], $6::bigint[], $7::text[])",
+            "INSERT INTO segments (document_id, workspace_id, segment_index, page_idx, char_start, char_end, text,
+                                   line_start, line_end, boxes)
+             SELECT $1, $2, * FROM UNNEST($3::int[], $4::int[], $5::bigint[], $6::bigint[], $7::text[], $8::int[],
+                                          $9::int[], $10::jsonb[])",
         )
         .bind(id)
         .bind(ws)
@@ -114,6 +138,9 @@ pub async fn apply_parsed(tx: &mut Transaction<'_, Postgres>, e: &DocumentParsed
         .bind(&start)
         .bind(&end)
         .bind(&text)
+        .bind(&ls)
+        .bind(&le)
+        .bind(&boxes)
         .execute(&mut **tx)
         .await?;
     }
@@ -152,11 +179,14 @@ pub async fn apply_chunked(tx: &mut Transaction<'_, Postgres>, e: &DocumentChunk
         let se: Vec<i32> = batch.iter().map(|c| c.segment_end_index as i32).collect();
         let cs: Vec<i64> = batch.iter().map(|c| c.char_start as i64).collect();
         let ce: Vec<i64> = batch.iter().map(|c| c.char_end as i64).collect();
+        let ls: Vec<Option<i32>> = batch.iter().map(|c| c.line_start.map(|l| l as i32)).collect();
+        let le: Vec<Option<i32>> = batch.iter().map(|c| c.line_end.map(|l| l as i32)).collect();
         sqlx::query(
             "INSERT INTO chunk_mappings (document_id, workspace_id, chunking_version, chunk_id, chunk_index, page_start,
-                                         page_end, segment_start_index, segment_end_index, char_start, char_end)
+                                         page_end, segment_start_index, segment_end_index, char_start, char_end,
+                                         line_start, line_end)
              SELECT $1, $2, $3, * FROM UNNEST($4::text[], $5::int[], $6::int[], $7::int[], $8::int[], $9::int[],
-                                              $10::bigint[], $11::bigint[])
+                                              $10::bigint[], $11::bigint[], $12::int[], $13::int[])
              ON CONFLICT (chunk_id) DO NOTHING",
         )
         .bind(id)
@@ -170,6 +200,8 @@ pub async fn apply_chunked(tx: &mut Transaction<'_, Postgres>, e: &DocumentChunk
         .bind(&se)
         .bind(&cs)
         .bind(&ce)
+        .bind(&ls)
+        .bind(&le)
         .execute(&mut **tx)
         .await?;
     }
@@ -289,8 +321,8 @@ pub async fn replace_index(
         sqlx::query(
             "INSERT INTO search_chunks (chunk_id, workspace_id, document_id, chunking_version, chunk_index, content,
                                         term_count, page_start, page_end, char_start, char_end,
-                                        embedding_model, embedding_dimension, embedding, indexed_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14::vector, $15)
+                                        embedding_model, embedding_dimension, embedding, indexed_at, line_start, line_end)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14::vector, $15, $16, $17)
              ON CONFLICT (chunk_id) DO NOTHING",
         )
         .bind(&c.chunk.chunk_id)
@@ -308,6 +340,8 @@ pub async fn replace_index(
         .bind(c.embedding.as_ref().map(|v| v.len() as i32))
         .bind(embedding)
         .bind(indexed_at)
+        .bind(c.chunk.line_start.map(|l| l as i32))
+        .bind(c.chunk.line_end.map(|l| l as i32))
         .execute(&mut **tx)
         .await?;
         let terms: Vec<&str> = c.terms.keys().map(String::as_str).collect();
@@ -324,60 +358,6 @@ pub async fn replace_index(
         .await?;
     }
     Ok(())
-}
-
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
-pub struct SegmentRow {
-    pub segment_index: i32,
-    pub page_idx: i32,
-    pub char_start: i64,
-    pub char_end: i64,
-    pub text: String,
-}
-
-/// The raw viewer: a document's segments in order, only within its workspace.
-pub async fn segments(pool: &PgPool, workspace_id: &str, document_id: Uuid) -> Result<Vec<SegmentRow>, StoreError> {
-    Ok(sqlx::query_as(
-        "SELECT segment_index, page_idx, char_start, char_end, text FROM segments
-         WHERE workspace_id = $1 AND document_id = $2 ORDER BY segment_index",
-    )
-    .bind(workspace_id)
-    .bind(document_id)
-    .fetch_all(pool)
-    .await?)
-}
-
-/// A document's full raw text (its segments joined, which tile it), as
-/// characters, the unit citation offsets count in; None when it has no
-/// segments (not parsed, failed, or deleted).
-pub async fn full_text(pool: &PgPool, workspace_id: &str, document_id: Uuid) -> Result<Option<Vec<char>>, StoreError> {
-    let segments = segments(pool, workspace_id, document_id).await?;
-    Ok((!segments.is_empty()).then(|| segments.iter().flat_map(|s| s.text.chars()).collect()))
-}
-
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
-pub struct ChunkMappingRow {
-    pub chunk_id: String,
-    pub chunking_version: String,
-    pub chunk_index: i32,
-    pub page_start: i32,
-    pub page_end: i32,
-    pub segment_start_index: i32,
-    pub segment_end_index: i32,
-    pub char_start: i64,
-    pub char_end: i64,
-}
-
-pub async fn chunk_mappings(pool: &PgPool, workspace_id: &str, document_id: Uuid) -> Result<Vec<ChunkMappingRow>, StoreError> {
-    Ok(sqlx::query_as(
-        "SELECT chunk_id, chunking_version, chunk_index, page_start, page_end, segment_start_index,
-                segment_end_index, char_start, char_end
-         FROM chunk_mappings WHERE workspace_id = $1 AND document_id = $2 ORDER BY chunking_version, chunk_index",
-    )
-    .bind(workspace_id)
-    .bind(document_id)
-    .fetch_all(pool)
-    .await?)
 }
 
 /// Creates the HNSW index of one embedding model unless it exists. Each

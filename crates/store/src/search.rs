@@ -50,6 +50,8 @@ pub struct ChunkHit {
     pub page_end: i32,
     pub char_start: i64,
     pub char_end: i64,
+    pub line_start: Option<i32>,
+    pub line_end: Option<i32>,
     pub filename: Option<String>,
     pub score: f64,
 }
@@ -59,7 +61,7 @@ const ELIGIBLE: &str = "search_chunks c JOIN documents d
      AND d.active_chunking_version = c.chunking_version AND d.status <> 'deleted'";
 
 const HIT_COLUMNS: &str = "c.chunk_id, c.document_id, c.chunking_version, c.chunk_index, c.content,
-    c.page_start, c.page_end, c.char_start, c.char_end, d.filename";
+    c.page_start, c.page_end, c.char_start, c.char_end, c.line_start, c.line_end, d.filename";
 
 /// BM25 ranking of the scope's chunks, best first.
 pub async fn lexical(

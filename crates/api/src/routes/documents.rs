@@ -255,6 +255,13 @@ pub async fn raw_text(
         }
         other => return Err(ApiError::conflict("not_parsed", format!("the document is not parsed yet (status {other})"))),
     }
-    let segments = rag_store::pipeline::segments(state.pool(), &ws, id).await?;
-    Ok(Json(RawText { document_id: id, workspace_id: ws, status: doc.status, segments: segments.into_iter().map(Into::into).collect() }))
+    let segments = rag_store::raw::segments(state.pool(), &ws, id).await?;
+    let pages = rag_store::raw::pages(state.pool(), &ws, id).await?;
+    Ok(Json(RawText {
+        document_id: id,
+        workspace_id: ws,
+        status: doc.status,
+        pages: pages.into_iter().map(Into::into).collect(),
+        segments: segments.into_iter().map(Into::into).collect(),
+    }))
 }

@@ -1,0 +1,115 @@
+//! The raw viewer's read side: a document's segments (text, line range and
+//! boxes), its pages, its chunk mappings, and where a cited span is.
+//! Everything is read within one workspace.
+
+use rag_docparse::geometry::{span_geometry, SpanGeometry};
+use rag_docparse::{LineFragment, PageSize, Segment};
+use serde::Serialize;
+use sqlx::types::Json;
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use crate::StoreError;
+
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct SegmentRow {
+    pub segment_index: i32,
+    pub page_idx: i32,
+    pub char_start: i64,
+    pub char_end: i64,
+    pub text: String,
+    pub line_start: Option<i32>,
+    pub line_end: Option<i32>,
+    pub boxes: Json<Vec<LineFragment>>,
+}
+
+impl From<SegmentRow> for Segment {
+    fn from(r: SegmentRow) -> Segment {
+        Segment {
+            segment_index: r.segment_index as u32,
+            page_idx: r.page_idx as u32,
+            char_start: r.char_start as u64,
+            char_end: r.char_end as u64,
+            text: r.text,
+            line_start: r.line_start.map(|l| l as u32),
+            line_end: r.line_end.map(|l| l as u32),
+            boxes: r.boxes.0,
+        }
+    }
+}
+
+const SEGMENT_COLUMNS: &str = "segment_index, page_idx, char_start, char_end, text, line_start, line_end, boxes";
+
+/// A document's segments in order, only within its workspace.
+pub async fn segments(pool: &PgPool, workspace_id: &str, document_id: Uuid) -> Result<Vec<SegmentRow>, StoreError> {
+    Ok(sqlx::query_as(&format!(
+        "SELECT {SEGMENT_COLUMNS} FROM segments WHERE workspace_id = $1 AND document_id = $2 ORDER BY segment_index"
+    ))
+    .bind(workspace_id)
+    .bind(document_id)
+    .fetch_all(pool)
+    .await?)
+}
+
+/// A document's full raw text (its segments joined, which tile it), as
+/// characters, the unit citation offsets count in; None when it has no
+/// segments (not parsed, failed, or deleted).
+pub async fn full_text(pool: &PgPool, workspace_id: &str, document_id: Uuid) -> Result<Option<Vec<char>>, StoreError> {
+    let segments = segments(pool, workspace_id, document_id).await?;
+    Ok((!segments.is_empty()).then(|| segments.iter().flat_map(|s| s.text.chars()).collect()))
+}
+
+/// Each page's size as displayed (the frame of the boxes); empty for
+/// formats without pages or documents parsed before geometry existed.
+pub async fn pages(pool: &PgPool, workspace_id: &str, document_id: Uuid) -> Result<Vec<PageSize>, StoreError> {
+    let pages: Option<Json<Vec<PageSize>>> = sqlx::query_scalar("SELECT pages FROM documents WHERE workspace_id = $1 AND id = $2")
+        .bind(workspace_id)
+        .bind(document_id)
+        .fetch_optional(pool)
+        .await?;
+    Ok(pages.map(|p| p.0).unwrap_or_default())
+}
+
+/// Where the characters `[start, end)` of a document are: their boxes
+/// (exactly those characters, one per piece of line) and their lines.
+pub async fn span(pool: &PgPool, workspace_id: &str, document_id: Uuid, start: u64, end: u64) -> Result<SpanGeometry, StoreError> {
+    let rows: Vec<SegmentRow> = sqlx::query_as(&format!(
+        "SELECT {SEGMENT_COLUMNS} FROM segments
+         WHERE workspace_id = $1 AND document_id = $2 AND char_start < $4 AND char_end > $3 ORDER BY segment_index"
+    ))
+    .bind(workspace_id)
+    .bind(document_id)
+    .bind(start as i64)
+    .bind(end as i64)
+    .fetch_all(pool)
+    .await?;
+    let segments: Vec<Segment> = rows.into_iter().map(Segment::from).collect();
+    Ok(span_geometry(&segments, start, end))
+}
+
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct ChunkMappingRow {
+    pub chunk_id: String,
+    pub chunking_version: String,
+    pub chunk_index: i32,
+    pub page_start: i32,
+    pub page_end: i32,
+    pub segment_start_index: i32,
+    pub segment_end_index: i32,
+    pub char_start: i64,
+    pub char_end: i64,
+    pub line_start: Option<i32>,
+    pub line_end: Option<i32>,
+}
+
+pub async fn chunk_mappings(pool: &PgPool, workspace_id: &str, document_id: Uuid) -> Result<Vec<ChunkMappingRow>, StoreError> {
+    Ok(sqlx::query_as(
+        "SELECT chunk_id, chunking_version, chunk_index, page_start, page_end, segment_start_index,
+                segment_end_index, char_start, char_end, line_start, line_end
+         FROM chunk_mappings WHERE workspace_id = $1 AND document_id = $2 ORDER BY chunking_version, chunk_index",
+    )
+    .bind(workspace_id)
+    .bind(document_id)
+    .fetch_all(pool)
+    .await?)
+}
