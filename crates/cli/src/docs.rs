@@ -38,16 +38,40 @@ pub enum DocsCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Show one document.
+    /// Show one document; with --page, write a PNG of that PDF page with a
+    /// cited span's boxes drawn on it.
     Show {
         /// Document id.
         id: uuid::Uuid,
         #[arg(long, short)]
         workspace: String,
+        /// Render this page (1-based) of a PDF to a PNG.
+        #[arg(long)]
+        page: Option<u32>,
+        /// Characters `START-END` of the full text to highlight, e.g. a
+        /// citation's `char_start-char_end` (only its boxes on --page are drawn).
+        #[arg(long, value_parser = parse_span, requires = "page")]
+        highlight: Option<(u64, u64)>,
+        /// Where to write the PNG (default: page-N.png in the current directory).
+        #[arg(long, requires = "page")]
+        out: Option<std::path::PathBuf>,
+        /// Rendering resolution of the PNG.
+        #[arg(long, default_value_t = 110, requires = "page")]
+        dpi: u32,
         /// Print as JSON.
         #[arg(long)]
         json: bool,
     },
+}
+
+fn parse_span(s: &str) -> Result<(u64, u64), String> {
+    let (a, b) = s.split_once('-').ok_or_else(|| format!("{s:?} is not START-END"))?;
+    let (a, b): (u64, u64) =
+        (a.trim().parse().map_err(|_| format!("{a:?} is not a number"))?, b.trim().parse().map_err(|_| format!("{b:?} is not a number"))?);
+    if a >= b {
+        return Err(format!("the span {a}-{b} is empty"));
+    }
+    Ok((a, b))
 }
 
 fn human_size(n: Option<i64>) -> String {
@@ -115,7 +139,16 @@ pub async fn docs(s: &Settings, cmd: DocsCommand) -> anyhow::Result<ExitCode> {
                     page = seg.page_idx;
                     println!("── page {} ──", page + 1);
                 }
-                println!("[{}] {}..{}", seg.segment_index, seg.char_start, seg.char_end);
+                let lines = match (seg.line_start, seg.line_end) {
+                    (Some(a), Some(b)) if a == b => format!("  line {a}"),
+                    (Some(a), Some(b)) => format!("  lines {a}-{b}"),
+                    _ => String::new(),
+                };
+                let boxes = match seg.boxes.0.len() {
+                    0 => String::new(),
+                    n => format!("  {n} box(es) from ({:.0}, {:.0})", seg.boxes.0[0].rect.x0, seg.boxes.0[0].rect.y0),
+                };
+                println!("[{}] {}..{}{lines}{boxes}", seg.segment_index, seg.char_start, seg.char_end);
                 for line in seg.text.trim_end().lines() {
                     println!("    {line}");
                 }
@@ -141,7 +174,38 @@ pub async fn docs(s: &Settings, cmd: DocsCommand) -> anyhow::Result<ExitCode> {
                 println!("deleted {id} (event {}); the pipeline purges its rows and blobs", event.envelope.event_id);
             }
         }
-        DocsCommand::Show { id, workspace, json } => {
+        DocsCommand::Show { id, workspace, page: Some(page), highlight, out, dpi, json } => {
+            validate_workspace(&workspace)?;
+            let Some(d) = rag_store::documents::get(&pool, &workspace, id).await? else {
+                anyhow::bail!("document {id} not found in workspace {workspace}");
+            };
+            let out = out.unwrap_or_else(|| format!("page-{page}.png").into());
+            let shown = crate::page_png::write(s, &pool, &d, page, highlight, dpi, &out).await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&shown)?);
+            } else {
+                println!(
+                    "wrote {} (page {page} of {}, {}×{} {})",
+                    out.display(),
+                    d.filename.as_deref().unwrap_or("-"),
+                    shown.page.width,
+                    shown.page.height,
+                    shown.page.unit
+                );
+                if let Some((a, b)) = highlight {
+                    let lines = match (shown.span.line_start, shown.span.line_end) {
+                        (Some(x), Some(y)) if x == y => format!("line {x}"),
+                        (Some(x), Some(y)) => format!("lines {x}-{y}"),
+                        _ => "lines unknown".into(),
+                    };
+                    println!("highlighted characters {a}..{b} ({lines}): {} box(es) on this page", shown.drawn.len());
+                    for b in &shown.drawn {
+                        println!("    ({:.1}, {:.1})-({:.1}, {:.1})", b.x0, b.y0, b.x1, b.y1);
+                    }
+                }
+            }
+        }
+        DocsCommand::Show { id, workspace, json, .. } => {
             validate_workspace(&workspace)?;
             let Some(d) = rag_store::documents::get(&pool, &workspace, id).await? else {
                 anyhow::bail!("document {id} not found in workspace {workspace}");

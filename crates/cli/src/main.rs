@@ -9,6 +9,7 @@ mod docs;
 mod eval;
 mod eval_answers;
 mod ingest;
+mod page_png;
 mod rebuild;
 mod replay;
 mod run;

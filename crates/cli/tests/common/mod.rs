@@ -117,13 +117,13 @@ impl TestEnv {
         te
     }
 
-    /// Writes text files to a temporary directory and uploads them into
+    /// Writes files to a temporary directory and uploads them into
     /// `workspace` with the CLI.
-    pub async fn upload_files(&self, workspace: &str, files: &[(&str, &str)]) {
+    pub async fn upload_files<T: AsRef<[u8]>>(&self, workspace: &str, files: &[(&str, T)]) {
         let dir = std::env::temp_dir().join(format!("rag-engine-files-{}", uuid::Uuid::new_v4()));
         std::fs::create_dir_all(&dir).unwrap();
         for (name, text) in files {
-            std::fs::write(dir.join(name), text).unwrap();
+            std::fs::write(dir.join(name), text.as_ref()).unwrap();
         }
         let (ok, _, err) = self.run(&["upload", dir.to_str().unwrap(), "--workspace", workspace]).await;
         assert!(ok, "{err}");

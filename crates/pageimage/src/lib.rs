@@ -1,0 +1,179 @@
+//! A PDF page as a PNG with the boxes of a citation drawn on it.
+//!
+//! poppler's `pdftoppm` (Debian poppler-utils, installed by `scripts/stack`
+//! and used for OCR already) renders the page as displayed, its rotation
+//! applied, which is the frame the boxes are in ([`rag_docparse::geometry`]).
+//! Drawing and encoding are pure ([`highlight`], [`Image::to_png`]); only
+//! [`render_page`] runs a process.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use rag_docparse::{PageSize, Rect};
+
+#[derive(Debug, thiserror::Error)]
+pub enum PageImageError {
+    #[error("pdftoppm is not installed (Debian: poppler-utils)")]
+    NoRenderer,
+    #[error("rendering the page failed: {0}")]
+    Render(String),
+    #[error("rendering the page took longer than {0:?}")]
+    Timeout(Duration),
+    #[error("page {page} does not exist (the document has {count})")]
+    NoSuchPage { page: u32, count: usize },
+    #[error("PNG encoding: {0}")]
+    Encode(String),
+}
+
+/// An 8-bit RGB image.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Image {
+    pub width: usize,
+    pub height: usize,
+    pub rgb: Vec<u8>,
+}
+
+impl Image {
+    /// A binary PPM (P6, maxval 255), what pdftoppm writes.
+    pub fn from_ppm(data: &[u8]) -> Result<Image, PageImageError> {
+        let bad = |why: &str| PageImageError::Render(format!("unreadable PPM: {why}"));
+        let mut fields = Vec::new();
+        let mut at = 0;
+        while fields.len() < 4 {
+            while at < data.len() && data[at].is_ascii_whitespace() {
+                at += 1;
+            }
+            let start = at;
+            while at < data.len() && !data[at].is_ascii_whitespace() {
+                at += 1;
+            }
+            if start == at {
+                return Err(bad("short header"));
+            }
+            fields.push(String::from_utf8_lossy(&data[start..at]).to_string());
+        }
+        if fields[0] != "P6" || fields[3] != "255" {
+            return Err(bad("not an 8-bit P6"));
+        }
+        let (width, height): (usize, usize) = match (fields[1].parse(), fields[2].parse()) {
+            (Ok(w), Ok(h)) => (w, h),
+            _ => return Err(bad("bad size")),
+        };
+        let body = data.get(at + 1..at + 1 + width * height * 3).ok_or_else(|| bad("truncated"))?;
+        Ok(Image { width, height, rgb: body.to_vec() })
+    }
+
+    pub fn to_png(&self) -> Result<Vec<u8>, PageImageError> {
+        let mut out = Vec::new();
+        let mut encoder = png::Encoder::new(&mut out, self.width as u32, self.height as u32);
+        encoder.set_color(png::ColorType::Rgb);
+        encoder.set_depth(png::BitDepth::Eight);
+        let mut writer = encoder.write_header().map_err(|e| PageImageError::Encode(e.to_string()))?;
+        writer.write_image_data(&self.rgb).map_err(|e| PageImageError::Encode(e.to_string()))?;
+        writer.finish().map_err(|e| PageImageError::Encode(e.to_string()))?;
+        Ok(out)
+    }
+}
+
+/// Marks each box (in the page's unit) on the rendered page: a translucent
+/// yellow fill like a highlighter, and an orange outline just outside the
+/// box so the glyphs stay readable.
+pub fn highlight(img: &mut Image, page: &PageSize, boxes: &[Rect]) {
+    let (sx, sy) = (img.width as f32 / page.width.max(1e-3), img.height as f32 / page.height.max(1e-3));
+    for b in boxes {
+        let x0 = (b.x0 * sx).floor().max(0.0) as usize;
+        let y0 = (b.y0 * sy).floor().max(0.0) as usize;
+        let x1 = ((b.x1 * sx).ceil() as usize).min(img.width);
+        let y1 = ((b.y1 * sy).ceil() as usize).min(img.height);
+        for y in y0..y1 {
+            for x in x0..x1 {
+                let p = (y * img.width + x) * 3;
+                // Multiply by yellow (255, 230, 0): white turns yellow, ink stays dark.
+                img.rgb[p + 2] = (img.rgb[p + 2] as u16 * 40 / 255) as u8;
+                img.rgb[p + 1] = (img.rgb[p + 1] as u16 * 230 / 255) as u8;
+            }
+        }
+        let outline = |img: &mut Image, x: usize, y: usize| {
+            if x < img.width && y < img.height {
+                let p = (y * img.width + x) * 3;
+                img.rgb[p..p + 3].copy_from_slice(&[235, 120, 0]);
+            }
+        };
+        for t in 1..=2 {
+            for x in x0.saturating_sub(t)..(x1 + t).min(img.width) {
+                outline(img, x, y0.saturating_sub(t));
+                outline(img, x, y1 + t - 1);
+            }
+            for y in y0.saturating_sub(t)..(y1 + t).min(img.height) {
+                outline(img, x0.saturating_sub(t), y);
+                outline(img, x1 + t - 1, y);
+            }
+        }
+    }
+}
+
+/// Renders zero-based page `page_idx` of `pdf` at `dpi` with pdftoppm, in a
+/// private temporary directory removed afterwards, killed at `timeout`.
+pub async fn render_page(pdf: &[u8], page_idx: u32, dpi: u32, timeout: Duration) -> Result<Image, PageImageError> {
+    let dir: PathBuf = std::env::temp_dir().join(format!("rag-engine-page-{}", uuid::Uuid::new_v4()));
+    tokio::fs::create_dir_all(&dir).await.map_err(|e| PageImageError::Render(format!("temporary directory: {e}")))?;
+    let result = async {
+        tokio::fs::write(dir.join("in.pdf"), pdf).await.map_err(|e| PageImageError::Render(e.to_string()))?;
+        let page = (page_idx + 1).to_string();
+        let mut cmd = tokio::process::Command::new("pdftoppm");
+        cmd.args(["-f", &page, "-l", &page, "-r", &dpi.to_string(), "-singlefile"])
+            .arg(dir.join("in.pdf"))
+            .arg(dir.join("page"))
+            .kill_on_drop(true)
+            .stdin(std::process::Stdio::null());
+        let out = match tokio::time::timeout(timeout, cmd.output()).await {
+            Err(_) => return Err(PageImageError::Timeout(timeout)),
+            Ok(Err(e)) if e.kind() == std::io::ErrorKind::NotFound => return Err(PageImageError::NoRenderer),
+            Ok(Err(e)) => return Err(PageImageError::Render(e.to_string())),
+            Ok(Ok(out)) => out,
+        };
+        if !out.status.success() {
+            let err = String::from_utf8_lossy(&out.stderr);
+            return Err(PageImageError::Render(format!("pdftoppm {}: {}", out.status, err.trim().chars().take(300).collect::<String>())));
+        }
+        let ppm = tokio::fs::read(dir.join("page.ppm")).await.map_err(|e| PageImageError::Render(format!("pdftoppm output: {e}")))?;
+        Image::from_ppm(&ppm)
+    }
+    .await;
+    let _ = tokio::fs::remove_dir_all(&dir).await;
+    result
+}
+
+/// The page's PNG with `boxes` highlighted: the whole job.
+pub async fn highlighted_png(pdf: &[u8], page: &PageSize, boxes: &[Rect], dpi: u32, timeout: Duration) -> Result<Vec<u8>, PageImageError> {
+    let mut img = render_page(pdf, page.page_idx, dpi, timeout).await?;
+    highlight(&mut img, page, boxes);
+    img.to_png()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_highlight_tints_the_box_and_outlines_it_outside() {
+        let mut img = Image { width: 20, height: 10, rgb: vec![255; 20 * 10 * 3] };
+        let page = PageSize { page_idx: 0, width: 10.0, height: 5.0, unit: "pt".into() };
+        // 2 px per point: the box (2,1)-(5,3) covers pixels x 4..10, y 2..6.
+        highlight(&mut img, &page, &[Rect { x0: 2.0, y0: 1.0, x1: 5.0, y1: 3.0 }]);
+        let px = |x: usize, y: usize| &img.rgb[(y * 20 + x) * 3..(y * 20 + x) * 3 + 3];
+        assert_eq!(px(5, 3), &[255, 230, 40], "inside: highlighter yellow");
+        assert_eq!(px(3, 3), &[235, 120, 0], "just left of it: the outline");
+        assert_eq!(px(15, 8), &[255, 255, 255], "elsewhere untouched");
+        let png = img.to_png().unwrap();
+        assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"));
+    }
+
+    #[test]
+    fn ppm_headers_are_checked() {
+        let ok = Image::from_ppm(b"P6\n2 1\n255\n\x01\x02\x03\x04\x05\x06").unwrap();
+        assert_eq!((ok.width, ok.height, ok.rgb.len()), (2, 1, 6));
+        assert!(Image::from_ppm(b"P5\n2 1\n255\n\x01\x02").is_err());
+        assert!(Image::from_ppm(b"P6\n2 2\n255\n\x01").is_err());
+    }
+}
