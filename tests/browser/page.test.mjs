@@ -137,7 +137,13 @@ test("upload, watch the pipeline, ask, and open every citation on the raw text",
     const marked = await page.$$eval("#viewer mark.cited", (ms) => ms.map((m) => m.textContent).join(""));
     assert.equal(marked, cps(full).slice(start, end).join(""), `citation ${i + 1} highlights its span`);
     assert.ok(await page.locator("#viewer mark.cited").first().isVisible(), "scrolled to the highlight");
+    // A PDF's citation also shows its page, the cited boxes drawn by the server.
+    const img = page.locator("#viewer .page-image img");
+    await img.waitFor({ timeout: 30_000 });
+    await page.waitForFunction(() => document.querySelector("#viewer .page-image img")?.naturalWidth > 0);
   }
+  assert.ok((raw.body.pages ?? []).length === 2 && raw.body.segments.every((s) => s.boxes.length > 0 && s.line_start >= 1),
+    "the raw text carries the pages and each segment's lines and boxes");
   // Hovering a bubble shows the cited text.
   await bubbles.first().hover();
   const tip = page.locator("#cite-tip");
@@ -150,6 +156,8 @@ test("upload, watch the pipeline, ask, and open every citation on the raw text",
   await page.mouse.move(5, 880);
   await page.evaluate(() => document.activeElement.blur());
   await screenshot(page, "answer.png");
+  await page.locator("#viewer .page-image").screenshot({ path: join(SHOTS, "citation-page.png") });
+  console.log(`screenshot: ${join(SHOTS, "citation-page.png")}`);
 
   // Keyboard: arrows move between bubbles, Escape closes the text and
   // gives the focus back to the bubble.

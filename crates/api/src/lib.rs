@@ -122,6 +122,7 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/workspaces/{ws}/documents/{id}", get(routes::documents::get).delete(routes::documents::delete))
         .route("/workspaces/{ws}/documents/{id}/raw-text", get(routes::documents::raw_text))
+        .route("/workspaces/{ws}/documents/{id}/pages/{page}/image", get(routes::page_image::page_image))
         .route("/workspaces/{ws}/conversations", post(routes::conversations::create).get(routes::conversations::list))
         .route("/workspaces/{ws}/conversations/{id}", get(routes::conversations::get))
         .route("/workspaces/{ws}/conversations/{id}/messages", post(routes::conversations::post_message))

@@ -11,7 +11,7 @@ use crate::routes;
     info(title = "rag-engine API", description = "Explainable RAG: documents, the raw-text viewer, questions answered in sections with citations into the raw text."),
     paths(
         routes::workspaces::create, routes::workspaces::list,
-        routes::documents::upload, routes::documents::list, routes::documents::get, routes::documents::delete, routes::documents::raw_text,
+        routes::documents::upload, routes::documents::list, routes::documents::get, routes::documents::delete, routes::documents::raw_text, routes::page_image::page_image,
         routes::conversations::create, routes::conversations::list, routes::conversations::get,
         routes::conversations::post_message, routes::conversations::get_message,
         routes::events::stream,

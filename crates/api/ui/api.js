@@ -78,6 +78,22 @@ export class WorkspaceApi {
     return this.api.request("GET", `${this.base}/documents/${encodeURIComponent(documentId)}/raw-text`);
   }
 
+  /** Page `page` (1-based) of a PDF as a PNG Blob, characters start..end
+   * highlighted. An <img> cannot send the Authorization header, so the
+   * page fetches the image and shows it through an object URL. */
+  async pageImage(documentId, page, start, end) {
+    const path = `${this.base}/documents/${encodeURIComponent(documentId)}/pages/${page}/image?highlight=${start}-${end}`;
+    let res;
+    try {
+      res = await fetch(path, { headers: this.api.headers() });
+    } catch (err) {
+      throw new ApiError(0, "network", `the server did not answer (${err.message})`);
+    }
+    if (res.status === 401) this.api.onUnauthorized?.();
+    if (!res.ok) throw await errorOf(res);
+    return res.blob();
+  }
+
   conversations() {
     return this.api.request("GET", `${this.base}/conversations`).then((b) => b.conversations);
   }

@@ -37,6 +37,7 @@ const state = {
   stream: null, // AbortController of the open event stream
   docTimer: null,
   rawCache: new Map(), // document id -> raw text (this workspace only)
+  pageImageUrl: null, // object URL of the page image shown in the viewer
   activeCite: null,
 };
 
@@ -734,6 +735,7 @@ async function openViewer(documentId, start, end, bubble = null) {
     );
   });
   text.replaceChildren(...nodes);
+  showPageImage(raw, documentId, pieces, segments, start, end, gen);
   const pages = new Set(pieces.map((p) => segments[p.segment].page_idx + 1));
   $("viewer-status").textContent = pieces.length
     ? `Cited characters ${start}–${end}${paged ? `, page ${[...pages].join("–")}` : ""}. Esc closes.`
@@ -742,7 +744,41 @@ async function openViewer(documentId, start, end, bubble = null) {
   first?.scrollIntoView({ block: "center" });
 }
 
+// A cited span of a PDF is also shown where it is on the page: the server
+// renders the page with the span's boxes drawn (GET .../pages/N/image).
+async function showPageImage(raw, documentId, pieces, segments, start, end, gen) {
+  dropPageImage();
+  if (!pieces.length) return;
+  const pageIdx = segments[pieces[0].segment].page_idx;
+  const page = (raw.pages ?? []).find((p) => p.page_idx === pageIdx);
+  if (!page || page.unit !== "pt") return;
+  const figure = el("figure", { class: "page-image" }, el("figcaption", { class: "muted", text: `Page ${pageIdx + 1}, loading…` }));
+  $("viewer-text").before(figure);
+  try {
+    const blob = await state.ws.pageImage(documentId, pageIdx + 1, start, end);
+    if (gen !== state.gen || !figure.isConnected) return;
+    state.pageImageUrl = URL.createObjectURL(blob);
+    const img = el("img", { alt: `Page ${pageIdx + 1} of ${docName(documentId)}, the cited text highlighted` });
+    // Scroll the page to the first cited line.
+    const line = segments[pieces[0].segment].boxes?.find((b) => b.char_end > start);
+    img.addEventListener("load", () => {
+      if (line) figure.scrollTop = Math.max(0, (line.y0 / page.height) * img.clientHeight - 40);
+    });
+    img.src = state.pageImageUrl;
+    figure.replaceChildren(img, el("figcaption", { class: "muted", text: `Page ${pageIdx + 1}: the cited text is highlighted.` }));
+  } catch (err) {
+    if (figure.isConnected) figure.replaceChildren(el("figcaption", { class: "muted", text: `No page image: ${describeError(err)}` }));
+  }
+}
+
+function dropPageImage() {
+  document.querySelectorAll("#viewer .page-image").forEach((f) => f.remove());
+  if (state.pageImageUrl) URL.revokeObjectURL(state.pageImageUrl);
+  state.pageImageUrl = null;
+}
+
 function closeViewer(restoreFocus = true) {
+  dropPageImage();
   $("viewer").hidden = true;
   document.body.classList.remove("viewing");
   $("viewer-text").replaceChildren();

@@ -183,7 +183,7 @@ pub async fn upload(
     ))
 }
 
-async fn owned_document(state: &AppState, user: &AuthUser, ws: &str, id: Uuid) -> Result<documents::DocumentRow, ApiError> {
+pub(crate) async fn owned_document(state: &AppState, user: &AuthUser, ws: &str, id: Uuid) -> Result<documents::DocumentRow, ApiError> {
     owned_workspace(state, user, ws).await?;
     match documents::get(state.pool(), ws, id).await? {
         Some(doc) if doc.status != "deleted" => Ok(doc),

@@ -3,6 +3,7 @@ pub mod documents;
 pub mod events;
 pub mod health;
 pub mod page;
+pub mod page_image;
 pub mod workspaces;
 
 use rag_store::workspaces::WorkspaceRow;

@@ -35,7 +35,7 @@ const ASSETS: &[Asset] = &[
 /// The page may only load its own files and talk to its own origin: a
 /// cited document's text is rendered as text, and nothing else can run.
 const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
-     connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+     connect-src 'self'; img-src 'self' data: blob:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 /// How long a development sign-in token lives.
 const DEV_TOKEN_TTL: Duration = Duration::from_secs(12 * 3600);

@@ -1,0 +1,77 @@
+//! A page of a PDF as a PNG, with a cited span's boxes drawn on it: what
+//! the web page shows beside the raw text when a citation of a PDF opens.
+
+use std::time::Duration;
+
+use axum::extract::{Path, Query, State};
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use rag_pageimage::PageImageError;
+use serde::Deserialize;
+use uuid::Uuid;
+
+use crate::auth::AuthUser;
+use crate::error::ApiError;
+use crate::routes::documents::owned_document;
+use crate::AppState;
+
+/// Resolution of the rendered page: sharp on a laptop screen, about
+/// 100-200 KB per page.
+const DPI: u32 = 110;
+const RENDER_TIMEOUT: Duration = Duration::from_secs(30);
+
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+pub struct PageImageQuery {
+    /// Characters `START-END` of the full text to highlight (a citation's
+    /// `char_start-char_end`); its boxes on this page are drawn.
+    pub highlight: Option<String>,
+}
+
+fn parse_span(s: &str) -> Option<(u64, u64)> {
+    let (a, b) = s.split_once('-')?;
+    let (a, b): (u64, u64) = (a.parse().ok()?, b.parse().ok()?);
+    (a < b).then_some((a, b))
+}
+
+/// Page `page` (1-based) of a PDF document as a PNG, the boxes of the
+/// `highlight` span drawn on it. 409 for documents without PDF pages.
+#[utoipa::path(get, path = "/v1/workspaces/{ws}/documents/{id}/pages/{page}/image", tag = "documents",
+    params(("ws" = String, Path, description = "Workspace id"), ("id" = Uuid, Path, description = "Document id"),
+           ("page" = u32, Path, description = "Page, from 1"), PageImageQuery),
+    responses((status = 200, content_type = "image/png", body = Vec<u8>), (status = 400, body = crate::error::ErrorBody),
+              (status = 401, body = crate::error::ErrorBody), (status = 404, body = crate::error::ErrorBody),
+              (status = 409, body = crate::error::ErrorBody), (status = 503, body = crate::error::ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn page_image(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Path((ws, id, page)): Path<(String, Uuid, u32)>,
+    Query(q): Query<PageImageQuery>,
+) -> Result<Response, ApiError> {
+    let doc = owned_document(&state, &user, &ws, id).await?;
+    let highlight = match q.highlight.as_deref() {
+        None | Some("") => None,
+        Some(s) => Some(parse_span(s).ok_or_else(|| ApiError::bad_request("invalid_highlight", format!("highlight {s:?} is not START-END")))?),
+    };
+    let pages = rag_store::raw::pages(state.pool(), &ws, id).await?;
+    let size = match pages.iter().find(|p| Some(p.page_idx) == page.checked_sub(1)) {
+        Some(p) if p.unit == "pt" => p.clone(),
+        Some(_) => return Err(ApiError::conflict("no_page_image", "the document's pages come from Document AI: there is no PDF to render")),
+        None if pages.is_empty() => return Err(ApiError::conflict("no_page_image", "the document has no PDF pages (or is not parsed yet)")),
+        None => return Err(ApiError::not_found("page")),
+    };
+    let boxes = match highlight {
+        Some((a, b)) => rag_store::raw::span(state.pool(), &ws, id, a, b).await?.boxes,
+        None => Vec::new(),
+    };
+    let drawn: Vec<rag_docparse::Rect> = boxes.iter().filter(|b| b.page_idx == size.page_idx).map(|b| b.rect).collect();
+    let uri = doc.blob_uri.as_deref().ok_or_else(|| ApiError::conflict("no_page_image", "the document has no original"))?;
+    let blobs = state.blobs();
+    let pdf = blobs.get(blobs.key_of(uri)?).await?;
+    let png = rag_pageimage::highlighted_png(&pdf, &size, &drawn, DPI, RENDER_TIMEOUT).await.map_err(|e| match e {
+        PageImageError::NoRenderer | PageImageError::Timeout(_) => ApiError::unavailable("renderer_unavailable", e.to_string()),
+        other => ApiError::internal(other.to_string()),
+    })?;
+    // Private: the page belongs to one workspace.
+    Ok(([(header::CONTENT_TYPE, "image/png"), (header::CACHE_CONTROL, "private, max-age=300")], png).into_response())
+}
