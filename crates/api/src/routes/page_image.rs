@@ -51,13 +51,19 @@ pub async fn page_image(
     let doc = owned_document(&state, &user, &ws, id).await?;
     let highlight = match q.highlight.as_deref() {
         None | Some("") => None,
-        Some(s) => Some(parse_span(s).ok_or_else(|| ApiError::bad_request("invalid_highlight", format!("highlight {s:?} is not START-END")))?),
+        Some(s) => {
+            Some(parse_span(s).ok_or_else(|| ApiError::bad_request("invalid_highlight", format!("highlight {s:?} is not START-END")))?)
+        }
     };
     let pages = rag_store::raw::pages(state.pool(), &ws, id).await?;
     let size = match pages.iter().find(|p| Some(p.page_idx) == page.checked_sub(1)) {
         Some(p) if p.unit == "pt" => p.clone(),
-        Some(_) => return Err(ApiError::conflict("no_page_image", "the document's pages come from Document AI: there is no PDF to render")),
-        None if pages.is_empty() => return Err(ApiError::conflict("no_page_image", "the document has no PDF pages (or is not parsed yet)")),
+        Some(_) => {
+            return Err(ApiError::conflict("no_page_image", "the document's pages come from Document AI: there is no PDF to render"))
+        }
+        None if pages.is_empty() => {
+            return Err(ApiError::conflict("no_page_image", "the document has no PDF pages (or is not parsed yet)"))
+        }
         None => return Err(ApiError::not_found("page")),
     };
     let boxes = match highlight {
