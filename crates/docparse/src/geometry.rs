@@ -295,6 +295,17 @@ pub fn number_lines(segments: &mut [Segment]) {
     }
 }
 
+/// The segments with line ranges: as they are, or numbered from the
+/// tiling when they were parsed before line ranges existed.
+pub fn with_line_ranges(segments: &[Segment]) -> std::borrow::Cow<'_, [Segment]> {
+    if segments.iter().all(|s| s.line_start.is_some() && s.line_end.is_some()) {
+        return std::borrow::Cow::Borrowed(segments);
+    }
+    let mut v = segments.to_vec();
+    number_lines(&mut v);
+    std::borrow::Cow::Owned(v)
+}
+
 /// The line range of a run of segments (a chunk): first segment's start,
 /// last segment's end.
 pub fn line_range(segments: &[Segment]) -> Option<(u32, u32)> {

@@ -101,17 +101,8 @@ pub async fn apply_parsed(tx: &mut Transaction<'_, Postgres>, e: &DocumentParsed
     .await?;
     sqlx::query("DELETE FROM segments WHERE document_id = $1").bind(id).execute(&mut **tx).await?;
     // Segments parsed before line ranges existed get them from the tiling.
-    let numbered: Vec<Segment>;
-    let segments = if segments.iter().any(|s| s.line_start.is_none()) {
-        numbered = {
-            let mut v = segments.to_vec();
-            rag_docparse::geometry::number_lines(&mut v);
-            v
-        };
-        &numbered[..]
-    } else {
-        segments
-    };
+    let segments = rag_docparse::geometry::with_line_ranges(segments);
+    let segments = &segments[..];
     for batch in segments.chunks(1000) {
         let idx: Vec<i32> = batch.iter().map(|s| s.segment_index as i32).collect();
         let page: Vec<i32> = batch.iter().map(|s| s.page_idx as i32).collect();
