@@ -451,6 +451,10 @@ async fn citations_point_at_the_page_through_replay_and_rebuild() {
         let first = pdf_segments.iter().find(|s| s.segment_index == m.segment_start_index).unwrap();
         let last = pdf_segments.iter().find(|s| s.segment_index == m.segment_end_index).unwrap();
         assert_eq!((m.line_start, m.line_end), (first.line_start, last.line_end), "{m:?}");
+        assert!(
+            !m.boxes.is_empty() && m.boxes.iter().all(|b| b.page_idx as i32 >= m.page_start && b.page_idx as i32 <= m.page_end),
+            "{m:?}"
+        );
     }
     run.terminate(Duration::from_secs(20)).await;
     let before = dump(&t).await;

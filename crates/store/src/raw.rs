@@ -100,10 +100,15 @@ pub struct ChunkMappingRow {
     pub char_end: i64,
     pub line_start: Option<i32>,
     pub line_end: Option<i32>,
+    /// Where the chunk is on its pages (from its segments' line fragments).
+    #[sqlx(skip)]
+    pub boxes: Vec<rag_docparse::PageBox>,
 }
 
+/// A document's chunk mappings (every chunking version it has), each with
+/// the boxes of its characters.
 pub async fn chunk_mappings(pool: &PgPool, workspace_id: &str, document_id: Uuid) -> Result<Vec<ChunkMappingRow>, StoreError> {
-    Ok(sqlx::query_as(
+    let mut rows: Vec<ChunkMappingRow> = sqlx::query_as(
         "SELECT chunk_id, chunking_version, chunk_index, page_start, page_end, segment_start_index,
                 segment_end_index, char_start, char_end, line_start, line_end
          FROM chunk_mappings WHERE workspace_id = $1 AND document_id = $2 ORDER BY chunking_version, chunk_index",
@@ -111,5 +116,11 @@ pub async fn chunk_mappings(pool: &PgPool, workspace_id: &str, document_id: Uuid
     .bind(workspace_id)
     .bind(document_id)
     .fetch_all(pool)
-    .await?)
+    .await?;
+    let segments = segments(pool, workspace_id, document_id).await?;
+    let fragments: Vec<&LineFragment> = segments.iter().flat_map(|s| s.boxes.0.iter()).collect();
+    for r in &mut rows {
+        r.boxes = rag_docparse::geometry::span_boxes(fragments.iter().copied(), r.char_start as u64, r.char_end as u64);
+    }
+    Ok(rows)
 }
