@@ -54,10 +54,20 @@ impl Api {
     }
 
     async fn upload(&self, ws: &str, token: &str, filename: &str, content_type: &str, bytes: Vec<u8>) -> (StatusCode, Value) {
-        let part = reqwest::multipart::Part::bytes(bytes).file_name(filename.to_string()).mime_str(content_type).unwrap();
-        let form = reqwest::multipart::Form::new().part("file", part);
-        let resp =
-            self.http.post(format!("{}/v1/workspaces/{ws}/documents", self.base)).bearer_auth(token).multipart(form).send().await.unwrap();
+        // The server answers 413 from the declared length without reading a
+        // too-large body and closes the connection; a client still sending
+        // can then lose the answer (hyper: IncompleteMessage). Such a send
+        // is repeated, as a real client would; every other error fails.
+        let mut attempts = 0;
+        let resp = loop {
+            let part = reqwest::multipart::Part::bytes(bytes.clone()).file_name(filename.to_string()).mime_str(content_type).unwrap();
+            let form = reqwest::multipart::Form::new().part("file", part);
+            match self.http.post(format!("{}/v1/workspaces/{ws}/documents", self.base)).bearer_auth(token).multipart(form).send().await {
+                Ok(r) => break r,
+                Err(e) if e.is_request() && bytes.len() > 64 * 1024 && attempts < 3 => attempts += 1,
+                Err(e) => panic!("upload {filename}: {e:?}"),
+            }
+        };
         let status = resp.status();
         let text = resp.text().await.unwrap();
         (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))

@@ -398,7 +398,20 @@ async fn citations_point_at_the_page_through_replay_and_rebuild() {
     assert_eq!((pages.len(), pages[0].unit.as_str()), (2, "pt"));
 
     // A citation carries the boxes of exactly the characters it cites.
-    let (ok, out, err) = t.run(&["ask", "Doanh thu thuần năm 2023 đạt bao nhiêu?", "--workspace", &ws, "--json", "--timeout", "60"]).await;
+    // Both documents hold the same text: ask the PDF.
+    let (ok, out, err) = t
+        .run(&[
+            "ask",
+            "Doanh thu thuần năm 2023 đạt bao nhiêu?",
+            "--workspace",
+            &ws,
+            "--document",
+            &pdf.to_string(),
+            "--json",
+            "--timeout",
+            "60",
+        ])
+        .await;
     assert!(ok, "{out}\n{err}");
     let answer: serde_json::Value = serde_json::from_str(&out).unwrap();
     let citations = answer["metadata"]["citations"].as_array().unwrap();
