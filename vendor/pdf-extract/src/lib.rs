@@ -960,8 +960,11 @@ fn get_unicode_map<'a>(doc: &'a Document, font: &'a Dictionary) -> Option<HashMa
         None => { }
         Some(&Object::Name(ref name)) => {
             let name = pdf_to_utf8(name);
+            // rag-engine fix: ToUnicode must be a stream; a name other
+            // than Identity-H is treated as absent (as pdf.js does) instead
+            // of panicking (which lost the page), so the font decodes it.
             if name != "Identity-H" {
-                todo!("unsupported ToUnicode name: {:?}", name);
+                dlog!("ignoring unsupported ToUnicode name: {:?}", name);
             }
         }
         _ => { panic!("unsupported cmap {:?}", to_unicode)}
