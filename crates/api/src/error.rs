@@ -124,3 +124,13 @@ impl From<rag_blobs::BlobError> for ApiError {
         ApiError::unavailable("storage_unavailable", format!("object storage: {e}"))
     }
 }
+
+impl From<rag_upload::UploadError> for ApiError {
+    fn from(e: rag_upload::UploadError) -> Self {
+        match e {
+            rag_upload::UploadError::Workspace(_) => ApiError::not_found("workspace"),
+            rag_upload::UploadError::Store(e) => e.into(),
+            rag_upload::UploadError::Announce(e) => e.into(),
+        }
+    }
+}

@@ -10,7 +10,8 @@ use axum::extract::{MatchedPath, Request};
 use axum::http::{header, HeaderValue};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use rag_telemetry::names;
+use rag_telemetry::events::HttpRequestAnswered;
+use rag_telemetry::InternalEvent;
 use tracing::Instrument;
 
 use crate::error::ApiError;
@@ -32,9 +33,7 @@ pub async fn observe(req: Request, next: Next) -> Response {
             tracing::debug!(status = status.as_u16(), elapsed_ms = start.elapsed().as_millis() as u64, "request answered");
         }
     });
-    metrics::counter!(names::HTTP_REQUESTS, "method" => method.to_string(), "route" => route.clone(), "status" => status.as_u16().to_string())
-        .increment(1);
-    metrics::histogram!(names::HTTP_SECONDS, "method" => method.to_string(), "route" => route).record(start.elapsed().as_secs_f64());
+    HttpRequestAnswered { method: method.as_str(), route: &route, status: status.as_u16(), elapsed: start.elapsed() }.emit();
     response
 }
 

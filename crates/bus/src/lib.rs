@@ -4,7 +4,7 @@
 //!   raw records (dead letters, redrives).
 //! - [`stage::StageRunner`]: the consumer loop every stage runs. It positions
 //!   every partition when it is assigned, stores the next offset only after
-//!   the [`stage::Processor`] reports the record's effect durable, retries
+//!   the [`stage::Stage`] reports the record's effect durable, retries
 //!   transient errors with backoff, sends permanent failures to
 //!   `<topic>.dlq` (up to a limit) and moves on, commits on revoke and on
 //!   shutdown, and exports its own lag.
@@ -19,7 +19,9 @@ pub mod stage;
 
 pub use config::BusConfig;
 pub use producer::EventProducer;
-pub use stage::{DeadLetterLimit, Inbound, Outcome, ProcessError, Processor, StageRunner, StageSpec, StartAt};
+pub use stage::{
+    DeadLetterLimit, ErrorSource, Inbound, Outcome, Positions, ProcessError, Stage, StageIdentity, StageOutput, StageRunner, StartAt,
+};
 
 /// Header names. Every event carries its type, schema fingerprint, id and
 /// correlation id so tools can route and trace without decoding the body.

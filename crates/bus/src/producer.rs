@@ -1,8 +1,8 @@
 use std::time::Duration;
 
-use metrics::counter;
 use rag_events::{Codec, Event};
-use rag_telemetry::{labels, names};
+use rag_telemetry::events::RecordDelivered;
+use rag_telemetry::InternalEvent;
 use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 
@@ -129,7 +129,7 @@ impl EventProducer {
         }
         let delivery = self.producer.send(record, Duration::from_secs(0)).await.map_err(|(e, _)| BusError::Kafka(e))?;
         let (partition, offset) = (delivery.partition, delivery.offset);
-        counter!(names::PRODUCED, "producer" => self.name.clone(), labels::TOPIC => topic.to_string()).increment(1);
+        RecordDelivered { producer: &self.name, topic }.emit();
         Ok(Delivered { partition, offset })
     }
 

@@ -10,13 +10,15 @@ use std::time::{Duration, Instant};
 
 use rag_bus::admin::{committed_offsets, ensure_topics, read_topic, watermarks};
 use rag_bus::{
-    BusConfig, BusError, DeadLetterLimit, EventProducer, Inbound, Outcome, ProcessError, Processor, StageRunner, StageSpec, StartAt,
+    BusConfig, BusError, DeadLetterLimit, EventProducer, Inbound, Outcome, Positions, ProcessError, Stage, StageIdentity, StageRunner,
+    StartAt,
 };
 use rag_events::{Codec, EventType, Topics};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 const PARTITIONS: i32 = 4;
+const GROUP: &str = "test-group";
 
 fn brokers() -> String {
     if let Ok(b) = std::env::var("KAFKA_BROKERS") {
@@ -61,7 +63,19 @@ impl Recorder {
     }
 }
 
-impl Processor for Recorder {
+impl Stage for Recorder {
+    type Error = ProcessError;
+
+    fn identity(&self) -> StageIdentity {
+        StageIdentity {
+            name: "test-stage",
+            group: GROUP.into(),
+            consumes: vec![EventType::DocumentUploaded],
+            produces: Vec::new(),
+            positions: if self.own.is_some() { Positions::Postgres } else { Positions::Kafka },
+        }
+    }
+
     async fn process(&self, msg: &Inbound) -> Result<Outcome, ProcessError> {
         let payload = String::from_utf8_lossy(msg.payload.as_deref().unwrap_or_default()).into_owned();
         if let Some(own) = &self.own {
@@ -108,7 +122,6 @@ impl Processor for Recorder {
 struct Harness {
     cfg: BusConfig,
     topic: String,
-    spec: StageSpec,
     producer: EventProducer,
 }
 
@@ -151,19 +164,18 @@ impl Harness {
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
         let topic = cfg.topics.of(EventType::DocumentUploaded);
-        let spec = StageSpec { name: "test-stage".into(), group: "test-group".into(), topics: vec![topic.clone()] };
         let producer = EventProducer::new(&cfg, Codec::embedded().unwrap(), "runner-test").unwrap();
-        Harness { cfg, topic, spec, producer }
+        Harness { cfg, topic, producer }
     }
 
     fn group(&self) -> String {
-        self.cfg.group_of(&self.spec.group)
+        self.cfg.group_of(GROUP)
     }
 
     fn start(&self, processor: Arc<Recorder>) -> Running {
         let stop = CancellationToken::new();
         let dlq = EventProducer::new(&self.cfg, Codec::embedded().unwrap(), "runner-test-dlq").unwrap();
-        let runner = StageRunner::new(&self.cfg, &self.spec, processor, dlq, stop.clone()).unwrap();
+        let runner = StageRunner::new(&self.cfg, processor, dlq, stop.clone()).unwrap();
         Running { stop, task: tokio::spawn(runner.run()) }
     }
 
@@ -395,7 +407,7 @@ async fn partitions_reassigned_while_producing_skip_nothing() {
     let r = Arc::new(Recorder { delay: Duration::from_millis(20), ..Default::default() });
     let a = h.start(r.clone());
     let producing = {
-        let h2 = Harness { cfg: h.cfg.clone(), topic: h.topic.clone(), spec: h.spec.clone(), producer: h.producer.clone() };
+        let h2 = Harness { cfg: h.cfg.clone(), topic: h.topic.clone(), producer: h.producer.clone() };
         tokio::spawn(async move {
             let mut landed = Vec::new();
             for round in 0..12 {

@@ -424,11 +424,7 @@ impl Settings {
 
 /// Workspace ids appear in object keys and topics' data: keep them plain.
 pub fn validate_workspace(ws: &str) -> anyhow::Result<()> {
-    let ok = !ws.is_empty()
-        && ws.len() <= 64
-        && ws.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
-        && ws.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-    if ok {
+    if rag_events::is_workspace_id(ws) {
         Ok(())
     } else {
         anyhow::bail!("invalid workspace id {ws:?}: use 1-64 characters of A-Z a-z 0-9 - _ . starting with a letter or digit")

@@ -15,9 +15,9 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use rag_bus::{EventProducer, StageSpec};
+use rag_bus::{EventProducer, StageOutput};
 use rag_events::{Codec, EventType};
-use rag_stages::{indexer, projector};
+use rag_stages::{indexer, projector, PgOffsets};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Settings;
@@ -146,26 +146,24 @@ pub async fn rebuild(s: &Settings, cmd: RebuildCommand) -> anyhow::Result<ExitCo
             topics.clone(),
             projector_group.clone(),
         );
-        let spec = StageSpec { name: projector::STAGE.into(), group: projector::GROUP.into(), topics: phase_topics.clone() };
+        let p = p.consuming(phase.events);
         {
             let (bus, shutdown, dlq) = (bus.clone(), shutdown.clone(), dlq.clone());
-            tasks.spawn(async move { rag_bus::stage::run_stage(&bus, &spec, Arc::new(p), dlq, shutdown).await });
+            tasks.spawn(async move { rag_bus::stage::run_stage(&bus, Arc::new(p), dlq, shutdown).await });
         }
         let mut watched = vec![(projector_group.clone(), phase_topics.clone())];
         if phase.with_indexer {
             let i = indexer::Indexer {
-                pool: pool.clone(),
                 blobs: rag_blobs::BlobStore::new(&s.blobs()),
-                output: EventProducer::new(&bus, codec.clone(), "rag-engine/rebuild")?,
-                group: indexer_group.clone(),
+                output: StageOutput::new(EventProducer::new(&bus, codec.clone(), "rag-engine/rebuild")?, indexer::STAGE),
+                offsets: PgOffsets::new(pool.clone(), indexer_group.clone()),
                 failpoint: None,
                 embedder: embedder.clone(),
                 emit: false,
             };
             let chunked = vec![topics.of(EventType::DocumentChunked)];
-            let spec = StageSpec { name: indexer::STAGE.into(), group: indexer::GROUP.into(), topics: chunked.clone() };
             let (bus, shutdown) = (bus.clone(), shutdown.clone());
-            tasks.spawn(async move { rag_bus::stage::run_stage(&bus, &spec, Arc::new(i), dlq, shutdown).await });
+            tasks.spawn(async move { rag_bus::stage::run_stage(&bus, Arc::new(i), dlq, shutdown).await });
             watched.push((indexer_group.clone(), chunked));
         }
         loop {

@@ -15,9 +15,11 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use rag_bus::{headers, EventProducer, Inbound, Outcome, ProcessError, Processor, StageSpec};
+use rag_bus::{headers, EventProducer, Inbound, Outcome, Stage, StageIdentity, StageOutput};
 use rag_events::{Codec, DocumentParsed, EventType};
 use rag_stages::chunker::{self, Chunker};
+use rag_stages::StageError;
+use rag_store::documents::DocumentStatus;
 use rag_store::sqlx::PgPool;
 use tokio_util::sync::CancellationToken;
 
@@ -60,6 +62,9 @@ struct Progress {
 /// The chunker, restricted to the selected documents, recording progress.
 struct Replaying {
     chunker: Chunker,
+    /// A group of its own per run: the replay always reads from the
+    /// beginning and never moves the offsets of the pipeline's chunker.
+    group: String,
     pool: PgPool,
     workspace: Option<String>,
     documents: Vec<String>,
@@ -87,8 +92,14 @@ impl Replaying {
     }
 }
 
-impl Processor for Replaying {
-    async fn process(&self, msg: &Inbound) -> Result<Outcome, ProcessError> {
+impl Stage for Replaying {
+    type Error = StageError;
+
+    fn identity(&self) -> StageIdentity {
+        StageIdentity { name: "replay-chunker", group: self.group.clone(), ..self.chunker.identity() }
+    }
+
+    async fn process(&self, msg: &Inbound) -> Result<Outcome, StageError> {
         let payload = msg.payload.as_deref().unwrap_or_default();
         let event: DocumentParsed = match self.chunker.output.codec().decode(payload) {
             Ok(e) => e,
@@ -100,9 +111,8 @@ impl Processor for Replaying {
         };
         let live = match uuid::Uuid::parse_str(&event.document_id) {
             Ok(id) => rag_store::documents::status_of(&self.pool, id)
-                .await
-                .map_err(|e| ProcessError::Transient(e.to_string()))?
-                .is_some_and(|s| s != "deleted" && s != "uploaded"),
+                .await?
+                .is_some_and(|s| !matches!(s, DocumentStatus::Deleted | DocumentStatus::Uploaded)),
             Err(_) => false,
         };
         if !(live && self.selected(msg, &event)) {
@@ -139,24 +149,18 @@ pub async fn replay(s: &Settings, cmd: ReplayCommand) -> anyhow::Result<ExitCode
     let total: i64 = ends.values().sum();
     let chunker = Chunker {
         blobs: rag_blobs::BlobStore::new(&s.blobs()),
-        output: EventProducer::new(&bus, codec.clone(), "rag-engine/replay")?,
+        output: StageOutput::new(EventProducer::new(&bus, codec.clone(), "rag-engine/replay")?, chunker::STAGE),
         profile: profile.clone(),
         counter: s.token_counter()?,
     };
     let progress = Arc::new(Mutex::new(Progress::default()));
     let replaying = Replaying {
         chunker,
+        group: format!("{}.replay-{}", chunker::group(&profile), uuid::Uuid::now_v7()),
         pool: pool.clone(),
         workspace: args.workspace.clone(),
         documents: args.documents.iter().map(|d| d.to_string()).collect(),
         progress: progress.clone(),
-    };
-    // A group of its own per run: the replay always reads from the beginning
-    // and never moves the offsets of the pipeline's chunker.
-    let spec = StageSpec {
-        name: "replay-chunker".into(),
-        group: format!("{}.replay-{}", chunker::group(&profile), uuid::Uuid::now_v7()),
-        topics: vec![topic.clone()],
     };
     let bar = ProgressBar::new(total.max(0) as u64);
     if args.json {
@@ -169,8 +173,8 @@ pub async fn replay(s: &Settings, cmd: ReplayCommand) -> anyhow::Result<ExitCode
     let shutdown = CancellationToken::new();
     let stage = if total > 0 {
         let dlq = EventProducer::new(&bus, codec.clone(), "rag-engine/replay-dlq")?;
-        let (bus, spec, shutdown) = (bus.clone(), spec.clone(), shutdown.clone());
-        Some(tokio::spawn(async move { rag_bus::stage::run_stage(&bus, &spec, Arc::new(replaying), dlq, shutdown).await }))
+        let (bus, shutdown) = (bus.clone(), shutdown.clone());
+        Some(tokio::spawn(async move { rag_bus::stage::run_stage(&bus, Arc::new(replaying), dlq, shutdown).await }))
     } else {
         None
     };

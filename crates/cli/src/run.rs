@@ -4,9 +4,9 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use rag_bus::{BusConfig, EventProducer, Processor, StageSpec};
-use rag_events::{Codec, EventType};
-use rag_stages::{answerer, chunker, failpoint::Failpoint, indexer, parser, projector};
+use rag_bus::{BusConfig, EventProducer, Stage, StageOutput};
+use rag_events::Codec;
+use rag_stages::{answerer, chunker, failpoint::Failpoint, indexer, parser, projector, PgOffsets};
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info};
 
@@ -32,24 +32,11 @@ pub enum StageName {
 
 pub type StageTasks = tokio::task::JoinSet<(String, Result<(), rag_bus::BusError>)>;
 
-#[allow(clippy::too_many_arguments)]
-fn spawn_stage<P: Processor>(
-    tasks: &mut StageTasks,
-    bus: &BusConfig,
-    dlq: &EventProducer,
-    name: &str,
-    group: String,
-    consumes: &[EventType],
-    processor: P,
-    shutdown: &CancellationToken,
-) -> anyhow::Result<()> {
-    let spec = StageSpec { name: name.to_string(), group, topics: consumes.iter().map(|t| bus.topics.of(*t)).collect() };
-    let (bus, shutdown, processor, dlq) = (bus.clone(), shutdown.clone(), Arc::new(processor), dlq.clone());
-    tasks.spawn(async move {
-        let r = rag_bus::stage::run_stage(&bus, &spec, processor, dlq, shutdown).await;
-        (spec.name, r)
-    });
-    Ok(())
+/// Runs `stage` as a task of `tasks` until `shutdown`; `dlq` produces its dead letters.
+pub fn spawn_stage<S: Stage>(tasks: &mut StageTasks, bus: &BusConfig, dlq: &EventProducer, stage: S, shutdown: &CancellationToken) {
+    let (bus, shutdown, stage, dlq) = (bus.clone(), shutdown.clone(), Arc::new(stage), dlq.clone());
+    let name = stage.identity().name.to_string();
+    tasks.spawn(async move { (name, rag_bus::stage::run_stage(&bus, stage, dlq, shutdown).await) });
 }
 
 #[derive(Args, Debug)]
@@ -119,45 +106,40 @@ pub async fn start_stages(
     // splits the partitions among them, exactly as across machines.
     for _ in 0..s.stage_instances.max(1) {
         if wants(StageName::Parser) {
-            let output = producer.clone();
+            let output = StageOutput::new(producer.clone(), parser::STAGE);
             let p = parser::Parser { blobs: blobs.clone(), output, limits: s.parse_limits(), ocr: ocr.clone() };
-            spawn_stage(&mut tasks, &bus, &producer, parser::STAGE, parser::GROUP.into(), parser::CONSUMES, p, shutdown)?;
+            spawn_stage(&mut tasks, &bus, &producer, p, shutdown);
         }
         if let Some(counter) = &counter {
-            let profile = s.chunking_profile()?;
-            let output = producer.clone();
-            let group = chunker::group(&profile);
-            let c = chunker::Chunker { blobs: blobs.clone(), output, profile, counter: counter.clone() };
-            spawn_stage(&mut tasks, &bus, &producer, chunker::STAGE, group, chunker::CONSUMES, c, shutdown)?;
+            let output = StageOutput::new(producer.clone(), chunker::STAGE);
+            let c = chunker::Chunker { blobs: blobs.clone(), output, profile: s.chunking_profile()?, counter: counter.clone() };
+            spawn_stage(&mut tasks, &bus, &producer, c, shutdown);
         }
         if let Some(embedder) = &embedder {
-            let output = producer.clone();
             let i = indexer::Indexer {
-                pool: pool.clone(),
                 blobs: blobs.clone(),
-                output,
-                group: bus.group_of(indexer::GROUP),
+                output: StageOutput::new(producer.clone(), indexer::STAGE),
+                offsets: PgOffsets::new(pool.clone(), bus.group_of(indexer::GROUP)),
                 failpoint: Failpoint::from_env(),
                 embedder: embedder.clone(),
                 emit: true,
             };
-            spawn_stage(&mut tasks, &bus, &producer, indexer::STAGE, indexer::GROUP.into(), indexer::CONSUMES, i, shutdown)?;
+            spawn_stage(&mut tasks, &bus, &producer, i, shutdown);
         }
         if let (true, Some(embedder)) = (wants(StageName::Answerer), &shared_embedder) {
-            let output = producer.clone();
             let a = answerer::Answerer {
                 retriever: s.retriever_with(pool.clone(), embedder.clone())?,
                 llm: answer_llm.clone(),
                 fallback: s.answer_fallback(),
                 top_k: s.retrieval_top_k.max(1),
-                output,
+                output: StageOutput::new(producer.clone(), answerer::STAGE),
             };
-            spawn_stage(&mut tasks, &bus, &producer, answerer::STAGE, answerer::GROUP.into(), answerer::CONSUMES, a, shutdown)?;
+            spawn_stage(&mut tasks, &bus, &producer, a, shutdown);
         }
         if wants(StageName::Projector) {
             let group = bus.group_of(projector::GROUP);
             let p = projector::Projector::new(pool.clone(), blobs.clone(), codec.clone(), topics.clone(), group);
-            spawn_stage(&mut tasks, &bus, &producer, projector::STAGE, projector::GROUP.into(), projector::CONSUMES, p, shutdown)?;
+            spawn_stage(&mut tasks, &bus, &producer, p, shutdown);
         }
     }
     Ok(tasks)

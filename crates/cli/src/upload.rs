@@ -8,7 +8,7 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rag_blobs::BlobStore;
 use rag_bus::EventProducer;
-use rag_events::{Codec, DocumentUploaded, Envelope};
+use rag_events::Codec;
 use serde::Serialize;
 
 use crate::config::{validate_workspace, Settings};
@@ -142,7 +142,6 @@ pub async fn upload(s: &Settings, args: UploadArgs) -> anyhow::Result<ExitCode> 
                 error: Some(format!("{e:#}")),
             },
         };
-        metrics::counter!(rag_telemetry::names::UPLOADS, "outcome" => if result.ok { "ok" } else { "failed" }).increment(1);
         if !args.json {
             bar.suspend(|| match &result {
                 UploadResult { ok: true, document_id: Some(id), .. } => {
@@ -183,26 +182,17 @@ async fn upload_one(
     if size > s.upload_max_bytes {
         anyhow::bail!("file is {size} bytes, over the limit of {} (UPLOAD_MAX_BYTES)", s.upload_max_bytes);
     }
-    // Content-addressed within the workspace: identical bytes are stored once.
-    let key = format!("workspaces/{}/originals/{}", args.workspace, sha256);
-    let blob_uri = match blobs.head(&key).await? {
-        Some(existing) if existing == size => blobs.uri(&key),
-        _ => blobs.put_file(&key, path, size, &sha256, content_type).await?.uri,
-    };
     let mut metadata = metadata.clone();
     metadata.insert("source_path".to_string(), path.display().to_string());
-    let document_id = uuid::Uuid::now_v7().to_string();
-    let event = DocumentUploaded {
-        envelope: Envelope::originating(&args.workspace, format!("rag-engine/cli@{}", env!("CARGO_PKG_VERSION"))),
-        document_id: document_id.clone(),
-        blob_uri: blob_uri.clone(),
+    let doc = rag_upload::NewDocument {
+        workspace_id: args.workspace.clone(),
         filename: filename.to_string(),
         content_type: content_type.to_string(),
-        size_bytes: size as i64,
-        sha256: sha256.clone(),
         uploaded_by: args.uploaded_by.clone(),
         metadata,
+        producer: format!("rag-engine/cli@{}", env!("CARGO_PKG_VERSION")),
     };
-    producer.send(&event).await.context("producing DocumentUploaded")?;
+    let event = rag_upload::store_and_announce(blobs, producer, rag_upload::Original { path, size, sha256: &sha256 }, doc).await?;
+    let (document_id, blob_uri) = (event.document_id, event.blob_uri);
     Ok((document_id, sha256, blob_uri, size))
 }

@@ -5,20 +5,21 @@
 use rag_answer::llm::ChatClient;
 use rag_answer::prompt::Turn;
 use rag_answer::{answer_question, AnswerMode, AnswerOutcome, LlmFallback, SegmentSpan, SourceChunk};
-use rag_bus::{EventProducer, Inbound, Outcome, ProcessError, Processor};
+use rag_bus::{Inbound, Outcome, Positions, Stage, StageIdentity, StageOutput};
 use rag_events::{AnswerProduced, Envelope, EventType, Failure, QuestionAsked};
 use rag_store::messages;
 use rag_store::search::{self, ChunkHit};
-use tracing::{info, warn};
+use rag_telemetry::events::LlmTokensUsed;
+use rag_telemetry::InternalEvent;
+use tracing::warn;
 use uuid::Uuid;
 
-use crate::common::{decode, produce_err};
-use crate::projector::store_err;
+use crate::common::{decode, producer_name};
+use crate::error::StageError;
 use crate::retriever::{Mode, Retrieval, Retriever};
 
 pub const STAGE: &str = "answerer";
 pub const GROUP: &str = "rag-answerer";
-pub const CONSUMES: &[EventType] = &[EventType::QuestionAsked];
 
 /// Earlier turns given to the model.
 const HISTORY_TURNS: i64 = 6;
@@ -28,18 +29,28 @@ const HISTORY_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 /// Upper bound on a question's top_k.
 const MAX_TOP_K: usize = 50;
 
+pub fn identity() -> StageIdentity {
+    StageIdentity {
+        name: STAGE,
+        group: GROUP.into(),
+        consumes: vec![EventType::QuestionAsked],
+        produces: vec![EventType::AnswerProduced],
+        positions: Positions::Kafka,
+    }
+}
+
 pub struct Answerer {
     pub retriever: Retriever,
     pub llm: Option<ChatClient>,
     pub fallback: LlmFallback,
     pub top_k: usize,
-    pub output: EventProducer,
+    pub output: StageOutput,
 }
 
 impl Answerer {
     fn produced(&self, q: &QuestionAsked) -> AnswerProduced {
         AnswerProduced {
-            envelope: Envelope::caused_by(&q.envelope, STAGE, format!("rag-engine/{STAGE}@{}", env!("CARGO_PKG_VERSION"))),
+            envelope: Envelope::caused_by(&q.envelope, STAGE, producer_name(STAGE)),
             conversation_id: q.conversation_id.clone(),
             assistant_message_id: q.assistant_message_id.clone(),
             answer: String::new(),
@@ -60,10 +71,10 @@ impl Answerer {
 
     /// The retrieved chunks with the segments they cover (for the page and
     /// segment of each citation).
-    async fn sources(&self, ws: &str, retrieval: &Retrieval) -> Result<Vec<SourceChunk>, ProcessError> {
+    async fn sources(&self, ws: &str, retrieval: &Retrieval) -> Result<Vec<SourceChunk>, StageError> {
         let hits: Vec<ChunkHit> = retrieval.chunks.iter().map(|c| c.hit.clone()).collect();
         let mut segments: Vec<Vec<SegmentSpan>> = vec![Vec::new(); hits.len()];
-        for s in search::segments_of_chunks(&self.retriever.pool, ws, &hits).await.map_err(store_err)? {
+        for s in search::segments_of_chunks(&self.retriever.pool, ws, &hits).await? {
             if let Some(spans) = usize::try_from(s.chunk).ok().and_then(|i| segments.get_mut(i)) {
                 spans.push(SegmentSpan {
                     segment_index: s.segment_index as u32,
@@ -98,10 +109,10 @@ impl Answerer {
     /// that turn. Questions of a conversation share a partition, so once
     /// this question is projected every earlier one is. Bounded: a
     /// projector that is down delays answers by `HISTORY_WAIT`, no more.
-    async fn wait_for_projected_question(&self, ws: &str, user_message: Uuid) -> Result<(), ProcessError> {
+    async fn wait_for_projected_question(&self, ws: &str, user_message: Uuid) -> Result<(), StageError> {
         let started = std::time::Instant::now();
         loop {
-            if messages::get(&self.retriever.pool, ws, user_message).await.map_err(store_err)?.is_some() {
+            if messages::get(&self.retriever.pool, ws, user_message).await?.is_some() {
                 return Ok(());
             }
             if started.elapsed() >= HISTORY_WAIT {
@@ -112,7 +123,7 @@ impl Answerer {
         }
     }
 
-    async fn answer(&self, q: &QuestionAsked) -> Result<AnswerProduced, ProcessError> {
+    async fn answer(&self, q: &QuestionAsked) -> Result<AnswerProduced, StageError> {
         let ws = &q.envelope.workspace_id;
         let mut document_ids = Vec::new();
         for d in &q.document_ids {
@@ -129,14 +140,13 @@ impl Answerer {
         let top_k = q.top_k.filter(|k| *k > 0).map(|k| k as usize).unwrap_or(self.top_k).clamp(1, MAX_TOP_K);
         let retrieval = match self.retriever.retrieve(ws, &q.question, top_k, &document_ids, Mode::Hybrid).await {
             Ok(r) => r,
-            Err(e) if e.is_transient() => return Err(ProcessError::Transient(e.to_string())),
+            Err(e) if e.is_transient() => return Err(e.into()),
             Err(e) => return Ok(self.failed(q, "retrieval_failed", e.to_string())),
         };
         let sources = self.sources(ws, &retrieval).await?;
         self.wait_for_projected_question(ws, user).await?;
         let history: Vec<Turn> = messages::history(&self.retriever.pool, ws, conversation, (user, assistant), HISTORY_TURNS)
-            .await
-            .map_err(store_err)?
+            .await?
             .into_iter()
             .map(|m| Turn { role: m.role, content: m.content })
             .collect();
@@ -176,9 +186,9 @@ impl Answerer {
     /// A validated citation as the event carries it: with the text it cites
     /// and where that text is (lines, and boxes on the page), read from the
     /// segments now so the answer keeps them whatever happens later.
-    async fn to_event(&self, ws: &str, c: &rag_answer::Citation) -> Result<rag_events::Citation, ProcessError> {
+    async fn to_event(&self, ws: &str, c: &rag_answer::Citation) -> Result<rag_events::Citation, StageError> {
         let geometry = match Uuid::parse_str(&c.document_id) {
-            Ok(id) => rag_store::raw::span(&self.retriever.pool, ws, id, c.char_start, c.char_end).await.map_err(store_err)?,
+            Ok(id) => rag_store::raw::span(&self.retriever.pool, ws, id, c.char_start, c.char_end).await?,
             Err(_) => Default::default(),
         };
         Ok(rag_events::Citation {
@@ -226,26 +236,35 @@ fn retrieval_json(r: &Retrieval, outcome: Option<&AnswerOutcome>) -> String {
     v.to_string()
 }
 
-impl Processor for Answerer {
-    async fn process(&self, msg: &Inbound) -> Result<Outcome, ProcessError> {
+impl Stage for Answerer {
+    type Error = StageError;
+
+    fn identity(&self) -> StageIdentity {
+        identity()
+    }
+
+    async fn process(&self, msg: &Inbound) -> Result<Outcome, StageError> {
         let q: QuestionAsked = decode(self.output.codec(), msg)?;
         let out = self.answer(&q).await?;
-        match &out.failure {
-            Some(f) => warn!(workspace_id = %q.envelope.workspace_id, conversation_id = %q.conversation_id,
-                             message_id = %q.assistant_message_id, code = %f.code, reason = %f.message, "question not answered"),
-            None => info!(workspace_id = %q.envelope.workspace_id, conversation_id = %q.conversation_id,
-                          message_id = %q.assistant_message_id, mode = %out.mode, sections = out.sections.len(),
-                          citations = out.citations.len(), "question answered"),
+        if let Some(f) = &out.failure {
+            warn!(workspace_id = %q.envelope.workspace_id, conversation_id = %q.conversation_id,
+                  message_id = %q.assistant_message_id, code = %f.code, reason = %f.message, "question not answered");
         }
         if out.mode == AnswerMode::Llm.as_str() {
             if let Some(u) = &out.llm_usage {
-                rag_telemetry::record_llm_tokens(&u.model, u.prompt_tokens, u.completion_tokens);
+                LlmTokensUsed { model: &u.model, prompt: u.prompt_tokens, completion: u.completion_tokens }.emit();
             }
         }
-        self.output.send(&out).await.map_err(produce_err)?;
-        rag_bus::stage::record_out(STAGE, &self.output.config().topics.of(EventType::AnswerProduced));
-        let waited = (out.envelope.occurred_at - q.envelope.occurred_at).max(0) as f64 / 1000.0;
-        metrics::histogram!(rag_telemetry::names::QUESTION_TO_ANSWER_SECONDS, "mode" => out.mode.clone()).record(waited);
+        self.output.send(&out).await?;
+        let waited = (out.envelope.occurred_at - q.envelope.occurred_at).max(0) as u64;
+        rag_telemetry::events::AnswerProduced {
+            workspace_id: &q.envelope.workspace_id,
+            conversation_id: &q.conversation_id,
+            mode: &out.mode,
+            sections: out.sections.len(),
+            since_question: std::time::Duration::from_millis(waited),
+        }
+        .emit();
         Ok(Outcome::Applied)
     }
 }

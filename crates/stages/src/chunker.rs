@@ -5,31 +5,47 @@
 use std::sync::Arc;
 
 use rag_blobs::BlobStore;
-use rag_bus::{EventProducer, Inbound, Outcome, ProcessError, Processor};
+use rag_bus::{Inbound, Outcome, Positions, ProcessError, Stage, StageIdentity, StageOutput};
 use rag_chunking::{ChunkingProfile, TokenCounter};
 use rag_docparse::Segment;
 use rag_events::{DocumentChunked, DocumentParsed, Envelope, EventType, Failure};
 use tracing::info;
 
 use crate::common::*;
+use crate::error::StageError;
 
 pub const STAGE: &str = "chunker";
-pub const CONSUMES: &[EventType] = &[EventType::DocumentParsed];
 
 /// Consumer group of a profile version.
 pub fn group(profile: &ChunkingProfile) -> String {
     format!("rag-chunker.{}", profile.id())
 }
 
+pub fn identity(profile: &ChunkingProfile) -> StageIdentity {
+    StageIdentity {
+        name: STAGE,
+        group: group(profile),
+        consumes: vec![EventType::DocumentParsed],
+        produces: vec![EventType::DocumentChunked],
+        positions: Positions::Kafka,
+    }
+}
+
 pub struct Chunker {
     pub blobs: BlobStore,
-    pub output: EventProducer,
+    pub output: StageOutput,
     pub profile: ChunkingProfile,
     pub counter: Arc<dyn TokenCounter>,
 }
 
-impl Processor for Chunker {
-    async fn process(&self, msg: &Inbound) -> Result<Outcome, ProcessError> {
+impl Stage for Chunker {
+    type Error = StageError;
+
+    fn identity(&self) -> StageIdentity {
+        identity(&self.profile)
+    }
+
+    async fn process(&self, msg: &Inbound) -> Result<Outcome, StageError> {
         let input: DocumentParsed = decode(self.output.codec(), msg)?;
         if input.failure.is_some() {
             // Nothing to chunk; the projector already records the failure.
@@ -37,7 +53,7 @@ impl Processor for Chunker {
         }
         let stage_id = format!("{STAGE}:{}", self.profile.id());
         let mut out = DocumentChunked {
-            envelope: Envelope::caused_by(&input.envelope, &stage_id, format!("rag-engine/{STAGE}@{}", env!("CARGO_PKG_VERSION"))),
+            envelope: Envelope::caused_by(&input.envelope, &stage_id, producer_name(STAGE)),
             document_id: input.document_id.clone(),
             chunking_profile: self.profile.name.clone(),
             chunking_version: self.profile.id(),
@@ -46,26 +62,27 @@ impl Processor for Chunker {
             chunks_sha256: None,
             failure: None,
         };
-        let segments: Result<Vec<Segment>, ProcessError> = async {
-            let uri = input.segments_uri.as_deref().ok_or_else(|| ProcessError::permanent("invalid_event", "no segments_uri"))?;
-            let bytes = fetch_verified(&self.blobs, uri, input.segments_sha256.as_deref()).await?;
-            serde_json::from_slice(&bytes).map_err(|e| ProcessError::permanent("invalid_segments", e.to_string()))
+        let segments: Result<Vec<Segment>, StageError> = async {
+            let uri = input.segments_uri.as_deref().ok_or_else(|| StageError::invalid("invalid_event", "no segments_uri"))?;
+            fetch_json(&self.blobs, uri, input.segments_sha256.as_deref(), "invalid_segments").await
         }
         .await;
-        let segments = match segments {
+        // Segments that cannot be read are the document's failure: it is
+        // marked failed with the reason, and the stage moves on.
+        let segments = match segments.map_err(ProcessError::from) {
             Ok(s) => s,
-            Err(ProcessError::Permanent { code, reason }) => {
+            Err(ProcessError::Permanent { code, reason, .. }) => {
                 out.failure = Some(Failure { code, message: reason });
-                self.output.send(&out).await.map_err(produce_err)?;
+                self.output.send(&out).await?;
                 return Ok(Outcome::Applied);
             }
-            Err(e) => return Err(e),
+            Err(e) => return Err(e.into()),
         };
         let (doc_id, profile, counter) = (input.document_id.clone(), self.profile.clone(), self.counter.clone());
         let chunks = tokio::task::spawn_blocking(move || rag_chunking::chunk(&doc_id, &segments, &profile, counter.as_ref()))
             .await
-            .map_err(|e| ProcessError::permanent("chunker_crashed", e.to_string()))?;
-        let json = serde_json::to_vec(&chunks).map_err(|e| ProcessError::permanent("encode", e.to_string()))?;
+            .map_err(|source| StageError::Crashed { code: "chunker_crashed", source })?;
+        let json = serde_json::to_vec(&chunks).map_err(|e| StageError::invalid("encode", e))?;
         // Object keys stay plain ASCII without '@' (some S3 servers map keys to file names).
         let kind = format!("chunks-{}-v{}", self.profile.name, self.profile.version);
         let (uri, sha) =
@@ -75,8 +92,7 @@ impl Processor for Chunker {
         out.chunks_sha256 = Some(sha);
         info!(workspace_id = %input.envelope.workspace_id, document_id = %input.document_id,
               version = %self.profile.id(), chunks = chunks.len(), "document chunked");
-        self.output.send(&out).await.map_err(produce_err)?;
-        rag_bus::stage::record_out(STAGE, &self.output.config().topics.of(EventType::DocumentChunked));
+        self.output.send(&out).await?;
         Ok(Outcome::Applied)
     }
 }

@@ -1,21 +1,19 @@
 //! Helpers shared by the stage processors.
 
-use rag_blobs::{BlobError, BlobStore};
-use rag_bus::{Inbound, ProcessError};
+use rag_blobs::BlobStore;
+use rag_bus::Inbound;
 use rag_events::{Codec, Event};
 use sha2::{Digest, Sha256};
 
-pub fn decode<E: Event>(codec: &Codec, msg: &Inbound) -> Result<E, ProcessError> {
-    let payload = msg.payload.as_deref().unwrap_or_default();
-    codec.decode::<E>(payload).map_err(|e| ProcessError::permanent(e.code(), e.to_string()))
+use crate::error::StageError;
+
+pub fn decode<E: Event>(codec: &Codec, msg: &Inbound) -> Result<E, StageError> {
+    Ok(codec.decode::<E>(msg.payload.as_deref().unwrap_or_default())?)
 }
 
-pub fn blob_err(e: BlobError) -> ProcessError {
-    if e.is_transient() {
-        ProcessError::Transient(e.to_string())
-    } else {
-        ProcessError::permanent("blob_unreadable", e.to_string())
-    }
+/// The `rag-engine/<stage>@<version>` producer name of an envelope.
+pub fn producer_name(stage: &str) -> String {
+    format!("rag-engine/{stage}@{}", env!("CARGO_PKG_VERSION"))
 }
 
 pub fn sha256_hex(bytes: &[u8]) -> String {
@@ -23,16 +21,26 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 /// Reads a claim-checked payload and verifies its checksum.
-pub async fn fetch_verified(blobs: &BlobStore, uri: &str, sha256: Option<&str>) -> Result<Vec<u8>, ProcessError> {
-    let key = blobs.key_of(uri).map_err(|e| ProcessError::permanent("blob_unreadable", e.to_string()))?;
-    let bytes = blobs.get(key).await.map_err(blob_err)?;
+pub async fn fetch_verified(blobs: &BlobStore, uri: &str, sha256: Option<&str>) -> Result<Vec<u8>, StageError> {
+    let bytes = blobs.get(blobs.key_of(uri)?).await?;
     if let Some(expected) = sha256 {
         let actual = sha256_hex(&bytes);
         if actual != expected {
-            return Err(ProcessError::permanent("checksum_mismatch", format!("{uri}: sha256 {actual}, the event says {expected}")));
+            return Err(StageError::invalid("checksum_mismatch", format!("{uri}: sha256 {actual}, the event says {expected}")));
         }
     }
     Ok(bytes)
+}
+
+/// A claim-checked JSON payload (segments, chunks), read and verified.
+pub async fn fetch_json<T: serde::de::DeserializeOwned>(
+    blobs: &BlobStore,
+    uri: &str,
+    sha256: Option<&str>,
+    code: &'static str,
+) -> Result<T, StageError> {
+    let bytes = fetch_verified(blobs, uri, sha256).await?;
+    serde_json::from_slice(&bytes).map_err(|e| StageError::invalid(code, format!("{uri}: {e}")))
 }
 
 /// Where every blob derived from a document lives (deletion removes it all).
@@ -53,13 +61,9 @@ pub async fn store_derived(
     ext: &str,
     bytes: Vec<u8>,
     content_type: &str,
-) -> Result<(String, String), ProcessError> {
+) -> Result<(String, String), StageError> {
     let sha = sha256_hex(&bytes);
     let key = format!("{}{kind}/{}.{ext}", derived_prefix(workspace_id, document_id), &sha[..32]);
-    let stored = blobs.put_bytes(&key, bytes, content_type).await.map_err(blob_err)?;
+    let stored = blobs.put_bytes(&key, bytes, content_type).await?;
     Ok((stored.uri, sha))
-}
-
-pub fn produce_err(e: rag_bus::BusError) -> ProcessError {
-    ProcessError::Transient(format!("producing: {e}"))
 }

@@ -8,30 +8,38 @@
 //! delivered.
 
 use rag_blobs::BlobStore;
-use rag_bus::{EventProducer, Inbound, Outcome, ProcessError, Processor, StartAt};
+use rag_bus::{Inbound, Outcome, Positions, Stage, StageIdentity, StageOutput, StartAt};
 use rag_chunking::Chunk;
 use rag_embed::Embedder;
 use rag_events::{DocumentChunked, DocumentIngested, Envelope, EventType};
-use rag_store::documents;
-use rag_store::offsets::{self, Claim};
+use rag_store::documents::{self, DocumentStatus};
+use rag_store::offsets::Claim;
 use rag_store::pipeline::{self, IndexedChunk};
-use rag_store::sqlx::PgPool;
 use tracing::info;
 
 use crate::common::*;
+use crate::error::StageError;
 use crate::failpoint::Failpoint;
-use crate::projector::store_err;
+use crate::pg_offsets::PgOffsets;
 
 pub const STAGE: &str = "indexer";
 pub const GROUP: &str = "rag-indexer";
-pub const CONSUMES: &[EventType] = &[EventType::DocumentChunked];
+
+pub fn identity() -> StageIdentity {
+    StageIdentity {
+        name: STAGE,
+        group: GROUP.into(),
+        consumes: vec![EventType::DocumentChunked],
+        produces: vec![EventType::DocumentIngested],
+        positions: Positions::Postgres,
+    }
+}
 
 pub struct Indexer {
-    pub pool: PgPool,
     pub blobs: BlobStore,
-    pub output: EventProducer,
-    /// Full consumer group name (offsets are stored under it).
-    pub group: String,
+    pub output: StageOutput,
+    /// Under the full consumer group name.
+    pub offsets: PgOffsets,
     pub failpoint: Option<Failpoint>,
     pub embedder: Embedder,
     /// Whether to produce DocumentIngested. A rebuild of the read models
@@ -43,7 +51,7 @@ pub struct Indexer {
 impl Indexer {
     fn ingested(&self, input: &DocumentChunked, chunk_count: i32) -> DocumentIngested {
         DocumentIngested {
-            envelope: Envelope::caused_by(&input.envelope, STAGE, format!("rag-engine/{STAGE}@{}", env!("CARGO_PKG_VERSION"))),
+            envelope: Envelope::caused_by(&input.envelope, STAGE, producer_name(STAGE)),
             document_id: input.document_id.clone(),
             chunking_version: input.chunking_version.clone(),
             embedding_model: self.embedder.identity().map(|(m, _)| m.to_string()),
@@ -53,46 +61,42 @@ impl Indexer {
         }
     }
 
-    async fn emit(&self, event: &DocumentIngested) -> Result<(), ProcessError> {
-        if !self.emit {
-            return Ok(());
+    async fn emit(&self, event: &DocumentIngested) -> Result<(), StageError> {
+        if self.emit {
+            self.output.send(event).await?;
         }
-        self.output.send(event).await.map_err(produce_err)?;
-        rag_bus::stage::record_out(STAGE, &self.output.config().topics.of(EventType::DocumentIngested));
         Ok(())
     }
 }
 
-impl Processor for Indexer {
-    async fn process(&self, msg: &Inbound) -> Result<Outcome, ProcessError> {
+impl Stage for Indexer {
+    type Error = StageError;
+
+    fn identity(&self) -> StageIdentity {
+        let id = identity();
+        if self.emit {
+            id
+        } else {
+            StageIdentity { produces: Vec::new(), ..id }
+        }
+    }
+
+    async fn process(&self, msg: &Inbound) -> Result<Outcome, StageError> {
         let input: DocumentChunked = decode(self.output.codec(), msg)?;
         // A deleted document is not indexed again (its blobs are gone too).
-        let document = uuid::Uuid::parse_str(&input.document_id).map_err(|e| ProcessError::permanent("invalid_event", e.to_string()))?;
-        if documents::status_of(&self.pool, document).await.map_err(store_err)?.as_deref() == Some("deleted") {
-            crate::projector::skip_offset(&self.pool, &self.group, msg).await?;
+        let document = uuid::Uuid::parse_str(&input.document_id).map_err(|e| StageError::invalid("invalid_event", e))?;
+        let pool = self.offsets.pool();
+        if documents::status_of(pool, document).await? == Some(DocumentStatus::Deleted) {
+            self.offsets.skip(msg).await?;
             info!(document_id = %input.document_id, "deleted document not indexed");
             return Ok(Outcome::Applied);
         }
         let chunks: Vec<Chunk> = match (&input.failure, &input.chunks_uri) {
-            (None, Some(uri)) => {
-                let bytes = fetch_verified(&self.blobs, uri, input.chunks_sha256.as_deref()).await?;
-                serde_json::from_slice(&bytes).map_err(|e| ProcessError::permanent("invalid_chunks", e.to_string()))?
-            }
+            (None, Some(uri)) => fetch_json(&self.blobs, uri, input.chunks_sha256.as_deref(), "invalid_chunks").await?,
             _ => Vec::new(),
         };
         let texts: Vec<String> = chunks.iter().map(|c| c.text.trim().to_string()).collect();
-        let mut embeddings = self
-            .embedder
-            .embed(&texts, rag_embed::InputKind::Passage)
-            .await
-            .map_err(|e| {
-                if e.is_transient() {
-                    ProcessError::Transient(e.to_string())
-                } else {
-                    ProcessError::permanent("embedding_failed", e.to_string())
-                }
-            })?
-            .into_iter();
+        let mut embeddings = self.embedder.embed(&texts, rag_embed::InputKind::Passage).await?.into_iter();
         let indexed: Vec<IndexedChunk<'_>> = chunks
             .iter()
             .map(|c| {
@@ -101,18 +105,16 @@ impl Processor for Indexer {
             })
             .collect();
         let output = self.ingested(&input, chunks.len() as i32);
-        let mut tx = self.pool.begin().await.map_err(|e| store_err(e.into()))?;
-        if let Claim::AlreadyApplied { .. } =
-            offsets::claim(&mut tx, &self.group, &msg.topic, msg.partition, msg.offset).await.map_err(store_err)?
-        {
+        let mut tx = pool.begin().await?;
+        if let Claim::AlreadyApplied { .. } = self.offsets.claim(&mut tx, msg).await? {
             drop(tx);
             if input.failure.is_none() {
                 self.emit(&output).await?;
             }
             return Ok(Outcome::Duplicate);
         }
-        if documents::is_deleted_locked(&mut tx, document).await.map_err(store_err)? {
-            tx.commit().await.map_err(|e| store_err(e.into()))?;
+        if documents::is_deleted_locked(&mut tx, document).await? {
+            tx.commit().await?;
             info!(document_id = %input.document_id, "deleted while indexing; not indexed");
             return Ok(Outcome::Applied);
         }
@@ -128,11 +130,10 @@ impl Processor for Indexer {
                 &indexed,
                 at,
             )
-            .await
-            .map_err(store_err)?;
+            .await?;
         }
         Failpoint::hit(&self.failpoint, "indexer-before-commit").await;
-        tx.commit().await.map_err(|e| store_err(e.into()))?;
+        tx.commit().await?;
         Failpoint::hit(&self.failpoint, "indexer-after-commit").await;
         if input.failure.is_none() {
             info!(workspace_id = %input.envelope.workspace_id, document_id = %input.document_id,
@@ -142,16 +143,13 @@ impl Processor for Indexer {
         Ok(Outcome::Applied)
     }
 
-    async fn dead_lettered(&self, msg: &Inbound, _code: &str, _reason: &str) -> Result<(), ProcessError> {
-        crate::projector::skip_offset(&self.pool, &self.group, msg).await
+    async fn dead_lettered(&self, msg: &Inbound, _code: &str, _reason: &str) -> Result<(), StageError> {
+        self.offsets.skip(msg).await
     }
 
     /// DocumentIngested is produced after the index commits: resume where
     /// the output is known delivered, so a crash in between re-emits it.
-    async fn start_at(&self, topic: &str, partition: i32) -> Result<StartAt, ProcessError> {
-        Ok(match crate::projector::stored_start(&self.pool, &self.group, topic, partition).await? {
-            StartAt::Offset(n) => StartAt::AppliedBefore(n),
-            other => other,
-        })
+    async fn start_at(&self, topic: &str, partition: i32) -> Result<StartAt, StageError> {
+        self.offsets.start_at_output_after_commit(topic, partition).await
     }
 }

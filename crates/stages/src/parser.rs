@@ -6,20 +6,30 @@
 //! failed with its reason.
 
 use rag_blobs::BlobStore;
-use rag_bus::{EventProducer, Inbound, Outcome, ProcessError, Processor};
+use rag_bus::{Inbound, Outcome, Positions, ProcessError, Stage, StageIdentity, StageOutput};
 use rag_docparse::{Limits, ParseError};
 use rag_events::{DocumentParsed, DocumentUploaded, Envelope, EventType, Failure};
 use tracing::{info, warn};
 
 use crate::common::*;
+use crate::error::StageError;
 
 pub const STAGE: &str = "parser";
 pub const GROUP: &str = "rag-parser";
-pub const CONSUMES: &[EventType] = &[EventType::DocumentUploaded];
+
+pub fn identity() -> StageIdentity {
+    StageIdentity {
+        name: STAGE,
+        group: GROUP.into(),
+        consumes: vec![EventType::DocumentUploaded],
+        produces: vec![EventType::DocumentParsed],
+        positions: Positions::Kafka,
+    }
+}
 
 pub struct Parser {
     pub blobs: BlobStore,
-    pub output: EventProducer,
+    pub output: StageOutput,
     pub limits: Limits,
     /// Recogniser for PDF pages without a text layer; None: such pages are
     /// reported in `pages_without_text`.
@@ -29,7 +39,7 @@ pub struct Parser {
 impl Parser {
     fn parsed(&self, input: &DocumentUploaded) -> DocumentParsed {
         DocumentParsed {
-            envelope: Envelope::caused_by(&input.envelope, STAGE, format!("rag-engine/{STAGE}@{}", env!("CARGO_PKG_VERSION"))),
+            envelope: Envelope::caused_by(&input.envelope, STAGE, producer_name(STAGE)),
             document_id: input.document_id.clone(),
             parser_name: rag_docparse::PARSER_NAME.to_string(),
             parser_version: rag_docparse::PARSER_VERSION.to_string(),
@@ -48,7 +58,7 @@ impl Parser {
         }
     }
 
-    async fn run(&self, input: &DocumentUploaded) -> Result<DocumentParsed, ProcessError> {
+    async fn run(&self, input: &DocumentUploaded) -> Result<DocumentParsed, StageError> {
         let mut out = self.parsed(input);
         let fail = |mut out: DocumentParsed, code: &str, message: String| {
             out.failure = Some(Failure { code: code.to_string(), message });
@@ -58,10 +68,12 @@ impl Parser {
             let e = ParseError::TooLarge { size: input.size_bytes as u64, limit: self.limits.max_bytes };
             return fail(out, e.code(), e.to_string());
         }
-        let bytes = match fetch_verified(&self.blobs, &input.blob_uri, Some(&input.sha256)).await {
+        // An original that cannot be read is the document's failure, not
+        // the stage's: it is marked failed with the reason.
+        let bytes = match fetch_verified(&self.blobs, &input.blob_uri, Some(&input.sha256)).await.map_err(ProcessError::from) {
             Ok(b) => b,
-            Err(ProcessError::Permanent { code, reason }) => return fail(out, &code, reason),
-            Err(e) => return Err(e),
+            Err(ProcessError::Permanent { code, reason, .. }) => return fail(out, &code, reason),
+            Err(e) => return Err(e.into()),
         };
         let (content_type, filename, limits) = (input.content_type.clone(), input.filename.clone(), self.limits.clone());
         let ocr = self.ocr.clone();
@@ -71,7 +83,7 @@ impl Parser {
             rag_docparse::parse_with_ocr(&bytes, &content_type, &filename, &limits, ocr)
         })
         .await
-        .map_err(|e| ProcessError::permanent("parser_crashed", e.to_string()))?;
+        .map_err(|source| StageError::Crashed { code: "parser_crashed", source })?;
         let doc = match parsed {
             Ok(d) => d,
             Err(e) => return fail(out, e.code(), e.to_string()),
@@ -88,7 +100,7 @@ impl Parser {
                   "pages without text: marked as such, their content is not searchable");
         }
         let ws = &input.envelope.workspace_id;
-        let segments_json = serde_json::to_vec(&doc.segments).map_err(|e| ProcessError::permanent("encode", e.to_string()))?;
+        let segments_json = serde_json::to_vec(&doc.segments).map_err(|e| StageError::invalid("encode", e))?;
         let (text_uri, text_sha) = store_derived(
             &self.blobs,
             ws,
@@ -120,8 +132,14 @@ impl Parser {
     }
 }
 
-impl Processor for Parser {
-    async fn process(&self, msg: &Inbound) -> Result<Outcome, ProcessError> {
+impl Stage for Parser {
+    type Error = StageError;
+
+    fn identity(&self) -> StageIdentity {
+        identity()
+    }
+
+    async fn process(&self, msg: &Inbound) -> Result<Outcome, StageError> {
         let input: DocumentUploaded = decode(self.output.codec(), msg)?;
         let out = self.run(&input).await?;
         match &out.failure {
@@ -130,8 +148,7 @@ impl Processor for Parser {
             None => info!(workspace_id = %input.envelope.workspace_id, document_id = %input.document_id,
                           pages = out.page_count, segments = out.segment_count, "document parsed"),
         }
-        self.output.send(&out).await.map_err(produce_err)?;
-        rag_bus::stage::record_out(STAGE, &self.output.config().topics.of(EventType::DocumentParsed));
+        self.output.send(&out).await?;
         Ok(Outcome::Applied)
     }
 }

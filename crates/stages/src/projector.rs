@@ -6,22 +6,27 @@
 //! re-delivery is recognised and skipped.
 
 use rag_blobs::BlobStore;
-use rag_bus::{Inbound, Outcome, ProcessError, Processor, StartAt};
+use rag_bus::{Inbound, Outcome, Positions, Stage, StageIdentity, StartAt};
 use rag_chunking::Chunk;
 use rag_docparse::Segment;
 use rag_events::{AnyEvent, Codec, EventType, Topics};
-use rag_store::offsets::{self, Claim};
-use rag_store::{documents, messages, pipeline, sqlx::PgPool, StoreError};
+use rag_store::documents::{self, DocumentStatus};
+use rag_store::offsets::Claim;
+use rag_store::{messages, pipeline, sqlx::PgPool};
+use rag_telemetry::events::FirstIngestion;
+use rag_telemetry::InternalEvent;
 use tracing::{debug, info};
 
-use crate::common::{blob_err, fetch_verified};
+use crate::common::{derived_prefix, fetch_json};
+use crate::error::StageError;
 use crate::failpoint::Failpoint;
+use crate::pg_offsets::PgOffsets;
 
 pub const STAGE: &str = "projector";
 pub const GROUP: &str = "rag-projector";
 
 /// Events the projector consumes (today: what has a read model).
-pub const CONSUMES: &[EventType] = &[
+pub const ALL_EVENTS: &[EventType] = &[
     EventType::DocumentUploaded,
     EventType::DocumentParsed,
     EventType::DocumentChunked,
@@ -31,12 +36,17 @@ pub const CONSUMES: &[EventType] = &[
     EventType::AnswerProduced,
 ];
 
+pub fn identity() -> StageIdentity {
+    StageIdentity { name: STAGE, group: GROUP.into(), consumes: ALL_EVENTS.to_vec(), produces: Vec::new(), positions: Positions::Postgres }
+}
+
 pub struct Projector {
     pool: PgPool,
+    offsets: PgOffsets,
     blobs: BlobStore,
     codec: Codec,
     topics: Topics,
-    group: String,
+    consumes: Vec<EventType>,
     failpoint: Option<Failpoint>,
 }
 
@@ -44,24 +54,15 @@ impl Projector {
     /// `group` is the full consumer group name (deployment prefix included):
     /// offsets are stored under it.
     pub fn new(pool: PgPool, blobs: BlobStore, codec: Codec, topics: Topics, group: String) -> Self {
-        Projector { pool, blobs, codec, topics, group, failpoint: Failpoint::from_env() }
+        let offsets = PgOffsets::new(pool.clone(), group);
+        Projector { pool, offsets, blobs, codec, topics, consumes: ALL_EVENTS.to_vec(), failpoint: Failpoint::from_env() }
     }
-}
 
-/// Claims a dead-lettered message's offset so the partition moves past it.
-pub async fn skip_offset(pool: &PgPool, group: &str, msg: &Inbound) -> Result<(), ProcessError> {
-    let mut tx = pool.begin().await.map_err(|e| store_err(e.into()))?;
-    offsets::claim(&mut tx, group, &msg.topic, msg.partition, msg.offset).await.map_err(store_err)?;
-    tx.commit().await.map_err(|e| store_err(e.into()))?;
-    Ok(())
-}
-
-/// Where a partition resumes for a stage whose offsets live in Postgres.
-pub async fn stored_start(pool: &PgPool, group: &str, topic: &str, partition: i32) -> Result<StartAt, ProcessError> {
-    Ok(match offsets::load(pool, group, topic, partition).await.map_err(store_err)? {
-        Some(n) => StartAt::Offset(n),
-        None => StartAt::Beginning,
-    })
+    /// Only these events (a rebuild projects the log in phases).
+    pub fn consuming(mut self, events: &[EventType]) -> Self {
+        self.consumes = events.to_vec();
+        self
+    }
 }
 
 /// The assistant message's metadata: sections with citations, the flat
@@ -100,28 +101,20 @@ pub fn answer_metadata(e: &rag_events::AnswerProduced) -> serde_json::Value {
     })
 }
 
-pub fn store_err(e: StoreError) -> ProcessError {
-    if e.is_transient() {
-        ProcessError::Transient(e.to_string())
-    } else {
-        ProcessError::permanent("invalid_event", e.to_string())
-    }
-}
-
 impl Projector {
     /// A deleted document's blobs: everything derived from it, and its
     /// original unless another live document of the workspace has the same
     /// bytes. Runs before the rows are purged, and is idempotent, so a
     /// crash in between only repeats it.
-    async fn delete_blobs(&self, e: &rag_events::DocumentDeleted) -> Result<(), ProcessError> {
+    async fn delete_blobs(&self, e: &rag_events::DocumentDeleted) -> Result<(), StageError> {
         let ws = &e.envelope.workspace_id;
-        let removed = self.blobs.delete_prefix(&crate::common::derived_prefix(ws, &e.document_id)).await.map_err(blob_err)?;
+        let removed = self.blobs.delete_prefix(&derived_prefix(ws, &e.document_id)).await?;
         let Ok(id) = uuid::Uuid::parse_str(&e.document_id) else { return Ok(()) };
-        let original = documents::get(&self.pool, ws, id).await.map_err(store_err)?.and_then(|d| d.blob_uri);
+        let original = documents::get(&self.pool, ws, id).await?.and_then(|d| d.blob_uri);
         if let Some(uri) = original {
-            if !documents::original_shared(&self.pool, ws, id, &uri).await.map_err(store_err)? {
+            if !documents::original_shared(&self.pool, ws, id, &uri).await? {
                 if let Ok(key) = self.blobs.key_of(&uri) {
-                    self.blobs.delete(key).await.map_err(blob_err)?;
+                    self.blobs.delete(key).await?;
                 }
             }
         }
@@ -130,12 +123,17 @@ impl Projector {
     }
 }
 
-impl Processor for Projector {
-    async fn process(&self, msg: &Inbound) -> Result<Outcome, ProcessError> {
-        let payload = msg.payload.as_deref().unwrap_or_default();
-        let event = self.codec.decode_any(payload).map_err(|e| ProcessError::permanent(e.code(), e.to_string()))?;
+impl Stage for Projector {
+    type Error = StageError;
+
+    fn identity(&self) -> StageIdentity {
+        StageIdentity { consumes: self.consumes.clone(), ..identity() }
+    }
+
+    async fn process(&self, msg: &Inbound) -> Result<Outcome, StageError> {
+        let event = self.codec.decode_any(msg.payload.as_deref().unwrap_or_default())?;
         if self.topics.event_of(&msg.topic) != Some(event.event_type()) {
-            return Err(ProcessError::permanent("wrong_topic", format!("a {} event does not belong on {}", event.event_type(), msg.topic)));
+            return Err(StageError::invalid("wrong_topic", format!("a {} event does not belong on {}", event.event_type(), msg.topic)));
         }
         // A deleted document's later events (and replays of its earlier
         // ones) change nothing: their blobs are gone with it.
@@ -146,8 +144,8 @@ impl Processor for Projector {
         }
         .and_then(|id| uuid::Uuid::parse_str(id).ok());
         if let Some(id) = derived_of {
-            if documents::status_of(&self.pool, id).await.map_err(store_err)?.as_deref() == Some("deleted") {
-                skip_offset(&self.pool, &self.group, msg).await?;
+            if documents::status_of(&self.pool, id).await? == Some(DocumentStatus::Deleted) {
+                self.offsets.skip(msg).await?;
                 debug!(document_id = %id, "event of a deleted document skipped");
                 return Ok(Outcome::Applied);
             }
@@ -161,103 +159,92 @@ impl Processor for Projector {
         match &event {
             AnyEvent::DocumentParsed(e) if e.failure.is_none() => {
                 if let Some(uri) = &e.segments_uri {
-                    let bytes = fetch_verified(&self.blobs, uri, e.segments_sha256.as_deref()).await?;
-                    segments =
-                        serde_json::from_slice(&bytes).map_err(|err| ProcessError::permanent("invalid_segments", err.to_string()))?;
+                    segments = fetch_json(&self.blobs, uri, e.segments_sha256.as_deref(), "invalid_segments").await?;
                 }
             }
             AnyEvent::DocumentChunked(e) if e.failure.is_none() => {
                 if let Some(uri) = &e.chunks_uri {
-                    let bytes = fetch_verified(&self.blobs, uri, e.chunks_sha256.as_deref()).await?;
-                    chunks = serde_json::from_slice(&bytes).map_err(|err| ProcessError::permanent("invalid_chunks", err.to_string()))?;
+                    chunks = fetch_json(&self.blobs, uri, e.chunks_sha256.as_deref(), "invalid_chunks").await?;
                 }
             }
             _ => {}
         }
-        let mut tx = self.pool.begin().await.map_err(|e| store_err(e.into()))?;
-        match offsets::claim(&mut tx, &self.group, &msg.topic, msg.partition, msg.offset).await.map_err(store_err)? {
+        let mut tx = self.pool.begin().await?;
+        match self.offsets.claim(&mut tx, msg).await? {
             Claim::AlreadyApplied { next_offset } => {
                 debug!(next_offset, "already projected");
                 return Ok(Outcome::Duplicate);
             }
             Claim::Apply => {}
         }
-        let mut first_ingest: Option<f64> = None;
+        let mut first_ingestion: Option<FirstIngestion> = None;
         if let Some(id) = derived_of {
-            if documents::is_deleted_locked(&mut tx, id).await.map_err(store_err)? {
-                tx.commit().await.map_err(|e| store_err(e.into()))?;
+            if documents::is_deleted_locked(&mut tx, id).await? {
+                tx.commit().await?;
                 debug!(document_id = %id, "event of a deleted document skipped");
                 return Ok(Outcome::Applied);
             }
         }
         match &event {
             AnyEvent::DocumentUploaded(e) => {
-                documents::apply_uploaded(&mut tx, e).await.map_err(store_err)?;
+                documents::apply_uploaded(&mut tx, e).await?;
                 info!(workspace_id = %e.envelope.workspace_id, document_id = %e.document_id,
                       event_id = %e.envelope.event_id, filename = %e.filename, "document uploaded");
             }
             AnyEvent::DocumentDeleted(e) => {
-                documents::apply_deleted(&mut tx, e).await.map_err(store_err)?;
-                let id = uuid::Uuid::parse_str(&e.document_id).map_err(|err| ProcessError::permanent("invalid_event", err.to_string()))?;
-                let purged = documents::purge(&mut tx, &e.envelope.workspace_id, id).await.map_err(store_err)?;
+                documents::apply_deleted(&mut tx, e).await?;
+                let id = uuid::Uuid::parse_str(&e.document_id).map_err(|err| StageError::invalid("invalid_event", err))?;
+                let purged = documents::purge(&mut tx, &e.envelope.workspace_id, id).await?;
                 info!(workspace_id = %e.envelope.workspace_id, document_id = %e.document_id,
                       event_id = %e.envelope.event_id, search_chunks = purged.search_chunks,
                       chunk_mappings = purged.chunk_mappings, segments = purged.segments, "document deleted and purged");
             }
             AnyEvent::DocumentParsed(e) => {
-                pipeline::apply_parsed(&mut tx, e, &segments).await.map_err(store_err)?;
+                pipeline::apply_parsed(&mut tx, e, &segments).await?;
                 info!(workspace_id = %e.envelope.workspace_id, document_id = %e.document_id,
                       event_id = %e.envelope.event_id, segments = segments.len(),
                       failure = e.failure.as_ref().map(|f| f.code.as_str()).unwrap_or(""), "document parsed");
             }
             AnyEvent::DocumentChunked(e) => {
-                pipeline::apply_chunked(&mut tx, e, &chunks).await.map_err(store_err)?;
+                pipeline::apply_chunked(&mut tx, e, &chunks).await?;
                 info!(workspace_id = %e.envelope.workspace_id, document_id = %e.document_id,
                       event_id = %e.envelope.event_id, chunks = chunks.len(), "document chunked");
             }
             AnyEvent::DocumentIngested(e) => {
-                // Upload-to-ingested latency, counted once per document: a
-                // re-chunking replay ingests it again and is not a new upload.
+                // Upload-to-ingested latency, counted once per document.
                 if let (None, Ok(id)) = (&e.failure, uuid::Uuid::parse_str(&e.document_id)) {
-                    let before: Option<(String, Option<chrono::DateTime<chrono::Utc>>)> =
-                        rag_store::sqlx::query_as("SELECT status, uploaded_at FROM documents WHERE id = $1")
-                            .bind(id)
-                            .fetch_optional(&mut *tx)
-                            .await
-                            .map_err(|err| store_err(err.into()))?;
-                    if let Some((status, Some(uploaded))) = before {
-                        if matches!(status.as_str(), "uploaded" | "parsed" | "chunked") {
-                            first_ingest = Some((e.envelope.occurred_at - uploaded.timestamp_millis()).max(0) as f64 / 1000.0);
-                        }
+                    if let Some(uploaded) = documents::awaiting_first_ingestion(&mut tx, id).await? {
+                        let millis = (e.envelope.occurred_at - uploaded.timestamp_millis()).max(0) as u64;
+                        first_ingestion = Some(FirstIngestion { since_upload: std::time::Duration::from_millis(millis) });
                     }
                 }
-                pipeline::apply_ingested(&mut tx, e).await.map_err(store_err)?;
+                pipeline::apply_ingested(&mut tx, e).await?;
                 info!(workspace_id = %e.envelope.workspace_id, document_id = %e.document_id,
                       event_id = %e.envelope.event_id, version = %e.chunking_version, "document ingested");
             }
             AnyEvent::QuestionAsked(e) => {
-                messages::apply_question_asked(&mut tx, e).await.map_err(store_err)?;
+                messages::apply_question_asked(&mut tx, e).await?;
                 info!(workspace_id = %e.envelope.workspace_id, conversation_id = %e.conversation_id,
                       event_id = %e.envelope.event_id, message_id = %e.assistant_message_id, "question asked");
             }
             AnyEvent::AnswerProduced(e) => {
-                messages::apply_answer_produced(&mut tx, e, &answer_metadata(e)).await.map_err(store_err)?;
+                messages::apply_answer_produced(&mut tx, e, &answer_metadata(e)).await?;
                 info!(workspace_id = %e.envelope.workspace_id, conversation_id = %e.conversation_id,
                       event_id = %e.envelope.event_id, message_id = %e.assistant_message_id, mode = %e.mode, "answer projected");
             }
         }
         Failpoint::hit(&self.failpoint, "projector-before-commit").await;
-        tx.commit().await.map_err(|e| store_err(e.into()))?;
-        if let Some(seconds) = first_ingest {
-            metrics::histogram!(rag_telemetry::names::UPLOAD_TO_INGESTED_SECONDS).record(seconds);
+        tx.commit().await?;
+        if let Some(e) = first_ingestion {
+            e.emit();
         }
         Failpoint::hit(&self.failpoint, "projector-after-commit").await;
         Ok(Outcome::Applied)
     }
 
-    async fn dead_lettered(&self, msg: &Inbound, code: &str, reason: &str) -> Result<(), ProcessError> {
-        let mut tx = self.pool.begin().await.map_err(|e| store_err(e.into()))?;
-        if let Claim::Apply = offsets::claim(&mut tx, &self.group, &msg.topic, msg.partition, msg.offset).await.map_err(store_err)? {
+    async fn dead_lettered(&self, msg: &Inbound, code: &str, reason: &str) -> Result<(), StageError> {
+        let mut tx = self.pool.begin().await?;
+        if let Claim::Apply = self.offsets.claim(&mut tx, msg).await? {
             // Document topics are keyed by document id: mark it failed so the
             // user sees why it stopped (unknown ids are ignored).
             let is_document_topic = matches!(
@@ -265,14 +252,14 @@ impl Processor for Projector {
                 Some(EventType::DocumentUploaded | EventType::DocumentParsed | EventType::DocumentChunked | EventType::DocumentIngested)
             );
             if let (true, Some(key)) = (is_document_topic, msg.key_str()) {
-                documents::mark_failed(&mut tx, key, code, reason).await.map_err(store_err)?;
+                documents::mark_failed(&mut tx, key, code, reason).await?;
             }
         }
-        tx.commit().await.map_err(|e| store_err(e.into()))?;
+        tx.commit().await?;
         Ok(())
     }
 
-    async fn start_at(&self, topic: &str, partition: i32) -> Result<StartAt, ProcessError> {
-        stored_start(&self.pool, &self.group, topic, partition).await
+    async fn start_at(&self, topic: &str, partition: i32) -> Result<StartAt, StageError> {
+        self.offsets.start_at(topic, partition).await
     }
 }

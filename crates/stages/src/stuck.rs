@@ -6,7 +6,8 @@
 use std::time::Duration;
 
 use rag_store::sqlx::PgPool;
-use rag_telemetry::names;
+use rag_telemetry::events::StuckItems;
+use rag_telemetry::InternalEvent;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 
@@ -20,11 +21,11 @@ pub async fn watch(pool: PgPool, stuck_after: Duration, every: Duration, shutdow
             _ = ticker.tick() => {}
         }
         match rag_store::documents::count_unfinished_since(&pool, secs).await {
-            Ok(n) => metrics::gauge!(names::STUCK, "kind" => "document").set(n as f64),
+            Ok(count) => StuckItems { kind: "document", count }.emit(),
             Err(e) => warn!(error = %e, "counting stuck documents failed"),
         }
         match rag_store::messages::count_pending_since(&pool, secs).await {
-            Ok(n) => metrics::gauge!(names::STUCK, "kind" => "message").set(n as f64),
+            Ok(count) => StuckItems { kind: "message", count }.emit(),
             Err(e) => warn!(error = %e, "counting stuck answers failed"),
         }
         debug!("stuck items counted");

@@ -33,6 +33,11 @@ impl DocumentStatus {
         }
     }
 
+    /// Still moving through the pipeline (not ingested, failed or deleted).
+    pub fn in_progress(self) -> bool {
+        matches!(self, DocumentStatus::Uploaded | DocumentStatus::Parsed | DocumentStatus::Chunked)
+    }
+
     pub fn rank(self) -> i16 {
         match self {
             DocumentStatus::Uploaded => 0,
@@ -42,6 +47,27 @@ impl DocumentStatus {
             DocumentStatus::Failed => 10,
             DocumentStatus::Deleted => 20,
         }
+    }
+}
+
+impl std::str::FromStr for DocumentStatus {
+    type Err = StoreError;
+    fn from_str(s: &str) -> Result<Self, StoreError> {
+        Ok(match s {
+            "uploaded" => DocumentStatus::Uploaded,
+            "parsed" => DocumentStatus::Parsed,
+            "chunked" => DocumentStatus::Chunked,
+            "ingested" => DocumentStatus::Ingested,
+            "failed" => DocumentStatus::Failed,
+            "deleted" => DocumentStatus::Deleted,
+            other => return Err(StoreError::Invalid(format!("unknown document status {other:?}"))),
+        })
+    }
+}
+
+impl std::fmt::Display for DocumentStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -175,8 +201,20 @@ pub async fn apply_deleted(tx: &mut Transaction<'_, Postgres>, e: &rag_events::D
 }
 
 /// The document's status, if it has a row (any workspace).
-pub async fn status_of<'e, E: sqlx::PgExecutor<'e>>(executor: E, id: Uuid) -> Result<Option<String>, StoreError> {
-    Ok(sqlx::query_scalar("SELECT status FROM documents WHERE id = $1").bind(id).fetch_optional(executor).await?)
+pub async fn status_of<'e, E: sqlx::PgExecutor<'e>>(executor: E, id: Uuid) -> Result<Option<DocumentStatus>, StoreError> {
+    let status: Option<String> = sqlx::query_scalar("SELECT status FROM documents WHERE id = $1").bind(id).fetch_optional(executor).await?;
+    status.map(|s| s.parse()).transpose()
+}
+
+/// When the document was uploaded, if it is still on its way to its first
+/// ingestion (a re-chunking replay ingests it again and is not a new upload).
+pub async fn awaiting_first_ingestion(tx: &mut Transaction<'_, Postgres>, id: Uuid) -> Result<Option<DateTime<Utc>>, StoreError> {
+    let row: Option<(String, Option<DateTime<Utc>>)> =
+        sqlx::query_as("SELECT status, uploaded_at FROM documents WHERE id = $1").bind(id).fetch_optional(&mut **tx).await?;
+    Ok(match row {
+        Some((status, Some(uploaded))) if status.parse::<DocumentStatus>()?.in_progress() => Some(uploaded),
+        _ => None,
+    })
 }
 
 /// Whether the document is deleted, holding a share lock on its row until
@@ -185,7 +223,7 @@ pub async fn status_of<'e, E: sqlx::PgExecutor<'e>>(executor: E, id: Uuid) -> Re
 pub async fn is_deleted_locked(tx: &mut Transaction<'_, Postgres>, id: Uuid) -> Result<bool, StoreError> {
     let status: Option<String> =
         sqlx::query_scalar("SELECT status FROM documents WHERE id = $1 FOR SHARE").bind(id).fetch_optional(&mut **tx).await?;
-    Ok(status.as_deref() == Some("deleted"))
+    Ok(status.as_deref() == Some(DocumentStatus::Deleted.as_str()))
 }
 
 /// What a purge removed.

@@ -8,7 +8,7 @@ use axum::extract::multipart::{Field, MultipartError};
 use axum::extract::{Multipart, Path, State};
 use axum::http::StatusCode;
 use axum::Json;
-use rag_events::{DocumentDeleted, DocumentUploaded, Envelope};
+use rag_events::{DocumentDeleted, Envelope};
 use rag_store::documents;
 use sha2::{Digest, Sha256};
 use tokio::io::AsyncWriteExt;
@@ -144,31 +144,20 @@ pub async fn upload(
     if spooled.size == 0 {
         return Err(ApiError::bad_request("empty_file", format!("{filename:?} is empty")));
     }
-    // Content-addressed within the workspace: identical bytes are stored once.
-    let key = format!("workspaces/{ws}/originals/{}", spooled.sha256);
-    let blobs = state.blobs();
-    let blob_uri = match blobs.head(&key).await? {
-        Some(existing) if existing == spooled.size => blobs.uri(&key),
-        _ => blobs.put_file(&key, spooled.file.path(), spooled.size, &spooled.sha256, &content_type).await?.uri,
-    };
-    drop(spooled.file);
     metadata.insert("source".into(), "api".into());
-    let document_id = Uuid::now_v7();
-    let event = DocumentUploaded {
-        envelope: Envelope::originating(&ws, PRODUCER),
-        document_id: document_id.to_string(),
-        blob_uri,
+    let doc = rag_upload::NewDocument {
+        workspace_id: ws.clone(),
         filename: filename.clone(),
         content_type: content_type.clone(),
-        size_bytes: spooled.size as i64,
-        sha256: spooled.sha256.clone(),
         uploaded_by: user.user_id.clone(),
         metadata,
+        producer: PRODUCER.into(),
     };
-    state.producer().send(&event).await?;
-    tracing::info!(workspace_id = %ws, document_id = %document_id, event_id = %event.envelope.event_id, size = spooled.size, "document uploaded");
+    let original = rag_upload::Original { path: spooled.file.path(), size: spooled.size, sha256: &spooled.sha256 };
+    let event = rag_upload::store_and_announce(state.blobs(), state.producer(), original, doc).await?;
+    drop(spooled.file);
+    let document_id = Uuid::parse_str(&event.document_id).map_err(|e| ApiError::internal(e.to_string()))?;
     apply_now(&state, Recorded::Uploaded(&event)).await;
-    metrics::counter!(rag_telemetry::names::UPLOADS, "outcome" => "ok").increment(1);
     Ok((
         StatusCode::ACCEPTED,
         Json(UploadAccepted {

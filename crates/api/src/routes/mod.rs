@@ -12,13 +12,9 @@ use crate::auth::AuthUser;
 use crate::error::ApiError;
 use crate::AppState;
 
-/// Workspace ids are `[A-Za-z0-9][A-Za-z0-9._-]{0,63}` everywhere (the CLI
-/// and the events use the same rule); anything else cannot exist.
+/// Workspace ids follow one rule everywhere ([`rag_events::is_workspace_id`]).
 pub(crate) fn is_workspace_id(ws: &str) -> bool {
-    !ws.is_empty()
-        && ws.len() <= 64
-        && ws.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
-        && ws.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    rag_events::is_workspace_id(ws)
 }
 
 /// The workspace if the caller owns it; "not found" otherwise, whether it

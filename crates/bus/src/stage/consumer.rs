@@ -10,15 +10,15 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use metrics::{counter, gauge};
-use rag_telemetry::{labels, names};
+use rag_telemetry::events::{PartitionsAssigned, PartitionsRevoked};
+use rag_telemetry::InternalEvent;
 use rdkafka::config::RDKafkaLogLevel;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, StreamConsumer};
 use rdkafka::error::KafkaError;
 use rdkafka::types::{RDKafkaErrorCode, RDKafkaRespErr};
 use rdkafka::{ClientContext, TopicPartitionList};
 use tokio::sync::Notify;
-use tracing::{info, warn};
+use tracing::warn;
 
 use super::positions::{PartitionBook, PartitionKey};
 use crate::{BusConfig, BusError};
@@ -61,14 +61,7 @@ impl StageContext {
         if let Err(e) = consumer.unassign() {
             warn!(stage = %self.stage, error = %e, "unassign failed");
         }
-        for (topic, partition) in &revoked {
-            gauge!(names::CONSUMER_LAG, labels::STAGE => self.stage.clone(), labels::GROUP => self.group.clone(),
-                labels::TOPIC => topic.clone(), labels::PARTITION => partition.to_string())
-            .set(0.0);
-        }
-        info!(stage = %self.stage, partitions = revoked.len(), "partitions {why}");
-        counter!(names::REBALANCES, labels::STAGE => self.stage.clone(), labels::GROUP => self.group.clone(), "kind" => "revoke")
-            .increment(1);
+        PartitionsRevoked { stage: &self.stage, group: &self.group, partitions: &revoked, how: why }.emit();
     }
 }
 
@@ -78,9 +71,7 @@ impl ConsumerContext for StageContext {
             RDKafkaRespErr::RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS => {
                 let partitions: Vec<PartitionKey> = tpl.elements().iter().map(|e| (e.topic().to_string(), e.partition())).collect();
                 let listed: Vec<String> = partitions.iter().map(|(t, p)| format!("{t}[{p}]")).collect();
-                info!(stage = %self.stage, partitions = %listed.join(","), "partitions assigned");
-                counter!(names::REBALANCES, labels::STAGE => self.stage.clone(), labels::GROUP => self.group.clone(), "kind" => "assign")
-                    .increment(1);
+                PartitionsAssigned { stage: &self.stage, group: &self.group, partitions: &listed.join(",") }.emit();
                 self.shared.book().assign(partitions);
                 self.shared.wake.notify_one();
             }

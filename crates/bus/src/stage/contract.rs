@@ -1,8 +1,11 @@
 //! The contract between the stage runner and a stage: what a stage
 //! receives ([`Inbound`]), what it answers ([`Outcome`], [`ProcessError`]),
-//! where a partition resumes ([`StartAt`]) and who it is ([`StageSpec`]).
+//! where a partition resumes ([`StartAt`]) and who it is ([`StageIdentity`]).
 
 use std::future::Future;
+use std::sync::Arc;
+
+use rag_events::EventType;
 
 use rdkafka::message::{Headers, Message, OwnedMessage};
 
@@ -56,20 +59,91 @@ pub enum Outcome {
     Duplicate,
 }
 
-#[derive(Debug, Clone, thiserror::Error)]
+/// Any error, kept whole as the source of a [`ProcessError`].
+pub type ErrorSource = Arc<dyn std::error::Error + Send + Sync + 'static>;
+
+/// A failed attempt, classified: the runner retries transient ones and
+/// dead-letters permanent ones. The error that caused it stays attached as
+/// its [`std::error::Error::source`], so logs show the whole chain.
+#[derive(Debug, Clone)]
 pub enum ProcessError {
     /// May succeed later: retried with backoff, then the stage stops
     /// without storing the offset, so a restart resumes at this message.
-    #[error("transient: {0}")]
-    Transient(String),
-    /// Will never succeed: the message goes to `<topic>.dlq`.
-    #[error("permanent ({code}): {reason}")]
-    Permanent { code: String, reason: String },
+    Transient { reason: String, source: Option<ErrorSource> },
+    /// Will never succeed: the message goes to `<topic>.dlq` with `code`.
+    Permanent { code: String, reason: String, source: Option<ErrorSource> },
 }
 
 impl ProcessError {
+    pub fn transient(reason: impl Into<String>) -> Self {
+        ProcessError::Transient { reason: reason.into(), source: None }
+    }
+
     pub fn permanent(code: impl Into<String>, reason: impl Into<String>) -> Self {
-        ProcessError::Permanent { code: code.into(), reason: reason.into() }
+        ProcessError::Permanent { code: code.into(), reason: reason.into(), source: None }
+    }
+
+    /// Transient, caused by `source` (its message becomes the reason).
+    pub fn transient_from<E: std::error::Error + Send + Sync + 'static>(source: E) -> Self {
+        ProcessError::Transient { reason: source.to_string(), source: Some(Arc::new(source)) }
+    }
+
+    /// Permanent with `code`, caused by `source`.
+    pub fn permanent_from<E: std::error::Error + Send + Sync + 'static>(code: impl Into<String>, source: E) -> Self {
+        ProcessError::Permanent { code: code.into(), reason: source.to_string(), source: Some(Arc::new(source)) }
+    }
+
+    pub fn is_transient(&self) -> bool {
+        matches!(self, ProcessError::Transient { .. })
+    }
+
+    /// The dead-letter code (`None` for a transient error).
+    pub fn code(&self) -> Option<&str> {
+        match self {
+            ProcessError::Transient { .. } => None,
+            ProcessError::Permanent { code, .. } => Some(code),
+        }
+    }
+
+    pub fn reason(&self) -> &str {
+        match self {
+            ProcessError::Transient { reason, .. } | ProcessError::Permanent { reason, .. } => reason,
+        }
+    }
+
+    /// The reason followed by every cause below it that adds something
+    /// (`a: b: c`), for logs and dead-letter headers.
+    pub fn chain(&self) -> String {
+        let mut out = self.reason().to_string();
+        let mut next = std::error::Error::source(self);
+        while let Some(e) = next {
+            let text = e.to_string();
+            if !out.contains(&text) {
+                out.push_str(": ");
+                out.push_str(&text);
+            }
+            next = e.source();
+        }
+        out
+    }
+}
+
+impl std::fmt::Display for ProcessError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ProcessError::Transient { reason, .. } => write!(f, "transient: {reason}"),
+            ProcessError::Permanent { code, reason, .. } => write!(f, "permanent ({code}): {reason}"),
+        }
+    }
+}
+
+impl std::error::Error for ProcessError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ProcessError::Transient { source, .. } | ProcessError::Permanent { source, .. } => {
+                source.as_deref().map(|e| e as &(dyn std::error::Error + 'static))
+            }
+        }
     }
 }
 
@@ -92,15 +166,46 @@ pub enum StartAt {
     Beginning,
 }
 
-/// One stage's effect. Implementations are the thin wiring between the bus
-/// and the pure crates.
-pub trait Processor: Send + Sync + 'static {
+/// Who a stage is on the bus: its name (logs, metrics, dead-letter
+/// headers), its consumer group (before the deployment prefix), the events
+/// it consumes (their topics are its subscriptions) and those it produces.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StageIdentity {
+    pub name: &'static str,
+    pub group: String,
+    pub consumes: Vec<EventType>,
+    pub produces: Vec<EventType>,
+    /// Where the stage's positions are authoritative.
+    pub positions: Positions,
+}
+
+/// Who owns a stage's consumer positions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Positions {
+    /// Kafka's committed offsets (Kafka -> Kafka stages: the output is
+    /// produced before the input's offset is stored).
+    Kafka,
+    /// The stage's own Postgres table, written in the effect's transaction
+    /// (Kafka -> Postgres stages); Kafka's commits only mirror it.
+    Postgres,
+}
+
+/// One stage: who it is and what it does with a record. The runner takes
+/// it whole ([`crate::stage::run_stage`]); implementations are the thin
+/// wiring between the bus and the pure crates.
+pub trait Stage: Send + Sync + 'static {
+    /// The stage's own error; one conversion decides transient or
+    /// permanent (and keeps the error as the source).
+    type Error: Into<ProcessError> + Send;
+
+    fn identity(&self) -> StageIdentity;
+
     /// Processes one message. `Ok` means its effect is durable.
-    fn process(&self, msg: &Inbound) -> impl Future<Output = Result<Outcome, ProcessError>> + Send;
+    fn process(&self, msg: &Inbound) -> impl Future<Output = Result<Outcome, Self::Error>> + Send;
 
     /// Called once a message is in the dead-letter topic, e.g. to mark the
     /// document failed and, for database-owned offsets, to move past it.
-    fn dead_lettered(&self, _msg: &Inbound, _code: &str, _reason: &str) -> impl Future<Output = Result<(), ProcessError>> + Send {
+    fn dead_lettered(&self, _msg: &Inbound, _code: &str, _reason: &str) -> impl Future<Output = Result<(), Self::Error>> + Send {
         async { Ok(()) }
     }
 
@@ -108,17 +213,7 @@ pub trait Processor: Send + Sync + 'static {
     /// when it is assigned, before anything is fetched from it, so a stage
     /// whose offsets live in its own store is positioned from there even
     /// when no record is waiting.
-    fn start_at(&self, _topic: &str, _partition: i32) -> impl Future<Output = Result<StartAt, ProcessError>> + Send {
+    fn start_at(&self, _topic: &str, _partition: i32) -> impl Future<Output = Result<StartAt, Self::Error>> + Send {
         async { Ok(StartAt::Committed) }
     }
-}
-
-/// A stage's identity on the bus.
-#[derive(Debug, Clone)]
-pub struct StageSpec {
-    /// Stage name for logs, metrics and dead-letter headers.
-    pub name: String,
-    /// Consumer group (before the deployment prefix).
-    pub group: String,
-    pub topics: Vec<String>,
 }

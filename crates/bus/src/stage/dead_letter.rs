@@ -8,7 +8,8 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use rag_telemetry::{labels, names};
+use rag_telemetry::events::DeadLettered;
+use rag_telemetry::InternalEvent;
 use tokio_util::sync::CancellationToken;
 use tracing::warn;
 
@@ -127,9 +128,7 @@ impl DeadLetters {
                 Err(e) => return Err(BusError::StageFailed { stage: self.stage.clone(), reason: format!("dead-letter produce: {e}") }),
             }
         }
-        metrics::counter!(names::DEAD_LETTERS, labels::STAGE => self.stage.clone(), labels::TOPIC => msg.topic.clone(),
-            labels::REASON => code.to_string())
-        .increment(1);
+        DeadLettered { stage: &self.stage, topic: &msg.topic, dlq_topic: &dlq_topic, code }.emit();
         Ok(())
     }
 }

@@ -6,8 +6,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use metrics::gauge;
-use rag_telemetry::{labels, names};
+use rag_telemetry::events::{DeadLetterTopicSize, LagObserved};
+use rag_telemetry::InternalEvent;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::topic_partition_list::Offset;
 use rdkafka::Message;
@@ -53,7 +53,7 @@ pub(crate) async fn report_lag(
         let (stage, group) = (stage.clone(), group.clone());
         let done = tokio::task::spawn_blocking(move || {
             let Ok(assignment) = consumer.assignment() else { return };
-            let mut lagging: Vec<(PartitionKey, i64, Option<i64>)> = Vec::new();
+            let mut observed: Vec<(PartitionKey, i64, i64, Option<i64>)> = Vec::new();
             let mut topics = std::collections::BTreeSet::new();
             for e in assignment.elements() {
                 let key = (e.topic().to_string(), e.partition());
@@ -72,23 +72,26 @@ pub(crate) async fn report_lag(
                     })
                     .unwrap_or(low)
                     .max(low);
-                let lag = (high - next).max(0);
-                let l = lag_labels(&stage, &group, &key);
-                gauge!(names::CONSUMER_LAG, &l).set(lag as f64);
-                gauge!(names::CONSUMER_NEXT_OFFSET, &l).set(next as f64);
-                if lag == 0 {
-                    gauge!(names::CONSUMER_LAG_SECONDS, &l).set(0.0);
-                } else {
-                    lagging.push((key, next, last_ts));
-                }
+                observed.push((key, next, high, last_ts));
             }
+            let lagging: Vec<(PartitionKey, i64, Option<i64>)> =
+                observed.iter().filter(|(_, next, high, _)| high > next).map(|(k, n, _, ts)| (k.clone(), *n, *ts)).collect();
             let oldest = reader.as_deref().map(|r| timestamps_at(r, &lagging)).unwrap_or_default();
-            for (key, _, last_ts) in &lagging {
+            for (key, next, high, last_ts) in &observed {
                 // The oldest unprocessed event's age; if it cannot be read,
                 // the newest processed one's (an upper bound).
-                let Some(ts) = oldest.get(key).copied().or(*last_ts) else { continue };
-                let age = ((rag_events::now_millis() - ts).max(0) as f64) / 1000.0;
-                gauge!(names::CONSUMER_LAG_SECONDS, &lag_labels(&stage, &group, key)).set(age);
+                let age =
+                    oldest.get(key).copied().or(*last_ts).map(|ts| Duration::from_millis((rag_events::now_millis() - ts).max(0) as u64));
+                LagObserved {
+                    stage: &stage,
+                    group: &group,
+                    topic: &key.0,
+                    partition: key.1,
+                    next_offset: *next,
+                    log_end: *high,
+                    oldest_age: age,
+                }
+                .emit();
             }
             for topic in topics {
                 let dlq = rag_events::Topics::dlq_of(&topic);
@@ -101,21 +104,12 @@ pub(crate) async fn report_lag(
                         .filter_map(|p| consumer.fetch_watermarks(&dlq, *p, Duration::from_secs(5)).ok())
                         .map(|(low, high)| (high - low).max(0))
                         .sum();
-                    gauge!(names::DLQ_MESSAGES, labels::TOPIC => dlq).set(size as f64);
+                    DeadLetterTopicSize { dlq_topic: &dlq, records: size }.emit();
                 }
             }
         });
         let _ = done.await;
     }
-}
-
-fn lag_labels(stage: &str, group: &str, key: &PartitionKey) -> [(&'static str, String); 4] {
-    [
-        (labels::STAGE, stage.to_string()),
-        (labels::GROUP, group.to_string()),
-        (labels::TOPIC, key.0.clone()),
-        (labels::PARTITION, key.1.to_string()),
-    ]
 }
 
 /// The producer timestamps of the records at the given offsets, read with

@@ -1,7 +1,10 @@
 //! The stage runner: the consumer loop every stage runs, split by concern.
 //!
-//! - [`contract`]: what a stage is given and answers ([`Processor`]).
-//! - [`runner`]: [`StageRunner`], the loop: positions, retries, offsets.
+//! - [`contract`]: what a stage is ([`Stage`], [`StageIdentity`]), what it
+//!   is given and what it answers.
+//! - [`output`]: [`StageOutput`], how a stage produces (and counts) events.
+//! - [`runner`]: [`StageRunner`], the loop: retries, dead letters, offsets.
+//! - `positioning`: where each assigned partition resumes.
 //! - [`consumer`]: the Kafka consumer and its (deferred) rebalance handling.
 //! - [`positions`]: which partitions are owned and where each stands (pure).
 //! - [`dead_letter`]: `<topic>.dlq` and the limit on dead letters.
@@ -11,9 +14,12 @@ mod consumer;
 pub mod contract;
 pub mod dead_letter;
 mod lag;
+pub mod output;
+mod positioning;
 pub mod positions;
 pub mod runner;
 
-pub use contract::{Inbound, Outcome, ProcessError, Processor, StageSpec, StartAt};
+pub use contract::{ErrorSource, Inbound, Outcome, Positions, ProcessError, Stage, StageIdentity, StartAt};
 pub use dead_letter::DeadLetterLimit;
-pub use runner::{record_out, run_stage, StageRunner};
+pub use output::StageOutput;
+pub use runner::{run_stage, StageRunner};

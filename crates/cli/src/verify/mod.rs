@@ -20,7 +20,6 @@ use clap::Args;
 use rag_bus::admin::{committed_offsets, read_topic, watermarks};
 use rag_bus::{headers, BusConfig, EventProducer, Inbound};
 use rag_events::{AnyEvent, Codec, EventType};
-use rag_stages::{answerer, chunker, indexer, parser, projector};
 use serde_json::json;
 
 use crate::config::Settings;
@@ -43,20 +42,20 @@ type Consumers = Vec<(EventType, Vec<(String, Owner)>)>;
 
 fn consumers(s: &Settings) -> anyhow::Result<Consumers> {
     let bus = s.bus();
-    let stages: [(String, Owner, &[EventType]); 5] = [
-        (parser::GROUP.to_string(), Owner::Kafka, parser::CONSUMES),
-        (chunker::group(&s.chunking_profile()?), Owner::Kafka, chunker::CONSUMES),
-        (indexer::GROUP.to_string(), Owner::Postgres, indexer::CONSUMES),
-        (answerer::GROUP.to_string(), Owner::Kafka, answerer::CONSUMES),
-        (projector::GROUP.to_string(), Owner::Postgres, projector::CONSUMES),
-    ];
-    Ok(projector::CONSUMES
+    let stages = rag_stages::pipeline(&s.chunking_profile()?);
+    Ok(rag_stages::projector::ALL_EVENTS
         .iter()
         .map(|event| {
             let groups = stages
                 .iter()
-                .filter(|(_, _, consumes)| consumes.contains(event))
-                .map(|(group, owner, _)| (bus.group_of(group), *owner))
+                .filter(|stage| stage.consumes.contains(event))
+                .map(|stage| {
+                    let owner = match stage.positions {
+                        rag_bus::Positions::Kafka => Owner::Kafka,
+                        rag_bus::Positions::Postgres => Owner::Postgres,
+                    };
+                    (bus.group_of(&stage.group), owner)
+                })
                 .collect();
             (*event, groups)
         })

@@ -1,0 +1,107 @@
+//! An upload, the same from the CLI and the API: the original's bytes go
+//! to object storage under a content-addressed key of the workspace
+//! (identical bytes are stored once), then `DocumentUploaded` announces
+//! them (claim-check: the event carries the URI and checksum, never the
+//! bytes). The event is produced only once the bytes are durable, and
+//! `Ok` means the broker has it too.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use rag_blobs::{BlobError, BlobStore};
+use rag_bus::{BusError, EventProducer};
+use rag_events::{DocumentUploaded, Envelope};
+use rag_telemetry::events::UploadRecorded;
+use rag_telemetry::InternalEvent;
+
+/// The original, already on local disk and hashed.
+#[derive(Debug, Clone, Copy)]
+pub struct Original<'a> {
+    pub path: &'a Path,
+    pub size: u64,
+    pub sha256: &'a str,
+}
+
+/// Who uploads what, and where.
+#[derive(Debug, Clone)]
+pub struct NewDocument {
+    pub workspace_id: String,
+    pub filename: String,
+    pub content_type: String,
+    pub uploaded_by: String,
+    pub metadata: HashMap<String, String>,
+    /// The envelope's producer (`rag-engine/cli@…`, `rag-engine/api@…`).
+    pub producer: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum UploadError {
+    #[error("invalid workspace id {0:?}")]
+    Workspace(String),
+    #[error("storing the original: {0}")]
+    Store(#[from] BlobError),
+    #[error("producing DocumentUploaded: {0}")]
+    Announce(#[from] BusError),
+}
+
+/// The object key of an original: per workspace, by content.
+pub fn original_key(workspace_id: &str, sha256: &str) -> String {
+    format!("workspaces/{workspace_id}/originals/{sha256}")
+}
+
+/// Stores `original` (unless the same bytes are there already) and
+/// produces its `DocumentUploaded`, which is returned.
+pub async fn store_and_announce(
+    blobs: &BlobStore,
+    producer: &EventProducer,
+    original: Original<'_>,
+    doc: NewDocument,
+) -> Result<DocumentUploaded, UploadError> {
+    let result = upload(blobs, producer, original, &doc).await;
+    UploadRecorded {
+        workspace_id: &doc.workspace_id,
+        filename: &doc.filename,
+        document_id: result.as_ref().ok().map(|e| e.document_id.as_str()),
+        error: result.as_ref().err().map(|e| e.to_string()).as_deref(),
+    }
+    .emit();
+    result
+}
+
+async fn upload(
+    blobs: &BlobStore,
+    producer: &EventProducer,
+    original: Original<'_>,
+    doc: &NewDocument,
+) -> Result<DocumentUploaded, UploadError> {
+    if !rag_events::is_workspace_id(&doc.workspace_id) {
+        return Err(UploadError::Workspace(doc.workspace_id.clone()));
+    }
+    let key = original_key(&doc.workspace_id, original.sha256);
+    let blob_uri = match blobs.head(&key).await? {
+        Some(existing) if existing == original.size => blobs.uri(&key),
+        _ => blobs.put_file(&key, original.path, original.size, original.sha256, &doc.content_type).await?.uri,
+    };
+    let event = DocumentUploaded {
+        envelope: Envelope::originating(&doc.workspace_id, &doc.producer),
+        document_id: uuid::Uuid::now_v7().to_string(),
+        blob_uri,
+        filename: doc.filename.clone(),
+        content_type: doc.content_type.clone(),
+        size_bytes: original.size as i64,
+        sha256: original.sha256.to_string(),
+        uploaded_by: doc.uploaded_by.clone(),
+        metadata: doc.metadata.clone(),
+    };
+    producer.send(&event).await?;
+    Ok(event)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn originals_are_content_addressed_per_workspace() {
+        assert_eq!(super::original_key("ws-1", "ab12"), "workspaces/ws-1/originals/ab12");
+        assert_ne!(super::original_key("ws-1", "ab12"), super::original_key("ws-2", "ab12"));
+    }
+}
