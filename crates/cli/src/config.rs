@@ -205,6 +205,29 @@ pub struct Settings {
 }
 
 impl Settings {
+    /// The settings given by `vars` (variable name to value), as if they
+    /// were the environment: the in-process test application configures
+    /// itself this way instead of through the process environment.
+    /// Variables the process has and `vars` lacks still apply, as for a
+    /// child process.
+    pub fn from_vars(vars: &std::collections::HashMap<String, String>) -> Result<Settings, clap::Error> {
+        use clap::{CommandFactory, FromArgMatches, Parser};
+        #[derive(Parser)]
+        struct Only {
+            #[command(flatten)]
+            settings: Settings,
+        }
+        let mut argv = vec!["rag-engine".to_string()];
+        for arg in Only::command().get_arguments() {
+            let (Some(env), Some(long)) = (arg.get_env(), arg.get_long()) else { continue };
+            if let Some(value) = env.to_str().and_then(|name| vars.get(name)) {
+                argv.push(format!("--{long}={value}"));
+            }
+        }
+        let matches = Only::command().try_get_matches_from(argv)?;
+        Ok(Only::from_arg_matches(&matches)?.settings)
+    }
+
     pub fn topics(&self) -> Topics {
         Topics::new(self.topic_prefix.clone())
     }

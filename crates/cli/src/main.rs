@@ -1,29 +1,12 @@
-//! `rag-engine`: runs the pipeline's stages and the operator/user commands.
-
-mod ask;
-mod bench;
-mod chaos;
-mod config;
-mod dlq;
-mod docs;
-mod eval;
-mod eval_answers;
-mod ingest;
-mod page_png;
-mod rebuild;
-mod replay;
-mod run;
-mod search;
-mod setup;
-mod token;
-mod upload;
-mod verify;
+//! `rag-engine`: runs the pipeline's stages and the operator/user commands
+//! (the command line; everything else is in the `rag_engine` library).
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use crate::config::Settings;
+use rag_engine::config::Settings;
+use rag_engine::{ask, bench, chaos, dlq, docs, eval, rebuild, replay, run, search, setup, token, upload, verify};
 
 const AFTER_HELP: &str = "\
 Other environment variables:

@@ -145,6 +145,32 @@ pub async fn start_stages(
     Ok(tasks)
 }
 
+/// Serves the HTTP API and the web page on `listener` as a task of `tasks`.
+pub fn start_api(
+    s: &Settings,
+    jwt: rag_api::JwtAuth,
+    listener: tokio::net::TcpListener,
+    pool: &rag_store::sqlx::PgPool,
+    metrics: Option<rag_telemetry::PrometheusHandle>,
+    shutdown: &CancellationToken,
+    tasks: &mut StageTasks,
+) -> anyhow::Result<()> {
+    let timeout = Duration::from_secs(s.api_produce_timeout_secs.max(1));
+    let producer = EventProducer::with_delivery_timeout(&s.bus(), Codec::embedded()?, "rag-engine/api", timeout)?;
+    let blobs = rag_blobs::BlobStore::new(&s.blobs());
+    let state = rag_api::AppState::new(pool.clone(), producer, blobs, jwt, s.api(), metrics, shutdown.clone());
+    let addr = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
+    info!(addr = %addr, page = %format!("http://{addr}/"), "serving the HTTP API and the web page");
+    if s.api_dev_sign_in {
+        tracing::warn!("API_DEV_SIGN_IN is on: POST /dev/sign-in gives a token for any user name (a developer's machine only)");
+    }
+    tasks.spawn(async move {
+        let r = rag_api::serve(listener, state).await;
+        ("api".to_string(), r.map_err(|e| rag_bus::BusError::StageFailed { stage: "api".into(), reason: e.to_string() }))
+    });
+    Ok(())
+}
+
 pub async fn run(s: &Settings, args: RunArgs) -> anyhow::Result<ExitCode> {
     let metrics = rag_telemetry::install_metrics(s.metrics_addr)?;
     info!(metrics = %s.metrics_addr, "serving /metrics");
@@ -163,18 +189,7 @@ pub async fn run(s: &Settings, args: RunArgs) -> anyhow::Result<ExitCode> {
     let shutdown = CancellationToken::new();
     let mut tasks = start_stages(s, args.stage, &pool, &shutdown).await?;
     if let (Some(jwt), Some(listener)) = (jwt, listener) {
-        let timeout = std::time::Duration::from_secs(s.api_produce_timeout_secs.max(1));
-        let producer = EventProducer::with_delivery_timeout(&s.bus(), Codec::embedded()?, "rag-engine/api", timeout)?;
-        let blobs = rag_blobs::BlobStore::new(&s.blobs());
-        let state = rag_api::AppState::new(pool.clone(), producer, blobs, jwt, s.api(), Some(metrics), shutdown.clone());
-        info!(addr = %s.api_addr, page = %format!("http://{}/", s.api_addr), "serving the HTTP API and the web page");
-        if s.api_dev_sign_in {
-            tracing::warn!("API_DEV_SIGN_IN is on: POST /dev/sign-in gives a token for any user name (a developer's machine only)");
-        }
-        tasks.spawn(async move {
-            let r = rag_api::serve(listener, state).await;
-            ("api".to_string(), r.map_err(|e| rag_bus::BusError::StageFailed { stage: "api".into(), reason: e.to_string() }))
-        });
+        start_api(s, jwt, listener, &pool, Some(metrics), &shutdown, &mut tasks)?;
     }
 
     let mut failed = false;

@@ -32,10 +32,7 @@ pub fn install_metrics(addr: SocketAddr) -> Result<PrometheusHandle, TelemetryEr
     let exporter_err = |e: &dyn std::fmt::Display| TelemetryError::Exporter { addr, message: e.to_string() };
     let (recorder, exporter) = PrometheusBuilder::new()
         .with_http_listener(addr)
-        .set_buckets_for_metric(
-            Matcher::Suffix("_seconds".into()),
-            &[0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0],
-        )
+        .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), BUCKETS)
         .map_err(|e| exporter_err(&e))?
         .build()
         .map_err(|e| exporter_err(&e))?;
@@ -45,6 +42,28 @@ pub fn install_metrics(addr: SocketAddr) -> Result<PrometheusHandle, TelemetryEr
     catalog::describe();
     Ok(handle)
 }
+
+/// Records metrics without serving them (an in-process test application
+/// reads them through the handle). Once per process; later calls return
+/// the same handle.
+pub fn install_metrics_recorder() -> Result<PrometheusHandle, TelemetryError> {
+    static HANDLE: std::sync::OnceLock<PrometheusHandle> = std::sync::OnceLock::new();
+    if let Some(h) = HANDLE.get() {
+        return Ok(h.clone());
+    }
+    let addr = SocketAddr::from(([0, 0, 0, 0], 0));
+    let recorder = PrometheusBuilder::new()
+        .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), BUCKETS)
+        .map_err(|e| TelemetryError::Exporter { addr, message: e.to_string() })?
+        .build_recorder();
+    let handle = recorder.handle();
+    metrics::set_global_recorder(recorder).map_err(|e| TelemetryError::Exporter { addr, message: e.to_string() })?;
+    catalog::describe();
+    Ok(HANDLE.get_or_init(|| handle).clone())
+}
+
+/// Seconds buckets: from a millisecond hop to an hour-long document.
+const BUCKETS: &[f64] = &[0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0];
 
 /// Structured logs to stderr; `json` gives one JSON object per line.
 /// The filter comes from `RUST_LOG` (default `info`).

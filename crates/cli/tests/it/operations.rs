@@ -1,11 +1,10 @@
 //! Operations on the real stack: deletion purges a document everywhere
 //! while answers keep the text they cited.
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
+use crate::app::TestApp;
+use crate::common::*;
 use rag_store::sqlx;
 
 const LIGHTHOUSE: &str =
@@ -28,7 +27,7 @@ async fn traces(t: &TestEnv, doc: uuid::Uuid) -> [i64; 4] {
 #[tokio::test]
 async fn deletion_leaves_no_trace_and_answers_keep_their_citations() {
     let t = TestEnv::new().await;
-    let mut run = t.spawn(&["run", "all"], &[]);
+    let run = TestApp::spawn(&t, &[]).await;
     let ws = t.workspace.clone();
     // Two documents with the same bytes share one stored original.
     t.upload_files(&ws, &[("lighthouse.txt", LIGHTHOUSE), ("lighthouse-copy.txt", LIGHTHOUSE), ("ha-noi.md", HANOI)]).await;
@@ -91,7 +90,7 @@ async fn deletion_leaves_no_trace_and_answers_keep_their_citations() {
     .await
     .unwrap();
     assert!(hanoi > 0);
-    run.terminate(Duration::from_secs(20)).await;
+    run.stop().await;
     t.cleanup().await;
 }
 
@@ -102,7 +101,7 @@ async fn deletion_leaves_no_trace_and_answers_keep_their_citations() {
 #[tokio::test]
 async fn a_poison_message_is_listed_shown_and_redriven_after_the_fix() {
     let t = TestEnv::new().await;
-    let mut run = t.spawn(&["run", "all"], &[]);
+    let run = TestApp::spawn(&t, &[]).await;
     let ws = t.workspace.clone();
     let parsed = rag_docparse::parse(LIGHTHOUSE.as_bytes(), "text/plain", "lighthouse.txt", &rag_docparse::Limits::default()).unwrap();
     let segments = serde_json::to_vec(&parsed.segments).unwrap();
@@ -186,7 +185,7 @@ async fn a_poison_message_is_listed_shown_and_redriven_after_the_fix() {
     assert!(ok && out.contains(&doc), "the redriven document is searchable: {out}");
     let (ok, _, err) = t.run(&["dlq", "redrive", "--topic", "documents.parsed"]).await;
     assert!(!ok && err.contains("--all"), "a redrive must say which letters: {err}");
-    run.terminate(Duration::from_secs(20)).await;
+    run.stop().await;
     t.cleanup().await;
 }
 
@@ -196,7 +195,7 @@ async fn a_poison_message_is_listed_shown_and_redriven_after_the_fix() {
 #[tokio::test]
 async fn replaying_chunking_flips_versions_while_questions_keep_being_answered() {
     let t = TestEnv::new().await;
-    let mut run = t.spawn(&["run", "all"], &[]);
+    let run = TestApp::spawn(&t, &[]).await;
     let ws = t.workspace.clone();
     let long = |topic: &str| {
         (0..12)
@@ -273,7 +272,7 @@ async fn replaying_chunking_flips_versions_while_questions_keep_being_answered()
     let shown: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(shown["active_chunking_version"], "fine@1");
     assert!(shown["chunks"].as_array().unwrap().iter().all(|c| c["chunking_version"] == "fine@1"));
-    run.terminate(Duration::from_secs(20)).await;
+    run.stop().await;
     t.cleanup().await;
 }
 
@@ -295,7 +294,7 @@ async fn dump(t: &TestEnv) -> std::collections::BTreeMap<&'static str, Vec<Strin
 #[tokio::test]
 async fn rebuilding_the_read_models_gives_identical_rows() {
     let t = TestEnv::new().await;
-    let mut run = t.spawn(&["run", "all"], &[]);
+    let run = TestApp::spawn(&t, &[]).await;
     let ws = t.workspace.clone();
     t.upload_files(&ws, &[("lighthouse.txt", LIGHTHOUSE), ("ha-noi.md", HANOI), ("gone.txt", "This document will be deleted soon.")]).await;
     let settled = |n: i64| {
@@ -329,7 +328,7 @@ async fn rebuilding_the_read_models_gives_identical_rows() {
             == 0
     })
     .await;
-    run.terminate(Duration::from_secs(20)).await;
+    run.stop().await;
     let before = dump(&t).await;
     assert!(before["messages"].len() == 4 && !before["search_chunks"].is_empty() && before["document_versions"].len() >= 3, "{before:?}");
 
@@ -345,9 +344,9 @@ async fn rebuilding_the_read_models_gives_identical_rows() {
     }
 
     // The pipeline resumes after the rebuild without projecting anything twice.
-    let mut again = t.spawn(&["run", "all"], &[]);
-    again.wait_for_line("partitions assigned stage=answerer", Duration::from_secs(60)).await;
-    again.wait_for_line("partitions assigned stage=projector", Duration::from_secs(60)).await;
+    let again = TestApp::spawn(&t, &[]).await;
+    again.wait_for_assignment("answerer", Duration::from_secs(60)).await;
+    again.wait_for_assignment("projector", Duration::from_secs(60)).await;
     let (ok, _, err) = t.run(&["ask", "Where does the lighthouse stand?", "--workspace", &ws, "--json", "--timeout", "60"]).await;
     assert!(ok, "{err}");
     // The answer may be projected before its question (topics are read
@@ -356,7 +355,7 @@ async fn rebuilding_the_read_models_gives_identical_rows() {
         sqlx::query_scalar::<_, i64>("SELECT count(*) FROM messages").fetch_one(&t.pool).await.unwrap() == 6
     })
     .await;
-    again.terminate(Duration::from_secs(20)).await;
+    again.stop().await;
     let resumed = dump(&t).await;
     assert_eq!(resumed["messages"].len(), 6);
     assert_eq!(resumed["documents"], before["documents"]);
@@ -375,7 +374,7 @@ fn fixture(name: &str) -> Vec<u8> {
 #[tokio::test]
 async fn citations_point_at_the_page_through_replay_and_rebuild() {
     let t = TestEnv::new().await;
-    let mut run = t.spawn(&["run", "all"], &[]);
+    let run = TestApp::spawn(&t, &[]).await;
     let ws = t.workspace.clone();
     t.upload_files(&ws, &[("bao-cao.pdf", fixture("geometry-one-column.pdf")), ("bao-cao.txt", fixture("geometry-source.txt"))]).await;
     wait_until("both ingested", Duration::from_secs(120), || async {
@@ -469,7 +468,7 @@ async fn citations_point_at_the_page_through_replay_and_rebuild() {
             "{m:?}"
         );
     }
-    run.terminate(Duration::from_secs(20)).await;
+    run.stop().await;
     let before = dump(&t).await;
     assert_eq!(before["segments"], segments_before, "a replay of chunking leaves the segments as they were");
     let (ok, out, err) = t.run(&["rebuild", "read-models", "--yes", "--json"]).await;

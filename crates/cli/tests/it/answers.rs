@@ -4,17 +4,16 @@
 //! in the prompt, failures that never leave a message pending, and tenant
 //! isolation of answers.
 
-mod common;
-
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::app::TestApp;
+use crate::common::*;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
-use common::*;
 use rag_store::sqlx;
 
 async fn wait_ingested(t: &TestEnv, n: i64) {
@@ -68,7 +67,7 @@ const CLOUD: &str =
 #[tokio::test(flavor = "multi_thread")]
 async fn extractive_answers_cite_exact_spans_and_workspaces_stay_apart() {
     let t = TestEnv::new().await;
-    let _all = t.spawn(&["run", "all"], &[]);
+    let _all = TestApp::spawn(&t, &[]).await;
     let other = format!("{}-other", t.workspace);
     t.upload_files(&t.workspace, &[("bao-cao.txt", REPORT), ("cloud.txt", CLOUD)]).await;
     t.upload_files(&other, &[("secret.txt", "Doanh thu năm 2023 của đối thủ tăng 40%. The board approved a secret merger.")]).await;
@@ -168,8 +167,8 @@ async fn llm_answers_are_validated_remember_the_conversation_and_failures_are_fi
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     let t = TestEnv::new().await;
     let base = format!("http://{addr}/v1");
-    let all = t.spawn(
-        &["run", "all"],
+    let all = TestApp::spawn(
+        &t,
         &[
             ("ANSWER_LLM_BASE_URL", &base),
             ("ANSWER_LLM_MODEL", "fake-llm"),
@@ -178,7 +177,8 @@ async fn llm_answers_are_validated_remember_the_conversation_and_failures_are_fi
             ("STAGE_MAX_RETRIES", "1"),
             ("STAGE_RETRY_BACKOFF_MS", "50"),
         ],
-    );
+    )
+    .await;
     t.upload_files(&t.workspace, &[("bao-cao.txt", REPORT), ("cloud.txt", CLOUD)]).await;
     wait_ingested(&t, 2).await;
 
@@ -193,7 +193,7 @@ async fn llm_answers_are_validated_remember_the_conversation_and_failures_are_fi
     assert_eq!(meta["citations"].as_array().unwrap().len(), 1);
     check_citations(&t, &t.workspace, &m).await;
     assert!(c["text"].as_str().unwrap().split_whitespace().count() == 5, "the located quote, not the whole chunk: {c}");
-    all.wait_for_line("question answered", Duration::from_secs(5)).await;
+    all.wait_for_metric("rag_question_to_answer_seconds_count", &["mode=\"llm\""], 1.0, Duration::from_secs(5)).await;
 
     // A follow-up in the same conversation carries the earlier turns.
     let (_, _) = ask(&t, &t.workspace, "And the profit?", &["--conversation", &conversation]).await;
@@ -211,7 +211,7 @@ async fn llm_answers_are_validated_remember_the_conversation_and_failures_are_fi
     assert_eq!(m["metadata"]["failure"]["code"], "llm_failed");
     let pending: i64 = sqlx::query_scalar("SELECT count(*) FROM messages WHERE status = 'pending'").fetch_one(&t.pool).await.unwrap();
     assert_eq!(pending, 0);
-    let tokens = all.metric_sum("rag_llm_tokens_total", &[]).await;
+    let tokens = all.metric_sum("rag_llm_tokens_total", &[]);
     assert!(tokens >= 480.0, "LLM tokens are exported: {tokens}");
     t.cleanup().await;
 }

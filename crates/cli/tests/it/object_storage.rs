@@ -1,9 +1,7 @@
 //! The S3-compatible server of the local stack, verified with aws-sdk-s3:
 //! put, get, head, delete and multipart upload.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use rag_blobs::{BlobConfig, BlobStore};
 
 #[tokio::test(flavor = "multi_thread")]

@@ -2,12 +2,10 @@
 //! seen on HEAD 518e61b (a restart skipped each partition's next event),
 //! and `rag-engine verify` finding and repairing what was skipped.
 
-mod common;
-
 use std::collections::HashMap;
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use rag_events::EventType;
 use rag_store::sqlx;
 

@@ -3,11 +3,10 @@
 //! filter, deleted documents, and tenant isolation (two workspaces with
 //! overlapping content never see each other, in any mode).
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
+use crate::app::TestApp;
+use crate::common::*;
 use rag_events::{DocumentDeleted, Envelope};
 use rag_store::sqlx;
 
@@ -29,7 +28,7 @@ const EN_EXTRA: &[(&str, &str)] = &[("EMBEDDER", "local"), ("EMBEDDING_THREADS",
 async fn hybrid_search_ranks_scopes_and_isolates_workspaces() {
     let model_dir = stack_env().get("EMBEDDING_MODEL_DIR").cloned().expect("EMBEDDING_MODEL_DIR");
     let t = TestEnv::new().await.with_env(&[("EMBEDDING_MODEL_DIR", &model_dir), EN_EXTRA[0], EN_EXTRA[1]]);
-    let _all = t.spawn(&["run", "all"], &[]);
+    let _all = TestApp::spawn(&t, &[]).await;
     let other = format!("{}-other", t.workspace);
     let shared = "Quarterly revenue rose sharply thanks to strong cloud sales in Asia.";
     t.upload_files(

@@ -3,9 +3,7 @@
 //! mode, per-language rows, and the language-aware fusion (Vietnamese
 //! queries with the English-only local model rank exactly as lexical).
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn eval_retrieval_reports_every_mode_per_language() {

@@ -2,12 +2,10 @@
 //! tansu broker (the binary `scripts/stack up` installed) so restarting it
 //! does not disturb the other tests.
 
-mod common;
-
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 
 fn start_broker(bin: &str, dir: &std::path::Path, port: u16) -> std::process::Child {
     let log = std::fs::OpenOptions::new().create(true).append(true).open(dir.join("tansu.log")).unwrap();

@@ -2,13 +2,12 @@
 //! indexer, with the projector keeping documents, segments and chunk
 //! mappings current.
 
-mod common;
-
 use std::collections::HashMap;
 use std::io::Write;
 use std::time::Duration;
 
-use common::*;
+use crate::app::TestApp;
+use crate::common::*;
 use rag_store::sqlx;
 
 const WAIT: Duration = Duration::from_secs(120);
@@ -57,7 +56,7 @@ async fn count(t: &TestEnv, sql: &str) -> i64 {
 #[tokio::test(flavor = "multi_thread")]
 async fn every_format_ingests_and_bad_inputs_fail_with_their_reason() {
     let t = TestEnv::new().await;
-    let _all = t.spawn(&["run", "all"], &[("PARSE_MAX_BYTES", "2000000")]);
+    let _all = TestApp::spawn(&t, &[("PARSE_MAX_BYTES", "2000000")]).await;
     let dir = std::env::temp_dir().join(format!("rag-engine-pipeline-{}", uuid::Uuid::new_v4()));
     std::fs::create_dir_all(&dir).unwrap();
     let w = |name: &str, bytes: &[u8]| std::fs::write(dir.join(name), bytes).unwrap();
@@ -222,8 +221,8 @@ async fn every_format_ingests_and_bad_inputs_fail_with_their_reason() {
 async fn a_transient_failure_that_outlives_its_retries_stops_the_stage_and_a_restart_resumes() {
     let t = TestEnv::new().await;
     let dead = format!("http://127.0.0.1:{}/v1", free_port());
-    let mut failing = t.spawn(
-        &["run", "all"],
+    let mut failing = TestApp::spawn(
+        &t,
         &[
             ("EMBEDDER", "openai"),
             ("EMBEDDING_BASE_URL", &dead),
@@ -233,16 +232,21 @@ async fn a_transient_failure_that_outlives_its_retries_stops_the_stage_and_a_res
             ("STAGE_MAX_RETRIES", "2"),
             ("STAGE_RETRY_BACKOFF_MS", "50"),
         ],
-    );
+    )
+    .await;
     let dir = std::env::temp_dir().join(format!("rag-engine-transient-{}", uuid::Uuid::new_v4()));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("a.txt"), "Một tài liệu chờ được lập chỉ mục.").unwrap();
     let (ok, _, err) = t.run(&["upload", dir.to_str().unwrap(), "--workspace", &t.workspace]).await;
     assert!(ok, "{err}");
-    let status = tokio::time::timeout(WAIT, failing.child.wait()).await.expect("run all stops").unwrap();
-    assert!(!status.success(), "a stage that gave up makes `run` fail");
-    assert!(failing.saw("transient error, retrying"), "it retried first");
-    assert!(failing.saw("stage failed") && failing.saw("indexer"), "the log names the failed stage");
+    let (stage, ended) = failing.wait_for_a_task_to_end(WAIT).await;
+    assert_eq!(stage, "indexer");
+    assert!(ended.is_err(), "the stage that gave up ends with an error (and `run` fails)");
+    let indexer = ["stage=\"indexer\""];
+    assert!(failing.metric_sum("rag_stage_events_failed_total", &[indexer[0], "kind=\"transient\""]) >= 2.0, "it retried first");
+    assert_eq!(failing.metric_sum("rag_stage_failures_total", &indexer), 1.0, "the failure is counted");
+    assert_eq!(failing.metric_sum("rag_stage_dead_letters_total", &[]), 0.0, "nothing is dead-lettered");
+    failing.stop().await;
     // `run all` stops every stage with the failed one, so the projector
     // may not have caught up: no row yet is fine, a final state is not.
     let st: Option<String> = sqlx::query_scalar("SELECT status FROM documents").fetch_optional(&t.pool).await.unwrap();
@@ -251,7 +255,7 @@ async fn a_transient_failure_that_outlives_its_retries_stops_the_stage_and_a_res
         "not indexed, not failed: the event waits (status {st:?})"
     );
 
-    let _fixed = t.spawn(&["run", "all"], &[]);
+    let _fixed = TestApp::spawn(&t, &[]).await;
     wait_until("ingested after the restart", WAIT, || async {
         sqlx::query_scalar::<_, String>("SELECT status FROM documents").fetch_one(&t.pool).await.unwrap() == "ingested"
     })
@@ -267,7 +271,7 @@ async fn a_transient_failure_that_outlives_its_retries_stops_the_stage_and_a_res
 async fn a_scanned_page_goes_through_ocr_or_is_marked() {
     for (ocr, expect_ocr) in [("auto", true), ("off", false)] {
         let t = TestEnv::new().await;
-        let all = t.spawn(&["run", "all"], &[("OCR", ocr)]);
+        let _all = TestApp::spawn(&t, &[("OCR", ocr)]).await;
         let dir = std::env::temp_dir().join(format!("rag-engine-ocr-{}", uuid::Uuid::new_v4()));
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("scan.pdf"), fixture("scanned-text-page.pdf")).unwrap();
@@ -276,11 +280,6 @@ async fn a_scanned_page_goes_through_ocr_or_is_marked() {
             statuses(&t).await.get("scan.pdf").map(|s| s.0.as_str()) == Some("ingested")
         })
         .await;
-        if expect_ocr {
-            all.wait_for_line("pages read by OCR", Duration::from_secs(5)).await;
-        } else {
-            all.wait_for_line("OCR is off", Duration::from_secs(5)).await;
-        }
         let id = t.document_ids().await.remove(0);
         let (ok, out, err) = t.run(&["docs", "show", &id, "--workspace", &t.workspace, "--json"]).await;
         assert!(ok, "{err}");

@@ -1,10 +1,8 @@
 //! Foundation acceptance tests on the real stack (scripts/stack up).
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use rag_bus::headers;
 use rdkafka::message::{Headers, Message};
 

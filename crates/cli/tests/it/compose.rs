@@ -3,14 +3,12 @@
 //! works on a developer machine (127.0.0.1) is overridden, hosts name real
 //! services, credentials agree, and Prometheus/Grafana are wired.
 
-mod common;
-
 use std::collections::{BTreeSet, HashMap};
 
 use serde_yaml::Value;
 
 fn compose() -> Value {
-    let text = std::fs::read_to_string(common::repo_root().join("docker-compose.yml")).unwrap();
+    let text = std::fs::read_to_string(crate::common::repo_root().join("docker-compose.yml")).unwrap();
     serde_yaml::from_str(&text).expect("docker-compose.yml is valid YAML")
 }
 
@@ -112,7 +110,7 @@ fn compose_has_every_service_and_setting_the_binary_needs() {
     // Prometheus scrapes every rag-engine process on its metrics port.
     let prom_mount = doc["services"]["prometheus"]["volumes"][0].as_str().unwrap();
     let prom_file = prom_mount.split(':').next().unwrap();
-    let prom: Value = serde_yaml::from_str(&std::fs::read_to_string(common::repo_root().join(prom_file)).unwrap()).unwrap();
+    let prom: Value = serde_yaml::from_str(&std::fs::read_to_string(crate::common::repo_root().join(prom_file)).unwrap()).unwrap();
     let sd = &prom["scrape_configs"][0]["dns_sd_configs"][0];
     assert_eq!(sd["names"][0].as_str(), Some("rag-engine"));
     assert_eq!(sd["port"].as_u64(), Some(9464));
@@ -122,13 +120,13 @@ fn compose_has_every_service_and_setting_the_binary_needs() {
         doc["services"]["grafana"]["volumes"].as_sequence().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect();
     assert!(mounts.iter().any(|m| m.starts_with("./dashboards/provisioning:/etc/grafana/provisioning")));
     assert!(mounts.iter().any(|m| m.starts_with("./dashboards:/var/lib/grafana/dashboards")));
-    assert!(common::repo_root().join("dashboards/provisioning/datasources/prometheus.yml").exists());
-    assert!(common::repo_root().join("dashboards/provisioning/dashboards/rag-engine.yml").exists());
+    assert!(crate::common::repo_root().join("dashboards/provisioning/datasources/prometheus.yml").exists());
+    assert!(crate::common::repo_root().join("dashboards/provisioning/dashboards/rag-engine.yml").exists());
 }
 
 #[test]
 fn dashboard_queries_only_metrics_the_code_exports() {
-    let text = std::fs::read_to_string(common::repo_root().join("dashboards/rag-engine-stages.json")).unwrap();
+    let text = std::fs::read_to_string(crate::common::repo_root().join("dashboards/rag-engine-stages.json")).unwrap();
     let dash: serde_json::Value = serde_json::from_str(&text).unwrap();
     let panels = dash["panels"].as_array().unwrap();
     assert!(panels[0]["title"].as_str().unwrap().to_lowercase().contains("lag"), "stage lag comes first");

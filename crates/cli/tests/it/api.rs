@@ -3,150 +3,14 @@
 //! raw text holds every cited span), and the security rules (tokens,
 //! ownership, filenames, sizes, types).
 
-mod common;
+use std::time::Duration;
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
-use common::*;
-use futures::StreamExt;
+use crate::api_client::*;
+use crate::app::TestApp;
+use crate::common::*;
+use rag_engine::run::StageName;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
-
-struct Api {
-    base: String,
-    http: reqwest::Client,
-}
-
-impl Api {
-    fn new(port: u16) -> Api {
-        Api { base: format!("http://127.0.0.1:{port}"), http: reqwest::Client::new() }
-    }
-
-    async fn call(
-        &self,
-        method: Method,
-        path: &str,
-        token: Option<&str>,
-        body: Option<Value>,
-    ) -> (StatusCode, Value, reqwest::header::HeaderMap) {
-        let mut req = self.http.request(method, format!("{}{path}", self.base));
-        if let Some(t) = token {
-            req = req.bearer_auth(t);
-        }
-        if let Some(b) = body {
-            req = req.json(&b);
-        }
-        let resp = req.send().await.unwrap();
-        let (status, headers) = (resp.status(), resp.headers().clone());
-        let text = resp.text().await.unwrap();
-        let value = serde_json::from_str(&text).unwrap_or(Value::String(text));
-        (status, value, headers)
-    }
-
-    async fn get(&self, path: &str, token: &str) -> (StatusCode, Value) {
-        let (s, v, _) = self.call(Method::GET, path, Some(token), None).await;
-        (s, v)
-    }
-
-    async fn post(&self, path: &str, token: &str, body: Value) -> (StatusCode, Value) {
-        let (s, v, _) = self.call(Method::POST, path, Some(token), Some(body)).await;
-        (s, v)
-    }
-
-    async fn upload(&self, ws: &str, token: &str, filename: &str, content_type: &str, bytes: Vec<u8>) -> (StatusCode, Value) {
-        // The server answers 413 from the declared length without reading a
-        // too-large body and closes the connection; a client still sending
-        // can then lose the answer (hyper: IncompleteMessage). Such a send
-        // is repeated, as a real client would; every other error fails.
-        let mut attempts = 0;
-        let resp = loop {
-            let part = reqwest::multipart::Part::bytes(bytes.clone()).file_name(filename.to_string()).mime_str(content_type).unwrap();
-            let form = reqwest::multipart::Form::new().part("file", part);
-            match self.http.post(format!("{}/v1/workspaces/{ws}/documents", self.base)).bearer_auth(token).multipart(form).send().await {
-                Ok(r) => break r,
-                Err(e) if e.is_request() && bytes.len() > 64 * 1024 && attempts < 3 => attempts += 1,
-                Err(e) => panic!("upload {filename}: {e:?}"),
-            }
-        };
-        let status = resp.status();
-        let text = resp.text().await.unwrap();
-        (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
-    }
-
-    async fn wait_ready(&self) {
-        wait_until("the API to be ready", Duration::from_secs(60), || async {
-            matches!(self.http.get(format!("{}/readyz", self.base)).send().await, Ok(r) if r.status() == StatusCode::OK)
-        })
-        .await;
-    }
-}
-
-async fn token(t: &TestEnv, user: &str) -> String {
-    let (ok, out, err) = t.run(&["token", "--user", user, "--ttl", "10m"]).await;
-    assert!(ok, "{err}");
-    out.trim().to_string()
-}
-
-fn jwt(secret: &str, claims: Value) -> String {
-    jsonwebtoken::encode(
-        &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256),
-        &claims,
-        &jsonwebtoken::EncodingKey::from_secret(secret.as_bytes()),
-    )
-    .unwrap()
-}
-
-fn now() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs()
-}
-
-/// One parsed Server-Sent Event.
-#[derive(Debug, Clone)]
-struct Sse {
-    event: String,
-    id: String,
-    data: Value,
-}
-
-/// Opens the conversation's event stream and forwards its events.
-async fn open_events(api: &Api, path: &str, token: &str, last_event_id: Option<&str>) -> tokio::sync::mpsc::UnboundedReceiver<Sse> {
-    let mut req = api.http.get(format!("{}{path}", api.base)).bearer_auth(token);
-    if let Some(id) = last_event_id {
-        req = req.header("Last-Event-ID", id);
-    }
-    let resp = req.send().await.unwrap();
-    assert_eq!(resp.status(), StatusCode::OK);
-    assert!(resp.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream"));
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    tokio::spawn(async move {
-        let mut stream = resp.bytes_stream();
-        let mut buf = String::new();
-        while let Some(Ok(chunk)) = stream.next().await {
-            buf.push_str(&String::from_utf8_lossy(&chunk));
-            while let Some(end) = buf.find("\n\n") {
-                let block: String = buf.drain(..end + 2).collect();
-                let mut e = Sse { event: String::new(), id: String::new(), data: Value::Null };
-                for line in block.lines() {
-                    if let Some(v) = line.strip_prefix("event:") {
-                        e.event = v.trim().to_string();
-                    } else if let Some(v) = line.strip_prefix("id:") {
-                        e.id = v.trim().to_string();
-                    } else if let Some(v) = line.strip_prefix("data:") {
-                        e.data = serde_json::from_str(v.trim()).unwrap();
-                    }
-                }
-                if !e.event.is_empty() && tx.send(e).is_err() {
-                    return;
-                }
-            }
-        }
-    });
-    rx
-}
-
-async fn next_event(rx: &mut tokio::sync::mpsc::UnboundedReceiver<Sse>, timeout: Duration) -> Sse {
-    tokio::time::timeout(timeout, rx.recv()).await.expect("an event within the timeout").expect("the stream is open")
-}
 
 const HANOI: &str = "# Hà Nội\n\nHà Nội là thủ đô của Việt Nam. Thành phố nằm bên bờ sông Hồng.\n\nDân số Hà Nội khoảng tám triệu người.\n";
 const LIGHTHOUSE: &str =
@@ -155,7 +19,7 @@ const LIGHTHOUSE: &str =
 #[tokio::test]
 async fn upload_ingest_ask_and_the_event_stream_delivers_cited_answers() {
     let t = TestEnv::new().await;
-    let mut run = t.spawn(&["run", "all"], &[]);
+    let run = TestApp::spawn(&t, &[]).await;
     let api = Api::new(run.api_port);
     api.wait_ready().await;
     let alice = token(&t, "alice").await;
@@ -263,7 +127,7 @@ async fn upload_ingest_ask_and_the_event_stream_delivers_cited_answers() {
     let metrics = api.http.get(format!("{}/metrics", api.base)).send().await.unwrap().text().await.unwrap();
     assert!(metrics.contains("rag_http_requests_total"), "{metrics}");
     assert!(metrics.contains("rag_stage_events_in_total"));
-    run.terminate(Duration::from_secs(20)).await;
+    run.stop().await;
     t.cleanup().await;
 }
 
@@ -271,7 +135,7 @@ async fn upload_ingest_ask_and_the_event_stream_delivers_cited_answers() {
 async fn tokens_ownership_filenames_sizes_and_types_are_enforced() {
     let t = TestEnv::new().await.with_env(&[("UPLOAD_MAX_BYTES", "65536"), ("CORS_ALLOWED_ORIGINS", "https://app.example")]);
     // The API alone: nothing parses, so an upload stays `uploaded`.
-    let mut run = t.spawn(&["run", "api"], &[]);
+    let run = TestApp::spawn_stages(&t, StageName::Api, &[]).await;
     let api = Api::new(run.api_port);
     api.wait_ready().await;
     let secret = t.env["JWT_SECRET"].clone();
@@ -391,14 +255,14 @@ async fn tokens_ownership_filenames_sizes_and_types_are_enforced() {
     assert_eq!(s, StatusCode::OK);
     assert!(spec["openapi"].as_str().unwrap().starts_with("3."));
     assert!(spec["paths"]["/v1/workspaces/{ws}/documents/{id}/raw-text"]["get"].is_object());
-    run.terminate(Duration::from_secs(20)).await;
+    run.stop().await;
     t.cleanup().await;
 }
 
 #[tokio::test]
 async fn the_page_is_served_embedded_and_the_development_sign_in_is_off_by_default() {
     let t = TestEnv::new().await;
-    let mut run = t.spawn(&["run", "api"], &[]);
+    let run = TestApp::spawn_stages(&t, StageName::Api, &[]).await;
     let api = Api::new(run.api_port);
     api.wait_ready().await;
 
@@ -429,10 +293,10 @@ async fn the_page_is_served_embedded_and_the_development_sign_in_is_off_by_defau
     let (s, body, _) = api.call(Method::POST, "/dev/sign-in", None, Some(json!({"user": "mallory"}))).await;
     assert_eq!(s, StatusCode::NOT_FOUND);
     assert_eq!(body["error"]["code"], "not_found");
-    run.terminate(Duration::from_secs(10)).await;
+    run.stop().await;
 
     // With it, a name gets a token the API accepts; a bad name is refused.
-    let mut run = t.spawn(&["run", "api"], &[("API_DEV_SIGN_IN", "true")]);
+    let run = TestApp::spawn_stages(&t, StageName::Api, &[("API_DEV_SIGN_IN", "true")]).await;
     let api = Api::new(run.api_port);
     api.wait_ready().await;
     let (_, config, _) = api.call(Method::GET, "/ui/config.json", None, None).await;
@@ -445,6 +309,6 @@ async fn the_page_is_served_embedded_and_the_development_sign_in_is_off_by_defau
     let (s, body, _) = api.call(Method::POST, "/dev/sign-in", None, Some(json!({"user": "a b"}))).await;
     assert_eq!(s, StatusCode::BAD_REQUEST);
     assert_eq!(body["error"]["code"], "invalid_field");
-    run.terminate(Duration::from_secs(10)).await;
+    run.stop().await;
     t.cleanup().await;
 }

@@ -2,13 +2,12 @@
 //! the wire protocol): vectors land in pgvector under their model's own
 //! HNSW index, and DocumentIngested names the model and dimension.
 
-mod common;
-
 use std::time::Duration;
 
+use crate::app::TestApp;
+use crate::common::*;
 use axum::routing::post;
 use axum::{Json, Router};
-use common::*;
 use rag_store::sqlx;
 
 const DIM: usize = 8;
@@ -36,8 +35,8 @@ async fn chunks_are_embedded_with_the_configured_model() {
 
     let t = TestEnv::new().await;
     let base = format!("http://{addr}/v1");
-    let _all = t.spawn(
-        &["run", "all"],
+    let _all = TestApp::spawn(
+        &t,
         &[
             ("EMBEDDER", "openai"),
             ("EMBEDDING_BASE_URL", &base),
@@ -45,7 +44,8 @@ async fn chunks_are_embedded_with_the_configured_model() {
             ("EMBEDDING_API_KEY", "k"),
             ("EMBEDDING_DIMENSION", "8"),
         ],
-    );
+    )
+    .await;
     let dir = std::env::temp_dir().join(format!("rag-engine-embed-{}", uuid::Uuid::new_v4()));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("a.txt"), "Doanh thu tăng.\n\nLợi nhuận giảm.").unwrap();
@@ -94,7 +94,7 @@ async fn chunks_are_embedded_with_the_configured_model() {
 async fn the_local_encoder_embeds_chunks_in_the_pipeline() {
     let model_dir = stack_env().get("EMBEDDING_MODEL_DIR").cloned().expect("scripts/stack writes EMBEDDING_MODEL_DIR");
     let t = TestEnv::new().await;
-    let _all = t.spawn(&["run", "all"], &[("EMBEDDER", "local"), ("EMBEDDING_MODEL_DIR", &model_dir), ("EMBEDDING_THREADS", "1")]);
+    let _all = TestApp::spawn(&t, &[("EMBEDDER", "local"), ("EMBEDDING_MODEL_DIR", &model_dir), ("EMBEDDING_THREADS", "1")]).await;
     let dir = std::env::temp_dir().join(format!("rag-engine-local-embed-{}", uuid::Uuid::new_v4()));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("pets.txt"), "The cat sleeps on the warm windowsill every afternoon.").unwrap();
@@ -147,7 +147,7 @@ async fn the_multilingual_e5_server_embeds_and_retrieves_vietnamese() {
     };
     let t = TestEnv::new().await;
     let vars: Vec<(&str, &str)> = profile.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    let _all = t.spawn(&["run", "all"], &vars);
+    let _all = TestApp::spawn(&t, &vars).await;
     let dir = std::env::temp_dir().join(format!("rag-engine-e5-{}", uuid::Uuid::new_v4()));
     std::fs::create_dir_all(&dir).unwrap();
     for (name, text) in [

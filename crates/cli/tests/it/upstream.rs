@@ -2,17 +2,16 @@
 //! (Python, confluent-kafka, fastavro, boto3): the document it produces
 //! goes through the whole pipeline.
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
+use crate::app::TestApp;
+use crate::common::*;
 use rag_store::sqlx;
 
 #[tokio::test]
 async fn the_documented_upstream_producer_gets_a_document_ingested() {
     let t = TestEnv::new().await;
-    let mut run = t.spawn(&["run", "all"], &[]);
+    let run = TestApp::spawn(&t, &[]).await;
     let dir = std::env::temp_dir().join(format!("upstream-{}", uuid::Uuid::new_v4()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("so-tay-nhan-vien.md");
@@ -52,6 +51,6 @@ async fn the_documented_upstream_producer_gets_a_document_ingested() {
     let (ok, out, err) = t.run(&["search", "thẻ ra vào", "--workspace", &t.workspace, "--json"]).await;
     assert!(ok, "{err}");
     assert!(out.contains(&doc), "{out}");
-    run.terminate(Duration::from_secs(20)).await;
+    run.stop().await;
     t.cleanup().await;
 }

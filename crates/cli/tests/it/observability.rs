@@ -3,13 +3,12 @@
 //! (answered by an LLM speaking the chat-completions protocol) and HTTP
 //! requests have gone through.
 
-mod common;
-
 use std::time::Duration;
 
+use crate::app::TestApp;
+use crate::common::*;
 use axum::routing::post;
 use axum::{Json, Router};
-use common::*;
 
 /// A chat-completions endpoint citing the first chunk of the prompt.
 async fn chat(Json(body): Json<serde_json::Value>) -> Json<serde_json::Value> {
@@ -48,7 +47,7 @@ async fn every_metric_the_dashboard_queries_is_exported() {
         ("ANSWER_LLM_MODEL", "stub-llm"),
         ("ANSWER_LLM_API_KEY", "test-key"),
     ]);
-    let mut run = t.spawn(&["run", "all"], &[]);
+    let run = TestApp::spawn(&t, &[]).await;
     let ws = t.workspace.clone();
     t.upload_files(&ws, &[("lighthouse.txt", "The lighthouse stands on a granite cliff above the harbour.")]).await;
     wait_until("the document ingested", Duration::from_secs(120), || async {
@@ -66,7 +65,7 @@ async fn every_metric_the_dashboard_queries_is_exported() {
     let poison = t.producer();
     poison.send_raw(&t.topics().of(rag_events::EventType::DocumentUploaded), Some(b"poison"), b"not avro", &[]).await.unwrap();
     wait_until("the dead letter", Duration::from_secs(60), || async {
-        sum_metric(&run.metrics().await, "rag_stage_dead_letters_total", &["stage=\"parser\""]) >= 1.0
+        sum_metric(&run.metrics(), "rag_stage_dead_letters_total", &["stage=\"parser\""]) >= 1.0
     })
     .await;
     let health = reqwest::get(format!("http://127.0.0.1:{}/healthz", run.api_port)).await.unwrap();
@@ -79,7 +78,7 @@ async fn every_metric_the_dashboard_queries_is_exported() {
     let mut missing = wanted.clone();
     // Lag gauges are refreshed every LAG_INTERVAL_SECS (1 s in tests).
     for _ in 0..100 {
-        let text = run.metrics().await;
+        let text = run.metrics();
         missing.retain(|m| !text.lines().any(|l| l.starts_with(m.as_str()) && l[m.len()..].starts_with(['{', ' '])));
         if missing.is_empty() {
             break;
@@ -87,14 +86,14 @@ async fn every_metric_the_dashboard_queries_is_exported() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     assert!(missing.is_empty(), "the dashboard queries metrics this process does not export: {missing:?}");
-    let text = run.metrics().await;
+    let text = run.metrics();
     assert!(sum_metric(&text, "rag_llm_tokens_total", &["kind=\"prompt\""]) >= 120.0);
     assert!(sum_metric(&text, "rag_question_to_answer_seconds_count", &[]) >= 1.0);
     assert!(sum_metric(&text, "rag_upload_to_ingested_seconds_count", &[]) >= 1.0);
     wait_until("the dead-letter topic's size exported", Duration::from_secs(30), || async {
-        sum_metric(&run.metrics().await, "rag_dlq_messages", &["documents.uploaded.dlq"]) >= 1.0
+        sum_metric(&run.metrics(), "rag_dlq_messages", &["documents.uploaded.dlq"]) >= 1.0
     })
     .await;
-    run.terminate(Duration::from_secs(20)).await;
+    run.stop().await;
     t.cleanup().await;
 }

@@ -1,0 +1,26 @@
+//! The one integration test binary: every test of the `rag-engine` crate
+//! against the real local stack (`scripts/stack up`). One binary links the
+//! workspace once instead of once per file.
+//!
+//! - [`common`]: a fresh database and topic prefix per test ([`common::TestEnv`]),
+//!   running CLI commands, and subprocesses where a process must die.
+//! - [`app`]: [`app::TestApp`], the real stages and API in-process.
+//! - [`api_client`]: the typed HTTP client.
+
+mod answers;
+mod api;
+mod api_client;
+mod app;
+mod broker_restart;
+mod common;
+mod compose;
+mod delivery;
+mod embeddings;
+mod eval;
+mod foundation;
+mod object_storage;
+mod observability;
+mod operations;
+mod pipeline;
+mod retrieval;
+mod upstream;
