@@ -274,24 +274,18 @@ pub struct Process {
 }
 
 impl Process {
-    pub fn saw(&self, needle: &str) -> bool {
-        self.lines.lock().unwrap().iter().any(|l| l.contains(needle))
-    }
-
-    pub fn count(&self, needle: &str) -> usize {
-        self.lines.lock().unwrap().iter().filter(|l| l.contains(needle)).count()
-    }
-
-    pub async fn wait_for_line(&self, needle: &str, timeout: Duration) {
-        wait_until(&format!("a log line containing {needle:?}"), timeout, || async { self.saw(needle) }).await;
+    /// Waits until the process stops at its failpoint: it prints the
+    /// documented `FAILPOINT <name> reached` line on stderr and hangs
+    /// (`rag_stages::failpoint`), so the test can SIGKILL it right there.
+    pub async fn wait_for_failpoint(&self, timeout: Duration) {
+        wait_until("the process to reach its failpoint", timeout, || async {
+            self.lines.lock().unwrap().iter().any(|l| l.starts_with("FAILPOINT ") && l.ends_with(" reached"))
+        })
+        .await;
     }
 
     pub async fn metrics(&self) -> String {
-        let url = format!("http://127.0.0.1:{}/metrics", self.metrics_port);
-        match reqwest::get(&url).await {
-            Ok(r) => r.text().await.unwrap_or_default(),
-            Err(_) => String::new(),
-        }
+        metrics_of(self.metrics_port).await
     }
 
     /// Value of a counter/gauge summed over the series whose labels contain
@@ -310,6 +304,14 @@ impl Process {
         let status = std::process::Command::new("kill").arg("-TERM").arg(pid.to_string()).status().unwrap();
         assert!(status.success());
         tokio::time::timeout(timeout, self.child.wait()).await.expect("process did not stop after SIGTERM").unwrap()
+    }
+}
+
+/// The metrics a process serves on `port` (empty while it is not up).
+pub async fn metrics_of(port: u16) -> String {
+    match reqwest::get(format!("http://127.0.0.1:{port}/metrics")).await {
+        Ok(r) => r.text().await.unwrap_or_default(),
+        Err(_) => String::new(),
     }
 }
 
