@@ -279,3 +279,6 @@ mod cites_exactly_tests {
         assert!(!cites_exactly(&full, 15, 99, "12,4%"));
     }
 }
+
+#[cfg(test)]
+mod tests;

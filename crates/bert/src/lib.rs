@@ -441,3 +441,6 @@ impl SentenceEncoder {
         out
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -56,3 +56,6 @@ pub enum BusError {
     #[error("creating topic {topic}: {reason}")]
     Topic { topic: String, reason: String },
 }
+
+#[cfg(test)]
+mod tests;

@@ -194,3 +194,6 @@ pub fn chunk(document_id: &str, segments: &[Segment], profile: &ChunkingProfile,
     }
     chunks
 }
+
+#[cfg(test)]
+mod tests;

@@ -243,3 +243,6 @@ fn utf8(bytes: &[u8]) -> Result<&str, ParseError> {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     std::str::from_utf8(bytes).map_err(|e| ParseError::InvalidUtf8(e.valid_up_to()))
 }
+
+#[cfg(test)]
+mod tests;

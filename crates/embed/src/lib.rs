@@ -214,3 +214,6 @@ mod convention_tests {
         assert_eq!(identity("e5", 384, InputConvention::Prefix), Some(("e5+prefix".into(), 384)));
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -36,3 +36,6 @@ mod workspace_id_tests {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -24,3 +24,6 @@ pub fn pipeline(profile: &rag_chunking::ChunkingProfile) -> Vec<rag_bus::StageId
 pub use error::StageError;
 pub use pg_offsets::PgOffsets;
 pub use projector::Projector;
+
+#[cfg(test)]
+mod tests;

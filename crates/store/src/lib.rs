@@ -14,6 +14,7 @@ pub mod offsets;
 pub mod pipeline;
 pub mod raw;
 pub mod search;
+pub mod testing;
 pub mod workspaces;
 
 use std::time::Duration;
@@ -73,3 +74,6 @@ pub async fn migrate(pool: &PgPool) -> Result<(), StoreError> {
     MIGRATOR.run(pool).await?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests;

@@ -2,7 +2,6 @@
 //! Each test gets a fresh database and its own topic prefix (hence its own
 //! topics and consumer groups), so tests run in parallel without seeing each
 //! other, as in zero-to-production's `tests/api/helpers.rs`.
-#![allow(dead_code)]
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -13,6 +12,7 @@ use std::time::{Duration, Instant};
 use rag_bus::{BusConfig, EventProducer};
 use rag_events::{Codec, DocumentUploaded, Envelope, Topics};
 use rag_store::sqlx::{self, PgPool};
+use rag_store::testing::TestDatabase;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
@@ -67,9 +67,8 @@ where
 pub struct TestEnv {
     pub env: HashMap<String, String>,
     pub prefix: String,
-    pub db_name: String,
+    db: TestDatabase,
     pub pool: PgPool,
-    pub admin_url: String,
     pub workspace: String,
     pub codec: Codec,
 }
@@ -90,15 +89,8 @@ impl TestEnv {
         }
         let id = uuid::Uuid::new_v4().simple().to_string();
         let prefix = format!("t{}.", &id[..12]);
-        let db_name = format!("test_{}", &id[..16]);
-        let base = env["DATABASE_URL"].clone();
-        let (server, _) = base.rsplit_once('/').unwrap();
-        let admin_url = format!("{server}/postgres");
-        let admin = PgPool::connect(&admin_url).await.expect("connect to the stack's Postgres");
-        sqlx::query(&format!("CREATE DATABASE {db_name}")).execute(&admin).await.unwrap();
-        admin.close().await;
-        let url = format!("{server}/{db_name}");
-        env.insert("DATABASE_URL".into(), url.clone());
+        let db = TestDatabase::create(&env["DATABASE_URL"]).await.expect("a fresh database on the stack's Postgres");
+        env.insert("DATABASE_URL".into(), db.url.clone());
         env.insert("TOPIC_PREFIX".into(), prefix.clone());
         env.insert("TOPIC_PARTITIONS".into(), PARTITIONS.to_string());
         env.insert("DATABASE_MAX_CONNECTIONS".into(), "4".into());
@@ -109,10 +101,8 @@ impl TestEnv {
         env.insert("KAFKA_FETCH_WAIT_MAX_MS".into(), "20".into());
         // The API's token secret, this test's own.
         env.insert("JWT_SECRET".into(), format!("test-secret-{id}"));
-        let pool = PgPool::connect(&url).await.unwrap();
-        rag_store::migrate(&pool).await.unwrap();
-        let te =
-            TestEnv { env, prefix, db_name, pool, admin_url, workspace: format!("ws-{}", &id[16..28]), codec: Codec::embedded().unwrap() };
+        let pool = db.pool.clone();
+        let te = TestEnv { env, prefix, db, pool, workspace: format!("ws-{}", &id[16..28]), codec: Codec::embedded().unwrap() };
         te.ensure_topics().await;
         te
     }
@@ -257,11 +247,7 @@ impl TestEnv {
     }
 
     pub async fn cleanup(self) {
-        self.pool.close().await;
-        if let Ok(admin) = PgPool::connect(&self.admin_url).await {
-            let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.db_name)).execute(&admin).await;
-            admin.close().await;
-        }
+        self.db.drop_database().await;
     }
 }
 

@@ -5,9 +5,9 @@
 //! chunk and equals the quote when one was located. The same holds for
 //! extractive answers.
 
+use crate::cite::{validate, RawSection};
+use crate::{extractive, SegmentSpan, SourceChunk};
 use proptest::prelude::*;
-use rag_answer::cite::{validate, RawSection};
-use rag_answer::{extractive, SegmentSpan, SourceChunk};
 
 const WORDS: &[&str] = &[
     "doanh", "thu", "tăng", "lợi", "nhuận", "đồng", "revenue", "grew", "risk", "margin", "năm", "2023", "12,4%", "the", "board", "Việt",

@@ -1,10 +1,10 @@
 //! Every current schema must read data written with each released version
 //! of itself. An incompatible edit to `schemas/<event>.avsc` fails here.
 
+use crate::{Codec, EventType};
 use apache_avro::schema::{Name, ResolvedSchema, Schema};
 use apache_avro::schema_compatibility::SchemaCompatibility;
 use apache_avro::types::Value;
-use rag_events::{Codec, EventType};
 
 /// A datum for any schema, with every optional branch filled in, so the
 /// reader must resolve every field the writer knew.
@@ -72,7 +72,7 @@ fn current_schemas_read_every_released_version() {
 fn released_versions_are_frozen() {
     // A released schema is a promise to the data already on the topics: it
     // may never change. Its canonical form's fingerprint is pinned here.
-    let pinned = include_str!("../../../schemas/released/FINGERPRINTS");
+    let pinned = include_str!("../../../../schemas/released/FINGERPRINTS");
     let mut expected = std::collections::BTreeMap::new();
     for line in pinned.lines().filter(|l| !l.trim().is_empty() && !l.starts_with('#')) {
         let mut parts = line.split_whitespace();
@@ -100,22 +100,22 @@ fn fingerprints_follow_the_specification_and_match_other_libraries() {
     // Computed by fastavro 1.13.1 (`fastavro.schema.fingerprint(to_parsing_canonical_form(s), "CRC-64-AVRO")`)
     // for schemas/released/document_uploaded/v1.avsc: an upstream producer
     // in Python or Java writes exactly these bytes after `C3 01`.
-    let v1 = Schema::parse_str(include_str!("../../../schemas/released/document_uploaded/v1.avsc")).unwrap();
-    let hex: String = rag_events::codec::fingerprint(&v1).iter().map(|b| format!("{b:02x}")).collect();
+    let v1 = Schema::parse_str(include_str!("../../../../schemas/released/document_uploaded/v1.avsc")).unwrap();
+    let hex: String = crate::codec::fingerprint(&v1).iter().map(|b| format!("{b:02x}")).collect();
     assert_eq!(hex, "37f63e482df1c0a2");
-    let form = rag_events::codec::parsing_canonical_form(&v1);
+    let form = crate::codec::parsing_canonical_form(&v1);
     assert!(form.contains(r#"{"name":"event_id","type":"string"}"#), "{form}");
     // Data written before (apache-avro's canonical form) still decodes.
-    let codec = rag_events::Codec::embedded().unwrap();
-    let event = rag_events::DocumentDeleted {
-        envelope: rag_events::Envelope::originating("ws", "test"),
+    let codec = crate::Codec::embedded().unwrap();
+    let event = crate::DocumentDeleted {
+        envelope: crate::Envelope::originating("ws", "test"),
         document_id: uuid::Uuid::now_v7().to_string(),
         deleted_by: "u".into(),
     };
     let mut bytes = codec.encode(&event).unwrap();
-    let current = Schema::parse_str(rag_events::EventType::DocumentDeleted.current_schema_text()).unwrap();
-    assert_eq!(&bytes[2..10], &rag_events::codec::fingerprint(&current));
-    bytes[2..10].copy_from_slice(&rag_events::codec::legacy_fingerprint(&current));
-    let decoded: rag_events::DocumentDeleted = codec.decode(&bytes).unwrap();
+    let current = Schema::parse_str(crate::EventType::DocumentDeleted.current_schema_text()).unwrap();
+    assert_eq!(&bytes[2..10], &crate::codec::fingerprint(&current));
+    bytes[2..10].copy_from_slice(&crate::codec::legacy_fingerprint(&current));
+    let decoded: crate::DocumentDeleted = codec.decode(&bytes).unwrap();
     assert_eq!(decoded, event);
 }

@@ -6,8 +6,8 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use rag_docparse::geometry::span_boxes;
-use rag_docparse::{parse, parse_with_ocr, Format, Limits, OcrPage, OcrWord, PageBox, ParsedDocument, Rect};
+use crate::geometry::span_boxes;
+use crate::{parse, parse_with_ocr, Format, Limits, OcrPage, OcrWord, PageBox, ParsedDocument, Rect};
 
 fn fixture_path(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
@@ -145,7 +145,7 @@ fn line_ranges_agree_between_a_text_file_and_the_pdf_made_from_it() {
 fn ocr_words_give_boxes_split_among_their_characters() {
     let bytes = std::fs::read(fixture_path("scanned-text-page.pdf")).unwrap();
     struct Words;
-    impl rag_docparse::PageOcr for Words {
+    impl crate::PageOcr for Words {
         fn recognize(&self, _pdf: &[u8], _page: u32) -> Result<OcrPage, String> {
             let w = |text: &str, line, x0: f32| OcrWord {
                 text: text.into(),

@@ -6,9 +6,9 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
+use crate::ocr::TesseractOcr;
 use rag_docparse::geometry::span_boxes;
 use rag_docparse::{parse_with_ocr, Limits, PageOcr, Rect};
-use rag_stages::ocr::TesseractOcr;
 
 /// Renders one page as an 8-bit grey PGM at `dpi`: (width, height, pixels).
 fn render(pdf: &std::path::Path, page: u32, dpi: u32) -> (usize, usize, Vec<u8>) {

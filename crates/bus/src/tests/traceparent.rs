@@ -1,4 +1,4 @@
-use rag_bus::producer::traceparent;
+use crate::producer::traceparent;
 use rag_events::Envelope;
 
 #[test]

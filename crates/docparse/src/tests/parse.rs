@@ -1,9 +1,9 @@
 use std::io::Write;
 
+use crate::geometry::Glyph;
+use crate::segments::{assemble, Block};
+use crate::{char_slice, parse, Axis, Format, Limits, ParseError, ParsedDocument, Rect};
 use proptest::prelude::*;
-use rag_docparse::geometry::Glyph;
-use rag_docparse::segments::{assemble, Block};
-use rag_docparse::{char_slice, parse, Axis, Format, Limits, ParseError, ParsedDocument, Rect};
 
 fn check_tiling(doc: &ParsedDocument) {
     let mut expected_start = 0;
@@ -114,11 +114,11 @@ fn a_page_without_text_layer_is_reported() {
 
 struct FakeOcr(Result<&'static str, &'static str>);
 
-impl rag_docparse::PageOcr for FakeOcr {
-    fn recognize(&self, pdf: &[u8], page_idx: u32) -> Result<rag_docparse::OcrPage, String> {
+impl crate::PageOcr for FakeOcr {
+    fn recognize(&self, pdf: &[u8], page_idx: u32) -> Result<crate::OcrPage, String> {
         assert!(pdf.starts_with(b"%PDF"));
         assert_eq!(page_idx, 1, "only the page without a text layer goes to OCR");
-        self.0.map(rag_docparse::OcrPage::from_text).map_err(str::to_string)
+        self.0.map(crate::OcrPage::from_text).map_err(str::to_string)
     }
 }
 
@@ -126,7 +126,7 @@ impl rag_docparse::PageOcr for FakeOcr {
 fn pages_without_text_layer_go_through_ocr_in_page_order() {
     let bytes = fixture("scanned-text-page.pdf");
     let ocr = FakeOcr(Ok("Lợi nhuận gộp đạt 312 tỷ đồng.\n\nRevenue grew in every region.\n"));
-    let doc = rag_docparse::parse_with_ocr(&bytes, "application/pdf", "s.pdf", &Limits::default(), Some(&ocr)).unwrap();
+    let doc = crate::parse_with_ocr(&bytes, "application/pdf", "s.pdf", &Limits::default(), Some(&ocr)).unwrap();
     check_tiling(&doc);
     assert_eq!((doc.ocr_pages.clone(), doc.pages_without_text.clone()), (vec![1], vec![]));
     assert_eq!(page_of(&doc, "Trang một"), 0);
@@ -136,7 +136,7 @@ fn pages_without_text_layer_go_through_ocr_in_page_order() {
 
     // OCR that fails or reads nothing leaves the page marked, never silent.
     for ocr in [FakeOcr(Err("tesseract crashed")), FakeOcr(Ok("  \n"))] {
-        let doc = rag_docparse::parse_with_ocr(&bytes, "application/pdf", "s.pdf", &Limits::default(), Some(&ocr)).unwrap();
+        let doc = crate::parse_with_ocr(&bytes, "application/pdf", "s.pdf", &Limits::default(), Some(&ocr)).unwrap();
         assert_eq!((doc.ocr_pages.clone(), doc.pages_without_text.clone()), (vec![], vec![1]));
         assert_eq!(doc.ocr_failures.len(), usize::from(ocr.0.is_err()));
     }

@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 
-use rag_bert::SentenceEncoder;
+use crate::SentenceEncoder;
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -31,7 +31,7 @@ fn model_dir() -> PathBuf {
 }
 
 fn reference() -> Reference {
-    serde_json::from_str(include_str!("fixtures/minilm_reference.json")).expect("reference JSON")
+    serde_json::from_str(include_str!("../../tests/fixtures/minilm_reference.json")).expect("reference JSON")
 }
 
 fn cosine(a: &[f32], b: &[f32]) -> f32 {

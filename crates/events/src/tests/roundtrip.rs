@@ -1,6 +1,6 @@
 use std::collections::HashMap;
 
-use rag_events::*;
+use crate::*;
 
 fn env() -> Envelope {
     Envelope::originating("ws-1", "test@0")
@@ -19,7 +19,7 @@ fn citation() -> Citation {
         text: Some("Doanh thu tăng 12% so với năm trước, đạt 1.245 tỷ".into()),
         line_start: Some(3),
         line_end: Some(4),
-        boxes: vec![rag_events::PageBox { page_idx: 1, x0: 56.0, y0: 91.2, x1: 355.9, y1: 104.0 }],
+        boxes: vec![crate::PageBox { page_idx: 1, x0: 56.0, y0: 91.2, x1: 355.9, y1: 104.0 }],
     }
 }
 
@@ -72,7 +72,7 @@ fn every_event_roundtrips() {
         pages_without_text: vec![2],
         ocr_pages: vec![0, 1],
         line_count: Some(42),
-        pages: vec![rag_events::PageSize { page_idx: 0, width: 595.28, height: 841.89, unit: "pt".into() }],
+        pages: vec![crate::PageSize { page_idx: 0, width: 595.28, height: 841.89, unit: "pt".into() }],
     };
     roundtrip(&codec, parsed_ok.clone());
     roundtrip(

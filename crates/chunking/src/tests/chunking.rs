@@ -1,5 +1,5 @@
+use crate::{chunk, profile, profiles, ChunkingProfile, TokenCounter, WordCounter, WordPieceCounter};
 use proptest::prelude::*;
-use rag_chunking::{chunk, profile, profiles, ChunkingProfile, TokenCounter, WordCounter, WordPieceCounter};
 use rag_docparse::segments::{assemble, Block};
 use rag_docparse::{char_slice, Segment};
 
@@ -7,7 +7,7 @@ fn doc(text: &str, max_segment_chars: usize) -> (String, Vec<Segment>) {
     assemble(&[Block::new(0, text), Block::new(1, "Trang hai.\n\nĐoạn cuối.")], max_segment_chars)
 }
 
-fn check(full: &str, segments: &[Segment], chunks: &[rag_chunking::Chunk], profile: &ChunkingProfile, counter: &dyn TokenCounter) {
+fn check(full: &str, segments: &[Segment], chunks: &[crate::Chunk], profile: &ChunkingProfile, counter: &dyn TokenCounter) {
     assert!(!chunks.is_empty());
     assert_eq!(chunks[0].segment_start_index, 0);
     assert_eq!(chunks.last().unwrap().segment_end_index as usize, segments.len() - 1);

@@ -5,12 +5,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::{EmbedError, Embedder, InputConvention, InputKind, OpenAiConfig, OpenAiEmbedder};
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
-use rag_embed::{EmbedError, Embedder, InputConvention, InputKind, OpenAiConfig, OpenAiEmbedder};
 
 #[derive(Clone, Copy)]
 enum Mode {

@@ -6,13 +6,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::llm::{ChatClient, ChatConfig};
+use crate::{answer_question, AnswerMode, LlmFallback, SegmentSpan, SourceChunk};
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
-use rag_answer::llm::{ChatClient, ChatConfig};
-use rag_answer::{answer_question, AnswerMode, LlmFallback, SegmentSpan, SourceChunk};
 
 /// What the fake server answers, call by call (the last one repeats).
 #[derive(Clone)]
