@@ -133,7 +133,7 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(routes::health::healthz))
         .route("/readyz", get(routes::health::readyz))
         .route("/metrics", get(routes::health::metrics))
-        .route("/openapi.json", get(routes::health::openapi_json))
+        .route("/openapi.json", get(openapi::openapi_json))
         .route("/", get(routes::page::index))
         .route("/ui/config.json", get(routes::page::config))
         .route("/ui/{file}", get(routes::page::asset))

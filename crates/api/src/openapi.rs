@@ -37,3 +37,11 @@ impl Modify for BearerAuth {
 pub fn document_json() -> String {
     ApiDoc::openapi().to_pretty_json().unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
 }
+
+/// `GET /openapi.json`: this API's OpenAPI 3 document. (Here rather than
+/// beside the health routes: the document lists the routes, so the routes
+/// must not depend on it.)
+pub async fn openapi_json() -> axum::response::Response {
+    use axum::response::IntoResponse;
+    ([(axum::http::header::CONTENT_TYPE, "application/json")], document_json()).into_response()
+}

@@ -15,13 +15,16 @@
 //! count, longest sequences first.
 
 #[doc(hidden)]
+mod config;
 pub mod gemm;
 mod ops;
+
+pub use config::BertConfig;
+use config::{Pooling, PoolingConfig, SentenceBertConfig};
 
 use std::path::{Path, PathBuf};
 
 use gemm::{matmul, PackedMatrix};
-use serde::Deserialize;
 
 pub use gemm::NR as PANEL_WIDTH;
 
@@ -41,57 +44,6 @@ pub enum EncodeError {
     Tokenizer(String),
     #[error("encoder thread failed")]
     Thread,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-pub struct BertConfig {
-    pub hidden_size: usize,
-    pub num_hidden_layers: usize,
-    pub num_attention_heads: usize,
-    pub intermediate_size: usize,
-    pub max_position_embeddings: usize,
-    #[serde(default = "default_type_vocab")]
-    pub type_vocab_size: usize,
-    #[serde(default = "default_eps")]
-    pub layer_norm_eps: f32,
-    pub vocab_size: usize,
-    #[serde(default = "default_act")]
-    pub hidden_act: String,
-    #[serde(default)]
-    pub model_type: Option<String>,
-}
-
-fn default_type_vocab() -> usize {
-    2
-}
-fn default_eps() -> f32 {
-    1e-12
-}
-fn default_act() -> String {
-    "gelu".into()
-}
-
-#[derive(Deserialize)]
-struct SentenceBertConfig {
-    max_seq_length: Option<usize>,
-}
-
-#[derive(Deserialize, Default)]
-struct PoolingConfig {
-    #[serde(default)]
-    pooling_mode_cls_token: bool,
-    #[serde(default)]
-    pooling_mode_mean_tokens: bool,
-    #[serde(default)]
-    pooling_mode_max_tokens: bool,
-    #[serde(default)]
-    pooling_mode_mean_sqrt_len_tokens: bool,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Pooling {
-    Mean,
-    Cls,
 }
 
 struct Linear {

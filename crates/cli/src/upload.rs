@@ -117,7 +117,8 @@ pub async fn upload(s: &Settings, args: UploadArgs) -> anyhow::Result<ExitCode> 
         let filename = path.file_name().map(|f| f.to_string_lossy().to_string()).unwrap_or_default();
         bar.set_message(filename.clone());
         let content_type = args.content_type.clone().unwrap_or_else(|| guess_content_type(path));
-        let r = upload_one(s, &args, &blobs, &producer, path, &filename, &content_type, &metadata).await;
+        let file = LocalFile { path, filename: &filename, content_type: &content_type, metadata: &metadata };
+        let r = upload_one(s, &args, &blobs, &producer, file).await;
         let result = match r {
             Ok((document_id, sha256, blob_uri, size)) => UploadResult {
                 path: path.display().to_string(),
@@ -163,17 +164,23 @@ pub async fn upload(s: &Settings, args: UploadArgs) -> anyhow::Result<ExitCode> 
     Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
-#[allow(clippy::too_many_arguments)]
+/// One file of an upload, as found on disk.
+struct LocalFile<'a> {
+    path: &'a Path,
+    filename: &'a str,
+    content_type: &'a str,
+    /// The upload's metadata (`--metadata`).
+    metadata: &'a HashMap<String, String>,
+}
+
 async fn upload_one(
     s: &Settings,
     args: &UploadArgs,
     blobs: &BlobStore,
     producer: &EventProducer,
-    path: &Path,
-    filename: &str,
-    content_type: &str,
-    metadata: &HashMap<String, String>,
+    file: LocalFile<'_>,
 ) -> anyhow::Result<(String, String, String, u64)> {
+    let LocalFile { path, filename, content_type, metadata } = file;
     let on_disk = tokio::fs::metadata(path).await.with_context(|| path.display().to_string())?.len();
     if on_disk > s.upload_max_bytes {
         anyhow::bail!("file is {on_disk} bytes, over the limit of {} (UPLOAD_MAX_BYTES)", s.upload_max_bytes);

@@ -50,11 +50,6 @@ pub async fn metrics(State(state): State<AppState>) -> Response {
     }
 }
 
-/// This API's OpenAPI 3 document.
-pub async fn openapi_json() -> Response {
-    ([(header::CONTENT_TYPE, "application/json")], crate::openapi::document_json()).into_response()
-}
-
 pub async fn not_found() -> ApiError {
     ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such route")
 }

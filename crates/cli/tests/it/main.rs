@@ -22,5 +22,6 @@ mod object_storage;
 mod observability;
 mod operations;
 mod pipeline;
+mod rebuild;
 mod retrieval;
 mod upstream;

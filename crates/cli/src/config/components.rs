@@ -1,0 +1,163 @@
+//! The pipeline's components built from [`Settings`]: parse limits, OCR,
+//! chunking, the embedder, retrieval and the answer LLM.
+
+use std::time::Duration;
+
+use super::Settings;
+
+impl Settings {
+    pub fn parse_limits(&self) -> rag_docparse::Limits {
+        rag_docparse::Limits {
+            max_bytes: self.parse_max_bytes,
+            max_segment_chars: self.segment_max_chars,
+            ..rag_docparse::Limits::default()
+        }
+    }
+
+    /// The retriever (lexical + the configured embedder, fused).
+    pub fn retriever(&self, pool: rag_store::sqlx::PgPool) -> anyhow::Result<rag_stages::retriever::Retriever> {
+        self.retriever_with(pool, self.embedder()?)
+    }
+
+    /// The retriever over an already loaded embedder.
+    pub fn retriever_with(
+        &self,
+        pool: rag_store::sqlx::PgPool,
+        embedder: rag_embed::Embedder,
+    ) -> anyhow::Result<rag_stages::retriever::Retriever> {
+        let languages = match self.embedding_languages.as_str() {
+            "auto" => match &embedder {
+                e if e.is_local() => rag_retrieval::EmbedderLanguages::Only(vec![rag_retrieval::Language::En]),
+                _ => rag_retrieval::EmbedderLanguages::All,
+            },
+            spec => rag_retrieval::EmbedderLanguages::parse(spec).map_err(|e| anyhow::anyhow!("EMBEDDING_LANGUAGES: {e}"))?,
+        };
+        Ok(rag_stages::retriever::Retriever {
+            pool,
+            embedder,
+            languages,
+            bm25: rag_store::search::Bm25 { k1: self.bm25_k1, b: self.bm25_b },
+            candidates: self.retrieval_candidates.max(1),
+            dense_weight: self.retrieval_dense_weight,
+        })
+    }
+
+    /// The answer LLM when ANSWER_LLM_BASE_URL, _MODEL and _API_KEY are all set.
+    pub fn answer_llm(&self) -> anyhow::Result<Option<rag_answer::llm::ChatClient>> {
+        let set = [&self.answer_llm_base_url, &self.answer_llm_model, &self.answer_llm_api_key].iter().filter(|v| !v.is_empty()).count();
+        if set == 0 {
+            tracing::info!("no answer LLM configured: answers are extractive");
+            return Ok(None);
+        }
+        if set < 3 {
+            anyhow::bail!("the answer LLM needs ANSWER_LLM_BASE_URL, ANSWER_LLM_MODEL and ANSWER_LLM_API_KEY together");
+        }
+        let client = rag_answer::llm::ChatClient::new(rag_answer::llm::ChatConfig {
+            base_url: self.answer_llm_base_url.clone(),
+            model: self.answer_llm_model.clone(),
+            api_key: self.answer_llm_api_key.clone(),
+            max_tokens: (self.answer_llm_max_tokens > 0).then_some(self.answer_llm_max_tokens),
+            temperature: self.answer_llm_temperature,
+            timeout: Duration::from_secs(self.answer_llm_timeout_secs.max(1)),
+            max_retries: self.stage_max_retries,
+            retry_backoff: Duration::from_millis(self.stage_retry_backoff_ms),
+        })?;
+        tracing::info!(model = %self.answer_llm_model, "answer LLM configured");
+        Ok(Some(client))
+    }
+
+    pub fn answer_fallback(&self) -> rag_answer::LlmFallback {
+        if self.answer_llm_fallback == "fail" {
+            rag_answer::LlmFallback::Fail
+        } else {
+            rag_answer::LlmFallback::Extractive
+        }
+    }
+
+    /// The OCR engine, or None (with the reason logged) when off or missing.
+    pub fn ocr(&self) -> Option<std::sync::Arc<rag_stages::ocr::TesseractOcr>> {
+        if self.ocr == "off" {
+            tracing::info!("OCR is off: PDF pages without a text layer are marked as having no text");
+            return None;
+        }
+        match rag_stages::ocr::TesseractOcr::detect(&self.ocr_languages, self.ocr_dpi, Duration::from_secs(self.ocr_timeout_secs.max(1))) {
+            Ok(ocr) => {
+                tracing::info!(languages = ocr.languages(), "OCR available for PDF pages without a text layer");
+                Some(std::sync::Arc::new(ocr))
+            }
+            Err(why) => {
+                tracing::warn!(reason = %why, "OCR unavailable: PDF pages without a text layer are marked as having no text");
+                None
+            }
+        }
+    }
+
+    pub fn chunking_profile(&self) -> anyhow::Result<rag_chunking::ChunkingProfile> {
+        rag_chunking::profile(&self.chunking_profile).ok_or_else(|| {
+            let known: Vec<String> = rag_chunking::profiles().iter().map(|p| p.id()).collect();
+            anyhow::anyhow!("unknown CHUNKING_PROFILE {:?}; known: {}", self.chunking_profile, known.join(", "))
+        })
+    }
+
+    /// The token counter of the embedding model, or a word counter (with a
+    /// warning) when no model directory is configured.
+    pub fn token_counter(&self) -> anyhow::Result<std::sync::Arc<dyn rag_chunking::TokenCounter>> {
+        if self.embedding_model_dir.is_empty() {
+            tracing::warn!("EMBEDDING_MODEL_DIR is not set: chunk budgets are counted in words, not word pieces");
+            return Ok(std::sync::Arc::new(rag_chunking::WordCounter));
+        }
+        let path = std::path::Path::new(&self.embedding_model_dir).join("tokenizer.json");
+        Ok(std::sync::Arc::new(rag_chunking::WordPieceCounter::from_file(&path)?))
+    }
+
+    pub fn embedder(&self) -> anyhow::Result<rag_embed::Embedder> {
+        match self.embedder.as_str() {
+            "openai" => {
+                let missing: Vec<&str> = [
+                    ("EMBEDDING_BASE_URL", self.embedding_base_url.is_empty()),
+                    ("EMBEDDING_MODEL", self.embedding_model.is_empty()),
+                    ("EMBEDDING_DIMENSION", self.embedding_dimension == 0),
+                ]
+                .into_iter()
+                .filter_map(|(name, miss)| miss.then_some(name))
+                .collect();
+                if !missing.is_empty() {
+                    anyhow::bail!("EMBEDDER=openai needs {}", missing.join(", "));
+                }
+                let embedder = rag_embed::Embedder::openai(
+                    rag_embed::OpenAiConfig {
+                        base_url: self.embedding_base_url.clone(),
+                        model: self.embedding_model.clone(),
+                        api_key: self.embedding_api_key.clone(),
+                        dimension: self.embedding_dimension,
+                        batch_size: self.embedding_batch_size.max(1),
+                        timeout: Duration::from_secs(self.embedding_timeout_secs.max(1)),
+                        max_retries: self.stage_max_retries,
+                        retry_backoff: Duration::from_millis(self.stage_retry_backoff_ms),
+                    },
+                    self.input_convention()?,
+                )?;
+                Ok(embedder)
+            }
+            "local" => {
+                if self.embedding_model_dir.is_empty() {
+                    anyhow::bail!("EMBEDDER=local needs EMBEDDING_MODEL_DIR (a sentence-transformers model directory)");
+                }
+                let embedder = rag_embed::Embedder::local(
+                    std::path::Path::new(&self.embedding_model_dir),
+                    self.embedding_threads,
+                    self.input_convention()?,
+                )?;
+                if let Some((model, dimension)) = embedder.identity() {
+                    tracing::info!(model, dimension, "in-process embedder loaded");
+                }
+                Ok(embedder)
+            }
+            _ => Ok(rag_embed::Embedder::none()),
+        }
+    }
+
+    fn input_convention(&self) -> anyhow::Result<rag_embed::InputConvention> {
+        rag_embed::InputConvention::parse(&self.embedding_input_convention).map_err(|e| anyhow::anyhow!("EMBEDDING_INPUT_CONVENTION: {e}"))
+    }
+}
