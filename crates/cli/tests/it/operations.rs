@@ -174,13 +174,20 @@ async fn a_poison_message_is_listed_shown_and_redriven_after_the_fix() {
     let redriven: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(redriven.as_array().unwrap().len(), 1);
     assert_eq!(redriven[0]["topic"], t.topics().of(rag_events::EventType::DocumentParsed).as_str());
-    wait_until("the document recovered and ingested", Duration::from_secs(90), || async {
-        matches!(status().await, Some((s, None)) if s == "ingested")
+    // Topics are projected independently: the redriven DocumentParsed's
+    // segments may land after the document's DocumentIngested.
+    let segments = || async {
+        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM segments WHERE document_id = $1::uuid")
+            .bind(&doc)
+            .fetch_one(&t.pool)
+            .await
+            .unwrap()
+    };
+    wait_until("the document recovered, ingested and its segments projected", Duration::from_secs(90), || async {
+        matches!(status().await, Some((s, None)) if s == "ingested") && segments().await >= parsed.segments.len() as i64
     })
     .await;
-    let segs: i64 =
-        sqlx::query_scalar("SELECT count(*) FROM segments WHERE document_id = $1::uuid").bind(&doc).fetch_one(&t.pool).await.unwrap();
-    assert_eq!(segs, parsed.segments.len() as i64);
+    assert_eq!(segments().await, parsed.segments.len() as i64);
     let (ok, out, _) = t.run(&["search", "granite cliff", "--workspace", &ws, "--json"]).await;
     assert!(ok && out.contains(&doc), "the redriven document is searchable: {out}");
     let (ok, _, err) = t.run(&["dlq", "redrive", "--topic", "documents.parsed"]).await;
