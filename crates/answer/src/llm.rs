@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
 use tracing::warn;
 
@@ -14,7 +15,7 @@ pub struct ChatConfig {
     /// Base URL including the API version, e.g. `https://api.openai.com/v1`.
     pub base_url: String,
     pub model: String,
-    pub api_key: String,
+    pub api_key: SecretString,
     pub max_tokens: Option<u32>,
     pub temperature: Option<f32>,
     pub timeout: Duration,
@@ -109,7 +110,7 @@ impl ChatClient {
         }
         let mut attempt = 0u32;
         loop {
-            let (err, retry_after) = match self.http.post(&url).bearer_auth(&self.cfg.api_key).json(&body).send().await {
+            let (err, retry_after) = match self.http.post(&url).bearer_auth(self.cfg.api_key.expose_secret()).json(&body).send().await {
                 Err(e) => (LlmError::Unavailable(if e.is_timeout() { "timed out".into() } else { e.to_string() }), None),
                 Ok(resp) => {
                     let status = resp.status();

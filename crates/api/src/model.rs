@@ -1,8 +1,8 @@
 //! The API's request and response bodies (also the OpenAPI schemas).
 
 use chrono::{DateTime, Utc};
-use rag_store::documents::DocumentRow;
-use rag_store::messages::{ConversationRow, MessageRow};
+use rag_store::documents::{DocumentRow, DocumentStatus};
+use rag_store::messages::{ConversationRow, MessageRow, MessageStatus};
 use rag_store::raw::SegmentRow;
 use rag_store::workspaces::WorkspaceRow;
 use serde::{Deserialize, Serialize};
@@ -48,7 +48,8 @@ pub struct Document {
     #[schema(value_type = Object)]
     pub metadata: serde_json::Value,
     /// uploaded, parsed, chunked, ingested or failed.
-    pub status: String,
+    #[schema(value_type = String, example = "ingested")]
+    pub status: DocumentStatus,
     /// Set when failed: a stable code (e.g. `corrupt_pdf`, `empty_document`).
     pub failure_code: Option<String>,
     /// Set when failed: what went wrong, for people.
@@ -109,7 +110,8 @@ pub struct UploadAccepted {
     pub document_id: Uuid,
     pub workspace_id: String,
     /// Always `uploaded`: parsing, chunking and indexing follow asynchronously.
-    pub status: String,
+    #[schema(value_type = String, example = "uploaded")]
+    pub status: DocumentStatus,
     pub filename: String,
     pub content_type: String,
     pub size_bytes: u64,
@@ -119,7 +121,9 @@ pub struct UploadAccepted {
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct DeleteAccepted {
     pub document_id: Uuid,
-    pub status: String,
+    /// Always `deleted`.
+    #[schema(value_type = String, example = "deleted")]
+    pub status: DocumentStatus,
 }
 
 /// One piece of the raw text: the segments tile the document's full text,
@@ -204,7 +208,9 @@ impl From<SegmentRow> for Segment {
 pub struct RawText {
     pub document_id: Uuid,
     pub workspace_id: String,
-    pub status: String,
+    /// parsed, chunked or ingested.
+    #[schema(value_type = String, example = "ingested")]
+    pub status: DocumentStatus,
     /// The pages the segments' boxes are on; empty for formats without pages.
     pub pages: Vec<PageSize>,
     pub segments: Vec<Segment>,
@@ -276,7 +282,8 @@ pub struct Message {
     pub role: String,
     pub content: String,
     /// pending, done or failed.
-    pub status: String,
+    #[schema(value_type = String, example = "done")]
+    pub status: MessageStatus,
     #[schema(value_type = Object)]
     pub metadata: serde_json::Value,
     pub created_at: DateTime<Utc>,

@@ -10,6 +10,7 @@ use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
 use aws_sdk_s3::Client;
+use secrecy::{ExposeSecret, SecretString};
 use sha2::{Digest, Sha256};
 use tokio::io::AsyncReadExt;
 
@@ -25,7 +26,7 @@ pub struct BlobConfig {
     pub region: String,
     pub bucket: String,
     pub access_key: String,
-    pub secret_key: String,
+    pub secret_key: SecretString,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -89,7 +90,7 @@ pub struct BlobStore {
 
 impl BlobStore {
     pub fn new(cfg: &BlobConfig) -> Self {
-        let creds = Credentials::new(&cfg.access_key, &cfg.secret_key, None, None, "rag-engine-config");
+        let creds = Credentials::new(&cfg.access_key, cfg.secret_key.expose_secret(), None, None, "rag-engine-config");
         let conf = aws_sdk_s3::Config::builder()
             .behavior_version(BehaviorVersion::latest())
             .region(Region::new(cfg.region.clone()))

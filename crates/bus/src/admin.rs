@@ -29,6 +29,36 @@ pub async fn ensure_topics(cfg: &BusConfig) -> Result<Vec<String>, BusError> {
     Ok(created)
 }
 
+/// Deletes every event topic and dead-letter topic of this deployment's
+/// prefix, and the consumer groups named in `groups` (full names). For
+/// throw-away deployments (each test's prefix): a broker that keeps every
+/// test's topics slows down as they pile up. Topics or groups already gone
+/// are not an error.
+pub async fn delete_deployment(cfg: &BusConfig, groups: &[String]) -> Result<(), BusError> {
+    use rdkafka::admin::GroupResult;
+    let admin: AdminClient<DefaultClientContext> = cfg.client().create()?;
+    let opts = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
+    let names = cfg.topics.all();
+    let topics: Vec<&str> = names.iter().map(String::as_str).collect();
+    for r in admin.delete_topics(&topics, &opts).await? {
+        match r {
+            Ok(_) | Err((_, RDKafkaErrorCode::UnknownTopicOrPartition)) => {}
+            Err((topic, code)) => return Err(BusError::Topic { topic, reason: code.to_string() }),
+        }
+    }
+    if !groups.is_empty() {
+        let groups: Vec<&str> = groups.iter().map(String::as_str).collect();
+        let results: Vec<GroupResult> = admin.delete_groups(&groups, &opts).await?;
+        for r in results {
+            match r {
+                Ok(_) | Err((_, RDKafkaErrorCode::GroupIdNotFound)) => {}
+                Err((group, code)) => return Err(BusError::Topic { topic: format!("group {group}"), reason: code.to_string() }),
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Partition count of each existing topic of ours.
 pub fn describe_topics(cfg: &BusConfig) -> Result<Vec<(String, usize)>, BusError> {
     use rdkafka::consumer::{BaseConsumer, Consumer};

@@ -9,7 +9,7 @@ use anyhow::Context;
 use clap::Args;
 use rag_bus::EventProducer;
 use rag_events::{Codec, Envelope, QuestionAsked};
-use rag_store::messages;
+use rag_store::messages::{self, MessageStatus};
 
 use crate::config::Settings;
 
@@ -62,7 +62,7 @@ pub async fn ask(s: &Settings, args: AskArgs) -> anyhow::Result<ExitCode> {
     let deadline = Instant::now() + Duration::from_secs(args.timeout);
     let message = loop {
         if let Some(m) = messages::get(&pool, &args.workspace, assistant_message).await? {
-            if m.status != "pending" {
+            if m.status != MessageStatus::Pending {
                 break m;
             }
         }
@@ -73,9 +73,9 @@ pub async fn ask(s: &Settings, args: AskArgs) -> anyhow::Result<ExitCode> {
     };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&message)?);
-        return Ok(if message.status == "done" { ExitCode::SUCCESS } else { ExitCode::FAILURE });
+        return Ok(if message.status == MessageStatus::Done { ExitCode::SUCCESS } else { ExitCode::FAILURE });
     }
-    if message.status == "failed" {
+    if message.status == MessageStatus::Failed {
         let f = &message.metadata["failure"];
         eprintln!("the question could not be answered: {} ({})", f["message"].as_str().unwrap_or("-"), f["code"].as_str().unwrap_or("-"));
         return Ok(ExitCode::FAILURE);

@@ -6,6 +6,8 @@ use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
 use rag_store::audit::RowProblem;
+use rag_store::documents::DocumentStatus;
+use rag_store::operations::WorkspaceTotals;
 use serde::Serialize;
 
 use crate::config::Settings;
@@ -130,40 +132,29 @@ pub async fn bench(s: &Settings, cmd: BenchCommand) -> anyhow::Result<ExitCode> 
     })
     .await?;
     let (pool, workspace, settled, upload_seconds) = (&run.pool, &run.workspace, run.total_seconds, run.upload_seconds);
-    let (failed, pages, segments, chunks): (i64, Option<i64>, Option<i64>, Option<i64>) = rag_store::sqlx::query_as(
-        "SELECT count(*) FILTER (WHERE status = 'failed'), sum(page_count)::bigint, sum(segment_count)::bigint,
-                sum(chunk_count)::bigint
-         FROM documents WHERE workspace_id = $1",
-    )
-    .bind(workspace)
-    .fetch_one(pool)
-    .await?;
-    let mut latencies: Vec<f64> = rag_store::sqlx::query_scalar(
-        "SELECT EXTRACT(EPOCH FROM (updated_at - uploaded_at))::float8 FROM documents WHERE workspace_id = $1",
-    )
-    .bind(workspace)
-    .fetch_all(pool)
-    .await?;
-    latencies.sort_by(|a, b| a.total_cmp(b));
+    let WorkspaceTotals { failed, pages, segments, chunks } = rag_store::operations::workspace_totals(pool, workspace).await?;
+    let latencies = rag_store::operations::settle_seconds(pool, workspace).await?;
     let audits = rag_store::audit::documents(pool, Some(workspace)).await?;
-    let stuck =
-        audits.iter().filter(|a| !matches!(a.status.as_str(), "ingested" | "failed")).count() + args.documents.saturating_sub(audits.len());
-    let (doubled_rows, missing_rows): (Vec<RowProblem>, Vec<RowProblem>) =
-        audits.iter().filter(|a| a.status == "ingested").flat_map(|a| a.row_problems()).partition(|p| matches!(p, RowProblem::Doubled(_)));
+    let stuck = audits.iter().filter(|a| !matches!(a.status, DocumentStatus::Ingested | DocumentStatus::Failed)).count()
+        + args.documents.saturating_sub(audits.len());
+    let (doubled_rows, missing_rows): (Vec<RowProblem>, Vec<RowProblem>) = audits
+        .iter()
+        .filter(|a| a.status == DocumentStatus::Ingested)
+        .flat_map(|a| a.row_problems())
+        .partition(|p| matches!(p, RowProblem::Doubled(_)));
     let doubled = doubled_rows.len() + audits.len().saturating_sub(args.documents);
     let missing = missing_rows.len();
     for p in doubled_rows.iter().chain(&missing_rows).take(10) {
         eprintln!("bench: {p:?}");
     }
     let expected_segments = (args.documents * args.pages * args.paragraphs) as i64;
-    let (pages, segments, chunks) = (pages.unwrap_or(0), segments.unwrap_or(0), chunks.unwrap_or(0));
     let report = IngestReport {
         documents: args.documents,
         failed,
         pages,
         segments,
         chunks,
-        embedder: s.embedder.clone(),
+        embedder: s.embedder.to_string(),
         chunking_profile: s.chunking_profile.clone(),
         upload_seconds,
         total_seconds: settled,

@@ -158,7 +158,7 @@ pub async fn docs(s: &Settings, cmd: DocsCommand) -> anyhow::Result<ExitCode> {
         DocsCommand::Delete { id, workspace, deleted_by, json } => {
             validate_workspace(&workspace)?;
             match rag_store::documents::get(&pool, &workspace, id).await? {
-                Some(d) if d.status != "deleted" => {}
+                Some(d) if d.status != rag_store::documents::DocumentStatus::Deleted => {}
                 _ => anyhow::bail!("document {id} not found in workspace {workspace}"),
             }
             let producer = rag_bus::EventProducer::new(&s.bus(), rag_events::Codec::embedded()?, "rag-engine/cli")?;

@@ -126,7 +126,7 @@ pub async fn eval(s: &Settings, cmd: EvalCommand) -> anyhow::Result<ExitCode> {
         }
     };
     // Fresh statistics after a bulk load, or the planner guesses badly.
-    rag_store::sqlx::query("ANALYZE search_terms, search_chunks, documents").execute(&pool).await?;
+    rag_store::operations::analyze_search_tables(&pool).await?;
     // Documents back to corpus ids through their file names.
     let doc_to_corpus: HashMap<uuid::Uuid, String> =
         documents_by_corpus_id(&pool, &workspace).await?.into_iter().map(|(c, d)| (d, c)).collect();
@@ -199,7 +199,7 @@ pub async fn eval(s: &Settings, cmd: EvalCommand) -> anyhow::Result<ExitCode> {
     json.insert(
         "run".into(),
         serde_json::json!({
-            "documents": corpus.len(), "queries": judged.len(), "embedder": s.embedder,
+            "documents": corpus.len(), "queries": judged.len(), "embedder": s.embedder.to_string(),
             "embedding_model": retriever.embedder.identity().map(|(m, _)| m.to_string()),
             "chunking_profile": s.chunking_profile, "ingest_seconds": ingest_seconds,
             "query_seconds": query_seconds, "workspace": workspace,

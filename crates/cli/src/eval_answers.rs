@@ -18,6 +18,7 @@ use anyhow::Context;
 use clap::Args;
 use rag_bus::EventProducer;
 use rag_events::{Codec, Envelope, QuestionAsked};
+use rag_store::messages::MessageStatus;
 use serde::{Deserialize, Serialize};
 
 use crate::config::Settings;
@@ -56,7 +57,7 @@ struct GoldAnswer {
 pub struct Scored {
     pub question_id: String,
     pub language: String,
-    pub status: String,
+    pub status: MessageStatus,
     pub mode: String,
     pub sections: usize,
     pub sections_without_citations: usize,
@@ -112,7 +113,7 @@ pub struct Asked<'a> {
 pub fn score(
     asked: &Asked<'_>,
     metadata: &serde_json::Value,
-    status: &str,
+    status: MessageStatus,
     raw_texts: &HashMap<String, Vec<char>>,
     latency: Duration,
 ) -> Scored {
@@ -133,7 +134,7 @@ pub fn score(
     Scored {
         question_id: question_id.to_string(),
         language: language.to_string(),
-        status: status.to_string(),
+        status,
         mode: metadata["mode"].as_str().unwrap_or_default().to_string(),
         sections: sections.len(),
         sections_without_citations: sections.iter().filter(|s| s["citations"].as_array().is_none_or(|c| c.is_empty())).count(),
@@ -164,8 +165,8 @@ pub fn totals<'a>(scored: impl Iterator<Item = &'a Scored>) -> Totals {
     latencies.sort_unstable();
     Totals {
         questions: all.len(),
-        answered: all.iter().filter(|s| s.status == "done").count(),
-        failed: all.iter().filter(|s| s.status == "failed").count(),
+        answered: all.iter().filter(|s| s.status == MessageStatus::Done).count(),
+        failed: all.iter().filter(|s| s.status == MessageStatus::Failed).count(),
         gold_cited: all.iter().filter(|s| s.gold_cited).count() as f64 / n,
         answer_in_citation: all.iter().filter(|s| s.answer_in_citation).count() as f64 / n,
         bad_slices: all.iter().map(|s| s.bad_slices).sum(),
@@ -226,7 +227,7 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
                 anyhow::bail!("a stage stopped during the run: {failed}");
             }
             if let Some(m) = rag_store::messages::get(&run.pool, &run.workspace, assistant).await? {
-                if m.status != "pending" {
+                if m.status != MessageStatus::Pending {
                     break m;
                 }
             }
@@ -241,7 +242,7 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
         let language = rag_retrieval::detect_language(question).code();
         let gold_document = by_corpus.get(&g.corpus_id).map(|d| d.to_string());
         let asked_question = Asked { id: &g.query_id, language, gold_document: gold_document.as_deref(), answer: &g.answer };
-        let s = score(&asked_question, &message.metadata, &message.status, &raw_texts, asked_at.elapsed());
+        let s = score(&asked_question, &message.metadata, message.status, &raw_texts, asked_at.elapsed());
         if !args.json {
             eprintln!(
                 "[{}/{}] {} {:<5} {:>6} ms  gold cited {}  answer in a citation {}{}",
@@ -275,7 +276,7 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
             serde_json::to_string_pretty(&serde_json::json!({
                 "all": all, "by_language": by_language, "questions": scored,
                 "run": {"passages": corpus.len(), "questions": asked.len(), "answers_by": answers_by,
-                        "llm_model": s.answer_llm_model, "embedder": s.embedder,
+                        "llm_model": s.answer_llm_model, "embedder": s.embedder.to_string(),
                         "ingest_seconds": run.total_seconds, "question_seconds": question_seconds, "workspace": run.workspace},
             }))?
         );
@@ -350,11 +351,11 @@ mod tests {
             "llm_usage": {"total_tokens": 640}
         });
         let asked = |id, gold_document, answer| Asked { id, language: "vi", gold_document, answer };
-        let s = score(&asked("q1", Some("d1"), "tăng  18%"), &metadata, "done", &raw, Duration::from_millis(1500));
+        let s = score(&asked("q1", Some("d1"), "tăng  18%"), &metadata, MessageStatus::Done, &raw, Duration::from_millis(1500));
         assert!(s.gold_cited && s.answer_in_citation);
         assert_eq!((s.sections, s.sections_without_citations, s.citations, s.bad_slices), (3, 1, 2, 1));
         assert_eq!((s.dropped_source_ids, s.unlocated_quotes, s.llm_tokens, s.latency_ms), (1, 2, 640, 1500));
-        let other = score(&asked("q2", Some("d2"), "profit"), &metadata, "done", &raw, Duration::from_millis(500));
+        let other = score(&asked("q2", Some("d2"), "profit"), &metadata, MessageStatus::Done, &raw, Duration::from_millis(500));
         assert!(!other.gold_cited && !other.answer_in_citation);
 
         let t = totals([s, other].iter());

@@ -145,11 +145,7 @@ where
             };
             anyhow::bail!("a stage stopped during the run: {detail}");
         }
-        let (done,): (i64,) =
-            rag_store::sqlx::query_as("SELECT count(*) FROM documents WHERE workspace_id = $1 AND status IN ('ingested', 'failed')")
-                .bind(&workspace)
-                .fetch_one(&pool)
-                .await?;
+        let done = rag_store::operations::settled_documents(&pool, &workspace).await?;
         bar.set_position(count as u64 + done as u64);
         if done as usize >= count {
             break started.elapsed().as_secs_f64();

@@ -71,7 +71,7 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let json_logs = cli.settings.log_format == "json";
+    let json_logs = cli.settings.log_format == rag_engine::config::LogFormat::Json;
     if let Err(e) = rag_telemetry::init_logs(json_logs) {
         eprintln!("error: {e}");
         return ExitCode::FAILURE;

@@ -23,8 +23,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::Settings;
 
 /// What the rebuild empties: everything a replay of the topics rewrites.
-pub const READ_MODEL_TABLES: &[&str] =
-    &["search_terms", "search_chunks", "chunk_mappings", "segments", "document_versions", "documents", "messages"];
+pub use rag_store::operations::READ_MODEL_TABLES;
 
 #[derive(Subcommand, Debug)]
 pub enum RebuildCommand {
@@ -101,13 +100,7 @@ pub async fn rebuild(s: &Settings, cmd: RebuildCommand) -> anyhow::Result<ExitCo
     if let Some((model, dimension)) = embedder.identity() {
         rag_store::pipeline::ensure_vector_index(&pool, model, dimension).await?;
     }
-    let mut tx = pool.begin().await?;
-    rag_store::sqlx::query(&format!("TRUNCATE {}", READ_MODEL_TABLES.join(", "))).execute(&mut *tx).await?;
-    rag_store::sqlx::query("DELETE FROM consumer_offsets WHERE consumer_group = ANY($1)")
-        .bind(vec![projector_group.clone(), indexer_group.clone()])
-        .execute(&mut *tx)
-        .await?;
-    tx.commit().await?;
+    rag_store::operations::reset_read_models(&pool, &[projector_group.clone(), indexer_group.clone()]).await?;
     let all_topics: Vec<String> = EventType::ALL.iter().map(|e| topics.of(*e)).collect();
     for group in [&projector_group, &indexer_group] {
         rag_bus::admin::rewind_group(&bus, group, &all_topics).await.with_context(|| format!("rewinding consumer group {group}"))?;
@@ -167,12 +160,8 @@ pub async fn rebuild(s: &Settings, cmd: RebuildCommand) -> anyhow::Result<ExitCo
             watched.push((indexer_group.clone(), chunked));
         }
         loop {
-            let stored: Vec<(String, String, i32, i64)> = rag_store::sqlx::query_as(
-                "SELECT consumer_group, topic, partition, next_offset FROM consumer_offsets WHERE consumer_group = ANY($1)",
-            )
-            .bind(watched.iter().map(|(g, _)| g.clone()).collect::<Vec<_>>())
-            .fetch_all(&pool)
-            .await?;
+            let groups: Vec<String> = watched.iter().map(|(g, _)| g.clone()).collect();
+            let stored = rag_store::offsets::list_groups(&pool, &groups).await?;
             let mut done = 0i64;
             let mut complete = true;
             for (group, group_topics) in &watched {
@@ -208,8 +197,7 @@ pub async fn rebuild(s: &Settings, cmd: RebuildCommand) -> anyhow::Result<ExitCo
     }
     bar.finish_and_clear();
     let mut rows = serde_json::Map::new();
-    for table in READ_MODEL_TABLES {
-        let n: i64 = rag_store::sqlx::query_scalar(&format!("SELECT count(*) FROM {table}")).fetch_one(&pool).await?;
+    for (table, n) in rag_store::operations::read_model_rows(&pool).await? {
         rows.insert(table.to_string(), n.into());
     }
     let seconds = (started.elapsed().as_secs_f64() * 10.0).round() / 10.0;

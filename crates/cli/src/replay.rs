@@ -219,16 +219,8 @@ pub async fn replay(s: &Settings, cmd: ReplayCommand) -> anyhow::Result<ExitCode
     bar.set_message(version.clone());
     let deadline = Instant::now() + Duration::from_secs(args.timeout);
     let (flipped, failed, chunks) = loop {
-        let (flipped, failed, chunks): (i64, i64, i64) = rag_store::sqlx::query_as(
-            "SELECT count(*) FILTER (WHERE active_chunking_version = $2 AND status = 'ingested'),
-                    count(*) FILTER (WHERE status IN ('failed', 'deleted')),
-                    coalesce(sum(chunk_count) FILTER (WHERE active_chunking_version = $2 AND status = 'ingested'), 0)
-             FROM documents WHERE id = ANY($1)",
-        )
-        .bind(&ids)
-        .bind(&version)
-        .fetch_one(&pool)
-        .await?;
+        let rag_store::operations::ReplayProgress { flipped, gone: failed, chunks } =
+            rag_store::operations::replay_progress(&pool, &ids, &version).await?;
         bar.set_position((flipped + failed) as u64);
         if flipped + failed >= ids.len() as i64 {
             break (flipped, failed, chunks);

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use tracing::warn;
 
@@ -13,7 +14,7 @@ pub struct OpenAiConfig {
     /// requests go to `{base_url}/embeddings`.
     pub base_url: String,
     pub model: String,
-    pub api_key: String,
+    pub api_key: SecretString,
     /// Expected vector length; a response of another length is refused.
     pub dimension: usize,
     /// Inputs per request.
@@ -90,7 +91,7 @@ impl OpenAiEmbedder {
         let resp = self
             .http
             .post(&url)
-            .bearer_auth(&self.cfg.api_key)
+            .bearer_auth(self.cfg.api_key.expose_secret())
             .json(&body)
             .send()
             .await

@@ -4,12 +4,15 @@
 use sqlx::PgPool;
 use uuid::Uuid;
 
+use crate::documents::DocumentStatus;
+use crate::messages::MessageStatus;
 use crate::StoreError;
 
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct DocumentAudit {
     pub id: Uuid,
-    pub status: String,
+    #[sqlx(try_from = "String")]
+    pub status: DocumentStatus,
     /// From DocumentParsed.
     pub segment_count: Option<i32>,
     /// From DocumentChunked, for the active version.
@@ -69,8 +72,9 @@ pub async fn documents(pool: &PgPool, workspace: Option<&str>) -> Result<Vec<Doc
 }
 
 /// Every message: (id, role, status).
-pub async fn messages(pool: &PgPool) -> Result<Vec<(Uuid, String, String)>, StoreError> {
-    Ok(sqlx::query_as("SELECT id, role, status FROM messages").fetch_all(pool).await?)
+pub async fn messages(pool: &PgPool) -> Result<Vec<(Uuid, String, MessageStatus)>, StoreError> {
+    let rows: Vec<(Uuid, String, String)> = sqlx::query_as("SELECT id, role, status FROM messages").fetch_all(pool).await?;
+    rows.into_iter().map(|(id, role, status)| Ok((id, role, status.parse()?))).collect()
 }
 
 /// Documents not yet terminal plus assistant messages still pending.

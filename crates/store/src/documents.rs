@@ -10,7 +10,7 @@ use crate::StoreError;
 
 /// Lifecycle of a document. The rank only grows: a late, earlier event fills
 /// in what it carries but never moves the status back.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum DocumentStatus {
     Uploaded,
@@ -62,6 +62,13 @@ impl std::str::FromStr for DocumentStatus {
             "deleted" => DocumentStatus::Deleted,
             other => return Err(StoreError::Invalid(format!("unknown document status {other:?}"))),
         })
+    }
+}
+
+impl TryFrom<String> for DocumentStatus {
+    type Error = StoreError;
+    fn try_from(s: String) -> Result<Self, StoreError> {
+        s.parse()
     }
 }
 
@@ -143,7 +150,8 @@ pub struct DocumentRow {
     pub blob_uri: Option<String>,
     pub uploaded_by: Option<String>,
     pub metadata: serde_json::Value,
-    pub status: String,
+    #[sqlx(try_from = "String")]
+    pub status: DocumentStatus,
     pub failure_code: Option<String>,
     pub failure_reason: Option<String>,
     pub page_count: Option<i32>,
@@ -283,8 +291,9 @@ pub async fn original_shared(pool: &PgPool, workspace_id: &str, id: Uuid, blob_u
 }
 
 /// Every document's status, for invariant checks (`rag-engine verify`).
-pub async fn all_statuses(pool: &PgPool) -> Result<Vec<(Uuid, String)>, StoreError> {
-    Ok(sqlx::query_as("SELECT id, status FROM documents").fetch_all(pool).await?)
+pub async fn all_statuses(pool: &PgPool) -> Result<Vec<(Uuid, DocumentStatus)>, StoreError> {
+    let rows: Vec<(Uuid, String)> = sqlx::query_as("SELECT id, status FROM documents").fetch_all(pool).await?;
+    rows.into_iter().map(|(id, status)| Ok((id, status.parse()?))).collect()
 }
 
 /// Documents in a non-terminal state (uploaded, parsed, chunked) whose last

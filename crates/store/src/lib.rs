@@ -11,6 +11,7 @@ pub mod audit;
 pub mod documents;
 pub mod messages;
 pub mod offsets;
+pub mod operations;
 pub mod pipeline;
 pub mod raw;
 pub mod search;
@@ -59,15 +60,23 @@ impl StoreError {
 
 #[derive(Debug, Clone)]
 pub struct StoreConfig {
-    pub database_url: String,
+    pub database_url: secrecy::SecretString,
     pub max_connections: u32,
     pub connect_timeout: Duration,
 }
 
 pub async fn connect(cfg: &StoreConfig) -> Result<PgPool, StoreError> {
-    let options: PgConnectOptions = cfg.database_url.parse().map_err(|e: sqlx::Error| StoreError::Invalid(format!("DATABASE_URL: {e}")))?;
+    let options: PgConnectOptions = secrecy::ExposeSecret::expose_secret(&cfg.database_url)
+        .parse()
+        .map_err(|e: sqlx::Error| StoreError::Invalid(format!("DATABASE_URL: {e}")))?;
     let pool = PgPoolOptions::new().max_connections(cfg.max_connections).acquire_timeout(cfg.connect_timeout).connect_with(options).await?;
     Ok(pool)
+}
+
+/// One round trip to the database, for readiness checks.
+pub async fn ping(pool: &PgPool) -> Result<(), StoreError> {
+    sqlx::query("SELECT 1").execute(pool).await?;
+    Ok(())
 }
 
 pub async fn migrate(pool: &PgPool) -> Result<(), StoreError> {

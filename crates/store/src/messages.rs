@@ -44,11 +44,11 @@ pub async fn apply_question_asked(tx: &mut Transaction<'_, Postgres>, e: &Questi
     }
     let metadata = serde_json::json!({"top_k": e.top_k, "document_ids": e.document_ids, "asked_by": e.asked_by});
     for (id, role, content, status, at) in [
-        (user, "user", e.question.as_str(), "done", at),
+        (user, "user", e.question.as_str(), MessageStatus::Done, at),
         // One microsecond later: the assistant message sorts after the question
         // (also when the answer was projected first and created it: the
         // question's time wins, whatever the order).
-        (assistant, "assistant", "", "pending", at + chrono::Duration::microseconds(1)),
+        (assistant, "assistant", "", MessageStatus::Pending, at + chrono::Duration::microseconds(1)),
     ] {
         sqlx::query(
             "INSERT INTO messages (id, conversation_id, workspace_id, role, content, status, metadata, created_at, updated_at)
@@ -61,7 +61,7 @@ pub async fn apply_question_asked(tx: &mut Transaction<'_, Postgres>, e: &Questi
         .bind(ws)
         .bind(role)
         .bind(content)
-        .bind(status)
+        .bind(status.as_str())
         .bind(if role == "user" { metadata.clone() } else { serde_json::json!({}) })
         .bind(at)
         .execute(&mut **tx)
@@ -81,7 +81,7 @@ pub async fn apply_answer_produced(
 ) -> Result<(), StoreError> {
     let assistant = parse_id("assistant_message_id", &e.assistant_message_id)?;
     let conversation = parse_id("conversation_id", &e.conversation_id)?;
-    let status = if e.failure.is_some() { "failed" } else { "done" };
+    let status = if e.failure.is_some() { MessageStatus::Failed } else { MessageStatus::Done };
     sqlx::query(
         "INSERT INTO messages (id, conversation_id, workspace_id, role, content, status, metadata, created_at, updated_at)
          VALUES ($1, $7, $2, 'assistant', $3, $4, $5, $6, $6)
@@ -92,13 +92,59 @@ pub async fn apply_answer_produced(
     .bind(assistant)
     .bind(&e.envelope.workspace_id)
     .bind(&e.answer)
-    .bind(status)
+    .bind(status.as_str())
     .bind(metadata)
     .bind(occurred(&e.envelope))
     .bind(conversation)
     .execute(&mut **tx)
     .await?;
     Ok(())
+}
+
+/// Lifecycle of a message: a question is `done` when recorded; its
+/// assistant message is `pending` until the answer (or its failure) lands.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MessageStatus {
+    #[default]
+    Pending,
+    Done,
+    Failed,
+}
+
+impl MessageStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MessageStatus::Pending => "pending",
+            MessageStatus::Done => "done",
+            MessageStatus::Failed => "failed",
+        }
+    }
+}
+
+impl std::str::FromStr for MessageStatus {
+    type Err = StoreError;
+    fn from_str(s: &str) -> Result<Self, StoreError> {
+        Ok(match s {
+            "pending" => MessageStatus::Pending,
+            "done" => MessageStatus::Done,
+            "failed" => MessageStatus::Failed,
+            other => return Err(StoreError::Invalid(format!("unknown message status {other:?}"))),
+        })
+    }
+}
+
+impl TryFrom<String> for MessageStatus {
+    type Error = StoreError;
+    fn try_from(s: String) -> Result<Self, StoreError> {
+        s.parse()
+    }
+}
+
+impl std::fmt::Display for MessageStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 #[derive(Debug, Clone, sqlx::FromRow, serde::Serialize)]
@@ -108,7 +154,8 @@ pub struct MessageRow {
     pub workspace_id: String,
     pub role: String,
     pub content: String,
-    pub status: String,
+    #[sqlx(try_from = "String")]
+    pub status: MessageStatus,
     pub metadata: serde_json::Value,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
@@ -240,8 +287,9 @@ pub async fn list_conversations(pool: &PgPool, workspace_id: &str) -> Result<Vec
 }
 
 /// Every assistant message's status, for invariant checks (`rag-engine verify`).
-pub async fn assistant_statuses(pool: &PgPool) -> Result<Vec<(Uuid, String)>, StoreError> {
-    Ok(sqlx::query_as("SELECT id, status FROM messages WHERE role = 'assistant'").fetch_all(pool).await?)
+pub async fn assistant_statuses(pool: &PgPool) -> Result<Vec<(Uuid, MessageStatus)>, StoreError> {
+    let rows: Vec<(Uuid, String)> = sqlx::query_as("SELECT id, status FROM messages WHERE role = 'assistant'").fetch_all(pool).await?;
+    rows.into_iter().map(|(id, status)| Ok((id, status.parse()?))).collect()
 }
 
 /// Assistant messages still pending whose question is at least `older_than_secs` old (0: all of them).

@@ -69,6 +69,14 @@ pub async fn claim(tx: &mut Transaction<'_, Postgres>, group: &str, topic: &str,
     Ok(Claim::Apply)
 }
 
+/// Every stored offset of `groups`: (group, topic, partition, next offset).
+pub async fn list_groups(pool: &PgPool, groups: &[String]) -> Result<Vec<(String, String, i32, i64)>, StoreError> {
+    Ok(sqlx::query_as("SELECT consumer_group, topic, partition, next_offset FROM consumer_offsets WHERE consumer_group = ANY($1)")
+        .bind(groups)
+        .fetch_all(pool)
+        .await?)
+}
+
 /// Every stored offset of a group, for operators and tests.
 pub async fn list(pool: &PgPool, group: &str) -> Result<Vec<(String, i32, i64)>, StoreError> {
     Ok(sqlx::query_as("SELECT topic, partition, next_offset FROM consumer_offsets WHERE consumer_group = $1 ORDER BY topic, partition")

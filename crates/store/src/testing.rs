@@ -2,7 +2,8 @@
 //! does: created on the Postgres of `scripts/stack up` (its `DATABASE_URL`,
 //! from the environment or `.local/env`), migrated, and dropped by
 //! [`TestDatabase::drop_database`]. For the tests of this crate and of the
-//! crates above it; production code never calls it.
+//! crates above it, and for the trials of `rag-engine chaos`; the pipeline
+//! itself never calls it.
 
 use std::path::Path;
 
@@ -30,9 +31,18 @@ pub fn stack_database_url(repo_root: &Path) -> Option<String> {
 impl TestDatabase {
     /// Creates and migrates a database named `test_<random>` on the server of `base_url`.
     pub async fn create(base_url: &str) -> Result<TestDatabase, StoreError> {
-        let (server, _) = base_url.rsplit_once('/').ok_or_else(|| StoreError::Invalid(format!("database URL {base_url:?}")))?;
+        Self::create_named(base_url, "test").await
+    }
+
+    /// Creates and migrates a database named `<prefix>_<random>` (prefix:
+    /// lowercase letters, digits and `_`) on the server of `base_url`.
+    pub async fn create_named(base_url: &str, prefix: &str) -> Result<TestDatabase, StoreError> {
+        if prefix.is_empty() || !prefix.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_') {
+            return Err(StoreError::Invalid(format!("database name prefix {prefix:?}")));
+        }
+        let (server, _) = base_url.rsplit_once('/').ok_or_else(|| StoreError::Invalid("database URL without a database name".into()))?;
         let admin_url = format!("{server}/postgres");
-        let name = format!("test_{}", &uuid::Uuid::new_v4().simple().to_string()[..16]);
+        let name = format!("{prefix}_{}", &uuid::Uuid::new_v4().simple().to_string()[..16]);
         let admin = PgPool::connect(&admin_url).await?;
         sqlx::query(&format!("CREATE DATABASE {name}")).execute(&admin).await?;
         admin.close().await;

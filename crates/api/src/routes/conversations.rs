@@ -6,7 +6,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
 use rag_events::{Envelope, QuestionAsked};
-use rag_store::messages;
+use rag_store::messages::{self, MessageStatus};
 use uuid::Uuid;
 
 use super::{apply_now, checked_text, owned_workspace, Recorded};
@@ -134,18 +134,21 @@ pub async fn post_message(
         Ok((Some(u), Some(a))) => (u.into(), a.into()),
         _ => {
             let at = chrono::DateTime::from_timestamp_millis(event.envelope.occurred_at).unwrap_or_else(chrono::Utc::now);
-            let message = |id: Uuid, role: &str, content: &str, status: &str| Message {
-                id,
+            let message = |message_id: Uuid, role: &str, content: &str, status: MessageStatus| Message {
+                id: message_id,
                 conversation_id: id,
                 workspace_id: ws.clone(),
                 role: role.into(),
                 content: content.into(),
-                status: status.into(),
+                status,
                 metadata: serde_json::json!({}),
                 created_at: at,
                 updated_at: at,
             };
-            (message(user_message, "user", &event.question, "done"), message(assistant_message, "assistant", "", "pending"))
+            (
+                message(user_message, "user", &event.question, MessageStatus::Done),
+                message(assistant_message, "assistant", "", MessageStatus::Pending),
+            )
         }
     };
     Ok((StatusCode::ACCEPTED, Json(MessagesAccepted { user_message: user_row, assistant_message: assistant_row })))

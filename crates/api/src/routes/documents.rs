@@ -9,7 +9,7 @@ use axum::extract::{Multipart, Path, State};
 use axum::http::StatusCode;
 use axum::Json;
 use rag_events::{DocumentDeleted, Envelope};
-use rag_store::documents;
+use rag_store::documents::{self, DocumentStatus};
 use sha2::{Digest, Sha256};
 use tokio::io::AsyncWriteExt;
 use uuid::Uuid;
@@ -163,7 +163,7 @@ pub async fn upload(
         Json(UploadAccepted {
             document_id,
             workspace_id: ws,
-            status: "uploaded".into(),
+            status: DocumentStatus::Uploaded,
             filename,
             content_type,
             size_bytes: spooled.size,
@@ -175,7 +175,7 @@ pub async fn upload(
 pub(crate) async fn owned_document(state: &AppState, user: &AuthUser, ws: &str, id: Uuid) -> Result<documents::DocumentRow, ApiError> {
     owned_workspace(state, user, ws).await?;
     match documents::get(state.pool(), ws, id).await? {
-        Some(doc) if doc.status != "deleted" => Ok(doc),
+        Some(doc) if doc.status != DocumentStatus::Deleted => Ok(doc),
         _ => Err(ApiError::not_found("document")),
     }
 }
@@ -217,7 +217,7 @@ pub async fn delete(
     state.producer().send(&event).await?;
     tracing::info!(workspace_id = %ws, document_id = %id, event_id = %event.envelope.event_id, "document deleted");
     apply_now(&state, Recorded::Deleted(&event)).await;
-    Ok((StatusCode::ACCEPTED, Json(DeleteAccepted { document_id: id, status: "deleted".into() })))
+    Ok((StatusCode::ACCEPTED, Json(DeleteAccepted { document_id: id, status: DocumentStatus::Deleted })))
 }
 
 /// The raw-text viewer (seed 000): the document's segments, which tile its
@@ -234,9 +234,9 @@ pub async fn raw_text(
     Path((ws, id)): Path<(String, Uuid)>,
 ) -> Result<Json<RawText>, ApiError> {
     let doc = owned_document(&state, &user, &ws, id).await?;
-    match doc.status.as_str() {
-        "parsed" | "chunked" | "ingested" => {}
-        "failed" => {
+    match doc.status {
+        DocumentStatus::Parsed | DocumentStatus::Chunked | DocumentStatus::Ingested => {}
+        DocumentStatus::Failed => {
             return Err(ApiError::conflict(
                 "document_failed",
                 format!("the document failed: {}", doc.failure_reason.as_deref().unwrap_or("unknown reason")),

@@ -26,9 +26,7 @@ pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Health>)
         Err(_) => Value::from(format!("no answer within {} ms", deadline.as_millis())),
     };
     let (postgres, broker, storage) = tokio::join!(
-        tokio::time::timeout(deadline, async {
-            rag_store::sqlx::query("SELECT 1").execute(state.pool()).await.map(|_| ()).map_err(|e| e.to_string())
-        }),
+        tokio::time::timeout(deadline, async { rag_store::ping(state.pool()).await.map_err(|e| e.to_string()) }),
         tokio::time::timeout(deadline, async { state.producer().ping(deadline).await.map_err(|e| e.to_string()) }),
         tokio::time::timeout(deadline, async { state.blobs().ping().await.map_err(|e| e.to_string()) }),
     );

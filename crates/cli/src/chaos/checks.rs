@@ -9,6 +9,9 @@ use serde_json::json;
 
 use rag_store::audit::RowProblem;
 
+use rag_store::documents::DocumentStatus;
+use rag_store::messages::MessageStatus;
+
 use super::corpus::Expect;
 
 #[derive(Default)]
@@ -37,13 +40,13 @@ pub async fn check(
             continue;
         };
         let want = match expect {
-            Expect::Ingested => "ingested",
-            Expect::Failed => "failed",
+            Expect::Ingested => DocumentStatus::Ingested,
+            Expect::Failed => DocumentStatus::Failed,
         };
-        match a.status.as_str() {
-            "uploaded" | "parsed" | "chunked" => t.stuck.push(format!("{id} ({})", a.status)),
+        match a.status {
+            s if s.in_progress() => t.stuck.push(format!("{id} ({s})")),
             s if s != want => t.wrong_state.push(format!("{id}: {s}, expected {want}")),
-            "ingested" => {
+            DocumentStatus::Ingested => {
                 for problem in a.row_problems() {
                     match problem {
                         RowProblem::Doubled(line) => t.doubled.push(line),
@@ -59,15 +62,15 @@ pub async fn check(
     }
 
     let messages = rag_store::audit::messages(pool).await?;
-    let assistant: HashMap<String, String> =
-        messages.iter().filter(|(_, r, _)| r == "assistant").map(|(id, _, s)| (id.to_string(), s.clone())).collect();
+    let assistant: HashMap<String, MessageStatus> =
+        messages.iter().filter(|(_, r, _)| r == "assistant").map(|(id, _, s)| (id.to_string(), *s)).collect();
     let users = messages.iter().filter(|(_, r, _)| r == "user").count();
     let mut questions_lost = 0;
     let mut questions_stuck = 0;
     for q in questions {
-        match assistant.get(q).map(String::as_str) {
+        match assistant.get(q) {
             None => questions_lost += 1,
-            Some("pending") => questions_stuck += 1,
+            Some(MessageStatus::Pending) => questions_stuck += 1,
             Some(_) => {}
         }
     }

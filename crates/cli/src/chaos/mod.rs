@@ -27,6 +27,7 @@ use anyhow::Context;
 use clap::{Args, ValueEnum};
 use rag_bus::EventProducer;
 use rag_events::{Codec, Envelope, EventType, QuestionAsked};
+use secrecy::ExposeSecret;
 use serde_json::json;
 use tokio::process::{Child, Command};
 
@@ -223,17 +224,16 @@ async fn run_trial(s: &Settings, args: &ChaosArgs, plan: &Plan, trial: u32) -> a
     let started = Instant::now();
     let id = uuid::Uuid::new_v4().simple().to_string();
     let prefix = format!("chaos{}.", &id[..10]);
-    let db_name = format!("chaos_{}", &id[..16]);
-    let (server, _) = s.database_url.rsplit_once('/').context("DATABASE_URL has no database name")?;
-    let admin = rag_store::sqlx::PgPool::connect(&format!("{server}/postgres")).await.context("connecting to Postgres")?;
-    rag_store::sqlx::query(&format!("CREATE DATABASE {db_name}")).execute(&admin).await?;
+    // The trial's own database, created and migrated on DATABASE_URL's server.
+    let trial_db = rag_store::testing::TestDatabase::create_named(s.database_url.expose_secret(), "chaos")
+        .await
+        .context("creating the trial's database (DATABASE_URL)")?;
+    let (db_name, trial_database_url, pool) = (trial_db.name.clone(), trial_db.url.clone(), trial_db.pool.clone());
     let mut ts = s.clone();
     ts.topic_prefix = prefix.clone();
-    ts.database_url = format!("{server}/{db_name}");
+    ts.database_url = trial_database_url.clone().into();
     let bus = ts.bus();
     rag_bus::admin::ensure_topics(&bus).await.context("creating the trial's topics")?;
-    let pool = rag_store::connect(&ts.store()).await?;
-    rag_store::migrate(&pool).await?;
 
     let workdir = std::env::temp_dir().join(format!("rag-chaos-{id}"));
     let corpus_dir = workdir.join("corpus");
@@ -245,7 +245,7 @@ async fn run_trial(s: &Settings, args: &ChaosArgs, plan: &Plan, trial: u32) -> a
     let mut env: HashMap<String, String> = std::env::vars().collect();
     for (k, v) in [
         ("TOPIC_PREFIX", prefix.as_str()),
-        ("DATABASE_URL", ts.database_url.as_str()),
+        ("DATABASE_URL", trial_database_url.as_str()),
         ("METRICS_ADDR", "127.0.0.1:0"),
         ("KAFKA_SESSION_TIMEOUT_MS", "6000"),
         ("DATABASE_MAX_CONNECTIONS", "4"),
@@ -363,12 +363,12 @@ async fn run_trial(s: &Settings, args: &ChaosArgs, plan: &Plan, trial: u32) -> a
     report["seconds"] = json!({"total": started.elapsed().as_secs_f64().round(), "settle": settle_secs.round()});
     report["database"] = db_name.clone().into();
     report["logs"] = workdir.display().to_string().into();
-    pool.close().await;
     if ok && !args.keep {
-        let _ = rag_store::sqlx::query(&format!("DROP DATABASE IF EXISTS {db_name} WITH (FORCE)")).execute(&admin).await;
+        trial_db.drop_database().await;
         let _ = std::fs::remove_dir_all(&workdir);
+    } else {
+        pool.close().await;
     }
-    admin.close().await;
     Ok(report)
 }
 

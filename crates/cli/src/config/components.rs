@@ -3,7 +3,9 @@
 
 use std::time::Duration;
 
-use super::Settings;
+use secrecy::ExposeSecret;
+
+use super::{EmbedderChoice, OcrChoice, Settings};
 
 impl Settings {
     pub fn parse_limits(&self) -> rag_docparse::Limits {
@@ -44,7 +46,10 @@ impl Settings {
 
     /// The answer LLM when ANSWER_LLM_BASE_URL, _MODEL and _API_KEY are all set.
     pub fn answer_llm(&self) -> anyhow::Result<Option<rag_answer::llm::ChatClient>> {
-        let set = [&self.answer_llm_base_url, &self.answer_llm_model, &self.answer_llm_api_key].iter().filter(|v| !v.is_empty()).count();
+        let set = [self.answer_llm_base_url.as_str(), self.answer_llm_model.as_str(), self.answer_llm_api_key.expose_secret()]
+            .iter()
+            .filter(|v| !v.is_empty())
+            .count();
         if set == 0 {
             tracing::info!("no answer LLM configured: answers are extractive");
             return Ok(None);
@@ -67,16 +72,12 @@ impl Settings {
     }
 
     pub fn answer_fallback(&self) -> rag_answer::LlmFallback {
-        if self.answer_llm_fallback == "fail" {
-            rag_answer::LlmFallback::Fail
-        } else {
-            rag_answer::LlmFallback::Extractive
-        }
+        self.answer_llm_fallback.into()
     }
 
     /// The OCR engine, or None (with the reason logged) when off or missing.
     pub fn ocr(&self) -> Option<std::sync::Arc<rag_stages::ocr::TesseractOcr>> {
-        if self.ocr == "off" {
+        if self.ocr == OcrChoice::Off {
             tracing::info!("OCR is off: PDF pages without a text layer are marked as having no text");
             return None;
         }
@@ -111,8 +112,8 @@ impl Settings {
     }
 
     pub fn embedder(&self) -> anyhow::Result<rag_embed::Embedder> {
-        match self.embedder.as_str() {
-            "openai" => {
+        match self.embedder {
+            EmbedderChoice::Openai => {
                 let missing: Vec<&str> = [
                     ("EMBEDDING_BASE_URL", self.embedding_base_url.is_empty()),
                     ("EMBEDDING_MODEL", self.embedding_model.is_empty()),
@@ -135,29 +136,25 @@ impl Settings {
                         max_retries: self.stage_max_retries,
                         retry_backoff: Duration::from_millis(self.stage_retry_backoff_ms),
                     },
-                    self.input_convention()?,
+                    self.embedding_input_convention.into(),
                 )?;
                 Ok(embedder)
             }
-            "local" => {
+            EmbedderChoice::Local => {
                 if self.embedding_model_dir.is_empty() {
                     anyhow::bail!("EMBEDDER=local needs EMBEDDING_MODEL_DIR (a sentence-transformers model directory)");
                 }
                 let embedder = rag_embed::Embedder::local(
                     std::path::Path::new(&self.embedding_model_dir),
                     self.embedding_threads,
-                    self.input_convention()?,
+                    self.embedding_input_convention.into(),
                 )?;
                 if let Some((model, dimension)) = embedder.identity() {
                     tracing::info!(model, dimension, "in-process embedder loaded");
                 }
                 Ok(embedder)
             }
-            _ => Ok(rag_embed::Embedder::none()),
+            EmbedderChoice::None => Ok(rag_embed::Embedder::none()),
         }
-    }
-
-    fn input_convention(&self) -> anyhow::Result<rag_embed::InputConvention> {
-        rag_embed::InputConvention::parse(&self.embedding_input_convention).map_err(|e| anyhow::anyhow!("EMBEDDING_INPUT_CONVENTION: {e}"))
     }
 }

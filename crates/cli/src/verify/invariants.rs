@@ -9,6 +9,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use rag_store::documents::DocumentStatus;
+use rag_store::messages::MessageStatus;
 use serde::Serialize;
 
 /// A document or a question (by its assistant message).
@@ -79,7 +81,7 @@ pub struct Stuck {
     pub item: Item,
     pub workspace_id: String,
     /// Its state in the read model (`None`: no row at all).
-    pub status: Option<String>,
+    pub status: Option<ItemStatus>,
     /// The record a repair re-drives.
     pub root: Place,
 }
@@ -100,10 +102,31 @@ impl Findings {
     }
 }
 
-pub fn is_terminal(item: &Item, status: &str) -> bool {
-    match item {
-        Item::Document(_) => matches!(status, "ingested" | "failed" | "deleted"),
-        Item::Question(_) => matches!(status, "done" | "failed"),
+/// An item's state in the read model: a document's, or the status of a
+/// question's assistant message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum ItemStatus {
+    Document(DocumentStatus),
+    Question(MessageStatus),
+}
+
+impl ItemStatus {
+    /// Nothing moves the item on from here.
+    pub fn is_terminal(self) -> bool {
+        match self {
+            ItemStatus::Document(s) => !s.in_progress(),
+            ItemStatus::Question(s) => s != MessageStatus::Pending,
+        }
+    }
+}
+
+impl std::fmt::Display for ItemStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ItemStatus::Document(s) => s.fmt(f),
+            ItemStatus::Question(s) => s.fmt(f),
+        }
     }
 }
 
@@ -134,7 +157,7 @@ pub fn positions_past_end(readers: &BTreeMap<String, Vec<Reader>>, ends: &HashMa
 
 /// Items not in a terminal state whose every record every consuming group
 /// has moved past. `status`: the read model's state per item.
-pub fn find_stuck(records: &[ItemRecord], readers: &BTreeMap<String, Vec<Reader>>, status: &HashMap<Item, String>) -> Findings {
+pub fn find_stuck(records: &[ItemRecord], readers: &BTreeMap<String, Vec<Reader>>, status: &HashMap<Item, ItemStatus>) -> Findings {
     let mut by_item: BTreeMap<&Item, Vec<&ItemRecord>> = BTreeMap::new();
     for r in records {
         by_item.entry(&r.item).or_default().push(r);
@@ -148,7 +171,7 @@ pub fn find_stuck(records: &[ItemRecord], readers: &BTreeMap<String, Vec<Reader>
             Item::Question(_) => findings.questions_checked += 1,
         }
         let state = status.get(item);
-        if state.is_some_and(|s| is_terminal(item, s)) {
+        if state.is_some_and(|s| s.is_terminal()) {
             continue;
         }
         let pending = recs
@@ -161,7 +184,7 @@ pub fn find_stuck(records: &[ItemRecord], readers: &BTreeMap<String, Vec<Reader>
         findings.stuck.push(Stuck {
             item: item.clone(),
             workspace_id: root.workspace_id.clone(),
-            status: state.cloned(),
+            status: state.copied(),
             root: root.place.clone(),
         });
     }
@@ -192,11 +215,11 @@ mod tests {
             "documents.uploaded",
             vec![reader("parser", Owner::Kafka, &[(0, 5)]), reader("projector", Owner::Postgres, &[(0, 5)])],
         )]);
-        let status = HashMap::from([(doc.clone(), "uploaded".to_string())]);
+        let status = HashMap::from([(doc.clone(), ItemStatus::Document(DocumentStatus::Uploaded))]);
         let f = find_stuck(&records, &rs, &status);
         assert_eq!(f.stuck.len(), 1);
         assert_eq!(f.stuck[0].root, Place { topic: "documents.uploaded".into(), partition: 0, offset: 3 });
-        assert_eq!(f.stuck[0].status.as_deref(), Some("uploaded"));
+        assert_eq!(f.stuck[0].status, Some(ItemStatus::Document(DocumentStatus::Uploaded)));
         assert!(!f.clean());
     }
 
@@ -209,7 +232,7 @@ mod tests {
             // The chunker has not reached the parsed event yet.
             ("documents.parsed", vec![reader("chunker", Owner::Kafka, &[])]),
         ]);
-        let status = HashMap::from([(doc.clone(), "parsed".to_string())]);
+        let status = HashMap::from([(doc.clone(), ItemStatus::Document(DocumentStatus::Parsed))]);
         let f = find_stuck(&records, &rs, &status);
         assert!(f.stuck.is_empty());
         assert_eq!(f.covered_by_lag, 1);
@@ -224,7 +247,7 @@ mod tests {
             ("documents.uploaded", vec![reader("parser", Owner::Kafka, &[(0, 1)])]),
             ("questions.asked", vec![reader("answerer", Owner::Kafka, &[(0, 1)])]),
         ]);
-        let status = HashMap::from([(done.clone(), "ingested".to_string())]);
+        let status = HashMap::from([(done.clone(), ItemStatus::Document(DocumentStatus::Ingested))]);
         let f = find_stuck(&records, &rs, &status);
         assert_eq!(f.documents_checked, 1);
         assert_eq!(f.questions_checked, 1);
@@ -238,7 +261,7 @@ mod tests {
         let q = Item::Question("m".into());
         let records = vec![rec(&q, "questions.asked", 2, 1, true), rec(&q, "questions.asked", 2, 9, true)];
         let rs = readers(vec![("questions.asked", vec![reader("answerer", Owner::Kafka, &[(2, 10)])])]);
-        let status = HashMap::from([(q.clone(), "pending".to_string())]);
+        let status = HashMap::from([(q.clone(), ItemStatus::Question(MessageStatus::Pending))]);
         let f = find_stuck(&records, &rs, &status);
         assert_eq!(f.stuck[0].root.offset, 9);
     }

@@ -23,7 +23,7 @@ use rag_events::{AnyEvent, Codec, EventType};
 use serde_json::json;
 
 use crate::config::Settings;
-use invariants::{find_stuck, positions_past_end, Item, ItemRecord, Owner, Place, Reader};
+use invariants::{find_stuck, positions_past_end, Item, ItemRecord, ItemStatus, Owner, Place, Reader};
 
 #[derive(Args, Debug)]
 pub struct VerifyArgs {
@@ -86,7 +86,7 @@ struct Gathered {
     roots: HashMap<(String, i32, i64), Inbound>,
     readers: BTreeMap<String, Vec<Reader>>,
     ends: HashMap<(String, i32), i64>,
-    status: HashMap<Item, String>,
+    status: HashMap<Item, ItemStatus>,
 }
 
 async fn gather(s: &Settings, bus: &BusConfig, pool: &rag_store::sqlx::PgPool) -> anyhow::Result<Gathered> {
@@ -130,10 +130,10 @@ async fn gather(s: &Settings, bus: &BusConfig, pool: &rag_store::sqlx::PgPool) -
         }
     }
     for (id, status) in rag_store::documents::all_statuses(pool).await? {
-        g.status.insert(Item::Document(id.to_string()), status);
+        g.status.insert(Item::Document(id.to_string()), ItemStatus::Document(status));
     }
     for (id, status) in rag_store::messages::assistant_statuses(pool).await? {
-        g.status.insert(Item::Question(id.to_string()), status);
+        g.status.insert(Item::Question(id.to_string()), ItemStatus::Question(status));
     }
     Ok(g)
 }
@@ -204,7 +204,7 @@ fn print_findings(f: &invariants::Findings, repair: bool, redriven: &[serde_json
             println!(
                 "  {kind} {id} workspace {} status {} — first event {}[{}]@{}",
                 st.workspace_id,
-                st.status.as_deref().unwrap_or("(no row)"),
+                st.status.map(|s| s.to_string()).unwrap_or_else(|| "(no row)".into()),
                 st.root.topic,
                 st.root.partition,
                 st.root.offset

@@ -5,6 +5,7 @@
 //! a process of its own, so they are the test's own).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use rag_engine::config::Settings;
@@ -22,7 +23,8 @@ pub struct TestApp {
     /// the same test shares the recorder).
     at_spawn: String,
     shutdown: CancellationToken,
-    tasks: StageTasks,
+    /// Shared with the test's [`TestEnv`], whose cleanup joins them.
+    tasks: Arc<tokio::sync::Mutex<StageTasks>>,
 }
 
 impl TestApp {
@@ -50,6 +52,8 @@ impl TestApp {
             start_api(&settings, jwt, listener, &pool, Some(metrics.clone()), &shutdown, &mut tasks).expect("starting the API");
         }
         let at_spawn = metrics.render();
+        let tasks = Arc::new(tokio::sync::Mutex::new(tasks));
+        t.live_apps.lock().unwrap().push((shutdown.clone(), tasks.clone()));
         TestApp { api_port, metrics, at_spawn, shutdown, tasks }
     }
 
@@ -80,16 +84,18 @@ impl TestApp {
     /// Waits until a task ends on its own (a stage that gave up): its name
     /// and result. `run` stops the process when this happens.
     pub async fn wait_for_a_task_to_end(&mut self, timeout: Duration) -> (String, Result<(), rag_bus::BusError>) {
-        let joined = tokio::time::timeout(timeout, self.tasks.join_next()).await.expect("a task ends within the timeout");
+        let mut tasks = self.tasks.lock().await;
+        let joined = tokio::time::timeout(timeout, tasks.join_next()).await.expect("a task ends within the timeout");
         joined.expect("tasks were running").expect("the task did not panic")
     }
 
     /// Stops every task as SIGTERM would; panics if one failed or did not stop.
-    pub async fn stop(mut self) {
+    pub async fn stop(self) {
         self.shutdown.cancel();
         let joined = tokio::time::timeout(Duration::from_secs(60), async {
             let mut failures = Vec::new();
-            while let Some(j) = self.tasks.join_next().await {
+            let mut tasks = self.tasks.lock().await;
+            while let Some(j) = tasks.join_next().await {
                 match j {
                     Ok((_, Ok(()))) => {}
                     Ok((name, Err(e))) => failures.push(format!("{name}: {e}")),

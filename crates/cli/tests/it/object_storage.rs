@@ -12,7 +12,7 @@ async fn put_get_head_delete_and_multipart() {
         region: "us-east-1".into(),
         bucket: format!("verify-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]),
         access_key: env["S3_ACCESS_KEY"].clone(),
-        secret_key: env["S3_SECRET_KEY"].clone(),
+        secret_key: env["S3_SECRET_KEY"].clone().into(),
     });
     store.ensure_bucket().await.unwrap();
     store.ensure_bucket().await.unwrap(); // idempotent

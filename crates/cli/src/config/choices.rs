@@ -1,0 +1,132 @@
+//! The settings that pick one of a few named behaviours. As clap enums,
+//! `--help` lists the accepted values and a typo is refused at start with
+//! the list, before any component is built.
+
+use std::fmt;
+
+use clap::ValueEnum;
+
+/// Writes the value as it is spelled on the command line and in the
+/// environment (`openai`, `input-type`), so reports print what the user set.
+macro_rules! display_as_value {
+    ($($choice:ty),*) => {$(
+        impl fmt::Display for $choice {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                match self.to_possible_value() {
+                    Some(value) => f.write_str(value.get_name()),
+                    None => Ok(()),
+                }
+            }
+        }
+    )*};
+}
+
+display_as_value!(OcrChoice, EmbedderChoice, InputConventionChoice, LlmFallbackChoice, LogFormat);
+
+/// `OCR`: PDF pages without a text layer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OcrChoice {
+    /// Tesseract + pdftoppm when installed.
+    Auto,
+    /// Pages without a text layer are marked as having no text.
+    Off,
+}
+
+/// `EMBEDDER`: what the indexer embeds chunks with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EmbedderChoice {
+    /// Lexical search only.
+    None,
+    /// The model in EMBEDDING_MODEL_DIR, in process.
+    Local,
+    /// Any OpenAI-compatible /v1/embeddings.
+    Openai,
+}
+
+/// `EMBEDDING_INPUT_CONVENTION`: how the model tells a query from a passage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum InputConventionChoice {
+    /// The text as is (symmetric models).
+    None,
+    /// `query: ` / `passage: ` prepended.
+    Prefix,
+    /// An `input_type` field in each request.
+    InputType,
+}
+
+impl From<InputConventionChoice> for rag_embed::InputConvention {
+    fn from(choice: InputConventionChoice) -> Self {
+        match choice {
+            InputConventionChoice::None => rag_embed::InputConvention::None,
+            InputConventionChoice::Prefix => rag_embed::InputConvention::Prefix,
+            InputConventionChoice::InputType => rag_embed::InputConvention::InputType,
+        }
+    }
+}
+
+/// `ANSWER_LLM_FALLBACK`: what an answer becomes when the LLM fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LlmFallbackChoice {
+    /// Answer from the chunks' sentences.
+    Extractive,
+    /// Mark the answer failed.
+    Fail,
+}
+
+impl From<LlmFallbackChoice> for rag_answer::LlmFallback {
+    fn from(choice: LlmFallbackChoice) -> Self {
+        match choice {
+            LlmFallbackChoice::Extractive => rag_answer::LlmFallback::Extractive,
+            LlmFallbackChoice::Fail => rag_answer::LlmFallback::Fail,
+        }
+    }
+}
+
+/// `LOG_FORMAT`: how stderr logs are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// For people.
+    Text,
+    /// One JSON object per line, for log collectors.
+    Json,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn choices_print_as_they_are_spelled_in_the_environment() {
+        assert_eq!(EmbedderChoice::Openai.to_string(), "openai");
+        assert_eq!(InputConventionChoice::InputType.to_string(), "input-type");
+        assert_eq!(LlmFallbackChoice::Fail.to_string(), "fail");
+        assert_eq!(LogFormat::Json.to_string(), "json");
+        assert_eq!(OcrChoice::Off.to_string(), "off");
+    }
+
+    #[test]
+    fn a_misspelt_choice_is_refused_with_the_accepted_values() {
+        let vars = [("EMBEDDER".to_string(), "openia".to_string())].into_iter().collect();
+        let err = crate::config::Settings::from_vars(&vars).expect_err("openia is not an embedder");
+        let text = err.to_string();
+        assert!(text.contains("openia") && text.contains("openai") && text.contains("local"), "{text}");
+    }
+
+    #[test]
+    fn secrets_are_redacted_in_debug_output() {
+        let vars = [
+            ("JWT_SECRET".to_string(), "jwt-secret-that-must-not-be-printed".to_string()),
+            ("S3_SECRET_KEY".to_string(), "s3-key-that-must-not-be-printed".to_string()),
+            ("ANSWER_LLM_API_KEY".to_string(), "llm-key-that-must-not-be-printed".to_string()),
+            ("EMBEDDING_API_KEY".to_string(), "embedding-key-that-must-not-be-printed".to_string()),
+            ("DATABASE_URL".to_string(), "postgres://rag:db-password-not-printed@127.0.0.1/rag".to_string()),
+        ]
+        .into_iter()
+        .collect();
+        let settings = crate::config::Settings::from_vars(&vars).expect("valid settings");
+        let printed = format!("{settings:?} {:?} {:?}", settings.blobs(), settings.store());
+        for secret in ["jwt-secret", "s3-key", "llm-key", "embedding-key", "db-password"] {
+            assert!(!printed.contains(secret), "{secret} printed in {printed}");
+        }
+    }
+}
