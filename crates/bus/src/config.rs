@@ -23,6 +23,11 @@ pub struct BusConfig {
     /// Longest a stage may spend on one record (retries included) before
     /// librdkafka takes it out of the group.
     pub max_poll_interval_ms: u32,
+    /// Records a stage instance holds at once, running and queued (at
+    /// least 1). Partitions are processed side by side, each in offset
+    /// order ([`crate::stage::lanes`]); at the bound the runner stops
+    /// fetching until one finishes (back-pressure, bounded memory).
+    pub max_in_flight: usize,
     /// When a stage stops instead of dead-lettering more.
     pub dead_letter_limit: crate::DeadLetterLimit,
     /// The idempotent producer (the default; right for Kafka). Off, sends

@@ -36,6 +36,7 @@ pub fn identity() -> StageIdentity {
         consumes: vec![EventType::QuestionAsked],
         produces: vec![EventType::AnswerProduced],
         positions: Positions::Kafka,
+        max_in_flight: None,
     }
 }
 

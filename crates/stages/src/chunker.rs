@@ -28,6 +28,7 @@ pub fn identity(profile: &ChunkingProfile) -> StageIdentity {
         consumes: vec![EventType::DocumentParsed],
         produces: vec![EventType::DocumentChunked],
         positions: Positions::Kafka,
+        max_in_flight: None,
     }
 }
 

@@ -32,6 +32,7 @@ pub fn identity() -> StageIdentity {
         consumes: vec![EventType::DocumentChunked],
         produces: vec![EventType::DocumentIngested],
         positions: Positions::Postgres,
+        max_in_flight: None,
     }
 }
 

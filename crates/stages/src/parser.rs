@@ -24,6 +24,7 @@ pub fn identity() -> StageIdentity {
         consumes: vec![EventType::DocumentUploaded],
         produces: vec![EventType::DocumentParsed],
         positions: Positions::Kafka,
+        max_in_flight: None,
     }
 }
 

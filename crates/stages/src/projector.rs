@@ -37,7 +37,18 @@ pub const ALL_EVENTS: &[EventType] = &[
 ];
 
 pub fn identity() -> StageIdentity {
-    StageIdentity { name: STAGE, group: GROUP.into(), consumes: ALL_EVENTS.to_vec(), produces: Vec::new(), positions: Positions::Postgres }
+    StageIdentity {
+        name: STAGE,
+        group: GROUP.into(),
+        consumes: ALL_EVENTS.to_vec(),
+        produces: Vec::new(),
+        positions: Positions::Postgres,
+        // One record at a time: its topics carry several events of one
+        // document (parsed, chunked, ingested) that update the same rows.
+        // Side by side they deadlocked in Postgres (retried, but meanwhile
+        // a document read `ingested` before its segments were projected).
+        max_in_flight: Some(1),
+    }
 }
 
 pub struct Projector {

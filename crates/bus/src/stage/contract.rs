@@ -177,6 +177,10 @@ pub struct StageIdentity {
     pub produces: Vec<EventType>,
     /// Where the stage's positions are authoritative.
     pub positions: Positions,
+    /// Records the stage may have in flight at once, whatever the
+    /// configured bound (`None`: the configured bound). A stage whose
+    /// topics carry events that write the same rows says `Some(1)`.
+    pub max_in_flight: Option<usize>,
 }
 
 /// Who owns a stage's consumer positions.

@@ -7,6 +7,7 @@
 //! - `positioning`: where each assigned partition resumes.
 //! - [`consumer`]: the Kafka consumer and its (deferred) rebalance handling.
 //! - [`positions`]: which partitions are owned and where each stands (pure).
+//! - [`lanes`]: which received records may start now, one lane per partition (pure).
 //! - [`dead_letter`]: `<topic>.dlq` and the limit on dead letters.
 //! - [`lag`]: the stage's own lag metrics.
 
@@ -14,6 +15,7 @@ mod consumer;
 pub mod contract;
 pub mod dead_letter;
 mod lag;
+pub mod lanes;
 pub mod output;
 mod positioning;
 pub mod positions;

@@ -11,7 +11,11 @@
 //!   ([`PartitionBook::processed`]).
 //! - A rebalance in between makes earlier decisions stale: every assignment
 //!   and revocation starts a new generation, and positions resolved for an
-//!   older one are dropped.
+//!   older one are dropped, as are records that arrived in an older one.
+//! - With several records of a partition received and not yet processed
+//!   (the runner processes partitions concurrently, each in order), two
+//!   cursors move apart: the next offset to *receive* classifies arrivals,
+//!   the next offset to *process* is what is committed.
 
 use std::collections::BTreeMap;
 
@@ -43,8 +47,11 @@ pub enum Arrival {
 
 #[derive(Debug, Default, Clone, Copy)]
 struct Owned {
-    /// Next offset to process, once known.
+    /// Next offset to process, once known: what is committed.
     next: Option<i64>,
+    /// Next offset expected to arrive, once a record arrived (until then,
+    /// `next`).
+    received: Option<i64>,
     /// Producer timestamp of the newest processed record.
     last_timestamp: Option<i64>,
 }
@@ -96,25 +103,42 @@ impl PartitionBook {
                 Position::At(n) => Some(*n),
                 Position::Beginning => None,
             };
-            self.owned.insert(key.clone(), Owned { next, last_timestamp: None });
+            self.owned.insert(key.clone(), Owned { next, received: None, last_timestamp: None });
         }
         true
     }
 
-    /// Classifies a record that arrived for `key`.
-    pub fn arrival(&self, key: &PartitionKey, offset: i64) -> Arrival {
-        match self.owned.get(key) {
-            None => Arrival::NotOwned,
-            Some(Owned { next: Some(expected), .. }) if offset < *expected => Arrival::Behind { expected: *expected },
-            Some(Owned { next: Some(expected), .. }) if offset > *expected => Arrival::Gap { expected: *expected },
-            Some(_) => Arrival::InOrder,
+    /// Classifies a record that arrived for `key` and, when it is to be
+    /// processed (in order, or after a gap), moves the receive cursor past
+    /// it. Also returns the generation the record arrived in, which its
+    /// [`PartitionBook::processed`] must name.
+    pub fn arrive(&mut self, key: &PartitionKey, offset: i64) -> (Arrival, u64) {
+        let Some(owned) = self.owned.get_mut(key) else { return (Arrival::NotOwned, self.generation) };
+        let arrival = match owned.received.or(owned.next) {
+            Some(expected) if offset < expected => Arrival::Behind { expected },
+            Some(expected) if offset > expected => Arrival::Gap { expected },
+            _ => Arrival::InOrder,
+        };
+        if !matches!(arrival, Arrival::Behind { .. }) {
+            owned.received = Some(offset + 1);
         }
+        (arrival, self.generation)
     }
 
-    /// The record at `offset` took effect. Returns the offset to store for
-    /// commit (the next one to process), or `None` when the partition is no
-    /// longer owned (its new owner decides).
-    pub fn processed(&mut self, key: &PartitionKey, offset: i64, timestamp_ms: Option<i64>) -> Option<i64> {
+    /// Whether records that arrived in `generation` may still be processed
+    /// here (no rebalance since).
+    pub fn is_current(&self, generation: u64) -> bool {
+        generation == self.generation && self.pending.is_none()
+    }
+
+    /// The record at `offset`, which arrived in `generation`, took effect.
+    /// Returns the offset to store for commit (the next one to process), or
+    /// `None` when the partition is no longer owned or was assigned anew
+    /// since (its owner then decides from the committed position).
+    pub fn processed(&mut self, generation: u64, key: &PartitionKey, offset: i64, timestamp_ms: Option<i64>) -> Option<i64> {
+        if generation != self.generation {
+            return None;
+        }
         let owned = self.owned.get_mut(key)?;
         let next = offset + 1;
         // Never backwards: a re-delivered record does not rewind the position.
@@ -163,12 +187,12 @@ mod tests {
         let mut book = PartitionBook::default();
         book.assign(vec![key(0), key(1)]);
         assert!(book.has_pending());
-        assert_eq!(book.arrival(&key(0), 0), Arrival::NotOwned);
+        assert_eq!(book.arrive(&key(0), 0).0, Arrival::NotOwned);
         let (generation, pending) = book.take_pending().unwrap();
         assert_eq!(pending, vec![key(0), key(1)]);
         assert!(book.positioned(generation, &[(key(0), Position::At(7)), (key(1), Position::Beginning)]));
-        assert_eq!(book.arrival(&key(0), 7), Arrival::InOrder);
-        assert_eq!(book.arrival(&key(1), 3), Arrival::InOrder);
+        assert_eq!(book.arrive(&key(0), 7).0, Arrival::InOrder);
+        assert_eq!(book.arrive(&key(1), 3).0, Arrival::InOrder);
         assert_eq!(book.owned(), vec![key(0), key(1)]);
     }
 
@@ -178,10 +202,11 @@ mod tests {
         let g = book.assign(vec![key(0)]);
         book.take_pending();
         book.positioned(g, &[(key(0), Position::At(4))]);
-        assert_eq!(book.processed(&key(0), 4, Some(1000)), Some(5));
+        assert_eq!(book.arrive(&key(0), 4), (Arrival::InOrder, g));
+        assert_eq!(book.processed(g, &key(0), 4, Some(1000)), Some(5));
         assert_eq!(book.next_offset(&key(0)), Some(5));
         assert_eq!(book.last_timestamp(&key(0)), Some(1000));
-        assert_eq!(book.arrival(&key(0), 5), Arrival::InOrder);
+        assert_eq!(book.arrive(&key(0), 5).0, Arrival::InOrder);
     }
 
     #[test]
@@ -190,8 +215,8 @@ mod tests {
         let g = book.assign(vec![key(0)]);
         book.take_pending();
         book.positioned(g, &[(key(0), Position::At(10))]);
-        assert_eq!(book.arrival(&key(0), 8), Arrival::Behind { expected: 10 });
-        assert_eq!(book.processed(&key(0), 8, None), Some(10));
+        assert_eq!(book.arrive(&key(0), 8).0, Arrival::Behind { expected: 10 });
+        assert_eq!(book.processed(g, &key(0), 8, None), Some(10));
     }
 
     #[test]
@@ -200,7 +225,9 @@ mod tests {
         let g = book.assign(vec![key(0)]);
         book.take_pending();
         book.positioned(g, &[(key(0), Position::At(10))]);
-        assert_eq!(book.arrival(&key(0), 11), Arrival::Gap { expected: 10 });
+        assert_eq!(book.arrive(&key(0), 11).0, Arrival::Gap { expected: 10 });
+        // Processing resumes after the gap.
+        assert_eq!(book.arrive(&key(0), 12).0, Arrival::InOrder);
     }
 
     #[test]
@@ -211,8 +238,8 @@ mod tests {
         book.positioned(g, &[(key(0), Position::At(0)), (key(1), Position::At(0))]);
         // Revocation mid-batch: the record in flight finishes afterwards.
         assert_eq!(book.revoke_all(), vec![key(0), key(1)]);
-        assert_eq!(book.processed(&key(0), 0, None), None);
-        assert_eq!(book.arrival(&key(1), 0), Arrival::NotOwned);
+        assert_eq!(book.processed(g, &key(0), 0, None), None);
+        assert_eq!(book.arrive(&key(1), 0).0, Arrival::NotOwned);
     }
 
     #[test]
@@ -224,12 +251,12 @@ mod tests {
         book.revoke_all();
         let g2 = book.assign(vec![key(1)]);
         assert!(!book.positioned(g1, &[(key(0), Position::At(3)), (key(1), Position::At(3))]));
-        assert_eq!(book.arrival(&key(0), 3), Arrival::NotOwned);
+        assert_eq!(book.arrive(&key(0), 3).0, Arrival::NotOwned);
         // The pending assignment of g2 is positioned in its own turn.
         let (g, pending) = book.take_pending().unwrap();
         assert_eq!((g, pending), (g2, vec![key(1)]));
         assert!(book.positioned(g2, &[(key(1), Position::At(9))]));
-        assert_eq!(book.arrival(&key(1), 9), Arrival::InOrder);
+        assert_eq!(book.arrive(&key(1), 9).0, Arrival::InOrder);
     }
 
     #[test]
@@ -240,6 +267,42 @@ mod tests {
         book.assign(vec![key(0), key(1)]);
         assert!(!book.positioned(g1, &[(key(0), Position::At(1))]));
         assert!(book.has_pending());
+    }
+
+    #[test]
+    fn records_received_ahead_of_processing_are_in_order_and_commit_follows_processing() {
+        let mut book = PartitionBook::default();
+        let g = book.assign(vec![key(0)]);
+        book.take_pending();
+        book.positioned(g, &[(key(0), Position::At(3))]);
+        // Three records arrive before the first is processed.
+        for offset in 3..6 {
+            assert_eq!(book.arrive(&key(0), offset), (Arrival::InOrder, g));
+        }
+        assert_eq!(book.next_offset(&key(0)), Some(3), "nothing processed: nothing to commit");
+        assert_eq!(book.arrive(&key(0), 4).0, Arrival::Behind { expected: 6 }, "a re-delivery of a received record");
+        assert_eq!(book.processed(g, &key(0), 3, None), Some(4));
+        assert_eq!(book.processed(g, &key(0), 4, None), Some(5));
+    }
+
+    #[test]
+    fn a_record_of_an_earlier_generation_is_never_stored_even_on_the_same_partition() {
+        let mut book = PartitionBook::default();
+        let g1 = book.assign(vec![key(0)]);
+        book.take_pending();
+        book.positioned(g1, &[(key(0), Position::At(0))]);
+        book.arrive(&key(0), 0);
+        book.arrive(&key(0), 1);
+        // Revoked and assigned back while records 0 and 1 were in the runner.
+        book.revoke_all();
+        let g2 = book.assign(vec![key(0)]);
+        assert!(!book.is_current(g1));
+        book.take_pending();
+        book.positioned(g2, &[(key(0), Position::At(0))]);
+        assert!(book.is_current(g2) && !book.is_current(g1));
+        assert_eq!(book.processed(g1, &key(0), 1, None), None, "the old record 1 must not commit past 0");
+        assert_eq!(book.next_offset(&key(0)), Some(0));
+        assert_eq!(book.arrive(&key(0), 0), (Arrival::InOrder, g2));
     }
 
     #[test]

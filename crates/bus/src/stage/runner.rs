@@ -5,12 +5,18 @@
 //! effect durable (or after the record is safely in the dead-letter topic),
 //! and librdkafka auto-commits stored offsets. Partitions are positioned
 //! when they are assigned, before anything is fetched. Revocation commits
-//! synchronously; shutdown finishes the record in flight, commits and
+//! synchronously; shutdown finishes the records running, commits and
 //! leaves the group.
+//!
+//! Concurrency: up to `max_in_flight` records are held at once, running
+//! and queued, in one lane per partition ([`super::lanes`]): partitions
+//! proceed side by side, each strictly in offset order, so a partition's
+//! stored offset only ever moves past records that took effect.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use futures::stream::{FuturesUnordered, StreamExt};
 use rag_telemetry::events::{
     DuplicateSkipped, EventProcessed, EventReceived, OffsetGap, PermanentFailure, StageFailed, StageTopicRegistered, TransientFailure,
 };
@@ -26,9 +32,18 @@ use tracing::{debug, info, info_span, warn, Instrument};
 use super::consumer::{self, Shared, StageConsumer};
 use super::contract::{Inbound, Outcome, ProcessError, Stage};
 use super::dead_letter::{backoff, DeadLetterBudget, DeadLetters};
+use super::lanes::Lanes;
 use super::positions::{Arrival, PartitionKey};
 use crate::producer::EventProducer;
 use crate::{headers, BusConfig, BusError};
+
+/// A record taken for processing, with the generation of the assignment it
+/// arrived in (its offset is stored only if that is still current).
+struct Received {
+    msg: Inbound,
+    key: PartitionKey,
+    generation: u64,
+}
 
 /// One stage instance: its consumer, its partitions and its stage.
 pub struct StageRunner<S: Stage> {
@@ -42,6 +57,8 @@ pub struct StageRunner<S: Stage> {
     dead_letters: DeadLetters,
     budget: Mutex<DeadLetterBudget>,
     pub(super) shutdown: CancellationToken,
+    /// The configured bound, lowered to the stage's own if it has one.
+    max_in_flight: usize,
 }
 
 impl<S: Stage> StageRunner<S> {
@@ -65,6 +82,7 @@ impl<S: Stage> StageRunner<S> {
             dead_letters: DeadLetters { producer: dlq, stage: identity.name.to_string() },
             budget: Mutex::new(DeadLetterBudget::new(cfg.dead_letter_limit)),
             shutdown,
+            max_in_flight: cfg.max_in_flight.min(identity.max_in_flight.unwrap_or(usize::MAX)).max(1),
         })
     }
 
@@ -115,60 +133,133 @@ impl<S: Stage> StageRunner<S> {
     }
 
     async fn consume(&self) -> Result<(), BusError> {
-        loop {
+        let bound = self.max_in_flight;
+        let mut lanes: Lanes<Received> = Lanes::default();
+        let mut running = FuturesUnordered::new();
+        let stopped = loop {
             if self.shared.book().has_pending() {
+                // Records queued under the previous assignment are fetched
+                // again from the committed positions by their owner.
+                lanes.drop_queued();
                 self.position_assigned().await?;
                 continue;
             }
-            let received = tokio::select! {
+            let room = lanes.buffered() < bound;
+            tokio::select! {
                 biased;
-                _ = self.shutdown.cancelled() => return Ok(()),
+                _ = self.shutdown.cancelled() => break Ok(()),
+                Some((done, outcome)) = running.next(), if !running.is_empty() => {
+                    let done: Received = done;
+                    match outcome {
+                        // A stage that gave up: records still running are
+                        // dropped as in a crash; their offsets stay unstored.
+                        Err(e) => break Err(e),
+                        // Shutdown during a retry: leave the offset unstored.
+                        Ok(false) => break Ok(()),
+                        Ok(true) => self.store_next(&done),
+                    }
+                    let mut idle = true;
+                    while let Some(next) = lanes.finish(&done.key) {
+                        if self.shared.book().is_current(next.generation) {
+                            running.push(self.process(next));
+                            idle = false;
+                            break;
+                        }
+                    }
+                    if idle {
+                        self.pause(&done.key, false);
+                    }
+                }
                 // An assignment arrived during the last poll: position it.
                 _ = self.shared.wake.notified() => continue,
-                m = self.consumer.recv() => m,
-            };
-            let msg = match received {
-                Ok(m) => Inbound::from_owned(&m.detach()),
-                Err(e) => {
-                    // Broker unreachable and the like: librdkafka reconnects
-                    // by itself; do not spin.
-                    warn!(stage = %self.name, error = %e, "consumer error");
-                    tokio::time::sleep(Duration::from_millis(200)).await;
-                    continue;
-                }
-            };
-            let key: PartitionKey = (msg.topic.clone(), msg.partition);
-            let arrival = self.shared.book().arrival(&key, msg.offset);
-            match arrival {
-                Arrival::InOrder => {}
-                Arrival::NotOwned => {
-                    debug!(stage = %self.name, topic = %msg.topic, partition = msg.partition, offset = msg.offset,
-                        "record of a partition no longer owned, dropped");
-                    continue;
-                }
-                Arrival::Behind { .. } => {
-                    DuplicateSkipped { stage: self.name, topic: &msg.topic, partition: msg.partition, offset: msg.offset }.emit();
-                    continue;
-                }
-                Arrival::Gap { expected } => {
-                    OffsetGap { stage: self.name, topic: &msg.topic, partition: msg.partition, offset: msg.offset, expected }.emit();
+                m = self.consumer.recv(), if room => {
+                    let msg = match m {
+                        Ok(m) => Inbound::from_owned(&m.detach()),
+                        Err(e) => {
+                            // Broker unreachable and the like: librdkafka
+                            // reconnects by itself; do not spin.
+                            warn!(stage = %self.name, error = %e, "consumer error");
+                            tokio::time::sleep(Duration::from_millis(200)).await;
+                            continue;
+                        }
+                    };
+                    if let Some(received) = self.receive(msg) {
+                        let key = received.key.clone();
+                        match lanes.admit(&key, received) {
+                            Some(start) => running.push(self.process(start)),
+                            // Its partition is busy: stop fetching it until
+                            // its lane drains, so one slow partition does not
+                            // fill the bound and starve the others.
+                            None => self.pause(&key, true),
+                        }
+                    }
                 }
             }
-            let text = |name| msg.header(name).and_then(|v| std::str::from_utf8(v).ok()).unwrap_or("");
-            let span = info_span!("event", stage = %self.name, topic = %msg.topic, partition = msg.partition,
-                offset = msg.offset, key = msg.key_str().unwrap_or(""), workspace_id = text(headers::WORKSPACE_ID),
-                event_id = text(headers::EVENT_ID), traceparent = text(headers::TRACEPARENT));
-            if !self.handle(&msg).instrument(span).await? {
-                // Shutdown during a retry: leave the offset unstored.
-                return Ok(());
+        };
+        if stopped.is_ok() {
+            // Shutdown: the records running finish (one in a retry gives up
+            // at once and stays unstored); queued ones wait for the restart.
+            while let Some((done, outcome)) = running.next().await {
+                if let Ok(true) = outcome {
+                    self.store_next(&done);
+                }
             }
-            self.store_next(&key, &msg);
+        }
+        stopped
+    }
+
+    /// Pauses (or resumes) fetching one partition. librdkafka drops what it
+    /// prefetched for a paused partition and resumes after the last record
+    /// delivered, so nothing is skipped. A partition revoked meanwhile
+    /// refuses; its new assignment starts unpaused anyway.
+    fn pause(&self, key: &PartitionKey, pause: bool) {
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition(&key.0, key.1);
+        let done = if pause { self.consumer.pause(&tpl) } else { self.consumer.resume(&tpl) };
+        if let Err(e) = done {
+            debug!(stage = %self.name, topic = %key.0, partition = key.1, pause, error = %e, "pause/resume refused");
         }
     }
 
-    /// Stores the partition's next offset for commit, if it is still ours.
-    fn store_next(&self, key: &PartitionKey, msg: &Inbound) {
-        let Some(next) = self.shared.book().processed(key, msg.offset, msg.timestamp_ms) else {
+    /// Classifies an arriving record: `None` when it is not to be processed
+    /// (not ours any more, or a re-delivery of one already received).
+    fn receive(&self, msg: Inbound) -> Option<Received> {
+        let key: PartitionKey = (msg.topic.clone(), msg.partition);
+        let (arrival, generation) = self.shared.book().arrive(&key, msg.offset);
+        match arrival {
+            Arrival::InOrder => {}
+            Arrival::NotOwned => {
+                debug!(stage = %self.name, topic = %msg.topic, partition = msg.partition, offset = msg.offset,
+                    "record of a partition no longer owned, dropped");
+                return None;
+            }
+            Arrival::Behind { .. } => {
+                DuplicateSkipped { stage: self.name, topic: &msg.topic, partition: msg.partition, offset: msg.offset }.emit();
+                return None;
+            }
+            Arrival::Gap { expected } => {
+                OffsetGap { stage: self.name, topic: &msg.topic, partition: msg.partition, offset: msg.offset, expected }.emit();
+            }
+        }
+        Some(Received { msg, key, generation })
+    }
+
+    /// Processes one received record in its span; gives it back with the outcome.
+    async fn process(&self, r: Received) -> (Received, Result<bool, BusError>) {
+        let msg = &r.msg;
+        let text = |name| msg.header(name).and_then(|v| std::str::from_utf8(v).ok()).unwrap_or("");
+        let span = info_span!("event", stage = %self.name, topic = %msg.topic, partition = msg.partition,
+            offset = msg.offset, key = msg.key_str().unwrap_or(""), workspace_id = text(headers::WORKSPACE_ID),
+            event_id = text(headers::EVENT_ID), traceparent = text(headers::TRACEPARENT));
+        let outcome = self.handle(msg).instrument(span).await;
+        (r, outcome)
+    }
+
+    /// Stores the partition's next offset for commit, if it is still ours
+    /// and was not assigned anew since the record arrived.
+    fn store_next(&self, r: &Received) {
+        let msg = &r.msg;
+        let Some(next) = self.shared.book().processed(r.generation, &r.key, msg.offset, msg.timestamp_ms) else {
             debug!(stage = %self.name, topic = %msg.topic, partition = msg.partition, "partition revoked meanwhile; its new owner decides");
             return;
         };

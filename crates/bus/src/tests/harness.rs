@@ -50,6 +50,19 @@ pub(super) struct Recorder {
     pub(super) output_after_commit: bool,
     /// (partition, offset) of every output produced.
     pub(super) outputs: Mutex<Vec<(i32, i64)>>,
+    /// After recording the effect of one of these records, wait until the
+    /// test takes it out (a slow record, held for as long as the test needs).
+    pub(super) gate: Mutex<Vec<(i32, i64)>>,
+    /// Records being processed now: per partition, and the most ever seen
+    /// at once per partition and in total.
+    pub(super) active: Mutex<Active>,
+}
+
+#[derive(Default, Debug, Clone)]
+pub(super) struct Active {
+    pub(super) now: HashMap<i32, usize>,
+    pub(super) max_per_partition: usize,
+    pub(super) max_total: usize,
 }
 
 impl Recorder {
@@ -72,10 +85,39 @@ impl Stage for Recorder {
             consumes: vec![EventType::DocumentUploaded],
             produces: Vec::new(),
             positions: if self.own.is_some() { Positions::Postgres } else { Positions::Kafka },
+            max_in_flight: None,
         }
     }
 
     async fn process(&self, msg: &Inbound) -> Result<Outcome, ProcessError> {
+        {
+            let mut a = self.active.lock().unwrap();
+            let n = a.now.entry(msg.partition).or_default();
+            *n += 1;
+            let on_partition = *n;
+            let total = a.now.values().sum();
+            a.max_per_partition = a.max_per_partition.max(on_partition);
+            a.max_total = a.max_total.max(total);
+        }
+        let outcome = self.apply(msg).await;
+        *self.active.lock().unwrap().now.entry(msg.partition).or_default() -= 1;
+        outcome
+    }
+
+    async fn start_at(&self, topic: &str, partition: i32) -> Result<StartAt, ProcessError> {
+        Ok(match &self.own {
+            None => StartAt::Committed,
+            Some(own) => match own.lock().unwrap().get(&(topic.to_string(), partition)) {
+                Some(n) if self.output_after_commit => StartAt::AppliedBefore(*n),
+                Some(n) => StartAt::Offset(*n),
+                None => StartAt::Beginning,
+            },
+        })
+    }
+}
+
+impl Recorder {
+    async fn apply(&self, msg: &Inbound) -> Result<Outcome, ProcessError> {
         let payload = String::from_utf8_lossy(msg.payload.as_deref().unwrap_or_default()).into_owned();
         if let Some(own) = &self.own {
             // Compare-and-set, as the Postgres-owned stages do.
@@ -97,6 +139,9 @@ impl Stage for Recorder {
         if *self.hang_after.lock().unwrap() == Some((msg.partition, msg.offset)) {
             std::future::pending::<()>().await;
         }
+        while self.gate.lock().unwrap().contains(&(msg.partition, msg.offset)) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
         if !self.delay.is_zero() {
             tokio::time::sleep(self.delay).await;
         }
@@ -104,17 +149,6 @@ impl Stage for Recorder {
             self.outputs.lock().unwrap().push((msg.partition, msg.offset));
         }
         Ok(Outcome::Applied)
-    }
-
-    async fn start_at(&self, topic: &str, partition: i32) -> Result<StartAt, ProcessError> {
-        Ok(match &self.own {
-            None => StartAt::Committed,
-            Some(own) => match own.lock().unwrap().get(&(topic.to_string(), partition)) {
-                Some(n) if self.output_after_commit => StartAt::AppliedBefore(*n),
-                Some(n) => StartAt::Offset(*n),
-                None => StartAt::Beginning,
-            },
-        })
     }
 }
 
@@ -155,6 +189,7 @@ impl Harness {
             idempotence: std::env::var("KAFKA_IDEMPOTENCE").map_or(true, |v| v != "false"),
             debug: std::env::var("KAFKA_DEBUG").ok(),
             dead_letter_limit: DeadLetterLimit::default(),
+            max_in_flight: 4,
         };
         let mut attempt = 0;
         while let Err(e) = ensure_topics(&cfg).await {

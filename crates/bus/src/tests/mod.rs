@@ -2,6 +2,7 @@
 //! real local stack); compiled into its unit-test binary, not a binary of
 //! their own.
 
+mod concurrency;
 mod harness;
 mod runner;
 mod traceparent;

@@ -63,6 +63,9 @@ pub struct Settings {
     /// A document or answer still unfinished after this many seconds counts in rag_stuck_items (with lag 0 it was lost: run `rag-engine verify`).
     #[arg(long, env = "STUCK_AFTER_SECS", default_value_t = 900, global = true)]
     pub stuck_after_secs: u64,
+    /// Records each stage instance holds at once, running and queued. Its partitions are processed side by side (up to one record each at a time, in offset order, so the events of one document stay in order); at the bound the stage stops fetching until one finishes. 1 (the default): one record at a time; on the local broker, `bench ingest` (200 documents, lexical) took 16 s at 1 and 29-42 s at 8, not yet explained (docs/delivery.md).
+    #[arg(long, env = "STAGE_MAX_IN_FLIGHT", default_value_t = 1, global = true)]
+    pub stage_max_in_flight: usize,
     /// Consumers per stage in one `run` process (members of one group). Measured on the local tansu broker, 4 made ingest much slower (group coordination); keep 1 there.
     #[arg(long, env = "STAGE_INSTANCES", default_value_t = 1, global = true)]
     pub stage_instances: usize,
@@ -250,6 +253,7 @@ impl Settings {
             session_timeout_ms: self.kafka_session_timeout_ms,
             max_poll_interval_ms: self.kafka_max_poll_interval_ms,
             idempotence: self.kafka_idempotence,
+            max_in_flight: self.stage_max_in_flight.max(1),
             debug: self.kafka_debug.clone(),
             dead_letter_limit: if self.stage_dlq_window == 0 {
                 rag_bus::DeadLetterLimit::UNLIMITED

@@ -101,6 +101,8 @@ impl TestEnv {
         env.insert("TOPIC_PARTITIONS".into(), PARTITIONS.to_string());
         env.insert("DATABASE_MAX_CONNECTIONS".into(), "4".into());
         env.insert("LAG_INTERVAL_SECS".into(), "1".into());
+        // The integration tests run the stages with several records in flight.
+        env.insert("STAGE_MAX_IN_FLIGHT".into(), "4".into());
         env.insert("KAFKA_SESSION_TIMEOUT_MS".into(), "6000".into());
         // Fast hops (tests are never idle); the local profile's 500 ms would
         // only make them wait.
@@ -173,6 +175,7 @@ impl TestEnv {
             idempotence: std::env::var("KAFKA_IDEMPOTENCE").map_or(true, |v| v != "false"),
             debug: std::env::var("KAFKA_DEBUG").ok(),
             dead_letter_limit: rag_bus::DeadLetterLimit::default(),
+            max_in_flight: 4,
         }
     }
 
