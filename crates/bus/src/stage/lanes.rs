@@ -18,6 +18,15 @@ use std::collections::{HashMap, HashSet, VecDeque};
 
 use super::positions::PartitionKey;
 
+/// What [`Lanes::admit`] did with a record.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Admitted<T> {
+    /// Its lane was idle: start it.
+    Start(T),
+    /// Queued; `first` when the lane had nothing queued before it.
+    Queued { first: bool },
+}
+
 /// Received records per partition: at most one running, the rest queued.
 #[derive(Debug)]
 pub struct Lanes<T> {
@@ -33,16 +42,17 @@ impl<T> Default for Lanes<T> {
 }
 
 impl<T> Lanes<T> {
-    /// A record of `key` arrived. Returns it back when it may start now
-    /// (its lane was idle; the lane is then running), else queues it.
-    pub fn admit(&mut self, key: &PartitionKey, item: T) -> Option<T> {
+    /// A record of `key` arrived: it may start now (its lane was idle; the
+    /// lane is then running), or it was queued behind the lane's running one.
+    pub fn admit(&mut self, key: &PartitionKey, item: T) -> Admitted<T> {
         if self.running.contains(key) {
-            self.queued.entry(key.clone()).or_default().push_back(item);
+            let queue = self.queued.entry(key.clone()).or_default();
+            queue.push_back(item);
             self.queued_count += 1;
-            None
+            Admitted::Queued { first: queue.len() == 1 }
         } else {
             self.running.insert(key.clone());
-            Some(item)
+            Admitted::Start(item)
         }
     }
 
@@ -93,24 +103,24 @@ mod tests {
     #[test]
     fn records_of_one_partition_run_one_at_a_time_in_arrival_order() {
         let mut lanes = Lanes::default();
-        assert_eq!(lanes.admit(&key(0), 10), Some(10));
-        assert_eq!(lanes.admit(&key(0), 11), None);
-        assert_eq!(lanes.admit(&key(0), 12), None);
+        assert_eq!(lanes.admit(&key(0), 10), Admitted::Start(10));
+        assert_eq!(lanes.admit(&key(0), 11), Admitted::Queued { first: true });
+        assert_eq!(lanes.admit(&key(0), 12), Admitted::Queued { first: false });
         assert_eq!((lanes.running(), lanes.buffered()), (1, 3));
         assert_eq!(lanes.finish(&key(0)), Some(11));
         assert_eq!(lanes.finish(&key(0)), Some(12));
         assert_eq!(lanes.finish(&key(0)), None);
         assert_eq!(lanes.buffered(), 0);
         // Idle again: the next record starts at once.
-        assert_eq!(lanes.admit(&key(0), 13), Some(13));
+        assert_eq!(lanes.admit(&key(0), 13), Admitted::Start(13));
     }
 
     #[test]
     fn partitions_run_side_by_side() {
         let mut lanes = Lanes::default();
-        assert_eq!(lanes.admit(&key(0), 1), Some(1));
-        assert_eq!(lanes.admit(&key(1), 1), Some(1));
-        assert_eq!(lanes.admit(&key(0), 2), None);
+        assert_eq!(lanes.admit(&key(0), 1), Admitted::Start(1));
+        assert_eq!(lanes.admit(&key(1), 1), Admitted::Start(1));
+        assert_eq!(lanes.admit(&key(0), 2), Admitted::Queued { first: true });
         assert_eq!(lanes.running(), 2);
         // Partition 1 finishing does not release partition 0's queue.
         assert_eq!(lanes.finish(&key(1)), None);

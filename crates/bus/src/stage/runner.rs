@@ -32,7 +32,7 @@ use tracing::{debug, info, info_span, warn, Instrument};
 use super::consumer::{self, Shared, StageConsumer};
 use super::contract::{Inbound, Outcome, ProcessError, Stage};
 use super::dead_letter::{backoff, DeadLetterBudget, DeadLetters};
-use super::lanes::Lanes;
+use super::lanes::{Admitted, Lanes};
 use super::positions::{Arrival, PartitionKey};
 use crate::producer::EventProducer;
 use crate::{headers, BusConfig, BusError};
@@ -186,11 +186,12 @@ impl<S: Stage> StageRunner<S> {
                     if let Some(received) = self.receive(msg) {
                         let key = received.key.clone();
                         match lanes.admit(&key, received) {
-                            Some(start) => running.push(self.process(start)),
+                            Admitted::Start(start) => running.push(self.process(start)),
                             // Its partition is busy: stop fetching it until
                             // its lane drains, so one slow partition does not
                             // fill the bound and starve the others.
-                            None => self.pause(&key, true),
+                            Admitted::Queued { first: true } => self.pause(&key, true),
+                            Admitted::Queued { first: false } => {}
                         }
                     }
                 }
