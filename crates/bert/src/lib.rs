@@ -18,6 +18,7 @@
 mod config;
 pub mod gemm;
 mod ops;
+pub mod sample;
 
 pub use config::BertConfig;
 use config::{Pooling, PoolingConfig, SentenceBertConfig};

@@ -69,7 +69,10 @@ impl EventProducer {
             client.set("max.in.flight.requests.per.connection", "1");
         }
         let producer: FutureProducer<crate::logging::TracingContext> = client
-            .set("linger.ms", "5")
+            // 1 ms, not librdkafka's 5: a stage sends one event per record
+            // and waits for its delivery, so the linger is paid on every hop
+            // (bench ingest: 141 pages/s with 1 ms, 123 with 5; bursts still batch).
+            .set("linger.ms", "1")
             .set("message.timeout.ms", timeout.as_millis().max(1).to_string())
             .create_with_context(crate::logging::TracingContext { client: name.to_string() })?;
         Ok(EventProducer { producer, codec, cfg: cfg.clone(), name: name.to_string() })

@@ -15,7 +15,7 @@ use rag_stages::retriever::Mode;
 use serde::Deserialize;
 
 use crate::config::Settings;
-use crate::ingest::{ingest, CorpusItem};
+use crate::ingest::{ingest, CorpusItem, IngestOptions};
 
 #[derive(Subcommand, Debug)]
 pub enum EvalCommand {
@@ -120,7 +120,7 @@ pub async fn eval(s: &Settings, cmd: EvalCommand) -> anyhow::Result<ExitCode> {
         Some(w) => (w.clone(), rag_store::connect(&s.store()).await.context("connecting to Postgres (DATABASE_URL)")?, 0.0),
         None => {
             let items = std::sync::Arc::new(corpus_items(&corpus));
-            let run = ingest(s, "eval", corpus.len(), args.concurrency, args.json, false, move |i| items[i].clone()).await?;
+            let run = ingest(s, "eval", corpus.len(), IngestOptions::new(args.concurrency, args.json), move |i| items[i].clone()).await?;
             eprintln!("eval: ingested in {:.1} s into workspace {}", run.total_seconds, run.workspace);
             (run.workspace, run.pool, run.total_seconds)
         }

@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::Settings;
 use crate::eval::{corpus_items, documents_by_corpus_id, read_jsonl, CorpusDoc, Query};
-use crate::ingest::ingest;
+use crate::ingest::{ingest, IngestOptions};
 
 #[derive(Args, Debug)]
 pub struct AnswersArgs {
@@ -194,7 +194,14 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
     eprintln!("eval answers: {} passages, {} questions, answers by {answers_by}", corpus.len(), asked.len());
 
     let items = std::sync::Arc::new(corpus_items(&corpus));
-    let run = ingest(s, "eval", corpus.len(), args.concurrency, args.json, true, move |i| items[i].clone()).await?;
+    let run = ingest(
+        s,
+        "eval",
+        corpus.len(),
+        IngestOptions { keep_running: true, ..IngestOptions::new(args.concurrency, args.json) },
+        move |i| items[i].clone(),
+    )
+    .await?;
     let mut pipeline = run.pipeline.context("the pipeline stopped after the ingest")?;
     eprintln!("eval answers: ingested in {:.1} s into workspace {}", run.total_seconds, run.workspace);
     let by_corpus = documents_by_corpus_id(&run.pool, &run.workspace).await?;

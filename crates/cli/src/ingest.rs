@@ -26,11 +26,32 @@ pub struct CorpusItem {
 
 pub struct IngestRun {
     pub workspace: String,
+    /// The settings of the run (its topic prefix), to read its topics.
+    pub settings: Settings,
     pub pool: PgPool,
     pub upload_seconds: f64,
     pub total_seconds: f64,
     /// The run's stages, still running when asked for (`keep_running`).
     pub pipeline: Option<Pipeline>,
+}
+
+impl IngestRun {
+    /// Stops the stages, deletes the run's topics and consumer groups and
+    /// its workspace's rows: a broker keeping every run's topics slows down
+    /// as they pile up. Failures are reported, not fatal (the numbers are in).
+    pub async fn discard(mut self) {
+        if let Some(pipeline) = self.pipeline.take() {
+            pipeline.stop().await;
+        }
+        let bus = self.settings.bus();
+        let groups = self.settings.pipeline_groups().unwrap_or_default();
+        if let Err(e) = rag_bus::admin::delete_deployment(&bus, &groups).await {
+            eprintln!("deleting the run's topics ({}*): {e}", self.settings.topic_prefix);
+        }
+        if let Err(e) = rag_store::operations::delete_workspace_rows(&self.pool, &self.workspace).await {
+            eprintln!("deleting the rows of workspace {}: {e}", self.workspace);
+        }
+    }
 }
 
 /// Every stage of a run, on the run's own topics, until stopped.
@@ -44,11 +65,7 @@ pub struct Pipeline {
 impl Pipeline {
     /// A stage that ended (they run until stopped, so this is a failure).
     pub fn failed_stage(&mut self) -> Option<String> {
-        self.stages.try_join_next().map(|ended| match ended {
-            Ok((name, Err(e))) => format!("{name}: {e}"),
-            Ok((name, Ok(()))) => format!("{name} ended"),
-            Err(e) => e.to_string(),
-        })
+        self.stages.try_join_next().map(describe_ended)
     }
 
     pub async fn stop(mut self) {
@@ -57,19 +74,40 @@ impl Pipeline {
     }
 }
 
+/// How [`ingest`] feeds the pipeline.
+#[derive(Debug, Clone, Copy)]
+pub struct IngestOptions {
+    /// Uploads in flight.
+    pub concurrency: usize,
+    /// No progress bar.
+    pub quiet: bool,
+    /// The stages keep running after the ingest (for questions through the
+    /// same pipeline) and the caller stops them.
+    pub keep_running: bool,
+    /// Each upload waits until the previous document is settled (ingested
+    /// or failed): nothing queues, so hops are timed without load.
+    pub one_at_a_time: bool,
+}
+
+impl IngestOptions {
+    pub fn new(concurrency: usize, quiet: bool) -> Self {
+        IngestOptions { concurrency, quiet, keep_running: false, one_at_a_time: false }
+    }
+}
+
+type StageEnded = Result<(String, Result<(), rag_bus::BusError>), tokio::task::JoinError>;
+
+fn describe_ended(ended: StageEnded) -> String {
+    match ended {
+        Ok((name, Err(e))) => format!("{name}: {e}"),
+        Ok((name, Ok(()))) => format!("{name} ended"),
+        Err(e) => e.to_string(),
+    }
+}
+
 /// Ingests `count` documents made by `make(i)`; `label` names the run
 /// (`bench`, `eval`) in topic prefixes, workspaces and progress output.
-/// With `keep_running`, the stages keep running after the ingest (for
-/// questions through the same pipeline) and the caller stops them.
-pub async fn ingest<F>(
-    s: &Settings,
-    label: &str,
-    count: usize,
-    concurrency: usize,
-    quiet: bool,
-    keep_running: bool,
-    make: F,
-) -> anyhow::Result<IngestRun>
+pub async fn ingest<F>(s: &Settings, label: &str, count: usize, options: IngestOptions, make: F) -> anyhow::Result<IngestRun>
 where
     F: Fn(usize) -> CorpusItem + Send + Sync + 'static,
 {
@@ -87,7 +125,7 @@ where
     let mut stages = start_stages(&s, StageName::All, &pool, &shutdown).await?;
     let producer = Arc::new(EventProducer::new(&bus, Codec::embedded()?, &format!("rag-engine/{label}"))?);
     let bar = ProgressBar::new(count as u64 * 2);
-    if quiet {
+    if options.quiet {
         bar.set_draw_target(ProgressDrawTarget::hidden());
     }
     bar.set_style(
@@ -100,9 +138,21 @@ where
     let started = Instant::now();
     let make = Arc::new(make);
     let document_ids: Vec<uuid::Uuid> = (0..count).map(|_| uuid::Uuid::now_v7()).collect();
-    let semaphore = Arc::new(tokio::sync::Semaphore::new(concurrency.max(1)));
+    let semaphore = Arc::new(tokio::sync::Semaphore::new(if options.one_at_a_time { 1 } else { options.concurrency.max(1) }));
     let mut uploads = tokio::task::JoinSet::new();
     for (i, id) in document_ids.iter().enumerate() {
+        if options.one_at_a_time {
+            while let Some(r) = uploads.join_next().await {
+                r??;
+            }
+            while (rag_store::operations::settled_documents(&pool, &workspace).await? as usize) < i {
+                if let Some(ended) = stages.try_join_next() {
+                    shutdown.cancel();
+                    anyhow::bail!("a stage stopped during the run: {}", describe_ended(ended));
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        }
         let permit = semaphore.clone().acquire_owned().await?;
         let (blobs, producer, workspace, bar, make, id) =
             (blobs.clone(), producer.clone(), workspace.clone(), bar.clone(), make.clone(), *id);
@@ -138,12 +188,7 @@ where
     let total_seconds = loop {
         if let Some(ended) = stages.try_join_next() {
             shutdown.cancel();
-            let detail = match ended {
-                Ok((name, Err(e))) => format!("{name}: {e}"),
-                Ok((name, Ok(()))) => format!("{name} ended"),
-                Err(e) => e.to_string(),
-            };
-            anyhow::bail!("a stage stopped during the run: {detail}");
+            anyhow::bail!("a stage stopped during the run: {}", describe_ended(ended));
         }
         let done = rag_store::operations::settled_documents(&pool, &workspace).await?;
         bar.set_position(count as u64 + done as u64);
@@ -153,12 +198,13 @@ where
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     bar.finish_and_clear();
+    let settings = s.clone();
     let pipeline = Pipeline { settings: s, shutdown, stages };
-    let pipeline = if keep_running {
+    let pipeline = if options.keep_running {
         Some(pipeline)
     } else {
         pipeline.stop().await;
         None
     };
-    Ok(IngestRun { workspace, pool, upload_seconds, total_seconds, pipeline })
+    Ok(IngestRun { workspace, settings, pool, upload_seconds, total_seconds, pipeline })
 }

@@ -42,9 +42,8 @@ enum Command {
     /// Inspect documents.
     #[command(subcommand)]
     Docs(docs::DocsCommand),
-    /// Benchmarks on the real stack (prints numbers; never a test).
-    #[command(subcommand)]
-    Bench(bench::BenchCommand),
+    /// Benchmarks on the real stack: every part and its goal, or one part (prints numbers; never a test).
+    Bench(bench::BenchArgs),
     /// Ask a question; waits for the answer and prints it with numbered citations.
     Ask(ask::AskArgs),
     /// Search a workspace: ranked chunks with scores and positions.

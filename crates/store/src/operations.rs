@@ -104,3 +104,44 @@ pub async fn replay_progress(pool: &PgPool, documents: &[Uuid], version: &str) -
     .await?;
     Ok(ReplayProgress { flipped, gone, chunks })
 }
+
+/// Deletes every read-model row of one workspace, in one transaction. Only
+/// for throw-away workspaces whose events live on throw-away topics (the
+/// runs of `bench` and `eval`, its retrieval fixtures): anything else is
+/// deleted through DocumentDeleted, so a rebuild from the log agrees.
+pub async fn delete_workspace_rows(pool: &PgPool, workspace_id: &str) -> Result<(), StoreError> {
+    let mut tx = pool.begin().await?;
+    // search_terms goes with its chunks (ON DELETE CASCADE); conversations
+    // are not a read model of the log but go with the messages.
+    for table in ["search_chunks", "chunk_mappings", "segments", "document_versions", "messages", "conversations", "documents"] {
+        sqlx::query(&format!("DELETE FROM {table} WHERE workspace_id = $1")).bind(workspace_id).execute(&mut *tx).await?;
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
+/// The text of every indexed chunk of a workspace (to count the word pieces
+/// an ingest embedded).
+pub async fn chunk_contents(pool: &PgPool, workspace_id: &str) -> Result<Vec<String>, StoreError> {
+    Ok(sqlx::query_scalar("SELECT content FROM search_chunks WHERE workspace_id = $1").bind(workspace_id).fetch_all(pool).await?)
+}
+
+/// Chunks in a workspace's search index: every one, and those embedded
+/// with `model` (or with none when `model` is None).
+pub async fn chunk_count(pool: &PgPool, workspace_id: &str, model: Option<&str>) -> Result<(i64, i64), StoreError> {
+    Ok(sqlx::query_as(
+        "SELECT count(*), count(*) FILTER (WHERE embedding_model IS NOT DISTINCT FROM $2) FROM search_chunks WHERE workspace_id = $1",
+    )
+    .bind(workspace_id)
+    .bind(model)
+    .fetch_one(pool)
+    .await?)
+}
+
+/// Workspaces with documents whose id starts with `prefix`.
+pub async fn workspaces_with_prefix(pool: &PgPool, prefix: &str) -> Result<Vec<String>, StoreError> {
+    Ok(sqlx::query_scalar("SELECT DISTINCT workspace_id FROM documents WHERE starts_with(workspace_id, $1) ORDER BY 1")
+        .bind(prefix)
+        .fetch_all(pool)
+        .await?)
+}

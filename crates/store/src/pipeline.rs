@@ -304,50 +304,80 @@ pub async fn replace_index(
         .bind(chunking_version)
         .execute(&mut **tx)
         .await?;
+    // Two statements for the whole document (UNNEST of column arrays), not
+    // two per chunk: a round trip each was most of the indexer's time.
+    let mut ids = Vec::with_capacity(chunks.len());
+    let (mut indexes, mut contents, mut term_counts) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut page_starts, mut page_ends, mut char_starts, mut char_ends) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut models, mut dimensions, mut embeddings) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut line_starts, mut line_ends) = (Vec::new(), Vec::new());
+    let (mut term_chunks, mut terms, mut tfs) = (Vec::new(), Vec::new(), Vec::new());
     for c in chunks {
         let embedding = c.embedding.as_ref().map(|v| {
             let parts: Vec<String> = v.iter().map(|x| x.to_string()).collect();
             format!("[{}]", parts.join(","))
         });
-        sqlx::query(
-            "INSERT INTO search_chunks (chunk_id, workspace_id, document_id, chunking_version, chunk_index, content,
-                                        term_count, page_start, page_end, char_start, char_end,
-                                        embedding_model, embedding_dimension, embedding, indexed_at, line_start, line_end)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14::vector, $15, $16, $17)
-             ON CONFLICT (chunk_id) DO NOTHING",
-        )
-        .bind(&c.chunk.chunk_id)
-        .bind(workspace_id)
-        .bind(id)
-        .bind(chunking_version)
-        .bind(c.chunk.chunk_index as i32)
-        .bind(&c.chunk.text)
-        .bind(c.term_count as i32)
-        .bind(c.chunk.page_start as i32)
-        .bind(c.chunk.page_end as i32)
-        .bind(c.chunk.char_start as i64)
-        .bind(c.chunk.char_end as i64)
-        .bind(embedding.as_ref().and(embedding_model))
-        .bind(c.embedding.as_ref().map(|v| v.len() as i32))
-        .bind(embedding)
-        .bind(indexed_at)
-        .bind(c.chunk.line_start.map(|l| l as i32))
-        .bind(c.chunk.line_end.map(|l| l as i32))
-        .execute(&mut **tx)
-        .await?;
-        let terms: Vec<&str> = c.terms.keys().map(String::as_str).collect();
-        let tfs: Vec<i32> = c.terms.values().map(|v| *v as i32).collect();
-        sqlx::query(
-            "INSERT INTO search_terms (chunk_id, workspace_id, term, tf)
-             SELECT $1, $2, * FROM UNNEST($3::text[], $4::int[]) ON CONFLICT DO NOTHING",
-        )
-        .bind(&c.chunk.chunk_id)
-        .bind(workspace_id)
-        .bind(&terms)
-        .bind(&tfs)
-        .execute(&mut **tx)
-        .await?;
+        ids.push(c.chunk.chunk_id.as_str());
+        indexes.push(c.chunk.chunk_index as i32);
+        contents.push(c.chunk.text.as_str());
+        term_counts.push(c.term_count as i32);
+        page_starts.push(c.chunk.page_start as i32);
+        page_ends.push(c.chunk.page_end as i32);
+        char_starts.push(c.chunk.char_start as i64);
+        char_ends.push(c.chunk.char_end as i64);
+        models.push(embedding.as_ref().and(embedding_model));
+        dimensions.push(c.embedding.as_ref().map(|v| v.len() as i32));
+        embeddings.push(embedding);
+        line_starts.push(c.chunk.line_start.map(|l| l as i32));
+        line_ends.push(c.chunk.line_end.map(|l| l as i32));
+        for (term, tf) in &c.terms {
+            term_chunks.push(c.chunk.chunk_id.as_str());
+            terms.push(term.as_str());
+            tfs.push(*tf as i32);
+        }
     }
+    sqlx::query(
+        "INSERT INTO search_chunks (chunk_id, workspace_id, document_id, chunking_version, chunk_index, content,
+                                    term_count, page_start, page_end, char_start, char_end,
+                                    embedding_model, embedding_dimension, embedding, indexed_at, line_start, line_end)
+         SELECT u.chunk_id, $2, $3, $4, u.chunk_index, u.content, u.term_count, u.page_start, u.page_end,
+                u.char_start, u.char_end, u.model, u.dimension, u.embedding::vector, $5, u.line_start, u.line_end
+         FROM UNNEST($1::text[], $6::int[], $7::text[], $8::int[], $9::int[], $10::int[], $11::int8[], $12::int8[],
+                     $13::text[], $14::int[], $15::text[], $16::int[], $17::int[])
+              AS u(chunk_id, chunk_index, content, term_count, page_start, page_end, char_start, char_end,
+                   model, dimension, embedding, line_start, line_end)
+         ON CONFLICT (chunk_id) DO NOTHING",
+    )
+    .bind(&ids)
+    .bind(workspace_id)
+    .bind(id)
+    .bind(chunking_version)
+    .bind(indexed_at)
+    .bind(&indexes)
+    .bind(&contents)
+    .bind(&term_counts)
+    .bind(&page_starts)
+    .bind(&page_ends)
+    .bind(&char_starts)
+    .bind(&char_ends)
+    .bind(&models)
+    .bind(&dimensions)
+    .bind(&embeddings)
+    .bind(&line_starts)
+    .bind(&line_ends)
+    .execute(&mut **tx)
+    .await?;
+    sqlx::query(
+        "INSERT INTO search_terms (chunk_id, workspace_id, term, tf)
+         SELECT u.chunk_id, $2, u.term, u.tf FROM UNNEST($1::text[], $3::text[], $4::int[]) AS u(chunk_id, term, tf)
+         ON CONFLICT DO NOTHING",
+    )
+    .bind(&term_chunks)
+    .bind(workspace_id)
+    .bind(&terms)
+    .bind(&tfs)
+    .execute(&mut **tx)
+    .await?;
     Ok(())
 }
 

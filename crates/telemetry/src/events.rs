@@ -83,6 +83,7 @@ pub struct EventProcessed<'a> {
 
 impl InternalEvent for EventProcessed<'_> {
     fn emit(self) {
+        tracing::debug!(stage = self.stage, topic = self.topic, elapsed_us = self.elapsed.as_micros() as u64, "event processed");
         histogram!(names::PROCESSING_SECONDS, STAGE => self.stage.to_string(), TOPIC => self.topic.to_string())
             .record(self.elapsed.as_secs_f64());
     }

@@ -93,6 +93,12 @@ impl Settings {
         }
     }
 
+    /// Full names of the consumer groups of every stage of this deployment.
+    pub fn pipeline_groups(&self) -> anyhow::Result<Vec<String>> {
+        let bus = self.bus();
+        Ok(rag_stages::pipeline(&self.chunking_profile()?).iter().map(|stage| bus.group_of(&stage.group)).collect())
+    }
+
     pub fn chunking_profile(&self) -> anyhow::Result<rag_chunking::ChunkingProfile> {
         rag_chunking::profile(&self.chunking_profile).ok_or_else(|| {
             let known: Vec<String> = rag_chunking::profiles().iter().map(|p| p.id()).collect();

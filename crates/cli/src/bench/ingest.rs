@@ -2,67 +2,67 @@
 //! (S3, Kafka, every stage, Postgres), timed from the first upload to the
 //! last document ingested.
 
-use std::process::ExitCode;
-
-use clap::{Args, Subcommand};
+use clap::Args;
 use rag_store::audit::RowProblem;
 use rag_store::documents::DocumentStatus;
 use rag_store::operations::WorkspaceTotals;
 use serde::Serialize;
 
-use crate::config::Settings;
-use crate::ingest::{ingest, CorpusItem};
+use crate::config::{EmbedderChoice, Settings};
+use crate::ingest::{ingest, CorpusItem, IngestOptions, IngestRun};
 
-#[derive(Subcommand, Debug)]
-pub enum BenchCommand {
-    /// Upload a generated corpus and measure pages/s and chunks/s to ingested.
-    Ingest(IngestArgs),
-}
-
-#[derive(Args, Debug)]
+#[derive(Args, Debug, Clone)]
 pub struct IngestArgs {
     /// Documents to generate.
     #[arg(long, default_value_t = 1000)]
-    documents: usize,
+    pub documents: usize,
     /// Pages per document (Document AI JSON, so pages are real).
     #[arg(long, default_value_t = 3)]
-    pages: usize,
+    pub pages: usize,
     /// Paragraphs per page.
     #[arg(long, default_value_t = 6)]
-    paragraphs: usize,
+    pub paragraphs: usize,
     /// Uploads in flight.
     #[arg(long, default_value_t = 16)]
-    concurrency: usize,
-    /// Print the result as JSON.
-    #[arg(long)]
-    json: bool,
+    pub concurrency: usize,
 }
 
-#[derive(Debug, Serialize)]
-struct IngestReport {
-    documents: usize,
-    failed: i64,
-    pages: i64,
-    segments: i64,
-    chunks: i64,
-    embedder: String,
-    chunking_profile: String,
-    upload_seconds: f64,
-    total_seconds: f64,
-    documents_per_second: f64,
-    pages_per_second: f64,
-    chunks_per_second: f64,
-    latency_p50_seconds: f64,
-    latency_p95_seconds: f64,
-    latency_max_seconds: f64,
+#[derive(Debug, Clone, Serialize)]
+pub struct IngestReport {
+    pub documents: usize,
+    pub failed: i64,
+    pub pages: i64,
+    pub segments: i64,
+    pub chunks: i64,
+    pub embedder: String,
+    pub chunking_profile: String,
+    pub upload_seconds: f64,
+    pub total_seconds: f64,
+    pub documents_per_second: f64,
+    pub pages_per_second: f64,
+    pub chunks_per_second: f64,
+    pub latency_p50_seconds: f64,
+    pub latency_p95_seconds: f64,
+    pub latency_max_seconds: f64,
     /// Exactly once, counted in the read models after the run: documents
     /// not in a terminal state, and row counts that differ from what the
     /// events give (doubled: an effect applied twice; missing: one lost).
-    stuck: usize,
-    doubled: usize,
-    missing: usize,
+    pub stuck: usize,
+    pub doubled: usize,
+    pub missing: usize,
     /// Segments the generated documents must have (pages x paragraphs each).
-    expected_segments: i64,
+    pub expected_segments: i64,
+    /// With an in-process encoder: the word pieces of every chunk (what
+    /// the indexer fed the model) per second of the whole run.
+    pub embedded_word_pieces: Option<u64>,
+    pub embedded_word_pieces_per_second: Option<f64>,
+}
+
+impl IngestReport {
+    /// Every document settled, none failed, every row exactly once.
+    pub fn exactly_once(&self) -> bool {
+        self.failed == 0 && self.stuck == 0 && self.doubled == 0 && self.missing == 0 && self.segments == self.expected_segments
+    }
 }
 
 const WORDS: &[&str] = &[
@@ -94,7 +94,7 @@ fn paragraph(seed: &mut u64, sentences: usize) -> String {
 }
 
 /// A Document AI `Document` with `pages` pages of `paragraphs` paragraphs.
-fn docai_document(seed: u64, pages: usize, paragraphs: usize) -> Vec<u8> {
+pub(crate) fn docai_document(seed: u64, pages: usize, paragraphs: usize) -> Vec<u8> {
     let mut seed = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     let mut text = String::new();
     let mut json_pages = Vec::new();
@@ -113,7 +113,7 @@ fn docai_document(seed: u64, pages: usize, paragraphs: usize) -> Vec<u8> {
     serde_json::to_vec(&serde_json::json!({"text": text, "pages": json_pages})).unwrap_or_default()
 }
 
-fn percentile(sorted: &[f64], p: f64) -> f64 {
+pub(crate) fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
     }
@@ -121,16 +121,30 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[idx.min(sorted.len() - 1)]
 }
 
-pub async fn bench(s: &Settings, cmd: BenchCommand) -> anyhow::Result<ExitCode> {
-    let BenchCommand::Ingest(args) = cmd;
-    eprintln!("bench: {} documents x {} pages x {} paragraphs", args.documents, args.pages, args.paragraphs);
+/// The generated corpus of `args`, one Document AI JSON per document.
+pub(crate) fn corpus(args: &IngestArgs) -> impl Fn(usize) -> CorpusItem + Send + Sync + 'static {
     let (pages, paragraphs) = (args.pages, args.paragraphs);
-    let run = ingest(s, "bench", args.documents, args.concurrency, args.json, false, move |i| CorpusItem {
+    move |i| CorpusItem {
         filename: format!("generated-{i}.json"),
         content_type: "application/json",
         bytes: docai_document(i as u64 + 1, pages, paragraphs),
-    })
-    .await?;
+    }
+}
+
+/// Ingests the generated corpus with `s`'s embedder, audits the read
+/// models, then deletes the run's topics and rows.
+pub async fn run(s: &Settings, args: &IngestArgs, quiet: bool) -> anyhow::Result<IngestReport> {
+    eprintln!(
+        "bench ingest: {} documents x {} pages x {} paragraphs, embedder {}",
+        args.documents, args.pages, args.paragraphs, s.embedder
+    );
+    let run = ingest(s, "bench", args.documents, IngestOptions::new(args.concurrency, quiet), corpus(args)).await?;
+    let report = audit(s, args, &run).await;
+    run.discard().await;
+    report
+}
+
+async fn audit(s: &Settings, args: &IngestArgs, run: &IngestRun) -> anyhow::Result<IngestReport> {
     let (pool, workspace, settled, upload_seconds) = (&run.pool, &run.workspace, run.total_seconds, run.upload_seconds);
     let WorkspaceTotals { failed, pages, segments, chunks } = rag_store::operations::workspace_totals(pool, workspace).await?;
     let latencies = rag_store::operations::settle_seconds(pool, workspace).await?;
@@ -147,8 +161,24 @@ pub async fn bench(s: &Settings, cmd: BenchCommand) -> anyhow::Result<ExitCode> 
     for p in doubled_rows.iter().chain(&missing_rows).take(10) {
         eprintln!("bench: {p:?}");
     }
-    let expected_segments = (args.documents * args.pages * args.paragraphs) as i64;
-    let report = IngestReport {
+    let embedded_word_pieces = if s.embedder == EmbedderChoice::Local {
+        let texts = rag_store::operations::chunk_contents(pool, workspace).await?;
+        let dir = std::path::PathBuf::from(&s.embedding_model_dir);
+        Some(
+            tokio::task::spawn_blocking(move || -> anyhow::Result<u64> {
+                let encoder = rag_bert::SentenceEncoder::load(&dir, 1)?;
+                let mut pieces = 0u64;
+                for t in &texts {
+                    pieces += encoder.token_ids(t.trim())?.len() as u64;
+                }
+                Ok(pieces)
+            })
+            .await??,
+        )
+    } else {
+        None
+    };
+    Ok(IngestReport {
         documents: args.documents,
         failed,
         pages,
@@ -167,34 +197,36 @@ pub async fn bench(s: &Settings, cmd: BenchCommand) -> anyhow::Result<ExitCode> 
         stuck,
         doubled,
         missing,
-        expected_segments,
-    };
-    let exactly_once = stuck == 0 && doubled == 0 && missing == 0 && segments == expected_segments;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        println!("ingest benchmark ({} embedder, {} chunking)", report.embedder, report.chunking_profile);
-        println!("  documents     {} ({} failed)", report.documents, report.failed);
-        println!("  pages         {}   segments {}   chunks {}", report.pages, report.segments, report.chunks);
-        println!("  uploads done  {:.1} s", report.upload_seconds);
-        println!("  all ingested  {:.1} s", report.total_seconds);
-        println!(
-            "  throughput    {:.1} docs/s   {:.1} pages/s   {:.1} chunks/s",
-            report.documents_per_second, report.pages_per_second, report.chunks_per_second
-        );
-        println!(
-            "  upload->ingested latency  p50 {:.2} s   p95 {:.2} s   max {:.2} s",
-            report.latency_p50_seconds, report.latency_p95_seconds, report.latency_max_seconds
-        );
-        println!(
-            "  exactly once  {} (stuck {}, doubled {}, missing {}; segments {} of {})",
-            if exactly_once { "yes" } else { "NO" },
-            report.stuck,
-            report.doubled,
-            report.missing,
-            report.segments,
-            report.expected_segments
-        );
+        expected_segments: (args.documents * args.pages * args.paragraphs) as i64,
+        embedded_word_pieces,
+        embedded_word_pieces_per_second: embedded_word_pieces.map(|p| p as f64 / settled),
+    })
+}
+
+pub fn print(report: &IngestReport) {
+    println!("ingest ({} embedder, {} chunking)", report.embedder, report.chunking_profile);
+    println!("  documents     {} ({} failed)", report.documents, report.failed);
+    println!("  pages         {}   segments {}   chunks {}", report.pages, report.segments, report.chunks);
+    println!("  uploads done  {:.1} s", report.upload_seconds);
+    println!("  all ingested  {:.1} s", report.total_seconds);
+    println!(
+        "  throughput    {:.1} docs/s   {:.1} pages/s   {:.1} chunks/s",
+        report.documents_per_second, report.pages_per_second, report.chunks_per_second
+    );
+    if let (Some(p), Some(rate)) = (report.embedded_word_pieces, report.embedded_word_pieces_per_second) {
+        println!("  embedded      {p} word pieces, {rate:.0} word pieces/s");
     }
-    Ok(if failed == 0 && exactly_once { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    println!(
+        "  upload->ingested latency  p50 {:.2} s   p95 {:.2} s   max {:.2} s",
+        report.latency_p50_seconds, report.latency_p95_seconds, report.latency_max_seconds
+    );
+    println!(
+        "  exactly once  {} (stuck {}, doubled {}, missing {}; segments {} of {})",
+        if report.exactly_once() { "yes" } else { "NO" },
+        report.stuck,
+        report.doubled,
+        report.missing,
+        report.segments,
+        report.expected_segments
+    );
 }
