@@ -7,6 +7,7 @@ pub mod common;
 pub mod error;
 pub mod failpoint;
 pub mod indexer;
+pub mod lexical_index;
 pub mod ocr;
 pub mod parser;
 pub mod pg_offsets;

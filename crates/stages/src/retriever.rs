@@ -2,11 +2,16 @@
 //! over pgvector, fused by `rag_retrieval::fuse` (language-aware). Used by
 //! the answerer, `rag-engine search` and `rag-engine eval retrieval`.
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
 use rag_embed::Embedder;
 use rag_retrieval::{detect_language, fuse, EmbedderLanguages, Language};
 use rag_store::search::{self, Bm25, ChunkHit, SearchScope, WeightedTerm};
 use rag_store::sqlx::PgPool;
 use serde::Serialize;
+
+use crate::lexical_index::LexicalIndexes;
 use uuid::Uuid;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -84,6 +89,8 @@ pub struct Retriever {
     pub candidates: usize,
     /// Weight of the dense side in the fusion (lexical is 1).
     pub dense_weight: f64,
+    /// In-memory BM25 (the same ranking); None: the SQL scorer.
+    pub lexical_index: Option<Arc<LexicalIndexes>>,
 }
 
 impl Retriever {
@@ -98,27 +105,34 @@ impl Retriever {
         let scope = SearchScope { workspace_id, document_ids };
         let query_language = detect_language(query);
         let pool_size = self.candidates.max(top_k);
-        let lexical = if mode == Mode::Dense {
-            Vec::new()
-        } else {
-            let terms: Vec<WeightedTerm> = rag_retrieval::query_terms(query)
-                .into_iter()
-                .map(|t| WeightedTerm { term: t.term, word: t.word as i32, weight: t.weight })
-                .collect();
-            search::lexical(&self.pool, &scope, &terms, self.bm25, pool_size).await?
-        };
         let wants_dense = match mode {
             Mode::Lexical => false,
             Mode::Dense => true,
             Mode::Hybrid => self.embedder.identity().is_some() && self.languages.understands(query_language),
         };
-        let dense = if wants_dense {
+        // Both sides at once: one's round trips overlap the other's work.
+        let lexical = async {
+            if mode == Mode::Dense {
+                return Ok::<_, RetrieveError>(Vec::new());
+            }
+            let terms: Vec<WeightedTerm> = rag_retrieval::query_terms(query)
+                .into_iter()
+                .map(|t| WeightedTerm { term: t.term, word: t.word as i32, weight: t.weight })
+                .collect();
+            Ok(match &self.lexical_index {
+                Some(index) => self.lexical_in_memory(index, &scope, &terms, pool_size).await?,
+                None => search::lexical(&self.pool, &scope, &terms, self.bm25, pool_size).await?,
+            })
+        };
+        let dense = async {
+            if !wants_dense {
+                return Ok::<_, RetrieveError>(Vec::new());
+            }
             let (model, _) = self.embedder.identity().ok_or(RetrieveError::NoEmbedder)?;
             let vector = self.embedder.embed(&[query.to_string()], rag_embed::InputKind::Query).await?.pop().unwrap_or_default();
-            search::dense(&self.pool, &scope, model, &vector, pool_size).await?
-        } else {
-            Vec::new()
+            Ok(search::dense(&self.pool, &scope, model, &vector, pool_size).await?)
         };
+        let (lexical, dense) = tokio::try_join!(lexical, dense)?;
         let chunks = match mode {
             Mode::Lexical => lexical.into_iter().take(top_k).enumerate().map(|(i, h)| single(h, Some(i + 1), None)).collect(),
             Mode::Dense => dense.into_iter().take(top_k).enumerate().map(|(i, h)| single(h, None, Some(i + 1))).collect(),
@@ -147,6 +161,38 @@ impl Retriever {
             }
         };
         Ok(Retrieval { mode, query_language, dense_used: wants_dense, chunks: one_version_per_document(chunks) })
+    }
+}
+
+impl Retriever {
+    /// Ranks in the process's index, then reads the winners' rows; a chunk
+    /// that stopped being searchable in between is left out, like a row the
+    /// SQL scorer would no longer see.
+    async fn lexical_in_memory(
+        &self,
+        index: &LexicalIndexes,
+        scope: &SearchScope<'_>,
+        terms: &[WeightedTerm],
+        limit: usize,
+    ) -> Result<Vec<ChunkHit>, RetrieveError> {
+        let terms: Vec<rag_lexindex::QueryTerm> =
+            terms.iter().map(|t| rag_lexindex::QueryTerm { term: t.term.clone(), word: t.word, weight: t.weight }).collect();
+        let params = rag_lexindex::Bm25 { k1: self.bm25.k1, b: self.bm25.b };
+        let ranked = index.search(scope.workspace_id, &terms, scope.document_ids, params, limit).await?;
+        if ranked.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<String> = ranked.iter().map(|r| r.chunk_id.clone()).collect();
+        let mut rows: HashMap<String, ChunkHit> =
+            search::chunks_by_id(&self.pool, scope.workspace_id, &ids).await?.into_iter().map(|h| (h.chunk_id.clone(), h)).collect();
+        Ok(ranked
+            .into_iter()
+            .filter_map(|r| {
+                let mut hit = rows.remove(&r.chunk_id)?;
+                hit.score = r.score;
+                Some(hit)
+            })
+            .collect())
     }
 }
 

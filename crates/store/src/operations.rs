@@ -16,7 +16,8 @@ pub const READ_MODEL_TABLES: &[&str] =
 /// `groups`, in one transaction: a failure leaves both as they were.
 pub async fn reset_read_models(pool: &PgPool, groups: &[String]) -> Result<(), StoreError> {
     let mut tx = pool.begin().await?;
-    sqlx::query(&format!("TRUNCATE {}", READ_MODEL_TABLES.join(", "))).execute(&mut *tx).await?;
+    // The truncation bumps search_epoch (a trigger): in-memory indexes reload.
+    sqlx::query(&format!("TRUNCATE {}, search_changes", READ_MODEL_TABLES.join(", "))).execute(&mut *tx).await?;
     sqlx::query("DELETE FROM consumer_offsets WHERE consumer_group = ANY($1)").bind(groups).execute(&mut *tx).await?;
     tx.commit().await?;
     Ok(())

@@ -113,6 +113,80 @@ pub async fn lexical(
         .await?)
 }
 
+/// What changed in a workspace's searchable chunks since a reader's
+/// horizon (migration 20261123000008): the documents to reload, and the
+/// new horizon (every transaction below it has ended, so nothing below it
+/// can appear later).
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct SearchChanges {
+    /// Bumped by a TRUNCATE of the read models: everything held is stale.
+    pub epoch: i64,
+    pub horizon: i64,
+    pub documents: Vec<Uuid>,
+    /// Change rows read (more than `documents`: superseded rows to prune).
+    pub rows: i64,
+}
+
+/// Changes at or above `since` (`None`: only the epoch and horizon, before
+/// a full load). Horizon and rows come from one snapshot.
+pub async fn search_changes_since(pool: &PgPool, workspace_id: &str, since: Option<i64>) -> Result<SearchChanges, StoreError> {
+    Ok(sqlx::query_as(
+        "WITH c AS (SELECT document_id FROM search_changes WHERE workspace_id = $1 AND $2::int8 IS NOT NULL AND xid >= $2)
+         SELECT (SELECT epoch FROM search_epoch) AS epoch,
+                pg_snapshot_xmin(pg_current_snapshot())::text::int8 AS horizon,
+                coalesce((SELECT array_agg(DISTINCT document_id) FROM c), '{}') AS documents,
+                (SELECT count(*) FROM c) AS rows",
+    )
+    .bind(workspace_id)
+    .bind(since)
+    .fetch_one(pool)
+    .await?)
+}
+
+/// Deletes change rows another row of the same document supersedes (a
+/// reader reloading since any horizon finds the newer one), below `below`.
+pub async fn prune_search_changes(pool: &PgPool, workspace_id: &str, below: i64) -> Result<u64, StoreError> {
+    Ok(sqlx::query(
+        "DELETE FROM search_changes s WHERE s.workspace_id = $1 AND s.xid < $2
+           AND EXISTS (SELECT 1 FROM search_changes n
+                       WHERE n.workspace_id = s.workspace_id AND n.document_id = s.document_id AND n.xid > s.xid)",
+    )
+    .bind(workspace_id)
+    .bind(below)
+    .execute(pool)
+    .await?
+    .rows_affected())
+}
+
+/// A searchable chunk with its postings, for an in-memory index.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct SearchableChunk {
+    pub chunk_id: String,
+    pub document_id: Uuid,
+    pub term_count: i32,
+    pub terms: Vec<String>,
+    pub tfs: Vec<i32>,
+}
+
+/// The searchable chunks (active version, document not deleted) of a
+/// workspace, or of some of its documents, with their terms.
+pub async fn searchable_chunks(pool: &PgPool, workspace_id: &str, documents: Option<&[Uuid]>) -> Result<Vec<SearchableChunk>, StoreError> {
+    // A chunk without terms still counts in BM25's statistics: LEFT JOIN.
+    Ok(sqlx::query_as(&format!(
+        "SELECT c.chunk_id, c.document_id, c.term_count,
+                coalesce(array_agg(t.term) FILTER (WHERE t.term IS NOT NULL), '{{}}') AS terms,
+                coalesce(array_agg(t.tf) FILTER (WHERE t.term IS NOT NULL), '{{}}') AS tfs
+         FROM {ELIGIBLE} LEFT JOIN search_terms t ON t.chunk_id = c.chunk_id AND t.workspace_id = c.workspace_id
+         WHERE c.workspace_id = $1 AND ($2::uuid[] IS NULL OR c.document_id = ANY($2))
+         GROUP BY c.chunk_id, c.document_id, c.term_count"
+    ))
+    .persistent(false)
+    .bind(workspace_id)
+    .bind(documents)
+    .fetch_all(pool)
+    .await?)
+}
+
 /// Nearest chunks to `query` among those embedded with `model`, best first;
 /// `score` is the cosine similarity.
 pub async fn dense(pool: &PgPool, scope: &SearchScope<'_>, model: &str, query: &[f32], limit: usize) -> Result<Vec<ChunkHit>, StoreError> {

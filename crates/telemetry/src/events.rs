@@ -340,6 +340,33 @@ impl InternalEvent for LlmTokensUsed<'_> {
     }
 }
 
+/// A workspace's in-memory lexical index caught up with the read models.
+pub struct LexicalIndexRefreshed<'a> {
+    pub workspace_id: &'a str,
+    /// A full load (first query, or the read models were truncated).
+    pub full: bool,
+    pub documents: usize,
+    pub chunks: usize,
+    pub elapsed: Duration,
+    /// Postings every workspace index of the process holds, after it.
+    pub process_postings: usize,
+}
+
+impl InternalEvent for LexicalIndexRefreshed<'_> {
+    fn emit(self) {
+        let kind = if self.full { "full" } else { "changes" };
+        if self.full {
+            info!(workspace_id = %self.workspace_id, documents = self.documents, chunks = self.chunks,
+                seconds = self.elapsed.as_secs_f64(), "lexical index loaded");
+        } else {
+            debug!(workspace_id = %self.workspace_id, documents = self.documents, chunks = self.chunks,
+                seconds = self.elapsed.as_secs_f64(), "lexical index caught up");
+        }
+        histogram!(names::LEXICAL_INDEX_REFRESH_SECONDS, KIND => kind).record(self.elapsed.as_secs_f64());
+        gauge!(names::LEXICAL_INDEX_POSTINGS).set(self.process_postings as f64);
+    }
+}
+
 /// Documents or messages in a non-terminal state for longer than the threshold.
 pub struct StuckItems {
     /// "document" or "message".

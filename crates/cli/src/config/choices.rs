@@ -21,7 +21,7 @@ macro_rules! display_as_value {
     )*};
 }
 
-display_as_value!(OcrChoice, EmbedderChoice, InputConventionChoice, LlmFallbackChoice, LogFormat);
+display_as_value!(OcrChoice, EmbedderChoice, InputConventionChoice, LlmFallbackChoice, LexicalIndexChoice, LogFormat);
 
 /// `OCR`: PDF pages without a text layer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -80,6 +80,15 @@ impl From<LlmFallbackChoice> for rag_answer::LlmFallback {
             LlmFallbackChoice::Fail => rag_answer::LlmFallback::Fail,
         }
     }
+}
+
+/// `LEXICAL_INDEX`: where BM25 is scored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LexicalIndexChoice {
+    /// An in-memory inverted index per searched workspace, caught up with Postgres before each query.
+    Memory,
+    /// One SQL statement over the postings table (slow past ~10,000 chunks; kept as the reference).
+    Postgres,
 }
 
 /// `LOG_FORMAT`: how stderr logs are written.

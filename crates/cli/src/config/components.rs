@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use secrecy::ExposeSecret;
 
-use super::{EmbedderChoice, OcrChoice, Settings};
+use super::{EmbedderChoice, LexicalIndexChoice, OcrChoice, Settings};
 
 impl Settings {
     pub fn parse_limits(&self) -> rag_docparse::Limits {
@@ -35,12 +35,18 @@ impl Settings {
             spec => rag_retrieval::EmbedderLanguages::parse(spec).map_err(|e| anyhow::anyhow!("EMBEDDING_LANGUAGES: {e}"))?,
         };
         Ok(rag_stages::retriever::Retriever {
-            pool,
+            pool: pool.clone(),
             embedder,
             languages,
             bm25: rag_store::search::Bm25 { k1: self.bm25_k1, b: self.bm25_b },
             candidates: self.retrieval_candidates.max(1),
             dense_weight: self.retrieval_dense_weight,
+            lexical_index: match self.lexical_index {
+                LexicalIndexChoice::Memory => {
+                    Some(std::sync::Arc::new(rag_stages::lexical_index::LexicalIndexes::new(pool, self.lexical_index_max_postings)))
+                }
+                LexicalIndexChoice::Postgres => None,
+            },
         })
     }
 

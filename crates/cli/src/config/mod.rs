@@ -9,7 +9,7 @@ use secrecy::{ExposeSecret, SecretString};
 
 mod choices;
 mod components;
-pub use choices::{EmbedderChoice, InputConventionChoice, LlmFallbackChoice, LogFormat, OcrChoice};
+pub use choices::{EmbedderChoice, InputConventionChoice, LexicalIndexChoice, LlmFallbackChoice, LogFormat, OcrChoice};
 use rag_blobs::BlobConfig;
 use rag_bus::BusConfig;
 use rag_events::Topics;
@@ -165,6 +165,12 @@ pub struct Settings {
     /// Weight of the dense ranking in the fusion (lexical weighs 1).
     #[arg(long, env = "RETRIEVAL_DENSE_WEIGHT", default_value_t = 1.0, global = true)]
     pub retrieval_dense_weight: f64,
+    /// Where BM25 is scored: `memory` (an inverted index per searched workspace held by the process, caught up with Postgres before each query; the same ranking) or `postgres` (one SQL statement; seconds at 100,000 chunks).
+    #[arg(long, env = "LEXICAL_INDEX", default_value = "memory", global = true)]
+    pub lexical_index: LexicalIndexChoice,
+    /// Postings the in-memory lexical indexes of a process may hold (~12 bytes each); past it the least recently searched workspaces are dropped and reload when searched.
+    #[arg(long, env = "LEXICAL_INDEX_MAX_POSTINGS", default_value_t = rag_stages::lexical_index::DEFAULT_MAX_POSTINGS, global = true)]
+    pub lexical_index_max_postings: usize,
     /// Answer LLM: base URL of an OpenAI-compatible API, version included (requests go to {base}/chat/completions). With ANSWER_LLM_MODEL and ANSWER_LLM_API_KEY it enables LLM answers; otherwise answers are extractive.
     #[arg(long, env = "ANSWER_LLM_BASE_URL", default_value = "", global = true)]
     pub answer_llm_base_url: String,
