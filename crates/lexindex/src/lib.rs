@@ -17,7 +17,7 @@
 //! postings are dead.
 
 use std::cmp::Ordering;
-use std::collections::{HashMap, HashSet};
+use std::collections::{BinaryHeap, HashMap, HashSet};
 
 use uuid::Uuid;
 
@@ -72,9 +72,7 @@ struct Posting {
 struct Slot {
     chunk_id: String,
     document_id: Uuid,
-    term_count: u32,
     term_ids: Vec<u32>,
-    alive: bool,
 }
 
 /// The inverted index of one workspace's searchable chunks.
@@ -85,7 +83,13 @@ pub struct WorkspaceIndex {
     /// Live postings per term: the document frequency of a whole-workspace
     /// query without a scan.
     live_df: Vec<u32>,
+    /// Highest term frequency a term ever had (an upper bound once chunks
+    /// go): bounds the term's score for early termination.
+    max_tf: Vec<u32>,
     slots: Vec<Slot>,
+    /// Per slot, apart from `slots` so scoring reads compact arrays.
+    lengths: Vec<u32>,
+    alive: Vec<bool>,
     documents: HashMap<Uuid, Vec<u32>>,
     live_chunks: u64,
     live_length: u64,
@@ -127,21 +131,19 @@ impl WorkspaceIndex {
                 if id == next {
                     self.postings.push(Vec::new());
                     self.live_df.push(0);
+                    self.max_tf.push(0);
                 }
                 self.postings[id as usize].push(Posting { slot, tf });
                 self.live_df[id as usize] += 1;
+                self.max_tf[id as usize] = self.max_tf[id as usize].max(tf);
                 term_ids.push(id);
             }
             self.total_postings += term_ids.len();
             self.live_chunks += 1;
             self.live_length += u64::from(chunk.term_count);
-            self.slots.push(Slot {
-                chunk_id: chunk.chunk_id,
-                document_id: chunk.document_id,
-                term_count: chunk.term_count,
-                term_ids,
-                alive: true,
-            });
+            self.slots.push(Slot { chunk_id: chunk.chunk_id, document_id: chunk.document_id, term_ids });
+            self.lengths.push(chunk.term_count);
+            self.alive.push(true);
             slots.push(slot);
         }
         if !slots.is_empty() {
@@ -156,17 +158,17 @@ impl WorkspaceIndex {
     pub fn remove_document(&mut self, document_id: Uuid) {
         let Some(slots) = self.documents.remove(&document_id) else { return };
         for slot in slots {
-            let s = &mut self.slots[slot as usize];
-            if !s.alive {
+            let i = slot as usize;
+            if !self.alive[i] {
                 continue;
             }
-            s.alive = false;
-            for &t in &s.term_ids {
+            self.alive[i] = false;
+            for &t in &self.slots[i].term_ids {
                 self.live_df[t as usize] -= 1;
             }
-            self.dead_postings += s.term_ids.len();
+            self.dead_postings += self.slots[i].term_ids.len();
             self.live_chunks -= 1;
-            self.live_length -= u64::from(s.term_count);
+            self.live_length -= u64::from(self.lengths[i]);
         }
     }
 
@@ -174,14 +176,18 @@ impl WorkspaceIndex {
     pub fn compact(&mut self) {
         let mut renumbered: Vec<Option<u32>> = Vec::with_capacity(self.slots.len());
         let mut slots = Vec::with_capacity(self.live_chunks as usize);
-        for slot in self.slots.drain(..) {
-            if slot.alive {
+        let mut lengths = Vec::with_capacity(self.live_chunks as usize);
+        for (i, slot) in self.slots.drain(..).enumerate() {
+            if self.alive[i] {
                 renumbered.push(Some(slots.len() as u32));
                 slots.push(slot);
+                lengths.push(self.lengths[i]);
             } else {
                 renumbered.push(None);
             }
         }
+        self.alive = vec![true; slots.len()];
+        self.lengths = lengths;
         for list in &mut self.postings {
             list.retain_mut(|p| match renumbered[p.slot as usize] {
                 Some(slot) => {
@@ -208,7 +214,9 @@ impl WorkspaceIndex {
     /// BM25 ranking, best first (ties by chunk id), of the live chunks of
     /// `scope` (empty: the whole workspace). Statistics (chunk count,
     /// average length, document frequencies) are those of the scope, as in
-    /// the SQL scorer.
+    /// the SQL scorer. A whole-workspace query stops reading a list once it
+    /// cannot change the top `limit` (MaxScore); a scoped one reads every
+    /// posting of its terms (it needs their counts within the scope).
     pub fn search(&self, terms: &[QueryTerm], scope: &[Uuid], params: Bm25, limit: usize) -> Vec<Scored> {
         if terms.is_empty() || limit == 0 {
             return Vec::new();
@@ -225,66 +233,83 @@ impl WorkspaceIndex {
             }
             Some(mask)
         };
-        let eligible = |slot: u32| -> bool {
-            let s = &self.slots[slot as usize];
-            s.alive && in_scope.as_ref().is_none_or(|m| m[slot as usize])
-        };
         let (n, length) = match &in_scope {
             None => (self.live_chunks, self.live_length),
             Some(mask) => mask
                 .iter()
                 .enumerate()
-                .filter(|(i, inside)| **inside && self.slots[*i].alive)
-                .fold((0u64, 0u64), |(n, len), (i, _)| (n + 1, len + u64::from(self.slots[i].term_count))),
+                .filter(|(i, inside)| **inside && self.alive[*i])
+                .fold((0u64, 0u64), |(n, len), (i, _)| (n + 1, len + u64::from(self.lengths[i]))),
         };
         if n == 0 {
             return Vec::new();
         }
         let n = n as f64;
-        let avgdl = (length as f64 / n).max(1.0);
-        let (k1, b) = (params.k1, params.b);
+        let stats = Stats { avgdl: (length as f64 / n).max(1.0), k1: params.k1, b: params.b };
 
-        // Words in order of first appearance; each word's best per chunk is
-        // added to the chunk's total once the word is done.
-        let mut words: Vec<i32> = Vec::new();
+        // Words in order of first appearance, each with its terms present
+        // in the index and their weight x idf.
+        let mut words: Vec<Word<'_>> = Vec::new();
         for t in terms {
-            if !words.contains(&t.word) {
-                words.push(t.word);
+            let position = match words.iter().position(|w| w.id == t.word) {
+                Some(p) => p,
+                None => {
+                    words.push(Word { id: t.word, terms: Vec::new(), bound: 0.0 });
+                    words.len() - 1
+                }
+            };
+            let Some(&id) = self.term_ids.get(&t.term) else { continue };
+            let list = &self.postings[id as usize];
+            let df = match &in_scope {
+                None => f64::from(self.live_df[id as usize]),
+                Some(mask) => list.iter().filter(|p| self.alive[p.slot as usize] && mask[p.slot as usize]).count() as f64,
+            };
+            if df == 0.0 {
+                continue;
             }
+            let scale = t.weight * (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
+            let max_tf = f64::from(self.max_tf[id as usize]);
+            let word = &mut words[position];
+            // The score with the highest frequency and a length of 0.
+            word.bound = word.bound.max(scale * max_tf * (stats.k1 + 1.0) / (max_tf + stats.k1 * (1.0 - stats.b)));
+            word.terms.push(TermList { list, scale, pos: 0 });
         }
-        let mut total = vec![0f64; self.slots.len()];
-        let mut best = vec![0f64; self.slots.len()];
-        let mut matched = vec![false; self.slots.len()];
-        let mut ranked = vec![false; self.slots.len()];
+        let prunable = in_scope.is_none()
+            && (0.0..=1.0).contains(&stats.b)
+            && stats.k1 >= 0.0
+            && words.iter().all(|w| w.terms.iter().all(|t| t.scale >= 0.0) && w.bound.is_finite());
+        let ranked = match in_scope {
+            Some(mask) => self.score_every_posting(&words, &stats, |slot| self.alive[slot] && mask[slot]),
+            None if !prunable => self.score_every_posting(&words, &stats, |slot| self.alive[slot]),
+            None => self.max_score(&mut words, &stats, limit),
+        };
+        self.top(ranked, limit)
+    }
+
+    fn score(&self, stats: &Stats, scale: f64, tf: u32, slot: usize) -> f64 {
+        let tf = f64::from(tf);
+        let dl = f64::from(self.lengths[slot]);
+        // The SQL scorer's order of operations, for the same floating-point result.
+        scale * tf * (stats.k1 + 1.0) / (tf + stats.k1 * (1.0 - stats.b + stats.b * dl / stats.avgdl))
+    }
+
+    /// Every posting of every term: (slot, score) of each matching chunk.
+    fn score_every_posting(&self, words: &[Word<'_>], stats: &Stats, eligible: impl Fn(usize) -> bool) -> Vec<(u32, f64)> {
+        let mut total = vec![f64::NEG_INFINITY; self.slots.len()];
+        let mut best = vec![f64::NEG_INFINITY; self.slots.len()];
         let mut touched_total: Vec<u32> = Vec::new();
         let mut touched_word: Vec<u32> = Vec::new();
         for word in words {
-            for t in terms.iter().filter(|t| t.word == word) {
-                let Some(&id) = self.term_ids.get(&t.term) else { continue };
-                let list = &self.postings[id as usize];
-                let df = match in_scope {
-                    None => f64::from(self.live_df[id as usize]),
-                    Some(_) => list.iter().filter(|p| eligible(p.slot)).count() as f64,
-                };
-                if df == 0.0 {
-                    continue;
-                }
-                let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
-                let scale = t.weight * idf;
-                for p in list {
-                    if !eligible(p.slot) {
+            for term in &word.terms {
+                for p in term.list {
+                    let slot = p.slot as usize;
+                    if !eligible(slot) {
                         continue;
                     }
-                    let slot = p.slot as usize;
-                    let tf = f64::from(p.tf);
-                    let dl = f64::from(self.slots[slot].term_count);
-                    // The SQL scorer's order of operations, for the same
-                    // floating-point result.
-                    let s = scale * tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * dl / avgdl));
-                    if !matched[slot] {
-                        matched[slot] = true;
-                        best[slot] = s;
+                    let s = self.score(stats, term.scale, p.tf, slot);
+                    if best[slot] == f64::NEG_INFINITY {
                         touched_word.push(p.slot);
+                        best[slot] = s;
                     } else if s > best[slot] {
                         best[slot] = s;
                     }
@@ -292,31 +317,202 @@ impl WorkspaceIndex {
             }
             for slot in touched_word.drain(..) {
                 let i = slot as usize;
-                if !ranked[i] {
-                    ranked[i] = true;
+                if total[i] == f64::NEG_INFINITY {
+                    total[i] = 0.0;
                     touched_total.push(slot);
                 }
                 total[i] += best[i];
-                matched[i] = false;
+                best[i] = f64::NEG_INFINITY;
             }
         }
-        let by_rank = |a: &u32, b: &u32| -> Ordering {
-            total[*b as usize]
-                .total_cmp(&total[*a as usize])
-                .then_with(|| self.slots[*a as usize].chunk_id.cmp(&self.slots[*b as usize].chunk_id))
-        };
-        if touched_total.len() > limit {
-            touched_total.select_nth_unstable_by(limit - 1, by_rank);
-            touched_total.truncate(limit);
+        touched_total.into_iter().map(|slot| (slot, total[slot as usize])).collect()
+    }
+
+    /// MaxScore, document at a time: words sorted by their bound; those
+    /// whose bounds together cannot reach the current `limit`-th score are
+    /// only looked up for chunks the others found, and a chunk is dropped
+    /// as soon as its bound falls below it. Per-word scores are summed in
+    /// the words' order, as the exhaustive scorer does.
+    fn max_score(&self, words: &mut [Word<'_>], stats: &Stats, limit: usize) -> Vec<(u32, f64)> {
+        let mut order: Vec<usize> = (0..words.len()).filter(|&w| !words[w].terms.is_empty()).collect();
+        order.sort_by(|a, b| words[*a].bound.total_cmp(&words[*b].bound));
+        // cumulative[i]: the bounds of order[..=i] together.
+        let cumulative: Vec<f64> = order
+            .iter()
+            .scan(0.0, |sum, &w| {
+                *sum += words[w].bound;
+                Some(*sum)
+            })
+            .collect();
+        let mut top: BinaryHeap<Worst<'_>> = BinaryHeap::with_capacity(limit + 1);
+        let mut threshold = f64::NEG_INFINITY;
+        // order[..essential_from] are looked up only.
+        let mut essential_from = 0;
+        let mut per_word = vec![0f64; words.len()];
+        let mut found = vec![false; words.len()];
+        while let Some(slot) = order[essential_from..].iter().map(|&w| words[w].current()).min().filter(|s| *s != u32::MAX) {
+            let i = slot as usize;
+            let mut partial = 0.0;
+            for &w in &order {
+                found[w] = false;
+            }
+            for &w in &order[essential_from..] {
+                if words[w].current() == slot {
+                    let s = words[w].score_at(self, stats, slot);
+                    per_word[w] = s;
+                    found[w] = true;
+                    partial += s;
+                    words[w].advance_past(slot);
+                }
+            }
+            if !self.alive[i] {
+                continue;
+            }
+            let mut complete = true;
+            for k in (0..essential_from).rev() {
+                if below(partial + cumulative[k], threshold) {
+                    complete = false;
+                    break;
+                }
+                let w = order[k];
+                words[w].seek(slot);
+                if words[w].current() == slot {
+                    let s = words[w].score_at(self, stats, slot);
+                    per_word[w] = s;
+                    found[w] = true;
+                    partial += s;
+                }
+            }
+            if !complete {
+                continue;
+            }
+            let score = (0..words.len()).filter(|&w| found[w]).fold(0.0, |sum, w| sum + per_word[w]);
+            let candidate = Worst { score, chunk_id: &self.slots[i].chunk_id, slot };
+            if top.len() < limit {
+                top.push(candidate);
+            } else if top.peek().is_some_and(|worst| candidate < *worst) {
+                top.pop();
+                top.push(candidate);
+            } else {
+                continue;
+            }
+            if top.len() == limit {
+                threshold = top.peek().map_or(f64::NEG_INFINITY, |w| w.score);
+                while essential_from < order.len() && below(cumulative[essential_from], threshold) {
+                    essential_from += 1;
+                }
+                if essential_from == order.len() {
+                    break;
+                }
+            }
         }
-        touched_total.sort_unstable_by(by_rank);
-        touched_total
+        top.into_iter().map(|w| (w.slot, w.score)).collect()
+    }
+
+    fn top(&self, mut ranked: Vec<(u32, f64)>, limit: usize) -> Vec<Scored> {
+        let by_rank = |a: &(u32, f64), b: &(u32, f64)| -> Ordering {
+            b.1.total_cmp(&a.1).then_with(|| self.slots[a.0 as usize].chunk_id.cmp(&self.slots[b.0 as usize].chunk_id))
+        };
+        if ranked.len() > limit {
+            ranked.select_nth_unstable_by(limit - 1, by_rank);
+            ranked.truncate(limit);
+        }
+        ranked.sort_unstable_by(by_rank);
+        ranked
             .into_iter()
-            .map(|slot| {
+            .map(|(slot, score)| {
                 let s = &self.slots[slot as usize];
-                Scored { chunk_id: s.chunk_id.clone(), document_id: s.document_id, score: total[slot as usize] }
+                Scored { chunk_id: s.chunk_id.clone(), document_id: s.document_id, score }
             })
             .collect()
+    }
+}
+
+/// Whether `upper` cannot reach `threshold`, with room for the rounding
+/// of a bound computed in another order than the score it bounds (a tie
+/// at the threshold may still win on its chunk id).
+fn below(upper: f64, threshold: f64) -> bool {
+    upper < threshold - threshold.abs() * 1e-9
+}
+
+struct Stats {
+    avgdl: f64,
+    k1: f64,
+    b: f64,
+}
+
+struct TermList<'a> {
+    list: &'a [Posting],
+    /// weight x idf.
+    scale: f64,
+    pos: usize,
+}
+
+/// A query word: its terms' lists read together (the best term counts).
+struct Word<'a> {
+    id: i32,
+    terms: Vec<TermList<'a>>,
+    /// No chunk scores more on this word.
+    bound: f64,
+}
+
+impl Word<'_> {
+    /// The lowest slot at or after the cursors (`u32::MAX`: none left).
+    fn current(&self) -> u32 {
+        self.terms.iter().map(|t| t.list.get(t.pos).map_or(u32::MAX, |p| p.slot)).min().unwrap_or(u32::MAX)
+    }
+
+    fn score_at(&self, index: &WorkspaceIndex, stats: &Stats, slot: u32) -> f64 {
+        let mut best = f64::NEG_INFINITY;
+        for t in &self.terms {
+            if let Some(p) = t.list.get(t.pos).filter(|p| p.slot == slot) {
+                best = best.max(index.score(stats, t.scale, p.tf, slot as usize));
+            }
+        }
+        best
+    }
+
+    fn advance_past(&mut self, slot: u32) {
+        for t in &mut self.terms {
+            if t.list.get(t.pos).is_some_and(|p| p.slot == slot) {
+                t.pos += 1;
+            }
+        }
+    }
+
+    /// Moves every cursor to the first posting at or after `slot`.
+    fn seek(&mut self, slot: u32) {
+        for t in &mut self.terms {
+            t.pos += t.list[t.pos..].partition_point(|p| p.slot < slot);
+        }
+    }
+}
+
+/// A top-list entry ordered so the heap's greatest is the one to drop: the
+/// lowest score, and among equal scores the highest chunk id.
+struct Worst<'a> {
+    score: f64,
+    chunk_id: &'a str,
+    slot: u32,
+}
+
+impl PartialEq for Worst<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Worst<'_> {}
+
+impl PartialOrd for Worst<'_> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Worst<'_> {
+    fn cmp(&self, other: &Self) -> Ordering {
+        other.score.total_cmp(&self.score).then_with(|| self.chunk_id.cmp(other.chunk_id))
     }
 }
 
@@ -438,7 +634,8 @@ mod tests {
             let terms: Vec<QueryTerm> =
                 (0..1 + next(4)).map(|w| q(&vocab[next(40) as usize], w as i32 % 3, 0.5 + next(2) as f64)).collect();
             let p = Bm25 { k1: 1.2, b: 0.75 };
-            assert_same(index.search(&terms, &[], p, 5), reference(&all, &terms, &[], p, 5));
+            let limit = [1, 2, 5, 20][round % 4];
+            assert_same(index.search(&terms, &[], p, limit), reference(&all, &terms, &[], p, limit));
             let scope = [Uuid::from_u128(next(30) as u128), Uuid::from_u128(next(30) as u128)];
             assert_same(index.search(&terms, &scope, p, 5), reference(&all, &terms, &scope, p, 5));
             assert_eq!(index.chunks() as usize, all.len());
@@ -447,6 +644,23 @@ mod tests {
         index.compact();
         assert!(index.postings() <= before);
         assert_eq!(index.postings(), live.values().flatten().map(|c| c.terms.len()).sum::<usize>());
+    }
+
+    #[test]
+    fn ties_are_broken_by_chunk_id_even_when_lists_are_skipped() {
+        // Many identical chunks (equal scores) among others: the top is the
+        // best scores, then the lowest chunk ids, whatever gets pruned.
+        let d = Uuid::from_u128(4);
+        let mut chunks: Vec<IndexedChunk> = (0..60).map(|i| chunk(&format!("t{:02}", 59 - i), d, &["rare", "common", "filler"])).collect();
+        chunks.extend((0..200).map(|i| chunk(&format!("c{i:03}"), d, &["common", "filler", "filler", "more"])));
+        let mut index = WorkspaceIndex::new();
+        index.replace_document(d, chunks.clone());
+        let terms = [q("common", 0, 1.0), q("rare", 1, 1.0), q("filler", 2, 0.6)];
+        for limit in [1, 3, 59, 60, 61, 100, 300] {
+            let got: Vec<String> = index.search(&terms, &[], Bm25::default(), limit).into_iter().map(|s| s.chunk_id).collect();
+            let want: Vec<String> = reference(&chunks, &terms, &[], Bm25::default(), limit).into_iter().map(|(id, _)| id).collect();
+            assert_eq!(got, want, "limit {limit}");
+        }
     }
 
     #[test]
