@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use rag_embed::Embedder;
 use rag_retrieval::{detect_language, fuse, EmbedderLanguages, Language};
-use rag_store::search::{self, Bm25, ChunkHit, SearchScope, WeightedTerm};
+use rag_store::search::{self, Bm25, ChunkHit, QueryTerm, SearchScope};
 use rag_store::sqlx::PgPool;
 use serde::Serialize;
 
@@ -115,9 +115,9 @@ impl Retriever {
             if mode == Mode::Dense {
                 return Ok::<_, RetrieveError>(Vec::new());
             }
-            let terms: Vec<WeightedTerm> = rag_retrieval::query_terms(query)
+            let terms: Vec<QueryTerm> = rag_retrieval::query_terms(query)
                 .into_iter()
-                .map(|t| WeightedTerm { term: t.term, word: t.word as i32, weight: t.weight })
+                .map(|t| QueryTerm { term: t.term, word: t.word as i32, weight: t.weight })
                 .collect();
             Ok(match &self.lexical_index {
                 Some(index) => self.lexical_in_memory(index, &scope, &terms, pool_size).await?,
@@ -172,13 +172,10 @@ impl Retriever {
         &self,
         index: &LexicalIndexes,
         scope: &SearchScope<'_>,
-        terms: &[WeightedTerm],
+        terms: &[QueryTerm],
         limit: usize,
     ) -> Result<Vec<ChunkHit>, RetrieveError> {
-        let terms: Vec<rag_lexindex::QueryTerm> =
-            terms.iter().map(|t| rag_lexindex::QueryTerm { term: t.term.clone(), word: t.word, weight: t.weight }).collect();
-        let params = rag_lexindex::Bm25 { k1: self.bm25.k1, b: self.bm25.b };
-        let ranked = index.search(scope.workspace_id, &terms, scope.document_ids, params, limit).await?;
+        let ranked = index.search(scope.workspace_id, terms, scope.document_ids, self.bm25, limit).await?;
         if ranked.is_empty() {
             return Ok(Vec::new());
         }

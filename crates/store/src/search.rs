@@ -16,27 +16,9 @@ pub struct SearchScope<'a> {
     pub document_ids: &'a [Uuid],
 }
 
-/// BM25 parameters (Robertson/Sparck Jones idf, Lucene's form).
-#[derive(Debug, Clone, Copy)]
-pub struct Bm25 {
-    pub k1: f64,
-    pub b: f64,
-}
-
-impl Default for Bm25 {
-    fn default() -> Self {
-        Bm25 { k1: 1.2, b: 0.75 }
-    }
-}
-
-/// One query term: the indexed term, the query word it came from (terms of
-/// one word do not add up: the best match counts) and its weight.
-#[derive(Debug, Clone)]
-pub struct WeightedTerm {
-    pub term: String,
-    pub word: i32,
-    pub weight: f64,
-}
+/// BM25 parameters and query terms are the in-memory scorer's: both
+/// scorers take the same input and must rank alike.
+pub use rag_lexindex::{Bm25, QueryTerm};
 
 /// A chunk of the index, as retrieval returns it.
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow, serde::Serialize)]
@@ -67,7 +49,7 @@ const HIT_COLUMNS: &str = "c.chunk_id, c.document_id, c.chunking_version, c.chun
 pub async fn lexical(
     pool: &PgPool,
     scope: &SearchScope<'_>,
-    terms: &[WeightedTerm],
+    terms: &[QueryTerm],
     params: Bm25,
     limit: usize,
 ) -> Result<Vec<ChunkHit>, StoreError> {

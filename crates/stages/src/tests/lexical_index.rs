@@ -9,7 +9,7 @@ use std::path::Path;
 use rag_chunking::Chunk;
 use rag_events::{DocumentDeleted, DocumentIngested, DocumentUploaded, Envelope};
 use rag_store::pipeline::IndexedChunk;
-use rag_store::search::{self, Bm25, SearchScope, WeightedTerm};
+use rag_store::search::{self, Bm25, QueryTerm, SearchScope};
 use rag_store::sqlx::{PgPool, Postgres, Transaction};
 use rag_store::testing::{stack_database_url, TestDatabase};
 use uuid::Uuid;
@@ -150,16 +150,14 @@ const QUERIES: &[&str] =
 async fn assert_same_ranking(pool: &PgPool, memory: &LexicalIndexes, workspace: &str, scope: &[Uuid]) -> Vec<String> {
     let mut found = Vec::new();
     for query in QUERIES {
-        let terms: Vec<WeightedTerm> = rag_retrieval::query_terms(query)
+        let terms: Vec<QueryTerm> = rag_retrieval::query_terms(query)
             .into_iter()
-            .map(|t| WeightedTerm { term: t.term, word: t.word as i32, weight: t.weight })
+            .map(|t| QueryTerm { term: t.term, word: t.word as i32, weight: t.weight })
             .collect();
         let sql = search::lexical(pool, &SearchScope { workspace_id: workspace, document_ids: scope }, &terms, Bm25::default(), 20)
             .await
             .unwrap();
-        let query_terms: Vec<rag_lexindex::QueryTerm> =
-            terms.iter().map(|t| rag_lexindex::QueryTerm { term: t.term.clone(), word: t.word, weight: t.weight }).collect();
-        let mem = memory.search(workspace, &query_terms, scope, rag_lexindex::Bm25::default(), 20).await.unwrap();
+        let mem = memory.search(workspace, &terms, scope, Bm25::default(), 20).await.unwrap();
         assert_eq!(mem.len(), sql.len(), "{query:?} in {workspace}: memory {mem:?}\nsql {sql:?}");
         for (m, s) in mem.iter().zip(&sql) {
             assert!(
@@ -220,9 +218,9 @@ async fn the_in_memory_index_ranks_like_sql_after_every_kind_of_change() {
 
     // A word only B has is never found from A (and B's chunks never show).
     ingest(&pool, b, docs_b[0], "v1", &["zyxwvu boundary layer".to_string()]).await;
-    let only_b = [rag_lexindex::QueryTerm { term: "zyxwvu".into(), word: 0, weight: 1.0 }];
-    assert!(memory.search(a, &only_b, &[], rag_lexindex::Bm25::default(), 10).await.unwrap().is_empty());
-    assert_eq!(memory.search(b, &only_b, &[], rag_lexindex::Bm25::default(), 10).await.unwrap().len(), 1);
+    let only_b = [QueryTerm { term: "zyxwvu".into(), word: 0, weight: 1.0 }];
+    assert!(memory.search(a, &only_b, &[], Bm25::default(), 10).await.unwrap().is_empty());
+    assert_eq!(memory.search(b, &only_b, &[], Bm25::default(), 10).await.unwrap().len(), 1);
     let from_a = assert_same_ranking(&pool, &memory, a, &[]).await;
     let b_chunks: Vec<String> = {
         let mut all = Vec::new();
@@ -286,25 +284,25 @@ async fn the_in_memory_index_ranks_like_sql_after_every_kind_of_change() {
         failure: None,
     };
     rag_store::pipeline::apply_ingested(&mut open, &ingested).await.unwrap();
-    let probe = [rag_lexindex::QueryTerm { term: "qwertyuiop".into(), word: 0, weight: 1.0 }];
+    let probe = [QueryTerm { term: "qwertyuiop".into(), word: 0, weight: 1.0 }];
     // Meanwhile other documents change and are caught up with.
     ingest(&pool, a, docs_a[2], "v2", &[corpus.text()]).await;
-    assert!(memory.search(a, &probe, &[], rag_lexindex::Bm25::default(), 10).await.unwrap().is_empty());
+    assert!(memory.search(a, &probe, &[], Bm25::default(), 10).await.unwrap().is_empty());
     assert_same_ranking(&pool, &memory, a, &[]).await;
     open.commit().await.unwrap();
-    let hits = memory.search(a, &probe, &[], rag_lexindex::Bm25::default(), 10).await.unwrap();
+    let hits = memory.search(a, &probe, &[], Bm25::default(), 10).await.unwrap();
     assert_eq!(hits.iter().map(|h| h.chunk_id.as_str()).collect::<Vec<_>>(), [chunk.chunk_id.as_str()]);
     assert_same_ranking(&pool, &memory, a, &[]).await;
 
     // A rebuild truncates the read models: the index empties, then follows
     // the new rows.
     rag_store::operations::reset_read_models(&pool, &[]).await.unwrap();
-    assert!(memory.search(a, &probe, &[], rag_lexindex::Bm25::default(), 10).await.unwrap().is_empty());
+    assert!(memory.search(a, &probe, &[], Bm25::default(), 10).await.unwrap().is_empty());
     let mut tx = pool.begin().await.unwrap();
     upload(&mut tx, a, late).await;
     tx.commit().await.unwrap();
     ingest(&pool, a, late, "v1", &[late_text]).await;
-    assert_eq!(memory.search(a, &probe, &[], rag_lexindex::Bm25::default(), 10).await.unwrap().len(), 1);
+    assert_eq!(memory.search(a, &probe, &[], Bm25::default(), 10).await.unwrap().len(), 1);
     assert_same_ranking(&pool, &memory, a, &[]).await;
     db.drop_database().await;
 }
