@@ -35,7 +35,7 @@ pub async fn search(s: &Settings, args: SearchArgs) -> anyhow::Result<ExitCode> 
     // One query per process: loading the workspace's in-memory index
     // (seconds for a large one) would cost more than the SQL scorer, which
     // ranks the same.
-    retriever.lexical_index = None;
+    retriever.search_index = None;
     let top_k = args.top_k.unwrap_or(s.retrieval_top_k).max(1);
     let result = retriever.retrieve(&args.workspace, &args.query, top_k, &args.documents, args.mode).await?;
     if args.json {

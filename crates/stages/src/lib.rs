@@ -7,12 +7,12 @@ pub mod common;
 pub mod error;
 pub mod failpoint;
 pub mod indexer;
-pub mod lexical_index;
 pub mod ocr;
 pub mod parser;
 pub mod pg_offsets;
 pub mod projector;
 pub mod retriever;
+pub mod search_index;
 pub mod stuck;
 
 /// Every stage of the pipeline, with the chunker of `profile`: who they

@@ -11,7 +11,8 @@ use rag_store::search::{self, Bm25, ChunkHit, QueryTerm, SearchScope};
 use rag_store::sqlx::PgPool;
 use serde::Serialize;
 
-use crate::lexical_index::LexicalIndexes;
+use crate::search_index::SearchIndexes;
+use rag_searchindex::Scored;
 use uuid::Uuid;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -90,7 +91,7 @@ pub struct Retriever {
     /// Weight of the dense side in the fusion (lexical is 1).
     pub dense_weight: f64,
     /// In-memory BM25 (the same ranking); None: the SQL scorer.
-    pub lexical_index: Option<Arc<LexicalIndexes>>,
+    pub search_index: Option<Arc<SearchIndexes>>,
 }
 
 impl Retriever {
@@ -119,7 +120,7 @@ impl Retriever {
                 .into_iter()
                 .map(|t| QueryTerm { term: t.term, word: t.word as i32, weight: t.weight })
                 .collect();
-            Ok(match &self.lexical_index {
+            Ok(match &self.search_index {
                 Some(index) => self.lexical_in_memory(index, &scope, &terms, pool_size).await?,
                 None => search::lexical(&self.pool, &scope, &terms, self.bm25, pool_size).await?,
             })
@@ -130,6 +131,13 @@ impl Retriever {
             }
             let (model, _) = self.embedder.identity().ok_or(RetrieveError::NoEmbedder)?;
             let vector = self.embedder.embed(&[query.to_string()], rag_embed::InputKind::Query).await?.pop().unwrap_or_default();
+            // Exact search over the vectors the process holds for a small
+            // workspace; pgvector's HNSW index otherwise.
+            if let Some(index) = &self.search_index {
+                if let Some(ranked) = index.nearest(workspace_id, model, &vector, document_ids, pool_size).await? {
+                    return self.rows_in_order(workspace_id, ranked).await;
+                }
+            }
             Ok(search::dense(&self.pool, &scope, model, &vector, pool_size).await?)
         };
         let (lexical, dense) = tokio::try_join!(lexical, dense)?;
@@ -166,22 +174,27 @@ impl Retriever {
 
 impl Retriever {
     /// Ranks in the process's index, then reads the winners' rows; a chunk
-    /// that stopped being searchable in between is left out, like a row the
-    /// SQL scorer would no longer see.
+    /// that stopped being searchable in between is left out, like a row a
+    /// SQL statement would no longer see.
     async fn lexical_in_memory(
         &self,
-        index: &LexicalIndexes,
+        index: &SearchIndexes,
         scope: &SearchScope<'_>,
         terms: &[QueryTerm],
         limit: usize,
     ) -> Result<Vec<ChunkHit>, RetrieveError> {
         let ranked = index.search(scope.workspace_id, terms, scope.document_ids, self.bm25, limit).await?;
+        self.rows_in_order(scope.workspace_id, ranked).await
+    }
+
+    /// The rows of ranked chunks, in rank order, with their scores.
+    async fn rows_in_order(&self, workspace_id: &str, ranked: Vec<Scored>) -> Result<Vec<ChunkHit>, RetrieveError> {
         if ranked.is_empty() {
             return Ok(Vec::new());
         }
         let ids: Vec<String> = ranked.iter().map(|r| r.chunk_id.clone()).collect();
         let mut rows: HashMap<String, ChunkHit> =
-            search::chunks_by_id(&self.pool, scope.workspace_id, &ids).await?.into_iter().map(|h| (h.chunk_id.clone(), h)).collect();
+            search::chunks_by_id(&self.pool, workspace_id, &ids).await?.into_iter().map(|h| (h.chunk_id.clone(), h)).collect();
         Ok(ranked
             .into_iter()
             .filter_map(|r| {

@@ -18,7 +18,7 @@ pub struct SearchScope<'a> {
 
 /// BM25 parameters and query terms are the in-memory scorer's: both
 /// scorers take the same input and must rank alike.
-pub use rag_lexindex::{Bm25, QueryTerm};
+pub use rag_searchindex::{Bm25, QueryTerm};
 
 /// A chunk of the index, as retrieval returns it.
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow, serde::Serialize)]
@@ -161,6 +161,34 @@ pub async fn searchable_chunks(pool: &PgPool, workspace_id: &str, documents: Opt
          FROM {ELIGIBLE} LEFT JOIN search_terms t ON t.chunk_id = c.chunk_id AND t.workspace_id = c.workspace_id
          WHERE c.workspace_id = $1 AND ($2::uuid[] IS NULL OR c.document_id = ANY($2))
          GROUP BY c.chunk_id, c.document_id, c.term_count"
+    ))
+    .persistent(false)
+    .bind(workspace_id)
+    .bind(documents)
+    .fetch_all(pool)
+    .await?)
+}
+
+/// A searchable chunk's embedding, for an in-memory index.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct SearchableVector {
+    pub chunk_id: String,
+    pub embedding_model: String,
+    pub embedding: Vec<f32>,
+}
+
+/// The embeddings of the searchable chunks of a workspace, or of some of
+/// its documents.
+pub async fn searchable_vectors(
+    pool: &PgPool,
+    workspace_id: &str,
+    documents: Option<&[Uuid]>,
+) -> Result<Vec<SearchableVector>, StoreError> {
+    Ok(sqlx::query_as(&format!(
+        "SELECT c.chunk_id, c.embedding_model, c.embedding::real[] AS embedding
+         FROM {ELIGIBLE}
+         WHERE c.workspace_id = $1 AND ($2::uuid[] IS NULL OR c.document_id = ANY($2))
+           AND c.embedding IS NOT NULL AND c.embedding_model IS NOT NULL"
     ))
     .persistent(false)
     .bind(workspace_id)

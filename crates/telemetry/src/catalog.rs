@@ -79,10 +79,10 @@ metric_table! {
     HTTP_REQUESTS: Counter = "rag_http_requests_total" ["method", "route", "status"] "HTTP requests the API answered";
     /// Time to answer an HTTP request (SSE: to open the stream).
     HTTP_SECONDS: Histogram seconds(1) = "rag_http_request_seconds" ["method", "route"] "Time to answer an HTTP request";
-    /// Catching a workspace's in-memory lexical index up with Postgres; kind is full or changes.
-    LEXICAL_INDEX_REFRESH_SECONDS: Histogram seconds(1) = "rag_lexical_index_refresh_seconds" ["kind"] "Catching an in-memory lexical index up with the read models";
-    /// Postings the in-memory lexical indexes of this process hold.
-    LEXICAL_INDEX_POSTINGS: Gauge = "rag_lexical_index_postings" [] "Postings the in-memory lexical indexes of this process hold";
+    /// Catching a workspace's in-memory search index up with Postgres; kind is full or changes.
+    SEARCH_INDEX_REFRESH_SECONDS: Histogram seconds(1) = "rag_search_index_refresh_seconds" ["kind"] "Catching an in-memory search index up with the read models";
+    /// What the in-memory search indexes of this process hold, in postings (a vector component counts a third).
+    SEARCH_INDEX_POSTINGS: Gauge = "rag_search_index_postings" [] "What the in-memory search indexes of this process hold, in postings";
 }
 
 /// Tells the installed recorder the help text and unit of every metric.

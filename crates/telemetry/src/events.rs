@@ -340,8 +340,8 @@ impl InternalEvent for LlmTokensUsed<'_> {
     }
 }
 
-/// A workspace's in-memory lexical index caught up with the read models.
-pub struct LexicalIndexRefreshed<'a> {
+/// A workspace's in-memory search index caught up with the read models.
+pub struct SearchIndexRefreshed<'a> {
     pub workspace_id: &'a str,
     /// A full load (first query, or the read models were truncated).
     pub full: bool,
@@ -352,18 +352,18 @@ pub struct LexicalIndexRefreshed<'a> {
     pub process_postings: usize,
 }
 
-impl InternalEvent for LexicalIndexRefreshed<'_> {
+impl InternalEvent for SearchIndexRefreshed<'_> {
     fn emit(self) {
         let kind = if self.full { "full" } else { "changes" };
         if self.full {
             info!(workspace_id = %self.workspace_id, documents = self.documents, chunks = self.chunks,
-                seconds = self.elapsed.as_secs_f64(), "lexical index loaded");
+                seconds = self.elapsed.as_secs_f64(), "search index loaded");
         } else {
             debug!(workspace_id = %self.workspace_id, documents = self.documents, chunks = self.chunks,
-                seconds = self.elapsed.as_secs_f64(), "lexical index caught up");
+                seconds = self.elapsed.as_secs_f64(), "search index caught up");
         }
-        histogram!(names::LEXICAL_INDEX_REFRESH_SECONDS, KIND => kind).record(self.elapsed.as_secs_f64());
-        gauge!(names::LEXICAL_INDEX_POSTINGS).set(self.process_postings as f64);
+        histogram!(names::SEARCH_INDEX_REFRESH_SECONDS, KIND => kind).record(self.elapsed.as_secs_f64());
+        gauge!(names::SEARCH_INDEX_POSTINGS).set(self.process_postings as f64);
     }
 }
 

@@ -378,7 +378,7 @@ pub async fn run(s: &Settings, args: &RetrievalArgs, quiet: bool) -> anyhow::Res
             .collect();
         // Each workspace's in-memory index is loaded by its first query:
         // timed here, apart from the steady state.
-        let index_load_ms = if retriever.lexical_index.is_some() {
+        let index_load_ms = if retriever.search_index.is_some() {
             let mut ms = Vec::with_capacity(workspaces.len());
             for ws in &workspaces {
                 let start = Instant::now();
@@ -391,7 +391,7 @@ pub async fn run(s: &Settings, args: &RetrievalArgs, quiet: bool) -> anyhow::Res
             None
         };
         if let Some((p50, max)) = index_load_ms {
-            eprintln!("  lexical index loads: p50 {p50:.0} ms, max {max:.0} ms per workspace");
+            eprintln!("  search index loads: p50 {p50:.0} ms, max {max:.0} ms per workspace");
         }
         let mut modes = Vec::new();
         let dense = model.is_some();
@@ -436,7 +436,7 @@ pub fn print(reports: &[RetrievalReport]) {
             if r.dense { "" } else { ", lexical only: EMBEDDER=none" }
         );
         if let Some((p50, max)) = r.index_load_ms {
-            println!("  lexical index load (first query of a workspace): p50 {p50:.0} ms, max {max:.0} ms");
+            println!("  search index load (first query of a workspace): p50 {p50:.0} ms, max {max:.0} ms");
         }
         for m in &r.modes {
             println!("  {:<8} p50 {:>7.1} ms   p99 {:>7.1} ms   max {:>7.1} ms", m.mode, m.p50_ms, m.p99_ms, m.max_ms);

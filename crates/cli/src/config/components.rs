@@ -41,10 +41,12 @@ impl Settings {
             bm25: rag_store::search::Bm25 { k1: self.bm25_k1, b: self.bm25_b },
             candidates: self.retrieval_candidates.max(1),
             dense_weight: self.retrieval_dense_weight,
-            lexical_index: match self.lexical_index {
-                LexicalIndexChoice::Memory => {
-                    Some(std::sync::Arc::new(rag_stages::lexical_index::LexicalIndexes::new(pool, self.lexical_index_max_postings)))
-                }
+            search_index: match self.lexical_index {
+                LexicalIndexChoice::Memory => Some(std::sync::Arc::new(rag_stages::search_index::SearchIndexes::new(
+                    pool,
+                    self.search_index_max_postings,
+                    self.dense_in_memory_max_chunks,
+                ))),
                 LexicalIndexChoice::Postgres => None,
             },
         })

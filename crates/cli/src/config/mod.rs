@@ -168,9 +168,12 @@ pub struct Settings {
     /// Where BM25 is scored: `memory` (an inverted index per searched workspace held by the process, caught up with Postgres before each query; the same ranking) or `postgres` (one SQL statement; seconds at 100,000 chunks).
     #[arg(long, env = "LEXICAL_INDEX", default_value = "memory", global = true)]
     pub lexical_index: LexicalIndexChoice,
-    /// Postings the in-memory lexical indexes of a process may hold (~12 bytes each); past it the least recently searched workspaces are dropped and reload when searched.
-    #[arg(long, env = "LEXICAL_INDEX_MAX_POSTINGS", default_value_t = rag_stages::lexical_index::DEFAULT_MAX_POSTINGS, global = true)]
-    pub lexical_index_max_postings: usize,
+    /// What the in-memory search indexes of a process may hold, in postings (~12 bytes; a vector component counts a third); past it the least recently searched workspaces are dropped and reload when searched. Only searched workspaces are loaded.
+    #[arg(long, env = "SEARCH_INDEX_MAX_POSTINGS", default_value_t = rag_stages::search_index::DEFAULT_MAX_POSTINGS, global = true)]
+    pub search_index_max_postings: usize,
+    /// With LEXICAL_INDEX=memory, workspaces of at most this many chunks also have their vectors held for exact nearest neighbours (a small workspace in a large shared HNSW index is slow to search); larger ones use pgvector's HNSW index. 0: always pgvector.
+    #[arg(long, env = "DENSE_IN_MEMORY_MAX_CHUNKS", default_value_t = rag_stages::search_index::DEFAULT_DENSE_MAX_CHUNKS, global = true)]
+    pub dense_in_memory_max_chunks: usize,
     /// Answer LLM: base URL of an OpenAI-compatible API, version included (requests go to {base}/chat/completions). With ANSWER_LLM_MODEL and ANSWER_LLM_API_KEY it enables LLM answers; otherwise answers are extractive.
     #[arg(long, env = "ANSWER_LLM_BASE_URL", default_value = "", global = true)]
     pub answer_llm_base_url: String,

@@ -3,6 +3,6 @@
 //! their own.
 
 mod answer_metadata;
-mod lexical_index;
 mod ocr_geometry;
 mod pg_offsets;
+mod search_index;

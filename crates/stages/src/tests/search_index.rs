@@ -14,7 +14,7 @@ use rag_store::sqlx::{PgPool, Postgres, Transaction};
 use rag_store::testing::{stack_database_url, TestDatabase};
 use uuid::Uuid;
 
-use crate::lexical_index::LexicalIndexes;
+use crate::search_index::SearchIndexes;
 
 const WORDS: &[&str] = &[
     "tăng",
@@ -122,18 +122,18 @@ async fn ingest(pool: &PgPool, workspace: &str, document: Uuid, version: &str, t
         .iter()
         .map(|chunk| {
             let (terms, term_count) = rag_lexical::document_terms(&chunk.text);
-            IndexedChunk { chunk, terms, term_count, embedding: None }
+            IndexedChunk { chunk, terms, term_count, embedding: Some(vector_of(&chunk.text)) }
         })
         .collect();
     let mut tx = pool.begin().await.unwrap();
-    rag_store::pipeline::replace_index(&mut tx, workspace, &id, version, None, &indexed, chrono::Utc::now()).await.unwrap();
+    rag_store::pipeline::replace_index(&mut tx, workspace, &id, version, Some(MODEL), &indexed, chrono::Utc::now()).await.unwrap();
     tx.commit().await.unwrap();
     let ingested = DocumentIngested {
         envelope: Envelope::originating(workspace, "test"),
         document_id: id,
         chunking_version: version.into(),
-        embedding_model: None,
-        embedding_dimension: None,
+        embedding_model: Some(MODEL.into()),
+        embedding_dimension: Some(DIMENSION as i32),
         chunk_count: chunks.len() as i32,
         failure: None,
     };
@@ -142,12 +142,32 @@ async fn ingest(pool: &PgPool, workspace: &str, document: Uuid, version: &str, t
     tx.commit().await.unwrap();
 }
 
+const MODEL: &str = "test-model";
+const DIMENSION: usize = 12;
+
+/// A text's embedding: the normalised sum of fixed pseudo-random vectors
+/// of its words, so similar texts are near each other.
+fn vector_of(text: &str) -> Vec<f32> {
+    let mut v = [0f32; DIMENSION];
+    for word in rag_lexical::words(text) {
+        let mut h = word.bytes().fold(0xcbf29ce484222325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100000001b3));
+        for x in v.iter_mut() {
+            h ^= h << 13;
+            h ^= h >> 7;
+            h ^= h << 17;
+            *x += (h % 1000) as f32 / 500.0 - 1.0;
+        }
+    }
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-6);
+    v.iter().map(|x| x / norm).collect()
+}
+
 const QUERIES: &[&str] =
     &["tăng trưởng kinh tế", "tang truong", "ngân hàng lãi suất", "boundary layer heat", "the rate of growth", "quy định"];
 
 /// Both scorers on every query, whole workspace and scoped; returns the
 /// chunk ids the memory side found.
-async fn assert_same_ranking(pool: &PgPool, memory: &LexicalIndexes, workspace: &str, scope: &[Uuid]) -> Vec<String> {
+async fn assert_same_ranking(pool: &PgPool, memory: &SearchIndexes, workspace: &str, scope: &[Uuid]) -> Vec<String> {
     let mut found = Vec::new();
     for query in QUERIES {
         let terms: Vec<QueryTerm> = rag_retrieval::query_terms(query)
@@ -175,6 +195,20 @@ async fn assert_same_ranking(pool: &PgPool, memory: &LexicalIndexes, workspace: 
             }
         }
         found.extend(mem.into_iter().map(|m| m.chunk_id));
+
+        // Dense: the exact search in memory against pgvector's exact scan
+        // (the test database has no HNSW index).
+        let vector = vector_of(query);
+        let sql = search::dense(pool, &SearchScope { workspace_id: workspace, document_ids: scope }, MODEL, &vector, 15).await.unwrap();
+        let mem = memory.nearest(workspace, MODEL, &vector, scope, 15).await.unwrap().expect("a small workspace's vectors are held");
+        assert_eq!(mem.len(), sql.len(), "dense {query:?} in {workspace}");
+        for (m, s) in mem.iter().zip(&sql) {
+            assert!((m.score - s.score).abs() <= 1e-5, "dense {query:?}: {} {} vs {} {}", m.chunk_id, m.score, s.chunk_id, s.score);
+            if m.chunk_id != s.chunk_id {
+                let other = sql.iter().find(|h| h.chunk_id == m.chunk_id).map(|h| h.score);
+                assert!(other.is_some_and(|o| (o - m.score).abs() <= 1e-5), "dense {query:?}: {} out of place", m.chunk_id);
+            }
+        }
     }
     assert!(!found.is_empty(), "no query found anything in {workspace}: the comparison proves nothing");
     found
@@ -189,7 +223,7 @@ async fn the_in_memory_index_ranks_like_sql_after_every_kind_of_change() {
     let url = stack_database_url(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")).expect("run `scripts/stack up` first");
     let db = TestDatabase::create(&url).await.unwrap();
     let pool = db.pool.clone();
-    let memory = LexicalIndexes::new(pool.clone(), 1_000_000);
+    let memory = SearchIndexes::new(pool.clone(), 1_000_000, 1_000);
     let mut corpus = Corpus { seed: 0x2545f4914f6cdd1d };
     let (a, b) = ("ws-a", "ws-b");
     let docs_a: Vec<Uuid> = (0..24).map(|_| Uuid::new_v4()).collect();
@@ -272,14 +306,14 @@ async fn the_in_memory_index_ranks_like_sql_after_every_kind_of_change() {
         line_start: None,
         line_end: None,
     };
-    let indexed = [IndexedChunk { chunk: &chunk, terms: lexical.0, term_count: lexical.1, embedding: None }];
-    rag_store::pipeline::replace_index(&mut open, a, &late.to_string(), "v1", None, &indexed, chrono::Utc::now()).await.unwrap();
+    let indexed = [IndexedChunk { chunk: &chunk, terms: lexical.0, term_count: lexical.1, embedding: Some(vector_of(&late_text)) }];
+    rag_store::pipeline::replace_index(&mut open, a, &late.to_string(), "v1", Some(MODEL), &indexed, chrono::Utc::now()).await.unwrap();
     let ingested = DocumentIngested {
         envelope: Envelope::originating(a, "test"),
         document_id: late.to_string(),
         chunking_version: "v1".into(),
-        embedding_model: None,
-        embedding_dimension: None,
+        embedding_model: Some(MODEL.into()),
+        embedding_dimension: Some(DIMENSION as i32),
         chunk_count: 1,
         failure: None,
     };

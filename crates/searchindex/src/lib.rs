@@ -1,9 +1,12 @@
-//! The lexical side of retrieval for one workspace, held in memory: an
-//! inverted index (term -> chunks with their term frequency) and BM25 with
-//! exactly the formula and statistics of the SQL scorer
-//! (`rag_store::search::lexical`), so moving the scoring here changes no
-//! ranking. No I/O: the caller loads chunks from the read models and tells
-//! the index which documents changed.
+//! One workspace's search index, held in memory: an inverted index (term
+//! -> chunks with their term frequency) with BM25 of exactly the formula
+//! and statistics of the SQL scorer (`rag_store::search::lexical`), so
+//! moving the scoring here changes no ranking; and, when the caller loads
+//! them, the chunks' embedding vectors for exact nearest neighbours (a
+//! small workspace in a large shared HNSW index is slow to search: the
+//! scan walks past the other workspaces' vectors). No I/O: the caller
+//! loads chunks from the read models and tells the index which documents
+//! changed.
 //!
 //! Why not a search library: tantivy scores with index-wide statistics,
 //! one-byte length norms and a sum over terms, while this ranking takes the
@@ -43,6 +46,15 @@ pub struct IndexedChunk {
     pub term_count: u32,
     /// Each term once, with its frequency.
     pub terms: Vec<(String, u32)>,
+    /// The chunk's embedding, when the caller holds vectors.
+    pub vector: Option<ChunkVector>,
+}
+
+/// An embedding and the model that made it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChunkVector {
+    pub model: String,
+    pub values: Vec<f32>,
 }
 
 /// A query term: its word (a word's terms do not add up, the best counts)
@@ -75,6 +87,10 @@ struct Slot {
     term_ids: Vec<u32>,
 }
 
+/// An embedding as held: its model (an index into `models`), its norm
+/// (computed once, not per query) and its components.
+type HeldVector = (u16, f64, Box<[f32]>);
+
 /// The inverted index of one workspace's searchable chunks.
 #[derive(Debug, Default)]
 pub struct WorkspaceIndex {
@@ -90,6 +106,10 @@ pub struct WorkspaceIndex {
     /// Per slot, apart from `slots` so scoring reads compact arrays.
     lengths: Vec<u32>,
     alive: Vec<bool>,
+    /// Per slot: the embedding, if held.
+    vectors: Vec<Option<HeldVector>>,
+    models: Vec<String>,
+    vector_floats: usize,
     documents: HashMap<Uuid, Vec<u32>>,
     live_chunks: u64,
     live_length: u64,
@@ -112,9 +132,21 @@ impl WorkspaceIndex {
         self.documents.len()
     }
 
-    /// Postings held, dead ones included (what the memory is spent on).
+    /// Postings held, dead ones included.
     pub fn postings(&self) -> usize {
         self.total_postings
+    }
+
+    /// What the index weighs, in postings (~12 bytes): postings plus a
+    /// third of a posting per vector component (4 bytes).
+    pub fn weight_in_postings(&self) -> usize {
+        self.total_postings + self.vector_floats / 3
+    }
+
+    /// Forgets every vector (the workspace outgrew exact search).
+    pub fn drop_vectors(&mut self) {
+        self.vectors.iter_mut().for_each(|v| *v = None);
+        self.vector_floats = 0;
     }
 
     /// Replaces everything the index holds of `document_id` by `chunks`
@@ -144,6 +176,18 @@ impl WorkspaceIndex {
             self.slots.push(Slot { chunk_id: chunk.chunk_id, document_id: chunk.document_id, term_ids });
             self.lengths.push(chunk.term_count);
             self.alive.push(true);
+            let vector = chunk.vector.map(|v| {
+                let model = match self.models.iter().position(|m| *m == v.model) {
+                    Some(i) => i,
+                    None => {
+                        self.models.push(v.model);
+                        self.models.len() - 1
+                    }
+                };
+                self.vector_floats += v.values.len();
+                (model as u16, f64::from(dot(&v.values, &v.values)).sqrt(), v.values.into_boxed_slice())
+            });
+            self.vectors.push(vector);
             slots.push(slot);
         }
         if !slots.is_empty() {
@@ -167,6 +211,9 @@ impl WorkspaceIndex {
                 self.live_df[t as usize] -= 1;
             }
             self.dead_postings += self.slots[i].term_ids.len();
+            if let Some((_, _, v)) = self.vectors[i].take() {
+                self.vector_floats -= v.len();
+            }
             self.live_chunks -= 1;
             self.live_length -= u64::from(self.lengths[i]);
         }
@@ -177,17 +224,20 @@ impl WorkspaceIndex {
         let mut renumbered: Vec<Option<u32>> = Vec::with_capacity(self.slots.len());
         let mut slots = Vec::with_capacity(self.live_chunks as usize);
         let mut lengths = Vec::with_capacity(self.live_chunks as usize);
+        let mut vectors = Vec::with_capacity(self.live_chunks as usize);
         for (i, slot) in self.slots.drain(..).enumerate() {
             if self.alive[i] {
                 renumbered.push(Some(slots.len() as u32));
                 slots.push(slot);
                 lengths.push(self.lengths[i]);
+                vectors.push(self.vectors[i].take());
             } else {
                 renumbered.push(None);
             }
         }
         self.alive = vec![true; slots.len()];
         self.lengths = lengths;
+        self.vectors = vectors;
         for list in &mut self.postings {
             list.retain_mut(|p| match renumbered[p.slot as usize] {
                 Some(slot) => {
@@ -282,6 +332,38 @@ impl WorkspaceIndex {
             Some(mask) => self.score_every_posting(&words, &stats, |slot| self.alive[slot] && mask[slot]),
             None if !prunable => self.score_every_posting(&words, &stats, |slot| self.alive[slot]),
             None => self.max_score(&mut words, &stats, limit),
+        };
+        self.top(ranked, limit)
+    }
+
+    /// Exact nearest neighbours of `query` among the live chunks of
+    /// `scope` (empty: all) embedded by `model` with as many components,
+    /// best first (ties by chunk id); the score is the cosine similarity.
+    pub fn nearest(&self, model: &str, query: &[f32], scope: &[Uuid], limit: usize) -> Vec<Scored> {
+        let Some(model) = self.models.iter().position(|m| m == model).map(|m| m as u16) else { return Vec::new() };
+        if query.is_empty() || limit == 0 {
+            return Vec::new();
+        }
+        let query_norm = f64::from(dot(query, query)).sqrt();
+        if query_norm == 0.0 {
+            return Vec::new();
+        }
+        let score = |slot: usize| -> Option<(u32, f64)> {
+            let (m, norm, v) = self.vectors[slot].as_ref()?;
+            if *m != model || v.len() != query.len() || !self.alive[slot] {
+                return None;
+            }
+            (*norm > 0.0).then(|| (slot as u32, f64::from(dot(query, v)) / (query_norm * norm)))
+        };
+        let ranked: Vec<(u32, f64)> = if scope.is_empty() {
+            (0..self.slots.len()).filter_map(score).collect()
+        } else {
+            let unique: HashSet<&Uuid> = scope.iter().collect();
+            unique
+                .into_iter()
+                .flat_map(|doc| self.documents.get(doc).map(Vec::as_slice).unwrap_or_default())
+                .filter_map(|&slot| score(slot as usize))
+                .collect()
         };
         self.top(ranked, limit)
     }
@@ -428,6 +510,20 @@ impl WorkspaceIndex {
     }
 }
 
+/// Dot product in eight lanes, which the compiler turns into vector
+/// instructions.
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let mut lanes = [0f32; 8];
+    let (a8, b8) = (a.chunks_exact(8), b.chunks_exact(8));
+    let tail: f32 = a8.remainder().iter().zip(b8.remainder()).map(|(x, y)| x * y).sum();
+    for (x, y) in a8.zip(b8) {
+        for i in 0..8 {
+            lanes[i] += x[i] * y[i];
+        }
+    }
+    lanes.iter().sum::<f32>() + tail
+}
+
 /// Whether `upper` cannot reach `threshold`, with room for the rounding
 /// of a bound computed in another order than the score it bounds (a tie
 /// at the threshold may still win on its chunk id).
@@ -525,7 +621,13 @@ mod tests {
         for w in words {
             *tf.entry(w.to_string()).or_default() += 1;
         }
-        IndexedChunk { chunk_id: id.into(), document_id: doc, term_count: words.len() as u32, terms: tf.into_iter().collect() }
+        IndexedChunk {
+            chunk_id: id.into(),
+            document_id: doc,
+            term_count: words.len() as u32,
+            terms: tf.into_iter().collect(),
+            vector: None,
+        }
     }
 
     fn q(term: &str, word: i32, weight: f64) -> QueryTerm {
@@ -661,6 +763,64 @@ mod tests {
             let want: Vec<String> = reference(&chunks, &terms, &[], Bm25::default(), limit).into_iter().map(|(id, _)| id).collect();
             assert_eq!(got, want, "limit {limit}");
         }
+    }
+
+    #[test]
+    fn nearest_neighbours_are_exact_within_the_scope_and_the_model() {
+        let mut seed = 0x853c49e6748fea9bu64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % 2001) as f32 / 1000.0 - 1.0
+        };
+        let mut index = WorkspaceIndex::new();
+        let mut all: Vec<(String, Uuid, String, Vec<f32>)> = Vec::new();
+        for d in 0..20u128 {
+            let doc = Uuid::from_u128(d);
+            let chunks: Vec<IndexedChunk> = (0..5)
+                .map(|c| {
+                    let model = if c == 4 { "other" } else { "m" }.to_string();
+                    let mut values: Vec<f32> = (0..19).map(|_| next()).collect();
+                    if d == 3 && c < 2 {
+                        // Two chunks with one vector: a tie, broken by chunk id.
+                        values = vec![0.5; 19];
+                    }
+                    let id = format!("c{d:02}-{c}");
+                    all.push((id.clone(), doc, model.clone(), values.clone()));
+                    IndexedChunk { vector: Some(ChunkVector { model, values }), ..chunk(&id, doc, &["w"]) }
+                })
+                .collect();
+            index.replace_document(doc, chunks);
+        }
+        index.remove_document(Uuid::from_u128(7));
+        index.compact();
+        let cosine = |a: &[f32], b: &[f32]| {
+            let d: f64 = a.iter().zip(b).map(|(x, y)| f64::from(*x) * f64::from(*y)).sum();
+            let n = |v: &[f32]| v.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
+            d / (n(a) * n(b))
+        };
+        for (query, scope) in
+            [(vec![0.5f32; 19], vec![]), ((0..19).map(|_| next()).collect(), vec![Uuid::from_u128(3), Uuid::from_u128(7)])]
+        {
+            let mut want: Vec<(String, f64)> = all
+                .iter()
+                .filter(|(_, doc, model, _)| model == "m" && *doc != Uuid::from_u128(7) && (scope.is_empty() || scope.contains(doc)))
+                .map(|(id, _, _, v)| (id.clone(), cosine(&query, v)))
+                .collect();
+            want.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+            want.truncate(6);
+            let got = index.nearest("m", &query, &scope, 6);
+            assert_eq!(got.iter().map(|g| g.chunk_id.clone()).collect::<Vec<_>>(), want.iter().map(|w| w.0.clone()).collect::<Vec<_>>());
+            for (g, w) in got.iter().zip(&want) {
+                assert!((g.score - w.1).abs() < 1e-5, "{} {} vs {}", g.chunk_id, g.score, w.1);
+            }
+        }
+        assert!(index.nearest("absent", &[1.0; 19], &[], 5).is_empty());
+        assert!(index.nearest("m", &[1.0; 7], &[], 5).is_empty(), "another dimension matches nothing");
+        index.drop_vectors();
+        assert!(index.nearest("m", &[0.5; 19], &[], 5).is_empty());
+        assert_eq!(index.weight_in_postings(), index.postings());
     }
 
     #[test]
