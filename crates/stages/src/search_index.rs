@@ -11,8 +11,8 @@
 //! (larger ones are searched through pgvector's HNSW index).
 //!
 //! Memory: about 12 bytes per posting and 4 per vector component (a
-//! 10,000-chunk workspace of the bench: ~0.7M postings and 3.8M components,
-//! ~25 MB). Past `max_postings` (vectors counted as a third of a posting per
+//! 10,000-chunk workspace of the bench: 1.08M postings and 3.84M components,
+//! ~28 MB, weighing 2.36M postings). Past `max_postings` (vectors counted as a third of a posting per
 //! component) the least recently searched workspaces are dropped and load
 //! again when next searched.
 
@@ -30,9 +30,9 @@ use tokio::sync::{OwnedRwLockReadGuard, RwLock};
 use uuid::Uuid;
 
 /// Default bound on what the indexes of a process hold, in postings
-/// (~12 bytes each): ~2.4 GB at most, enough for 100 workspaces of 10,000
+/// (~12 bytes each): ~3 GB at most, enough for 100 workspaces of 10,000
 /// chunks with their vectors. Only searched workspaces are loaded.
-pub const DEFAULT_MAX_POSTINGS: usize = 200_000_000;
+pub const DEFAULT_MAX_POSTINGS: usize = 250_000_000;
 /// Default size up to which a workspace's vectors are held for exact search.
 pub const DEFAULT_DENSE_MAX_CHUNKS: usize = 20_000;
 
