@@ -39,11 +39,27 @@ impl PackedMatrix {
         self.n.div_ceil(NR)
     }
 
+    /// Sizes the panels for `k x n`. Not cleared (attention repacks every
+    /// head, and a memset of the whole buffer each time showed in
+    /// profiles): the packing functions write every real column and
+    /// [`Self::zero_padding`] the rest.
     fn reset(&mut self, k: usize, n: usize) {
         self.k = k;
         self.n = n;
-        self.data.clear();
         self.data.resize(n.div_ceil(NR) * k * NR, 0.0);
+        self.zero_padding();
+    }
+
+    /// Zeroes the columns of the last panel past `n`.
+    fn zero_padding(&mut self) {
+        let cols = self.n % NR;
+        if cols == 0 || self.k == 0 {
+            return;
+        }
+        let (k, last) = (self.k, self.panels() - 1);
+        for row in self.data[last * k * NR..(last + 1) * k * NR].chunks_exact_mut(NR) {
+            row[cols..].fill(0.0);
+        }
     }
 
     /// Packs `B[kk][j] = get(kk, j)`.
@@ -171,10 +187,16 @@ pub fn matmul(a: &[f32], lda: usize, m: usize, b: &PackedMatrix, c: &mut [f32], 
 /// the last tile are zero.
 fn pack_a(a: &[f32], lda: usize, rows: usize, kc: usize, out: &mut Vec<f32>) {
     let tiles = rows.div_ceil(MR);
-    out.clear();
+    // Not cleared: every element is written below, padding rows as zeros.
     out.resize(tiles * MR * kc, 0.0);
     for (t, tile) in out.chunks_exact_mut(MR * kc).enumerate() {
-        for r in 0..(rows - t * MR).min(MR) {
+        let real = (rows - t * MR).min(MR);
+        if real < MR {
+            for depth in tile.chunks_exact_mut(MR) {
+                depth[real..].fill(0.0);
+            }
+        }
+        for r in 0..real {
             let src = &a[(t * MR + r) * lda..(t * MR + r) * lda + kc];
             for (kk, v) in src.iter().enumerate() {
                 tile[kk * MR + r] = *v;

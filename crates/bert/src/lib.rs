@@ -17,6 +17,7 @@
 #[doc(hidden)]
 mod config;
 pub mod gemm;
+pub mod gemm_i8;
 mod ops;
 pub mod sample;
 
@@ -26,6 +27,7 @@ use config::{Pooling, PoolingConfig, SentenceBertConfig};
 use std::path::{Path, PathBuf};
 
 use gemm::{matmul, PackedMatrix};
+use gemm_i8::{matmul_i8, PackedI8, QuantizedRows};
 
 pub use gemm::NR as PANEL_WIDTH;
 
@@ -47,17 +49,61 @@ pub enum EncodeError {
     Thread,
 }
 
+/// How the projections (the four `Linear`s of each layer, ~95% of the
+/// arithmetic) are computed; attention, layer norms and GELU stay fp32.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Precision {
+    /// fp32 weights and activations: the model as trained.
+    #[default]
+    Fp32,
+    /// Weights quantised per output channel, activations per token, at
+    /// every call; integer products with AVX-512 VNNI where present
+    /// ([`gemm_i8`]).
+    Int8,
+}
+
+impl Precision {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Precision::Fp32 => "fp32",
+            Precision::Int8 => "int8",
+        }
+    }
+}
+
+enum Projection {
+    Fp32(PackedMatrix),
+    Int8(PackedI8),
+}
+
 struct Linear {
-    w: PackedMatrix,
+    w: Projection,
     bias: Vec<f32>,
 }
 
 impl Linear {
-    fn apply(&self, x: &[f32], rows: usize, out: &mut Vec<f32>) {
-        let n = self.w.n();
-        out.clear();
-        out.resize(rows * n, 0.0);
-        matmul(x, self.w.k(), rows, &self.w, out, n, Some(&self.bias));
+    fn new(w: &[f32], bias: Vec<f32>, out_f: usize, in_f: usize, precision: Precision) -> Self {
+        let w = match precision {
+            Precision::Fp32 => Projection::Fp32(PackedMatrix::from_linear_weight(w, out_f, in_f)),
+            Precision::Int8 => Projection::Int8(PackedI8::from_linear_weight(w, out_f, in_f)),
+        };
+        Linear { w, bias }
+    }
+
+    fn apply(&self, x: &[f32], rows: usize, out: &mut Vec<f32>, quant: &mut QuantizedRows) {
+        // Both products overwrite every element of C: resizing without
+        // clearing skips a memset of the whole output on every call.
+        match &self.w {
+            Projection::Fp32(w) => {
+                out.resize(rows * w.n(), 0.0);
+                matmul(x, w.k(), rows, w, out, w.n(), Some(&self.bias));
+            }
+            Projection::Int8(w) => {
+                out.resize(rows * w.n(), 0.0);
+                quant.quantize(x, w.k(), rows, w.k());
+                matmul_i8(quant, w, out, w.n(), Some(&self.bias));
+            }
+        }
     }
 }
 
@@ -97,6 +143,7 @@ struct Scratch {
     scores: Vec<f32>,
     keys: PackedMatrix,
     values: PackedMatrix,
+    quant: QuantizedRows,
 }
 
 struct Weights {
@@ -127,12 +174,8 @@ impl Weights {
     }
 }
 
-fn packed_linear(w: &[f32], b: Vec<f32>, out_f: usize, in_f: usize) -> Linear {
-    Linear { w: PackedMatrix::from_linear_weight(w, out_f, in_f), bias: b }
-}
-
 impl BertModel {
-    fn load(cfg: BertConfig, weights: &Weights) -> Result<Self, LoadError> {
+    fn load(cfg: BertConfig, weights: &Weights, precision: Precision) -> Result<Self, LoadError> {
         let h = cfg.hidden_size;
         let inter = cfg.intermediate_size;
         if cfg.num_attention_heads == 0 || !h.is_multiple_of(cfg.num_attention_heads) {
@@ -159,11 +202,11 @@ impl BertModel {
             let (iw, ib) = weights.linear(&format!("{p}.intermediate.dense"), inter, h)?;
             let (dw, db) = weights.linear(&format!("{p}.output.dense"), h, inter)?;
             layers.push(Layer {
-                qkv: packed_linear(&qkv_w, qkv_b, 3 * h, h),
-                attn_out: packed_linear(&ow, ob, h, h),
+                qkv: Linear::new(&qkv_w, qkv_b, 3 * h, h, precision),
+                attn_out: Linear::new(&ow, ob, h, h, precision),
                 attn_norm: weights.norm(&format!("{p}.attention.output.LayerNorm"), h)?,
-                intermediate: packed_linear(&iw, ib, inter, h),
-                output: packed_linear(&dw, db, h, inter),
+                intermediate: Linear::new(&iw, ib, inter, h, precision),
+                output: Linear::new(&dw, db, h, inter, precision),
                 output_norm: weights.norm(&format!("{p}.output.LayerNorm"), h)?,
             });
         }
@@ -188,14 +231,14 @@ impl BertModel {
         let eps = self.cfg.layer_norm_eps;
         ops::add_layer_norm(&mut s.x, &[], &self.embed_norm.gamma, &self.embed_norm.beta, eps);
         for layer in &self.layers {
-            layer.qkv.apply(&s.x, total, &mut s.qkv);
-            s.ctx.clear();
+            layer.qkv.apply(&s.x, total, &mut s.qkv, &mut s.quant);
+            // ctx and scores are overwritten in full (every head writes its
+            // columns of ctx): resized, not cleared.
             s.ctx.resize(total * h, 0.0);
             let mut r0 = 0;
             for seq in seqs {
                 let len = seq.len();
                 let base = r0 * 3 * h;
-                s.scores.clear();
                 s.scores.resize(len * len, 0.0);
                 for head in 0..heads {
                     s.keys.pack_transposed(&s.qkv[base + h + head * dh..], dh, len, 3 * h);
@@ -206,12 +249,12 @@ impl BertModel {
                 }
                 r0 += len;
             }
-            layer.attn_out.apply(&s.ctx, total, &mut s.tmp);
+            layer.attn_out.apply(&s.ctx, total, &mut s.tmp, &mut s.quant);
             ops::add_layer_norm(&mut s.tmp, &s.x, &layer.attn_norm.gamma, &layer.attn_norm.beta, eps);
             std::mem::swap(&mut s.x, &mut s.tmp);
-            layer.intermediate.apply(&s.x, total, &mut s.inter);
+            layer.intermediate.apply(&s.x, total, &mut s.inter, &mut s.quant);
             ops::gelu(&mut s.inter);
-            layer.output.apply(&s.inter, total, &mut s.tmp);
+            layer.output.apply(&s.inter, total, &mut s.tmp, &mut s.quant);
             ops::add_layer_norm(&mut s.tmp, &s.x, &layer.output_norm.gamma, &layer.output_norm.beta, eps);
             std::mem::swap(&mut s.x, &mut s.tmp);
         }
@@ -231,6 +274,7 @@ pub struct SentenceEncoder {
     max_tokens: usize,
     pooling: Pooling,
     threads: usize,
+    precision: Precision,
 }
 
 impl std::fmt::Debug for SentenceEncoder {
@@ -240,6 +284,7 @@ impl std::fmt::Debug for SentenceEncoder {
             .field("dimension", &self.dimension())
             .field("max_tokens", &self.max_tokens)
             .field("threads", &self.threads)
+            .field("precision", &self.precision)
             .finish()
     }
 }
@@ -261,8 +306,14 @@ fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, LoadError
 }
 
 impl SentenceEncoder {
-    /// Loads a model directory; `threads` = 0 means one per available core.
+    /// Loads a model directory in fp32; `threads` = 0 means one per
+    /// available core.
     pub fn load(dir: &Path, threads: usize) -> Result<Self, LoadError> {
+        Self::load_with(dir, threads, Precision::Fp32)
+    }
+
+    /// Loads a model directory, its projections in `precision`.
+    pub fn load_with(dir: &Path, threads: usize, precision: Precision) -> Result<Self, LoadError> {
         let cfg: BertConfig = read_json(&dir.join("config.json"))?;
         if let Some(t) = cfg.model_type.as_deref() {
             if t != "bert" {
@@ -296,15 +347,25 @@ impl SentenceEncoder {
             .map_err(|e| LoadError::Format { path: tokenizer_path.clone(), message: e.to_string() })?;
         let weights_path = dir.join("model.safetensors");
         let weights = Weights { bytes: read(&weights_path)?, path: weights_path };
-        let model = BertModel::load(cfg, &weights)?;
+        let model = BertModel::load(cfg, &weights, precision)?;
         let threads = if threads == 0 { std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) } else { threads };
         let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "bert".into());
-        Ok(SentenceEncoder { name, model, tokenizer, max_tokens, pooling, threads })
+        Ok(SentenceEncoder { name, model, tokenizer, max_tokens, pooling, threads, precision })
     }
 
     /// The model directory's name, e.g. `all-MiniLM-L6-v2`.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    pub fn precision(&self) -> Precision {
+        self.precision
+    }
+
+    /// False when int8 was asked for on a CPU without AVX-512 VNNI: the
+    /// portable integer kernel then runs, correct but slower than fp32.
+    pub fn is_accelerated(&self) -> bool {
+        self.precision == Precision::Fp32 || gemm_i8::has_vnni()
     }
 
     pub fn dimension(&self) -> usize {

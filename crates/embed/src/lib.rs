@@ -123,13 +123,18 @@ impl Embedder {
     /// Loads an in-process model directory (sentence-transformers layout).
     /// The encoder has no request to carry an input type, so that
     /// convention is refused.
-    pub fn local(dir: &std::path::Path, threads: usize, convention: InputConvention) -> Result<Self, LoadError> {
+    pub fn local(
+        dir: &std::path::Path,
+        threads: usize,
+        precision: rag_bert::Precision,
+        convention: InputConvention,
+    ) -> Result<Self, LoadError> {
         if convention == InputConvention::InputType {
             return Err(LoadError::Unsupported(
                 "EMBEDDING_INPUT_CONVENTION=input-type with the in-process encoder (it takes `none` or `prefix`)".into(),
             ));
         }
-        let encoder = SentenceEncoder::load(dir, threads)?;
+        let encoder = SentenceEncoder::load_with(dir, threads, precision)?;
         let identity = identity(encoder.name(), encoder.dimension(), convention);
         Ok(Embedder { backend: Backend::Local(Arc::new(encoder)), convention, identity })
     }
@@ -147,6 +152,14 @@ impl Embedder {
 
     pub fn convention(&self) -> InputConvention {
         self.convention
+    }
+
+    /// False only for an in-process int8 encoder without AVX-512 VNNI.
+    pub fn is_accelerated(&self) -> bool {
+        match &self.backend {
+            Backend::Local(e) => e.is_accelerated(),
+            _ => true,
+        }
     }
 
     /// The in-process encoder (all-MiniLM-L6-v2 here: English only).

@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 
-use crate::SentenceEncoder;
+use crate::{Precision, SentenceEncoder};
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -65,6 +65,33 @@ fn vectors_match_sentence_transformers() {
                 item.token_ids.len()
             );
         }
+    }
+}
+
+#[test]
+fn int8_vectors_stay_within_cosine_0_99_of_fp32() {
+    // The bar for the int8 path: cosine >= 0.99 to fp32 on the
+    // reference sentences (and to sentence-transformers' own vectors).
+    let reference = reference();
+    let texts: Vec<&str> = reference.items.iter().map(|i| i.text.as_str()).collect();
+    let fp32 = SentenceEncoder::load(&model_dir(), 2).expect("model loads").encode(&texts).expect("encode");
+    let encoder = SentenceEncoder::load_with(&model_dir(), 2, Precision::Int8).expect("model loads");
+    assert_eq!(encoder.precision(), Precision::Int8);
+    let int8 = encoder.encode(&texts).expect("encode");
+    let mut worst = 1f32;
+    for ((item, q), f) in reference.items.iter().zip(&int8).zip(&fp32) {
+        let (to_fp32, to_reference) = (cosine(q, f), cosine(q, &item.vector));
+        worst = worst.min(to_fp32).min(to_reference);
+        assert!(to_fp32 >= 0.99 && to_reference >= 0.99, "{:?}: cosine to fp32 {to_fp32}, to the reference {to_reference}", item.text);
+        let norm: f32 = q.iter().map(|x| x * x).sum::<f32>().sqrt();
+        assert!((norm - 1.0).abs() < 1e-4, "not unit length: {norm}");
+    }
+    eprintln!("int8: worst cosine over {} reference sentences {worst:.5}", texts.len());
+    // Batched and one-by-one give the same vectors (activation scales are
+    // per token, so the batch's other texts do not change a text's vector).
+    for (text, q) in texts.iter().zip(&int8) {
+        let single = &encoder.encode(&[text]).expect("encode")[0];
+        assert!(cosine(single, q) > 0.99999, "{text:?}: batched and single differ");
     }
 }
 

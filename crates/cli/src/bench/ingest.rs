@@ -56,6 +56,8 @@ pub struct IngestReport {
     /// the indexer fed the model) per second of the whole run.
     pub embedded_word_pieces: Option<u64>,
     pub embedded_word_pieces_per_second: Option<f64>,
+    /// The in-process encoder's precision (`fp32` or `int8`).
+    pub encoder_precision: Option<String>,
 }
 
 impl IngestReport {
@@ -200,6 +202,7 @@ async fn audit(s: &Settings, args: &IngestArgs, run: &IngestRun) -> anyhow::Resu
         expected_segments: (args.documents * args.pages * args.paragraphs) as i64,
         embedded_word_pieces,
         embedded_word_pieces_per_second: embedded_word_pieces.map(|p| p as f64 / settled),
+        encoder_precision: (s.embedder == EmbedderChoice::Local).then(|| s.embedding_precision.resolve().as_str().to_string()),
     })
 }
 
@@ -214,7 +217,8 @@ pub fn print(report: &IngestReport) {
         report.documents_per_second, report.pages_per_second, report.chunks_per_second
     );
     if let (Some(p), Some(rate)) = (report.embedded_word_pieces, report.embedded_word_pieces_per_second) {
-        println!("  embedded      {p} word pieces, {rate:.0} word pieces/s");
+        let precision = report.encoder_precision.as_deref().unwrap_or("?");
+        println!("  embedded      {p} word pieces, {rate:.0} word pieces/s ({precision})");
     }
     println!(
         "  upload->ingested latency  p50 {:.2} s   p95 {:.2} s   max {:.2} s",

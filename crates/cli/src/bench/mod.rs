@@ -9,6 +9,7 @@ mod encoder;
 mod hops;
 mod idle;
 mod ingest;
+mod llamaindex;
 mod retrieval;
 
 use std::process::ExitCode;
@@ -26,7 +27,7 @@ pub struct BenchArgs {
     #[arg(long, global = true)]
     json: bool,
     /// Parts of the full run (without a subcommand).
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "encoder,ingest,embeddings,hops,retrieval,idle")]
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "encoder,ingest,embeddings,hops,retrieval,idle,llamaindex")]
     parts: Vec<Part>,
     /// Documents of the lexical ingest (the ingest with embeddings takes a fifth of them).
     #[arg(long, default_value_t = 500)]
@@ -57,6 +58,8 @@ pub enum Part {
     Hops,
     Retrieval,
     Idle,
+    /// The same corpus through LlamaIndex (scripts/llamaindex-bench), and the ratios.
+    Llamaindex,
 }
 
 /// A goal of docs/performance.md and where the run stands.
@@ -79,6 +82,10 @@ struct FullReport {
     idle: Option<idle::IdleReport>,
     /// Not measured yet (docs/performance.md).
     replay_events_per_second: Option<f64>,
+    llamaindex: Option<llamaindex::LlamaIndexRun>,
+    /// Set when the LlamaIndex part was asked for and could not run.
+    llamaindex_error: Option<String>,
+    side_by_side: Vec<llamaindex::Comparison>,
     goals: Vec<Goal>,
 }
 
@@ -153,9 +160,9 @@ async fn full(s: &Settings, args: &BenchArgs) -> anyhow::Result<ExitCode> {
     let mut local = s.clone();
     local.embedder = EmbedderChoice::Local;
     let ingest_args = |documents: usize| ingest::IngestArgs { documents, pages: 3, paragraphs: 6, concurrency: 16 };
+    let encoder_args = encoder::EncoderArgs { pieces: 128, batch: 32, seconds: 10 };
     if wants(Part::Encoder) {
-        let a = encoder::EncoderArgs { pieces: 128, batch: 32, seconds: 10 };
-        r.encoder = Some(encoder::run(&s.embedding_model_dir, s.embedding_threads, &a).await?);
+        r.encoder = Some(encoder::run(&s.embedding_model_dir, s.embedding_threads, &encoder_args).await?);
     }
     if wants(Part::Ingest) {
         r.ingest_lexical = Some(ingest::run(&lexical, &ingest_args(args.documents), json).await?);
@@ -172,6 +179,31 @@ async fn full(s: &Settings, args: &BenchArgs) -> anyhow::Result<ExitCode> {
     }
     if wants(Part::Idle) {
         r.idle = Some(idle::run(s, &idle::IdleArgs { settle_seconds: 15, seconds: 30 }).await?);
+    }
+    if wants(Part::Llamaindex) {
+        let inputs = llamaindex::Inputs {
+            model_dir: &s.embedding_model_dir,
+            threads: s.embedding_threads,
+            encoder: &encoder_args,
+            ingest: &ingest_args(args.documents),
+            embedding_documents: (args.documents / 5).max(1),
+            sizes: &args.retrieval.sizes,
+            dimension: local.embedder()?.identity().map(|(_, d)| d).unwrap_or(0),
+            queries: args.retrieval.queries,
+            top_k: s.retrieval_top_k.max(1),
+            candidates: s.retrieval_candidates.max(1),
+        };
+        // The comparison is worth having, not worth losing the run for.
+        match llamaindex::run(&inputs).await {
+            Ok(theirs) => {
+                r.side_by_side = llamaindex::compare(&r, &theirs);
+                r.llamaindex = Some(theirs);
+            }
+            Err(e) => {
+                eprintln!("bench llamaindex: {e:#}");
+                r.llamaindex_error = Some(format!("{e:#}"));
+            }
+        }
     }
     r.goals = goals(&r);
     if json {
@@ -192,6 +224,11 @@ async fn full(s: &Settings, args: &BenchArgs) -> anyhow::Result<ExitCode> {
             idle::print(i);
         }
         println!("replay rate     not measured yet");
+        match (&r.llamaindex, &r.llamaindex_error) {
+            (Some(theirs), _) => llamaindex::print(theirs, &r.side_by_side),
+            (None, Some(e)) => println!("side by side with LlamaIndex: not run ({e})"),
+            (None, None) => {}
+        }
         println!("goals");
         for g in &r.goals {
             let measured = g.measured.map(|m| format!("{m:.1}")).unwrap_or_else(|| "-".into());
@@ -217,14 +254,23 @@ fn goals(r: &FullReport) -> Vec<Goal> {
     };
     let encoder = r.encoder.as_ref();
     let fp32 = encoder.map(|e| e.fp32_word_pieces_per_second);
+    let int8 = encoder.and_then(|e| e.int8_word_pieces_per_second);
     let embedded = r.ingest_embeddings.as_ref().and_then(|i| i.embedded_word_pieces_per_second);
+    // Against the encoder alone at the precision the ingest ran with.
+    let standalone = match r.ingest_embeddings.as_ref().and_then(|i| i.encoder_precision.as_deref()) {
+        Some("int8") => int8,
+        _ => fp32,
+    };
     let at_100k = r.retrieval.iter().find(|x| x.chunks == 100_000 && x.workspaces == 1).and_then(|x| x.hybrid());
+    let compared: Vec<_> = r.side_by_side.iter().filter(|c| c.ratio.is_some()).collect();
+    let behind = (!compared.is_empty()).then(|| compared.iter().filter(|c| !c.ahead).count() as f64);
     vec![
         at_least("lexical ingest, pages/s", 300.0, r.ingest_lexical.as_ref().map(|i| i.pages_per_second)),
-        at_least("ingest with the encoder, % of its word pieces/s", 80.0, embedded.zip(fp32).map(|(e, f)| 100.0 * e / f)),
+        at_least("ingest with the encoder, % of its word pieces/s", 80.0, embedded.zip(standalone).map(|(e, f)| 100.0 * e / f)),
         at_least("encoder fp32, word pieces/s", 6000.0, fp32),
-        at_least("encoder int8, word pieces/s", 12000.0, encoder.and_then(|e| e.int8_word_pieces_per_second)),
+        at_least("encoder int8, word pieces/s", 12000.0, int8),
         at_most("hybrid p50 at 100k chunks, ms", 15.0, at_100k.map(|m| m.p50_ms)),
         at_most("hybrid p99 at 100k chunks, ms", 40.0, at_100k.map(|m| m.p99_ms)),
+        at_most("side-by-side lines behind LlamaIndex", 0.0, behind),
     ]
 }

@@ -196,6 +196,55 @@ impl Generator {
     }
 }
 
+/// `n` queries over a fixture of `size` chunks: four words of a fixture
+/// chunk each, from all over the fixture, with the chunk's index (the
+/// query is asked in the workspace that holds it). English ones, which the
+/// local encoder reads (a Vietnamese query is lexical only with it:
+/// EMBEDDING_LANGUAGES).
+fn query_texts(generator: &Generator, size: usize, n: usize) -> Vec<(usize, String)> {
+    (0..n)
+        .map(|q| {
+            let chunk = (q * 7919) % size;
+            let words = generator.chunk_words(chunk as u64 + 1, WORDS_PER_CHUNK);
+            let mut rng = Rng(chunk as u64 ^ 0xABCD);
+            let mut text = String::new();
+            for _ in 0..50 {
+                let picked: Vec<usize> = (0..4).map(|_| words[(rng.next() % words.len() as u64) as usize]).collect();
+                text = generator.text(&picked);
+                if rag_retrieval::detect_language(&text) == rag_retrieval::Language::En {
+                    break;
+                }
+            }
+            (chunk, text)
+        })
+        .collect()
+}
+
+/// The fixture of `size` chunks and its queries as files, for the
+/// LlamaIndex side of the bench: `chunks.jsonl` (one JSON string per
+/// chunk, in fixture order), `vectors.f32` (little-endian, `dimension` per
+/// chunk; empty when 0) and `fixture.json` (`dimension`, `queries`).
+pub(crate) fn write_fixture_files(dir: &std::path::Path, size: usize, queries: usize, dimension: usize) -> anyhow::Result<()> {
+    use std::io::Write;
+    std::fs::create_dir_all(dir)?;
+    let generator = Generator::new(30_000, dimension);
+    let mut chunks = std::io::BufWriter::new(std::fs::File::create(dir.join("chunks.jsonl"))?);
+    let mut vectors = std::io::BufWriter::new(std::fs::File::create(dir.join("vectors.f32"))?);
+    for g in 0..size {
+        let words = generator.chunk_words(g as u64 + 1, WORDS_PER_CHUNK);
+        serde_json::to_writer(&mut chunks, &generator.text(&words))?;
+        chunks.write_all(b"\n")?;
+        for x in generator.vector(&words, dimension).unwrap_or_default() {
+            vectors.write_all(&x.to_le_bytes())?;
+        }
+    }
+    chunks.flush()?;
+    vectors.flush()?;
+    let queries: Vec<String> = query_texts(&generator, size, queries + 10).into_iter().map(|(_, q)| q).collect();
+    std::fs::write(dir.join("fixture.json"), serde_json::to_vec(&serde_json::json!({"dimension": dimension, "queries": queries}))?)?;
+    Ok(())
+}
+
 /// Writes one fixture workspace unless it is already complete.
 async fn ensure_workspace(
     pool: &PgPool,
@@ -360,21 +409,9 @@ pub async fn run(s: &Settings, args: &RetrievalArgs, quiet: bool) -> anyhow::Res
         // fixture, asked in the workspace that holds the chunk; English
         // ones, which the local encoder reads (a Vietnamese query is
         // lexical only with it: EMBEDDING_LANGUAGES).
-        let queries: Vec<(&str, String)> = (0..args.queries + 10)
-            .map(|q| {
-                let chunk = (q * 7919) % size;
-                let words = generator.chunk_words(chunk as u64 + 1, WORDS_PER_CHUNK);
-                let mut rng = Rng(chunk as u64 ^ 0xABCD);
-                let mut text = String::new();
-                for _ in 0..50 {
-                    let picked: Vec<usize> = (0..4).map(|_| words[(rng.next() % words.len() as u64) as usize]).collect();
-                    text = generator.text(&picked);
-                    if rag_retrieval::detect_language(&text) == rag_retrieval::Language::En {
-                        break;
-                    }
-                }
-                (workspaces[(chunk / per_workspace).min(spread - 1)].as_str(), text)
-            })
+        let queries: Vec<(&str, String)> = query_texts(&generator, size, args.queries + 10)
+            .into_iter()
+            .map(|(chunk, text)| (workspaces[(chunk / per_workspace).min(spread - 1)].as_str(), text))
             .collect();
         // Each workspace's in-memory index is loaded by its first query:
         // timed here, apart from the steady state.

@@ -21,7 +21,15 @@ macro_rules! display_as_value {
     )*};
 }
 
-display_as_value!(OcrChoice, EmbedderChoice, InputConventionChoice, LlmFallbackChoice, LexicalIndexChoice, LogFormat);
+display_as_value!(
+    OcrChoice,
+    EmbedderChoice,
+    EncoderPrecisionChoice,
+    InputConventionChoice,
+    LlmFallbackChoice,
+    LexicalIndexChoice,
+    LogFormat
+);
 
 /// `OCR`: PDF pages without a text layer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -41,6 +49,30 @@ pub enum EmbedderChoice {
     Local,
     /// Any OpenAI-compatible /v1/embeddings.
     Openai,
+}
+
+/// `EMBEDDING_PRECISION`: how the in-process encoder computes its
+/// projections (docs/models.md has the measurements behind the default).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EncoderPrecisionChoice {
+    /// int8 where the CPU has AVX-512 VNNI, fp32 elsewhere.
+    Auto,
+    /// The model as trained.
+    Fp32,
+    /// Weights per channel and activations per token in 8 bits.
+    Int8,
+}
+
+impl EncoderPrecisionChoice {
+    /// What `auto` means on this CPU.
+    pub fn resolve(self) -> rag_bert::Precision {
+        match self {
+            EncoderPrecisionChoice::Fp32 => rag_bert::Precision::Fp32,
+            EncoderPrecisionChoice::Int8 => rag_bert::Precision::Int8,
+            EncoderPrecisionChoice::Auto if rag_bert::gemm_i8::has_vnni() => rag_bert::Precision::Int8,
+            EncoderPrecisionChoice::Auto => rag_bert::Precision::Fp32,
+        }
+    }
 }
 
 /// `EMBEDDING_INPUT_CONVENTION`: how the model tells a query from a passage.

@@ -158,13 +158,20 @@ impl Settings {
                 if self.embedding_model_dir.is_empty() {
                     anyhow::bail!("EMBEDDER=local needs EMBEDDING_MODEL_DIR (a sentence-transformers model directory)");
                 }
+                let precision = self.embedding_precision.resolve();
                 let embedder = rag_embed::Embedder::local(
                     std::path::Path::new(&self.embedding_model_dir),
                     self.embedding_threads,
+                    precision,
                     self.embedding_input_convention.into(),
                 )?;
+                if !embedder.is_accelerated() {
+                    tracing::warn!(
+                        "EMBEDDING_PRECISION=int8 on a CPU without AVX-512 VNNI: the portable integer kernel is slower than fp32"
+                    );
+                }
                 if let Some((model, dimension)) = embedder.identity() {
-                    tracing::info!(model, dimension, "in-process embedder loaded");
+                    tracing::info!(model, dimension, precision = precision.as_str(), "in-process embedder loaded");
                 }
                 Ok(embedder)
             }

@@ -9,7 +9,9 @@ use secrecy::{ExposeSecret, SecretString};
 
 mod choices;
 mod components;
-pub use choices::{EmbedderChoice, InputConventionChoice, LexicalIndexChoice, LlmFallbackChoice, LogFormat, OcrChoice};
+pub use choices::{
+    EmbedderChoice, EncoderPrecisionChoice, InputConventionChoice, LexicalIndexChoice, LlmFallbackChoice, LogFormat, OcrChoice,
+};
 use rag_blobs::BlobConfig;
 use rag_bus::BusConfig;
 use rag_events::Topics;
@@ -126,6 +128,9 @@ pub struct Settings {
     /// Threads of the in-process embedder (0: one per core).
     #[arg(long, env = "EMBEDDING_THREADS", default_value_t = 0, global = true)]
     pub embedding_threads: usize,
+    /// Arithmetic of the in-process embedder's projections: `auto` (int8 where the CPU has AVX-512 VNNI, else fp32), `fp32` or `int8`. Not part of the index identity: int8 vectors stay within cosine 0.99 of fp32.
+    #[arg(long, env = "EMBEDDING_PRECISION", default_value = "auto", global = true)]
+    pub embedding_precision: EncoderPrecisionChoice,
     /// Base URL of the OpenAI-compatible API, version included (requests go to {base}/embeddings).
     #[arg(long, env = "EMBEDDING_BASE_URL", default_value = "", global = true)]
     pub embedding_base_url: String,
