@@ -31,23 +31,40 @@ pub enum ReplayCommand {
     Chunking(ChunkingArgs),
 }
 
-#[derive(Args, Debug)]
+#[derive(Args, Debug, Clone)]
 pub struct ChunkingArgs {
     /// The profile `name@version` to chunk with (shipped: default@1, fine@1).
     #[arg(long)]
-    profile: String,
+    pub profile: String,
     /// Only this workspace.
     #[arg(long)]
-    workspace: Option<String>,
+    pub workspace: Option<String>,
     /// Only this document (repeatable).
     #[arg(long = "document")]
-    documents: Vec<uuid::Uuid>,
+    pub documents: Vec<uuid::Uuid>,
     /// Seconds to wait for the replayed documents to be ingested in the new version.
     #[arg(long, default_value_t = 1800)]
-    timeout: u64,
+    pub timeout: u64,
     /// Print the summary as JSON.
     #[arg(long)]
-    json: bool,
+    pub json: bool,
+}
+
+/// What a replay did (printed by the command, reported by `bench`).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ReplaySummary {
+    pub profile: String,
+    pub workspace: Option<String>,
+    /// DocumentParsed events read (the whole topic up to its end as of the start).
+    pub events_read: i64,
+    pub documents: usize,
+    pub documents_on_new_version: i64,
+    pub documents_failed_or_deleted: i64,
+    pub events_skipped: u64,
+    pub chunks: i64,
+    pub chunking_seconds: f64,
+    /// From the start until every replayed document is ingested on the new version.
+    pub duration_seconds: f64,
 }
 
 #[derive(Default)]
@@ -127,6 +144,29 @@ impl Stage for Replaying {
 
 pub async fn replay(s: &Settings, cmd: ReplayCommand) -> anyhow::Result<ExitCode> {
     let ReplayCommand::Chunking(args) = cmd;
+    let summary = replay_chunking(s, &args).await?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&summary)?);
+    } else {
+        println!(
+            "replayed {} document(s) onto {}: {} ingested ({} chunks), {} failed or deleted; {} events read, {} skipped; {:.1} s",
+            summary.documents,
+            summary.profile,
+            summary.documents_on_new_version,
+            summary.chunks,
+            summary.documents_failed_or_deleted,
+            summary.events_read,
+            summary.events_skipped,
+            summary.duration_seconds
+        );
+    }
+    Ok(if summary.documents_failed_or_deleted == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// Replays DocumentParsed into `args.profile` and waits until every
+/// replayed document is ingested on it (needs the indexer and projector
+/// running on the same topics). Progress bars unless `args.json`.
+pub async fn replay_chunking(s: &Settings, args: &ChunkingArgs) -> anyhow::Result<ReplaySummary> {
     let profile = rag_chunking::profile(&args.profile).ok_or_else(|| {
         let known: Vec<String> = rag_chunking::profiles().iter().map(|p| p.id()).collect();
         anyhow::anyhow!("unknown profile {:?}; known: {}", args.profile, known.join(", "))
@@ -237,26 +277,16 @@ pub async fn replay(s: &Settings, cmd: ReplayCommand) -> anyhow::Result<ExitCode
         tokio::time::sleep(Duration::from_millis(300)).await;
     };
     bar.finish_and_clear();
-    let summary = serde_json::json!({
-        "profile": version,
-        "workspace": args.workspace,
-        "events_read": total,
-        "documents": ids.len(),
-        "documents_on_new_version": flipped,
-        "documents_failed_or_deleted": failed,
-        "events_skipped": skipped,
-        "chunks": chunks,
-        "chunking_seconds": (chunked_secs * 10.0).round() / 10.0,
-        "duration_seconds": (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
-    });
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&summary)?);
-    } else {
-        println!(
-            "replayed {} document(s) onto {version}: {flipped} ingested ({chunks} chunks), {failed} failed or deleted; {total} events read, {skipped} skipped; {:.1} s",
-            ids.len(),
-            started.elapsed().as_secs_f64()
-        );
-    }
-    Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(ReplaySummary {
+        profile: version,
+        workspace: args.workspace.clone(),
+        events_read: total,
+        documents: ids.len(),
+        documents_on_new_version: flipped,
+        documents_failed_or_deleted: failed,
+        events_skipped: skipped,
+        chunks,
+        chunking_seconds: (chunked_secs * 10.0).round() / 10.0,
+        duration_seconds: (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
+    })
 }

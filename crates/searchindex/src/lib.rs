@@ -24,6 +24,14 @@ use std::collections::{BinaryHeap, HashMap, HashSet};
 
 use uuid::Uuid;
 
+mod quantized;
+use quantized::QuantizedVectors;
+
+/// From this many live chunks, a whole-workspace nearest-neighbour search
+/// first scans the 8-bit copies and scores exactly only the vectors that
+/// can still be among the best; below it the plain exact scan is as fast.
+const QUANTIZED_SCAN_FROM: u64 = 4096;
+
 /// BM25 parameters.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Bm25 {
@@ -110,6 +118,8 @@ pub struct WorkspaceIndex {
     vectors: Vec<Option<HeldVector>>,
     models: Vec<String>,
     vector_floats: usize,
+    /// The held vectors in 8 bits, for the first pass of `nearest`.
+    quantized: QuantizedVectors,
     documents: HashMap<Uuid, Vec<u32>>,
     live_chunks: u64,
     live_length: u64,
@@ -140,13 +150,14 @@ impl WorkspaceIndex {
     /// What the index weighs, in postings (~12 bytes): postings plus a
     /// third of a posting per vector component (4 bytes).
     pub fn weight_in_postings(&self) -> usize {
-        self.total_postings + self.vector_floats / 3
+        self.total_postings + self.vector_floats / 3 + self.quantized.bytes() / 12
     }
 
     /// Forgets every vector (the workspace outgrew exact search).
     pub fn drop_vectors(&mut self) {
         self.vectors.iter_mut().for_each(|v| *v = None);
         self.vector_floats = 0;
+        self.quantized.clear();
     }
 
     /// Replaces everything the index holds of `document_id` by `chunks`
@@ -187,6 +198,7 @@ impl WorkspaceIndex {
                 self.vector_floats += v.values.len();
                 (model as u16, f64::from(dot(&v.values, &v.values)).sqrt(), v.values.into_boxed_slice())
             });
+            self.quantized.push(vector.as_ref().map(|(m, norm, v)| (*m, &v[..], *norm)));
             self.vectors.push(vector);
             slots.push(slot);
         }
@@ -214,6 +226,7 @@ impl WorkspaceIndex {
             if let Some((_, _, v)) = self.vectors[i].take() {
                 self.vector_floats -= v.len();
             }
+            self.quantized.clear_slot(i);
             self.live_chunks -= 1;
             self.live_length -= u64::from(self.lengths[i]);
         }
@@ -235,6 +248,7 @@ impl WorkspaceIndex {
                 renumbered.push(None);
             }
         }
+        self.quantized.retain(&self.alive);
         self.alive = vec![true; slots.len()];
         self.lengths = lengths;
         self.vectors = vectors;
@@ -355,7 +369,22 @@ impl WorkspaceIndex {
             }
             (*norm > 0.0).then(|| (slot as u32, f64::from(dot(query, v)) / (query_norm * norm)))
         };
-        let ranked: Vec<(u32, f64)> = if scope.is_empty() {
+        let ranked: Vec<(u32, f64)> = if scope.is_empty() && self.live_chunks >= QUANTIZED_SCAN_FROM && self.quantized.dim() == query.len()
+        {
+            // Exact scores only for the vectors whose approximate score,
+            // give or take its error bound, can still reach the `limit`-th
+            // best lower bound: every other vector has at least `limit`
+            // vectors strictly better, so the result is the exact ranking.
+            let approximate = self.quantized.approximate(model, query, &self.alive);
+            if approximate.len() <= limit {
+                approximate.iter().filter_map(|a| score(a.slot as usize)).collect()
+            } else {
+                let mut lower: Vec<f32> = approximate.iter().map(|a| a.cosine - a.error).collect();
+                let (_, threshold, _) = lower.select_nth_unstable_by(limit - 1, |a, b| b.total_cmp(a));
+                let threshold = *threshold;
+                approximate.iter().filter(|a| a.cosine + a.error >= threshold).filter_map(|a| score(a.slot as usize)).collect()
+            }
+        } else if scope.is_empty() {
             (0..self.slots.len()).filter_map(score).collect()
         } else {
             let unique: HashSet<&Uuid> = scope.iter().collect();
@@ -615,6 +644,77 @@ impl Ord for Worst<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_quantized_first_pass_keeps_nearest_neighbours_exact() {
+        // Clustered vectors (many near-ties), exact duplicates (ties by
+        // chunk id), a second model, removals and a compaction: above
+        // QUANTIZED_SCAN_FROM chunks the result must still be the exact
+        // ranking, and every approximate score within its error bound.
+        let mut seed = 0x2545f4914f6cdd1du64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % 20001) as f32 / 10000.0 - 1.0
+        };
+        let dim = 48;
+        let centres: Vec<Vec<f32>> = (0..8).map(|_| (0..dim).map(|_| next()).collect()).collect();
+        let mut index = WorkspaceIndex::new();
+        let mut all: Vec<(String, Uuid, String, Vec<f32>)> = Vec::new();
+        for d in 0..90u128 {
+            let doc = Uuid::from_u128(d);
+            let chunks: Vec<IndexedChunk> = (0..60)
+                .map(|c| {
+                    let model = if c % 13 == 0 { "other" } else { "m" }.to_string();
+                    let centre = &centres[(d as usize + c) % centres.len()];
+                    let mut values: Vec<f32> = centre.iter().map(|x| x + 0.05 * next()).collect();
+                    if c % 17 == 0 {
+                        values = centre.clone();
+                    }
+                    let id = format!("c{d:03}-{c:02}");
+                    all.push((id.clone(), doc, model.clone(), values.clone()));
+                    IndexedChunk { vector: Some(ChunkVector { model, values }), ..chunk(&id, doc, &["w"]) }
+                })
+                .collect();
+            index.replace_document(doc, chunks);
+        }
+        for gone in [5u128, 6, 40] {
+            index.remove_document(Uuid::from_u128(gone));
+        }
+        assert!(index.chunks() >= QUANTIZED_SCAN_FROM, "the test must exercise the quantized pass");
+        let cosine = |a: &[f32], b: &[f32]| {
+            let d: f64 = a.iter().zip(b).map(|(x, y)| f64::from(*x) * f64::from(*y)).sum();
+            let n = |v: &[f32]| v.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
+            d / (n(a) * n(b))
+        };
+        let live = |doc: &Uuid| ![5u128, 6, 40].contains(&doc.as_u128());
+        for round in 0..2 {
+            if round == 1 {
+                index.compact();
+            }
+            let model = index.models.iter().position(|m| m == "m").unwrap() as u16;
+            for q in 0..12 {
+                let query: Vec<f32> = if q % 3 == 0 { centres[q % centres.len()].clone() } else { (0..dim).map(|_| next()).collect() };
+                for a in index.quantized.approximate(model, &query, &index.alive) {
+                    let (_, _, v) = index.vectors[a.slot as usize].as_ref().unwrap();
+                    let exact = cosine(&query, v) as f32;
+                    assert!((a.cosine - exact).abs() <= a.error, "slot {}: {} vs {exact} (bound {})", a.slot, a.cosine, a.error);
+                }
+                // The plain scan's arithmetic (f32 dot, f64 norms), so
+                // near-ties order the same way.
+                let plain = |v: &[f32]| f64::from(dot(&query, v)) / (f64::from(dot(&query, &query)).sqrt() * f64::from(dot(v, v)).sqrt());
+                let mut want: Vec<(String, f64)> =
+                    all.iter().filter(|(_, doc, model, _)| model == "m" && live(doc)).map(|(id, _, _, v)| (id.clone(), plain(v))).collect();
+                want.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+                for limit in [1, 10, 100, 700] {
+                    let got: Vec<String> = index.nearest("m", &query, &[], limit).into_iter().map(|g| g.chunk_id).collect();
+                    let want: Vec<String> = want.iter().take(limit).map(|w| w.0.clone()).collect();
+                    assert_eq!(got, want, "query {q}, limit {limit}, round {round}");
+                }
+            }
+        }
+    }
 
     fn chunk(id: &str, doc: Uuid, words: &[&str]) -> IndexedChunk {
         let mut tf: std::collections::BTreeMap<String, u32> = Default::default();

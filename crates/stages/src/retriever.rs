@@ -106,6 +106,10 @@ impl Retriever {
         let scope = SearchScope { workspace_id, document_ids };
         let query_language = detect_language(query);
         let pool_size = self.candidates.max(top_k);
+        // A single mode returns its top k: rows are read for those only
+        // (fusion needs every candidate's row: the dense side's text for
+        // its language, either side's hit for the fused top).
+        let rows_wanted = if mode == Mode::Hybrid { pool_size } else { top_k };
         let wants_dense = match mode {
             Mode::Lexical => false,
             Mode::Dense => true,
@@ -121,7 +125,7 @@ impl Retriever {
                 .map(|t| QueryTerm { term: t.term, word: t.word as i32, weight: t.weight })
                 .collect();
             Ok(match &self.search_index {
-                Some(index) => self.lexical_in_memory(index, &scope, &terms, pool_size).await?,
+                Some(index) => self.lexical_in_memory(index, &scope, &terms, pool_size, rows_wanted).await?,
                 None => search::lexical(&self.pool, &scope, &terms, self.bm25, pool_size).await?,
             })
         };
@@ -135,7 +139,7 @@ impl Retriever {
             // workspace; pgvector's HNSW index otherwise.
             if let Some(index) = &self.search_index {
                 if let Some(ranked) = index.nearest(workspace_id, model, &vector, document_ids, pool_size).await? {
-                    return self.rows_in_order(workspace_id, ranked).await;
+                    return self.rows_in_order(workspace_id, ranked, rows_wanted).await;
                 }
             }
             Ok(search::dense(&self.pool, &scope, model, &vector, pool_size).await?)
@@ -182,27 +186,33 @@ impl Retriever {
         scope: &SearchScope<'_>,
         terms: &[QueryTerm],
         limit: usize,
+        rows_wanted: usize,
     ) -> Result<Vec<ChunkHit>, RetrieveError> {
         let ranked = index.search(scope.workspace_id, terms, scope.document_ids, self.bm25, limit).await?;
-        self.rows_in_order(scope.workspace_id, ranked).await
+        self.rows_in_order(scope.workspace_id, ranked, rows_wanted).await
     }
 
-    /// The rows of ranked chunks, in rank order, with their scores.
-    async fn rows_in_order(&self, workspace_id: &str, ranked: Vec<Scored>) -> Result<Vec<ChunkHit>, RetrieveError> {
-        if ranked.is_empty() {
-            return Ok(Vec::new());
-        }
-        let ids: Vec<String> = ranked.iter().map(|r| r.chunk_id.clone()).collect();
-        let mut rows: HashMap<String, ChunkHit> =
-            search::chunks_by_id(&self.pool, workspace_id, &ids).await?.into_iter().map(|h| (h.chunk_id.clone(), h)).collect();
-        Ok(ranked
-            .into_iter()
-            .filter_map(|r| {
+    /// The rows of the first `wanted` ranked chunks that still have one, in
+    /// rank order, with their scores: read `wanted` at a time, so a chunk
+    /// that vanished since the ranking makes room for the next.
+    async fn rows_in_order(&self, workspace_id: &str, ranked: Vec<Scored>, wanted: usize) -> Result<Vec<ChunkHit>, RetrieveError> {
+        let wanted = wanted.max(1);
+        let mut out = Vec::with_capacity(wanted.min(ranked.len()));
+        for page in ranked.chunks(wanted) {
+            let ids: Vec<String> = page.iter().map(|r| r.chunk_id.clone()).collect();
+            let mut rows: HashMap<String, ChunkHit> =
+                search::chunks_by_id(&self.pool, workspace_id, &ids).await?.into_iter().map(|h| (h.chunk_id.clone(), h)).collect();
+            out.extend(page.iter().filter_map(|r| {
                 let mut hit = rows.remove(&r.chunk_id)?;
                 hit.score = r.score;
                 Some(hit)
-            })
-            .collect())
+            }));
+            if out.len() >= wanted {
+                out.truncate(wanted);
+                break;
+            }
+        }
+        Ok(out)
     }
 }
 

@@ -10,7 +10,8 @@
 //! `dense_max_chunks` chunks, the embeddings for exact nearest neighbours
 //! (larger ones are searched through pgvector's HNSW index).
 //!
-//! Memory: about 12 bytes per posting and 4 per vector component (a
+//! Memory: about 12 bytes per posting and 5 per vector component (fp32 and
+//! an 8-bit copy; a
 //! 10,000-chunk workspace of the bench: 1.08M postings and 3.84M components,
 //! ~28 MB, weighing 2.36M postings). Past `max_postings` (vectors counted as a third of a posting per
 //! component) the least recently searched workspaces are dropped and load
@@ -33,8 +34,10 @@ use uuid::Uuid;
 /// (~12 bytes each): ~3 GB at most, enough for 100 workspaces of 10,000
 /// chunks with their vectors. Only searched workspaces are loaded.
 pub const DEFAULT_MAX_POSTINGS: usize = 250_000_000;
-/// Default size up to which a workspace's vectors are held for exact search.
-pub const DEFAULT_DENSE_MAX_CHUNKS: usize = 20_000;
+/// Default size up to which a workspace's vectors are held for exact
+/// search (with 8-bit copies for a first pass from 4,096 chunks): 100,000
+/// chunks of 384 components take ~190 MB and are searched in a few ms.
+pub const DEFAULT_DENSE_MAX_CHUNKS: usize = 200_000;
 
 struct Loaded {
     /// None until the first load.

@@ -49,7 +49,7 @@ const CHAIN: [(&str, EventType); 4] = [
 
 pub async fn run(s: &Settings, args: &HopsArgs, quiet: bool) -> anyhow::Result<HopsReport> {
     eprintln!("bench hops: {} one-page documents, one at a time", args.documents);
-    let corpus_args = IngestArgs { documents: args.documents, pages: 1, paragraphs: 6, concurrency: 1 };
+    let corpus_args = IngestArgs { documents: args.documents, pages: 1, paragraphs: 6, concurrency: 1, replay_profile: None };
     let options = IngestOptions { one_at_a_time: true, ..IngestOptions::new(1, quiet) };
     let run = ingest(s, "bench", args.documents, options, corpus(&corpus_args)).await?;
     let report = measure(&run, args.documents).await;

@@ -25,6 +25,9 @@ pub struct IngestArgs {
     /// Uploads in flight.
     #[arg(long, default_value_t = 16)]
     pub concurrency: usize,
+    /// After the ingest, replay its DocumentParsed events onto this chunking profile (e.g. `fine@1`) and time it until every document is ingested on it.
+    #[arg(long)]
+    pub replay_profile: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -58,6 +61,10 @@ pub struct IngestReport {
     pub embedded_word_pieces_per_second: Option<f64>,
     /// The in-process encoder's precision (`fp32` or `int8`).
     pub encoder_precision: Option<String>,
+    /// With `--replay-profile`: the replay of the run's DocumentParsed
+    /// events through the same stages (re-chunked, re-indexed, flipped).
+    pub replay: Option<crate::replay::ReplaySummary>,
+    pub replay_events_per_second: Option<f64>,
 }
 
 impl IngestReport {
@@ -140,10 +147,41 @@ pub async fn run(s: &Settings, args: &IngestArgs, quiet: bool) -> anyhow::Result
         "bench ingest: {} documents x {} pages x {} paragraphs, embedder {}",
         args.documents, args.pages, args.paragraphs, s.embedder
     );
-    let run = ingest(s, "bench", args.documents, IngestOptions::new(args.concurrency, quiet), corpus(args)).await?;
+    let options = IngestOptions { keep_running: args.replay_profile.is_some(), ..IngestOptions::new(args.concurrency, quiet) };
+    let run = ingest(s, "bench", args.documents, options, corpus(args)).await?;
     let report = audit(s, args, &run).await;
+    let report = match (report, &args.replay_profile) {
+        (Ok(mut report), Some(profile)) => {
+            let replay = replay(&run, profile, quiet).await;
+            report.replay_events_per_second = replay.as_ref().ok().map(|r| r.events_read as f64 / r.duration_seconds.max(1e-3));
+            report.replay = replay.as_ref().ok().cloned();
+            replay.map(|_| report)
+        }
+        (report, _) => report,
+    };
     run.discard().await;
     report
+}
+
+/// Replays the run's DocumentParsed onto `profile` through its still
+/// running stages (the operator's re-chunking, `rag-engine replay chunking`).
+async fn replay(run: &IngestRun, profile: &str, quiet: bool) -> anyhow::Result<crate::replay::ReplaySummary> {
+    eprintln!("bench ingest: replaying the run's DocumentParsed events onto {profile}");
+    let args = crate::replay::ChunkingArgs {
+        profile: profile.to_string(),
+        workspace: Some(run.workspace.clone()),
+        documents: Vec::new(),
+        timeout: 1800,
+        json: quiet,
+    };
+    let summary = crate::replay::replay_chunking(&run.settings, &args).await?;
+    anyhow::ensure!(
+        summary.documents_failed_or_deleted == 0 && summary.documents_on_new_version as usize == summary.documents,
+        "the replay left {} of {} documents off {profile}",
+        summary.documents as i64 - summary.documents_on_new_version,
+        summary.documents
+    );
+    Ok(summary)
 }
 
 async fn audit(s: &Settings, args: &IngestArgs, run: &IngestRun) -> anyhow::Result<IngestReport> {
@@ -203,6 +241,8 @@ async fn audit(s: &Settings, args: &IngestArgs, run: &IngestRun) -> anyhow::Resu
         embedded_word_pieces,
         embedded_word_pieces_per_second: embedded_word_pieces.map(|p| p as f64 / settled),
         encoder_precision: (s.embedder == EmbedderChoice::Local).then(|| s.embedding_precision.resolve().as_str().to_string()),
+        replay: None,
+        replay_events_per_second: None,
     })
 }
 
@@ -219,6 +259,12 @@ pub fn print(report: &IngestReport) {
     if let (Some(p), Some(rate)) = (report.embedded_word_pieces, report.embedded_word_pieces_per_second) {
         let precision = report.encoder_precision.as_deref().unwrap_or("?");
         println!("  embedded      {p} word pieces, {rate:.0} word pieces/s ({precision})");
+    }
+    if let (Some(r), Some(rate)) = (&report.replay, report.replay_events_per_second) {
+        println!(
+            "  replay        {} DocumentParsed events onto {} ({} chunks) in {:.1} s: {rate:.1} events/s",
+            r.events_read, r.profile, r.chunks, r.duration_seconds
+        );
     }
     println!(
         "  upload->ingested latency  p50 {:.2} s   p95 {:.2} s   max {:.2} s",
