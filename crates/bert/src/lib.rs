@@ -275,6 +275,9 @@ pub struct SentenceEncoder {
     pooling: Pooling,
     threads: usize,
     precision: Precision,
+    /// Buffers of earlier calls, reused rather than allocated and grown
+    /// (zero-filled) again on every call.
+    scratch: std::sync::Mutex<Vec<Scratch>>,
 }
 
 impl std::fmt::Debug for SentenceEncoder {
@@ -350,7 +353,7 @@ impl SentenceEncoder {
         let model = BertModel::load(cfg, &weights, precision)?;
         let threads = if threads == 0 { std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) } else { threads };
         let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "bert".into());
-        Ok(SentenceEncoder { name, model, tokenizer, max_tokens, pooling, threads, precision })
+        Ok(SentenceEncoder { name, model, tokenizer, max_tokens, pooling, threads, precision, scratch: Default::default() })
     }
 
     /// The model directory's name, e.g. `all-MiniLM-L6-v2`.
@@ -419,7 +422,7 @@ impl SentenceEncoder {
 
     fn encode_group(&self, ids: &[Vec<u32>], members: &[usize]) -> Vec<(usize, Vec<f32>)> {
         let h = self.dimension();
-        let mut scratch = Scratch::default();
+        let mut scratch = self.scratch.lock().ok().and_then(|mut pool| pool.pop()).unwrap_or_default();
         let mut out = Vec::with_capacity(members.len());
         let mut start = 0;
         while start < members.len() {
@@ -451,6 +454,13 @@ impl SentenceEncoder {
                 r0 += seq.len();
             }
             start = end;
+        }
+        // Kept for the next call; at most two per thread (concurrent
+        // callers may hold more at once, those are dropped).
+        if let Ok(mut pool) = self.scratch.lock() {
+            if pool.len() < 2 * self.threads {
+                pool.push(scratch);
+            }
         }
         out
     }

@@ -23,8 +23,8 @@ use super::positions::PartitionKey;
 pub enum Admitted<T> {
     /// Its lane was idle: start it.
     Start(T),
-    /// Queued; `first` when the lane had nothing queued before it.
-    Queued { first: bool },
+    /// Queued; `depth`: the lane's queued records, this one included.
+    Queued { depth: usize },
 }
 
 /// Received records per partition: at most one running, the rest queued.
@@ -49,7 +49,7 @@ impl<T> Lanes<T> {
             let queue = self.queued.entry(key.clone()).or_default();
             queue.push_back(item);
             self.queued_count += 1;
-            Admitted::Queued { first: queue.len() == 1 }
+            Admitted::Queued { depth: queue.len() }
         } else {
             self.running.insert(key.clone());
             Admitted::Start(item)
@@ -71,6 +71,11 @@ impl<T> Lanes<T> {
                 None
             }
         }
+    }
+
+    /// Records queued in `key`'s lane (not counting its running one).
+    pub fn queued_in(&self, key: &PartitionKey) -> usize {
+        self.queued.get(key).map_or(0, VecDeque::len)
     }
 
     /// Records running and queued: what back-pressure bounds.
@@ -104,10 +109,11 @@ mod tests {
     fn records_of_one_partition_run_one_at_a_time_in_arrival_order() {
         let mut lanes = Lanes::default();
         assert_eq!(lanes.admit(&key(0), 10), Admitted::Start(10));
-        assert_eq!(lanes.admit(&key(0), 11), Admitted::Queued { first: true });
-        assert_eq!(lanes.admit(&key(0), 12), Admitted::Queued { first: false });
-        assert_eq!((lanes.running(), lanes.buffered()), (1, 3));
+        assert_eq!(lanes.admit(&key(0), 11), Admitted::Queued { depth: 1 });
+        assert_eq!(lanes.admit(&key(0), 12), Admitted::Queued { depth: 2 });
+        assert_eq!((lanes.running(), lanes.buffered(), lanes.queued_in(&key(0))), (1, 3, 2));
         assert_eq!(lanes.finish(&key(0)), Some(11));
+        assert_eq!(lanes.queued_in(&key(0)), 1);
         assert_eq!(lanes.finish(&key(0)), Some(12));
         assert_eq!(lanes.finish(&key(0)), None);
         assert_eq!(lanes.buffered(), 0);
@@ -120,7 +126,8 @@ mod tests {
         let mut lanes = Lanes::default();
         assert_eq!(lanes.admit(&key(0), 1), Admitted::Start(1));
         assert_eq!(lanes.admit(&key(1), 1), Admitted::Start(1));
-        assert_eq!(lanes.admit(&key(0), 2), Admitted::Queued { first: true });
+        assert_eq!(lanes.admit(&key(0), 2), Admitted::Queued { depth: 1 });
+        assert_eq!(lanes.queued_in(&key(1)), 0);
         assert_eq!(lanes.running(), 2);
         // Partition 1 finishing does not release partition 0's queue.
         assert_eq!(lanes.finish(&key(1)), None);

@@ -134,13 +134,23 @@ impl<S: Stage> StageRunner<S> {
 
     async fn consume(&self) -> Result<(), BusError> {
         let bound = self.max_in_flight;
+        // A lane is paused when it holds half the bound, and resumed when
+        // it is down to a quarter (or idle): one slow partition cannot take
+        // every slot, and a resumed partition still has work queued while
+        // its next fetch comes back (tansu holds every fetch for the full
+        // fetch wait, so pausing at the first queued record and resuming at
+        // idle left lanes waiting on fetches).
+        let (pause_at, resume_at) = ((bound / 2).max(1), bound / 4);
+        let mut paused: std::collections::HashSet<PartitionKey> = std::collections::HashSet::new();
         let mut lanes: Lanes<Received> = Lanes::default();
         let mut running = FuturesUnordered::new();
         let stopped = loop {
             if self.shared.book().has_pending() {
                 // Records queued under the previous assignment are fetched
-                // again from the committed positions by their owner.
+                // again from the committed positions by their owner; a new
+                // assignment starts unpaused.
                 lanes.drop_queued();
+                paused.clear();
                 self.position_assigned().await?;
                 continue;
             }
@@ -158,15 +168,13 @@ impl<S: Stage> StageRunner<S> {
                         Ok(false) => break Ok(()),
                         Ok(true) => self.store_next(&done),
                     }
-                    let mut idle = true;
                     while let Some(next) = lanes.finish(&done.key) {
                         if self.shared.book().is_current(next.generation) {
                             running.push(self.process(next));
-                            idle = false;
                             break;
                         }
                     }
-                    if idle {
+                    if lanes.queued_in(&done.key) <= resume_at && paused.remove(&done.key) {
                         self.pause(&done.key, false);
                     }
                 }
@@ -187,11 +195,12 @@ impl<S: Stage> StageRunner<S> {
                         let key = received.key.clone();
                         match lanes.admit(&key, received) {
                             Admitted::Start(start) => running.push(self.process(start)),
-                            // Its partition is busy: stop fetching it until
-                            // its lane drains, so one slow partition does not
-                            // fill the bound and starve the others.
-                            Admitted::Queued { first: true } => self.pause(&key, true),
-                            Admitted::Queued { first: false } => {}
+                            // Its partition is busy: at half the bound, stop
+                            // fetching it until its lane drains to a quarter,
+                            // so one slow partition does not fill the bound
+                            // and starve the others.
+                            Admitted::Queued { depth } if depth >= pause_at && paused.insert(key.clone()) => self.pause(&key, true),
+                            Admitted::Queued { .. } => {}
                         }
                     }
                 }

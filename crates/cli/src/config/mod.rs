@@ -65,8 +65,8 @@ pub struct Settings {
     /// A document or answer still unfinished after this many seconds counts in rag_stuck_items (with lag 0 it was lost: run `rag-engine verify`).
     #[arg(long, env = "STUCK_AFTER_SECS", default_value_t = 900, global = true)]
     pub stuck_after_secs: u64,
-    /// Records each stage instance holds at once, running and queued. Its partitions are processed side by side (up to one record each at a time, in offset order, so the events of one document stay in order); at the bound the stage stops fetching until one finishes. 1 (the default): one record at a time; on the local broker, `bench ingest` (200 documents, lexical) took 16 s at 1 and 29-42 s at 8, not yet explained (docs/delivery.md).
-    #[arg(long, env = "STAGE_MAX_IN_FLIGHT", default_value_t = 1, global = true)]
+    /// Records each stage instance holds at once, running and queued. Its partitions are processed side by side (up to one record each at a time, in offset order, so the events of one document stay in order); a partition holding half the bound is paused until it is down to a quarter, and at the bound the stage stops fetching until one finishes. 1: one record at a time (docs/delivery.md has the measurements behind the default).
+    #[arg(long, env = "STAGE_MAX_IN_FLIGHT", default_value_t = 64, global = true)]
     pub stage_max_in_flight: usize,
     /// Consumers per stage in one `run` process (members of one group). Measured on the local tansu broker, 4 made ingest much slower (group coordination); keep 1 there.
     #[arg(long, env = "STAGE_INSTANCES", default_value_t = 1, global = true)]
@@ -176,7 +176,7 @@ pub struct Settings {
     /// What the in-memory search indexes of a process may hold, in postings (~12 bytes; a vector component counts a third); past it the least recently searched workspaces are dropped and reload when searched. Only searched workspaces are loaded.
     #[arg(long, env = "SEARCH_INDEX_MAX_POSTINGS", default_value_t = rag_stages::search_index::DEFAULT_MAX_POSTINGS, global = true)]
     pub search_index_max_postings: usize,
-    /// With LEXICAL_INDEX=memory, workspaces of at most this many chunks also have their vectors held for exact nearest neighbours (a small workspace in a large shared HNSW index is slow to search); larger ones use pgvector's HNSW index. 0: always pgvector.
+    /// With LEXICAL_INDEX=memory, workspaces of at most this many chunks also have their vectors held (fp32 and an 8-bit copy, ~1.9 KB per 384-dimension chunk) for exact nearest neighbours; larger ones use pgvector's HNSW index. 0: always pgvector.
     #[arg(long, env = "DENSE_IN_MEMORY_MAX_CHUNKS", default_value_t = rag_stages::search_index::DEFAULT_DENSE_MAX_CHUNKS, global = true)]
     pub dense_in_memory_max_chunks: usize,
     /// Answer LLM: base URL of an OpenAI-compatible API, version included (requests go to {base}/chat/completions). With ANSWER_LLM_MODEL and ANSWER_LLM_API_KEY it enables LLM answers; otherwise answers are extractive.
