@@ -336,4 +336,4 @@ unsafe fn tile_avx512<const V: usize>(t: &mut Tile<'_>) {
 
 #[cfg(test)]
 #[path = "gemm_tests.rs"]
-mod tests;
+pub(crate) mod tests;

@@ -3,18 +3,7 @@
 //! within the quantisation error, over odd shapes and both kernels.
 
 use super::*;
-
-fn data(len: usize, seed: u32) -> Vec<f32> {
-    let mut x = seed.wrapping_mul(2654435761).max(1);
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            (x % 2001) as f32 / 1000.0 - 1.0
-        })
-        .collect()
-}
+use crate::gemm::tests::data;
 
 /// `C` from the quantised values, in f64.
 fn dequantised(a: &QuantizedRows, b: &PackedI8, bias: &[f32]) -> Vec<f64> {

@@ -16,7 +16,7 @@ fn naive(a: &[f32], m: usize, k: usize, b: &[f32], n: usize, bias: &[f32]) -> Ve
     c
 }
 
-fn data(len: usize, seed: u32) -> Vec<f32> {
+pub(crate) fn data(len: usize, seed: u32) -> Vec<f32> {
     let mut x = seed.wrapping_mul(2654435761).max(1);
     (0..len)
         .map(|_| {
