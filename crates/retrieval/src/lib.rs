@@ -86,7 +86,7 @@ const VI_SYLLABLES: &[&str] = &[
 /// English/ASCII Latin when at least four letters in five are ASCII; other
 /// otherwise.
 pub fn detect_language(text: &str) -> Language {
-    let (mut words, mut clear, mut score, mut letters, mut ascii) = (0usize, 0usize, 0f64, 0usize, 0usize);
+    let mut signs = LanguageSigns::default();
     // Retrieval asks this of every candidate chunk: ASCII words (most of
     // them) are looked up without allocating, and NFC text is not copied.
     let normalised: std::borrow::Cow<'_, str> = match unicode_normalization::is_nfc_quick(text.chars()) {
@@ -94,47 +94,69 @@ pub fn detect_language(text: &str) -> Language {
         _ => std::borrow::Cow::Owned(text.nfc().collect()),
     };
     for word in normalised.split(|c: char| !c.is_alphabetic()).filter(|w| !w.is_empty()) {
-        words += 1;
         if word.is_ascii() {
             // Folding and lower-casing an ASCII word is lower-casing it.
-            letters += word.len();
-            ascii += word.len();
+            signs.words += 1;
+            signs.letters += word.len();
+            signs.ascii += word.len();
             let mut buf = [0u8; 16];
             if word.len() <= buf.len() {
                 let lower = &mut buf[..word.len()];
                 lower.copy_from_slice(word.as_bytes());
                 lower.make_ascii_lowercase();
                 if VI_SYLLABLES.iter().any(|s| s.as_bytes() == &*lower) {
-                    clear += 1;
-                    score += 1.0;
+                    signs.clear += 1;
+                    signs.score += 1.0;
                 }
             }
             continue;
         }
+        signs.add_word(word);
+    }
+    signs.verdict()
+}
+
+/// What [`detect_language`] counts over a text's words.
+#[derive(Default)]
+struct LanguageSigns {
+    words: usize,
+    /// Words with a clear Vietnamese sign.
+    clear: usize,
+    score: f64,
+    letters: usize,
+    ascii: usize,
+}
+
+impl LanguageSigns {
+    /// One word (NFC), any script.
+    fn add_word(&mut self, word: &str) {
+        self.words += 1;
         let lower = word.to_lowercase();
         let folded = rag_lexical::fold(&lower);
         if word.chars().any(is_vietnamese_letter) || VI_SYLLABLES.contains(&folded.as_str()) {
-            clear += 1;
-            score += 1.0;
+            self.clear += 1;
+            self.score += 1.0;
         } else if lower.chars().any(|c| !c.is_ascii() && "âêôàáèéìíòóùúý".contains(c)) {
-            score += 0.5;
+            self.score += 0.5;
         }
         for c in word.chars() {
-            letters += 1;
+            self.letters += 1;
             if c.is_ascii_alphabetic() {
-                ascii += 1;
+                self.ascii += 1;
             }
         }
     }
-    if words == 0 {
-        return Language::Other;
-    }
-    if clear > 0 && score * 5.0 >= words as f64 {
-        Language::Vi
-    } else if ascii * 5 >= letters * 4 {
-        Language::En
-    } else {
-        Language::Other
+
+    fn verdict(&self) -> Language {
+        if self.words == 0 {
+            Language::Other
+        } else if self.clear > 0 && self.score * 5.0 >= self.words as f64 {
+            Language::Vi
+        } else if self.ascii * 5 >= self.letters * 4 {
+            Language::En
+        } else {
+            Language::Other
+        }
     }
 }
 
@@ -329,37 +351,15 @@ mod tests {
 mod detect_language_reference {
     use super::*;
 
-    /// The plain version the fast one must agree with.
+    /// The plain version the fast one must agree with: every word
+    /// through the general path.
     fn reference(text: &str) -> Language {
-        let (mut words, mut clear, mut score, mut letters, mut ascii) = (0usize, 0usize, 0f64, 0usize, 0usize);
+        let mut signs = LanguageSigns::default();
         let normalised: String = text.nfc().collect();
         for word in normalised.split(|c: char| !c.is_alphabetic()).filter(|w| !w.is_empty()) {
-            words += 1;
-            let lower = word.to_lowercase();
-            let folded = rag_lexical::fold(&lower);
-            if word.chars().any(is_vietnamese_letter) || VI_SYLLABLES.contains(&folded.as_str()) {
-                clear += 1;
-                score += 1.0;
-            } else if lower.chars().any(|c| !c.is_ascii() && "âêôàáèéìíòóùúý".contains(c)) {
-                score += 0.5;
-            }
-            for c in word.chars() {
-                letters += 1;
-                if c.is_ascii_alphabetic() {
-                    ascii += 1;
-                }
-            }
+            signs.add_word(word);
         }
-        if words == 0 {
-            return Language::Other;
-        }
-        if clear > 0 && score * 5.0 >= words as f64 {
-            Language::Vi
-        } else if ascii * 5 >= letters * 4 {
-            Language::En
-        } else {
-            Language::Other
-        }
+        signs.verdict()
     }
 
     #[test]

@@ -53,12 +53,12 @@ fn time_encoder(encoder: &SentenceEncoder, inputs: &[&str], seconds: u64) -> any
     Ok((pieces as f64 / secs, sentences as f64 / secs, vectors))
 }
 
-/// The texts the encoder part times: `batch` chunk-like English texts of
-/// `pieces` word pieces.
-pub fn bench_texts(model_dir: &std::path::Path, args: &EncoderArgs) -> anyhow::Result<Vec<String>> {
+/// The texts the encoder part times (`batch` chunk-like English texts of
+/// `pieces` word pieces) and the model's dimension.
+pub fn bench_texts(model_dir: &std::path::Path, args: &EncoderArgs) -> anyhow::Result<(Vec<String>, usize)> {
     let encoder = SentenceEncoder::load(model_dir, 1)
         .with_context(|| format!("loading the encoder from {} (EMBEDDING_MODEL_DIR)", model_dir.display()))?;
-    Ok((0..args.batch.max(1)).map(|seed| text_with_pieces(&encoder, args.pieces, seed)).collect())
+    Ok(((0..args.batch.max(1)).map(|seed| text_with_pieces(&encoder, args.pieces, seed)).collect(), encoder.dimension()))
 }
 
 pub async fn run(model_dir: &str, threads: usize, args: &EncoderArgs) -> anyhow::Result<EncoderReport> {

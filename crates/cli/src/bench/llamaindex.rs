@@ -81,8 +81,6 @@ pub struct Inputs<'a> {
     pub ingest: &'a ingest::IngestArgs,
     pub embedding_documents: usize,
     pub sizes: &'a [usize],
-    /// Of the retrieval fixtures' vectors (the model's).
-    pub dimension: usize,
     pub queries: usize,
     pub top_k: usize,
     pub candidates: usize,
@@ -143,10 +141,11 @@ async fn write_corpus(dir: &Path, inputs: &Inputs<'_>) -> anyhow::Result<()> {
     }
     let model_dir = PathBuf::from(inputs.model_dir);
     let encoder_args = inputs.encoder.clone();
-    let texts = tokio::task::spawn_blocking(move || encoder::bench_texts(&model_dir, &encoder_args)).await??;
+    // The fixtures' vectors have the model's dimension, as the bench's own.
+    let (texts, dimension) = tokio::task::spawn_blocking(move || encoder::bench_texts(&model_dir, &encoder_args)).await??;
     for &size in inputs.sizes.iter().filter(|s| **s <= MAX_CHUNKS) {
         let dir = dir.join("retrieval").join(size.to_string());
-        let (queries, dimension) = (inputs.queries, inputs.dimension);
+        let queries = inputs.queries;
         eprintln!("bench llamaindex: writing the {size}-chunk fixture");
         tokio::task::spawn_blocking(move || retrieval::write_fixture_files(&dir, size, queries, dimension)).await??;
     }

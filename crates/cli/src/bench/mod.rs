@@ -193,7 +193,6 @@ async fn full(s: &Settings, args: &BenchArgs) -> anyhow::Result<ExitCode> {
             ingest: &ingest_args(args.documents),
             embedding_documents: (args.documents / 5).max(1),
             sizes: &args.retrieval.sizes,
-            dimension: local.embedder()?.identity().map(|(_, d)| d).unwrap_or(0),
             queries: args.retrieval.queries,
             top_k: s.retrieval_top_k.max(1),
             candidates: s.retrieval_candidates.max(1),
