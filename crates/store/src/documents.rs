@@ -92,17 +92,24 @@ pub async fn apply_uploaded(tx: &mut Transaction<'_, Postgres>, e: &DocumentUplo
     let id = parse_id(&e.document_id)?;
     let metadata = serde_json::to_value(&e.metadata).map_err(|e| StoreError::Invalid(e.to_string()))?;
     let at = millis(e.envelope.occurred_at);
-    sqlx::query(
+    // Later steps projected first (a row they created) show once the
+    // upload joins them: the status moves to the end of the unbroken run.
+    let reached = crate::pipeline::contiguous_rank("(documents.projected_steps | 1)");
+    let status = crate::pipeline::status_of_rank(&reached);
+    sqlx::query(&format!(
         "INSERT INTO documents (id, workspace_id, filename, content_type, size_bytes, sha256, blob_uri, uploaded_by,
-                                metadata, status, status_rank, correlation_id, uploaded_at, updated_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13)
+                                metadata, status, status_rank, correlation_id, uploaded_at, updated_at, projected_steps)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13, 1)
          ON CONFLICT (id) DO UPDATE SET
             filename = EXCLUDED.filename, content_type = EXCLUDED.content_type,
             size_bytes = EXCLUDED.size_bytes, sha256 = EXCLUDED.sha256, blob_uri = EXCLUDED.blob_uri,
             uploaded_by = EXCLUDED.uploaded_by, metadata = EXCLUDED.metadata,
-            correlation_id = EXCLUDED.correlation_id, uploaded_at = EXCLUDED.uploaded_at
-         WHERE documents.workspace_id = EXCLUDED.workspace_id",
-    )
+            correlation_id = EXCLUDED.correlation_id, uploaded_at = EXCLUDED.uploaded_at,
+            status = CASE WHEN documents.status_rank < {reached} THEN {status} ELSE documents.status END,
+            status_rank = GREATEST(documents.status_rank, {reached}),
+            projected_steps = documents.projected_steps | 1
+         WHERE documents.workspace_id = EXCLUDED.workspace_id"
+    ))
     .bind(id)
     .bind(&e.envelope.workspace_id)
     .bind(&e.filename)
@@ -190,13 +197,16 @@ pub async fn get(pool: &PgPool, workspace_id: &str, id: Uuid) -> Result<Option<D
 
 /// Projects DocumentDeleted: the document leaves every listing (and search,
 /// which reads only live documents) at once. [`purge`] removes its rows.
+/// Every step counts as projected from then on (steps the deletion skips
+/// would otherwise leave a rebuild's bits to the order of the topics).
 pub async fn apply_deleted(tx: &mut Transaction<'_, Postgres>, e: &rag_events::DocumentDeleted) -> Result<(), StoreError> {
     let id = parse_id(&e.document_id)?;
     let at = millis(e.envelope.occurred_at);
     sqlx::query(
-        "INSERT INTO documents (id, workspace_id, status, status_rank, updated_at, deleted_at)
-         VALUES ($1, $2, 'deleted', $3, $4, $4)
-         ON CONFLICT (id) DO UPDATE SET status = 'deleted', status_rank = $3, deleted_at = $4, updated_at = $4
+        "INSERT INTO documents (id, workspace_id, status, status_rank, updated_at, deleted_at, projected_steps)
+         VALUES ($1, $2, 'deleted', $3, $4, $4, 15)
+         ON CONFLICT (id) DO UPDATE SET status = 'deleted', status_rank = $3, deleted_at = $4, updated_at = $4,
+                                        projected_steps = 15
          WHERE documents.workspace_id = EXCLUDED.workspace_id AND documents.status_rank < $3",
     )
     .bind(id)

@@ -35,15 +35,25 @@ pub async fn load(pool: &PgPool, group: &str, topic: &str, partition: i32) -> Re
 /// On [`Claim::Apply`] the row is already advanced to `offset + 1`: the
 /// caller writes its rows in the same transaction and commits.
 pub async fn claim(tx: &mut Transaction<'_, Postgres>, group: &str, topic: &str, partition: i32, offset: i64) -> Result<Claim, StoreError> {
-    sqlx::query(
-        "INSERT INTO consumer_offsets (consumer_group, topic, partition, next_offset) VALUES ($1, $2, $3, 0)
-         ON CONFLICT DO NOTHING",
+    // One round trip for the usual case (a new offset): the upsert creates
+    // or locks the row and advances it only if `offset` is not behind it.
+    // A conflicting row is locked even when the WHERE refuses the update, so
+    // the re-delivery case reads it under the same lock.
+    let advanced: Option<(i64,)> = sqlx::query_as(
+        "INSERT INTO consumer_offsets (consumer_group, topic, partition, next_offset) VALUES ($1, $2, $3, $4 + 1)
+         ON CONFLICT (consumer_group, topic, partition) DO UPDATE SET next_offset = EXCLUDED.next_offset, updated_at = now()
+         WHERE consumer_offsets.next_offset <= $4
+         RETURNING next_offset",
     )
     .bind(group)
     .bind(topic)
     .bind(partition)
-    .execute(&mut **tx)
+    .bind(offset)
+    .fetch_optional(&mut **tx)
     .await?;
+    if advanced.is_some() {
+        return Ok(Claim::Apply);
+    }
     let (next_offset,): (i64,) = sqlx::query_as(
         "SELECT next_offset FROM consumer_offsets
          WHERE consumer_group = $1 AND topic = $2 AND partition = $3 FOR UPDATE",
@@ -53,20 +63,7 @@ pub async fn claim(tx: &mut Transaction<'_, Postgres>, group: &str, topic: &str,
     .bind(partition)
     .fetch_one(&mut **tx)
     .await?;
-    if offset < next_offset {
-        return Ok(Claim::AlreadyApplied { next_offset });
-    }
-    sqlx::query(
-        "UPDATE consumer_offsets SET next_offset = $4, updated_at = now()
-         WHERE consumer_group = $1 AND topic = $2 AND partition = $3",
-    )
-    .bind(group)
-    .bind(topic)
-    .bind(partition)
-    .bind(offset + 1)
-    .execute(&mut **tx)
-    .await?;
-    Ok(Claim::Apply)
+    Ok(Claim::AlreadyApplied { next_offset })
 }
 
 /// Every stored offset of `groups`: (group, topic, partition, next offset).

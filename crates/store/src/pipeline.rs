@@ -20,46 +20,86 @@ async fn advance_status(
     id: Uuid,
     workspace_id: &str,
     status: DocumentStatus,
-    occurred_at: DateTime<Utc>,
+    envelope: &rag_events::Envelope,
 ) -> Result<(), StoreError> {
+    let occurred_at = occurred(envelope);
     let success = status.rank() < DocumentStatus::Failed.rank();
-    sqlx::query(
-        "INSERT INTO documents (id, workspace_id, status, status_rank, updated_at, failed_at)
-         VALUES ($1, $2, $3, $4, $6, CASE WHEN $5 THEN NULL ELSE $6 END)
+    // A success marks its step projected; the status shown is the last step
+    // of the unbroken run from the upload (migration 20261124000011). A row
+    // this event creates starts at `uploaded` until its upload is projected.
+    // An event with no cause (an upstream system's DocumentParsed, say)
+    // starts the document's run: no earlier step will come.
+    let step: i16 = match (success, envelope.causation_id.is_none()) {
+        (false, _) => 0,
+        (true, false) => 1 << status.rank(),
+        (true, true) => (1 << (status.rank() + 1)) - 1,
+    };
+    let insert_status = if success {
+        // The run the event's own bits make (all of it for a causeless event).
+        [DocumentStatus::Ingested, DocumentStatus::Chunked, DocumentStatus::Parsed]
+            .into_iter()
+            .find(|s| step & ((1 << (s.rank() + 1)) - 1) == (1 << (s.rank() + 1)) - 1)
+            .unwrap_or(DocumentStatus::Uploaded)
+    } else {
+        status
+    };
+    let insert_rank = insert_status.rank();
+    let reached = contiguous_rank("(documents.projected_steps | $7)");
+    let new_rank = format!("(CASE WHEN $5 THEN {reached} ELSE {} END)", DocumentStatus::Failed.rank());
+    let new_status = format!("(CASE WHEN $5 THEN {} ELSE 'failed' END)", status_of_rank(&reached));
+    let recovers = format!("($5 AND documents.status = 'failed' AND documents.failed_at < $6 AND {reached} >= 0)");
+    sqlx::query(&format!(
+        "INSERT INTO documents (id, workspace_id, status, status_rank, updated_at, failed_at, projected_steps)
+         VALUES ($1, $2, $3, $4, $6, CASE WHEN $5 THEN NULL ELSE $6 END, $7)
          ON CONFLICT (id) DO UPDATE SET
-            status = CASE WHEN documents.status_rank < EXCLUDED.status_rank
-                            OR ($5 AND documents.status = 'failed' AND documents.failed_at < $6)
-                          THEN EXCLUDED.status ELSE documents.status END,
-            status_rank = CASE WHEN documents.status_rank < EXCLUDED.status_rank
-                                 OR ($5 AND documents.status = 'failed' AND documents.failed_at < $6)
-                               THEN EXCLUDED.status_rank ELSE documents.status_rank END,
-            failure_code = CASE WHEN $5 AND documents.status = 'failed' AND documents.failed_at < $6
-                                THEN NULL ELSE documents.failure_code END,
-            failure_reason = CASE WHEN $5 AND documents.status = 'failed' AND documents.failed_at < $6
-                                  THEN NULL ELSE documents.failure_reason END,
-            failed_at = CASE WHEN $5 AND documents.status = 'failed' AND documents.failed_at < $6 THEN NULL
-                             WHEN NOT $5 AND documents.status_rank < EXCLUDED.status_rank THEN $6
+            status = CASE WHEN documents.status_rank < {new_rank} OR {recovers} THEN {new_status} ELSE documents.status END,
+            status_rank = CASE WHEN documents.status_rank < {new_rank} OR {recovers} THEN {new_rank} ELSE documents.status_rank END,
+            failure_code = CASE WHEN {recovers} THEN NULL ELSE documents.failure_code END,
+            failure_reason = CASE WHEN {recovers} THEN NULL ELSE documents.failure_reason END,
+            failed_at = CASE WHEN {recovers} THEN NULL
+                             WHEN NOT $5 AND documents.status_rank < {new_rank} THEN $6
                              ELSE documents.failed_at END,
+            projected_steps = documents.projected_steps | $7,
             updated_at = GREATEST(documents.updated_at, $6)
-         WHERE documents.workspace_id = EXCLUDED.workspace_id",
-    )
+         WHERE documents.workspace_id = EXCLUDED.workspace_id"
+    ))
     .bind(id)
     .bind(workspace_id)
-    .bind(status.as_str())
-    .bind(status.rank())
+    .bind(insert_status.as_str())
+    .bind(insert_rank)
     .bind(success)
     .bind(occurred_at)
+    .bind(step)
     .execute(&mut **tx)
     .await?;
     Ok(())
+}
+
+/// SQL: the rank of the last success step of the unbroken run from the
+/// upload in the step bits `bits` (-1: the upload itself is missing).
+pub(crate) fn contiguous_rank(bits: &str) -> String {
+    format!(
+        "(CASE WHEN {bits} & 15 = 15 THEN 3 WHEN {bits} & 7 = 7 THEN 2 WHEN {bits} & 3 = 3 THEN 1 WHEN {bits} & 1 = 1 THEN 0 ELSE -1 END)"
+    )
+}
+
+/// SQL: the success status of a rank from [`contiguous_rank`].
+pub(crate) fn status_of_rank(rank: &str) -> String {
+    format!("(CASE {rank} WHEN 3 THEN 'ingested' WHEN 2 THEN 'chunked' WHEN 1 THEN 'parsed' ELSE 'uploaded' END)")
 }
 
 fn occurred(e: &rag_events::Envelope) -> DateTime<Utc> {
     DateTime::from_timestamp_millis(e.occurred_at).unwrap_or_else(Utc::now)
 }
 
-async fn fail(tx: &mut Transaction<'_, Postgres>, id: Uuid, workspace_id: &str, f: &Failure, at: DateTime<Utc>) -> Result<(), StoreError> {
-    advance_status(tx, id, workspace_id, DocumentStatus::Failed, at).await?;
+async fn fail(
+    tx: &mut Transaction<'_, Postgres>,
+    id: Uuid,
+    workspace_id: &str,
+    f: &Failure,
+    envelope: &rag_events::Envelope,
+) -> Result<(), StoreError> {
+    advance_status(tx, id, workspace_id, DocumentStatus::Failed, envelope).await?;
     sqlx::query("UPDATE documents SET failure_code = $2, failure_reason = $3 WHERE id = $1 AND status = 'failed'")
         .bind(id)
         .bind(&f.code)
@@ -75,9 +115,9 @@ pub async fn apply_parsed(tx: &mut Transaction<'_, Postgres>, e: &DocumentParsed
     let id = doc_id(&e.document_id)?;
     let ws = &e.envelope.workspace_id;
     if let Some(f) = &e.failure {
-        return fail(tx, id, ws, f, occurred(&e.envelope)).await;
+        return fail(tx, id, ws, f, &e.envelope).await;
     }
-    advance_status(tx, id, ws, DocumentStatus::Parsed, occurred(&e.envelope)).await?;
+    advance_status(tx, id, ws, DocumentStatus::Parsed, &e.envelope).await?;
     let pages = serde_json::to_value(&e.pages).map_err(|err| StoreError::Invalid(err.to_string()))?;
     sqlx::query(
         "UPDATE documents SET parser = $2, page_count = $3, segment_count = $4, char_count = $5,
@@ -143,9 +183,9 @@ pub async fn apply_chunked(tx: &mut Transaction<'_, Postgres>, e: &DocumentChunk
     let id = doc_id(&e.document_id)?;
     let ws = &e.envelope.workspace_id;
     if let Some(f) = &e.failure {
-        return fail(tx, id, ws, f, occurred(&e.envelope)).await;
+        return fail(tx, id, ws, f, &e.envelope).await;
     }
-    advance_status(tx, id, ws, DocumentStatus::Chunked, occurred(&e.envelope)).await?;
+    advance_status(tx, id, ws, DocumentStatus::Chunked, &e.envelope).await?;
     sqlx::query(
         "INSERT INTO document_versions (document_id, workspace_id, chunking_version, chunked_at) VALUES ($1, $2, $3, $4)
          ON CONFLICT (document_id, chunking_version) DO UPDATE SET chunked_at = GREATEST(document_versions.chunked_at, EXCLUDED.chunked_at)",
@@ -209,9 +249,9 @@ pub async fn apply_ingested(tx: &mut Transaction<'_, Postgres>, e: &DocumentInge
     let id = doc_id(&e.document_id)?;
     let ws = &e.envelope.workspace_id;
     if let Some(f) = &e.failure {
-        return fail(tx, id, ws, f, occurred(&e.envelope)).await;
+        return fail(tx, id, ws, f, &e.envelope).await;
     }
-    advance_status(tx, id, ws, DocumentStatus::Ingested, occurred(&e.envelope)).await?;
+    advance_status(tx, id, ws, DocumentStatus::Ingested, &e.envelope).await?;
     let this_at: Option<DateTime<Utc>> =
         sqlx::query_scalar("SELECT chunked_at FROM document_versions WHERE document_id = $1 AND chunking_version = $2")
             .bind(id)
@@ -304,14 +344,18 @@ pub async fn replace_index(
         .bind(chunking_version)
         .execute(&mut **tx)
         .await?;
-    // Two statements for the whole document (UNNEST of column arrays), not
-    // two per chunk: a round trip each was most of the indexer's time.
+    // One statement for the whole document (UNNEST of column arrays), not
+    // one per chunk: a round trip each was most of the indexer's time. A
+    // chunk's postings are its row's `terms` and `tfs` (migration
+    // 20261124000010); UNNEST cannot carry an array per row, so each goes
+    // as one string split in SQL (a term is a UAX #29 word or its folded
+    // form: never the separator, a control character).
     let mut ids = Vec::with_capacity(chunks.len());
     let (mut indexes, mut contents, mut term_counts) = (Vec::new(), Vec::new(), Vec::new());
     let (mut page_starts, mut page_ends, mut char_starts, mut char_ends) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let (mut models, mut dimensions, mut embeddings) = (Vec::new(), Vec::new(), Vec::new());
     let (mut line_starts, mut line_ends) = (Vec::new(), Vec::new());
-    let (mut term_chunks, mut terms, mut tfs) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut terms, mut tfs) = (Vec::with_capacity(chunks.len()), Vec::with_capacity(chunks.len()));
     for c in chunks {
         let embedding = c.embedding.as_ref().map(|v| {
             let parts: Vec<String> = v.iter().map(|x| x.to_string()).collect();
@@ -330,22 +374,22 @@ pub async fn replace_index(
         embeddings.push(embedding);
         line_starts.push(c.chunk.line_start.map(|l| l as i32));
         line_ends.push(c.chunk.line_end.map(|l| l as i32));
-        for (term, tf) in &c.terms {
-            term_chunks.push(c.chunk.chunk_id.as_str());
-            terms.push(term.as_str());
-            tfs.push(*tf as i32);
-        }
+        let (joined_terms, joined_tfs) = postings_strings(&c.terms)?;
+        terms.push(joined_terms);
+        tfs.push(joined_tfs);
     }
     sqlx::query(
         "INSERT INTO search_chunks (chunk_id, workspace_id, document_id, chunking_version, chunk_index, content,
                                     term_count, page_start, page_end, char_start, char_end,
-                                    embedding_model, embedding_dimension, embedding, indexed_at, line_start, line_end)
+                                    embedding_model, embedding_dimension, embedding, indexed_at, line_start, line_end,
+                                    terms, tfs)
          SELECT u.chunk_id, $2, $3, $4, u.chunk_index, u.content, u.term_count, u.page_start, u.page_end,
-                u.char_start, u.char_end, u.model, u.dimension, u.embedding::vector, $5, u.line_start, u.line_end
+                u.char_start, u.char_end, u.model, u.dimension, u.embedding::vector, $5, u.line_start, u.line_end,
+                string_to_array(u.terms, E'\\x1f'), string_to_array(u.tfs, ',')::int[]
          FROM UNNEST($1::text[], $6::int[], $7::text[], $8::int[], $9::int[], $10::int[], $11::int8[], $12::int8[],
-                     $13::text[], $14::int[], $15::text[], $16::int[], $17::int[])
+                     $13::text[], $14::int[], $15::text[], $16::int[], $17::int[], $18::text[], $19::text[])
               AS u(chunk_id, chunk_index, content, term_count, page_start, page_end, char_start, char_end,
-                   model, dimension, embedding, line_start, line_end)
+                   model, dimension, embedding, line_start, line_end, terms, tfs)
          ON CONFLICT (chunk_id) DO NOTHING",
     )
     .bind(&ids)
@@ -365,21 +409,33 @@ pub async fn replace_index(
     .bind(&embeddings)
     .bind(&line_starts)
     .bind(&line_ends)
-    .execute(&mut **tx)
-    .await?;
-    sqlx::query(
-        "INSERT INTO search_terms (chunk_id, workspace_id, term, tf)
-         SELECT u.chunk_id, $2, u.term, u.tf FROM UNNEST($1::text[], $3::text[], $4::int[]) AS u(chunk_id, term, tf)
-         ON CONFLICT DO NOTHING",
-    )
-    .bind(&term_chunks)
-    .bind(workspace_id)
     .bind(&terms)
     .bind(&tfs)
     .execute(&mut **tx)
     .await?;
     Ok(())
 }
+
+/// A chunk's postings as two strings for `string_to_array`: the terms
+/// (sorted, the map's order) joined by U+001F, their frequencies by commas.
+fn postings_strings(terms: &std::collections::BTreeMap<String, u32>) -> Result<(String, String), StoreError> {
+    let mut joined_terms = String::new();
+    let mut joined_tfs = String::new();
+    for (i, (term, tf)) in terms.iter().enumerate() {
+        if term.is_empty() || term.contains(POSTINGS_SEPARATOR) {
+            return Err(StoreError::Invalid(format!("index term {term:?} is empty or holds U+001F")));
+        }
+        if i > 0 {
+            joined_terms.push(POSTINGS_SEPARATOR);
+            joined_tfs.push(',');
+        }
+        joined_terms.push_str(term);
+        joined_tfs.push_str(&tf.to_string());
+    }
+    Ok((joined_terms, joined_tfs))
+}
+
+const POSTINGS_SEPARATOR: char = '\u{1f}';
 
 /// Creates the HNSW index of one embedding model unless it exists. Each
 /// (model, dimension) gets its own partial index, so vectors of different

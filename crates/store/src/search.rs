@@ -62,12 +62,13 @@ pub async fn lexical(
     let sql = format!(
         "WITH q AS (SELECT * FROM UNNEST($2::text[], $3::int[], $4::float8[]) AS q(term, word, weight)),
          eligible AS (
-             SELECT c.chunk_id, c.term_count FROM {ELIGIBLE}
+             SELECT c.chunk_id, c.term_count, c.terms, c.tfs FROM {ELIGIBLE}
              WHERE c.workspace_id = $1 AND (cardinality($5::uuid[]) = 0 OR c.document_id = ANY($5))),
          stats AS (SELECT count(*)::float8 AS n, greatest(avg(term_count), 1)::float8 AS avgdl FROM eligible),
          postings AS (
-             SELECT t.chunk_id, t.term, t.tf, e.term_count FROM search_terms t JOIN eligible e USING (chunk_id)
-             WHERE t.workspace_id = $1 AND t.term = ANY($2)),
+             SELECT e.chunk_id, t.term, t.tf, e.term_count
+             FROM eligible e CROSS JOIN LATERAL UNNEST(e.terms, e.tfs) AS t(term, tf)
+             WHERE e.terms && $2 AND t.term = ANY($2)),
          df AS (SELECT term, count(*)::float8 AS df FROM postings GROUP BY term),
          per_word AS (
              SELECT p.chunk_id, q.word,
@@ -153,14 +154,11 @@ pub struct SearchableChunk {
 /// The searchable chunks (active version, document not deleted) of a
 /// workspace, or of some of its documents, with their terms.
 pub async fn searchable_chunks(pool: &PgPool, workspace_id: &str, documents: Option<&[Uuid]>) -> Result<Vec<SearchableChunk>, StoreError> {
-    // A chunk without terms still counts in BM25's statistics: LEFT JOIN.
+    // A chunk without terms (empty arrays) still counts in BM25's statistics.
     Ok(sqlx::query_as(&format!(
-        "SELECT c.chunk_id, c.document_id, c.term_count,
-                coalesce(array_agg(t.term) FILTER (WHERE t.term IS NOT NULL), '{{}}') AS terms,
-                coalesce(array_agg(t.tf) FILTER (WHERE t.term IS NOT NULL), '{{}}') AS tfs
-         FROM {ELIGIBLE} LEFT JOIN search_terms t ON t.chunk_id = c.chunk_id AND t.workspace_id = c.workspace_id
-         WHERE c.workspace_id = $1 AND ($2::uuid[] IS NULL OR c.document_id = ANY($2))
-         GROUP BY c.chunk_id, c.document_id, c.term_count"
+        "SELECT c.chunk_id, c.document_id, c.term_count, c.terms, c.tfs
+         FROM {ELIGIBLE}
+         WHERE c.workspace_id = $1 AND ($2::uuid[] IS NULL OR c.document_id = ANY($2))"
     ))
     .persistent(false)
     .bind(workspace_id)

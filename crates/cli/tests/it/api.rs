@@ -60,7 +60,9 @@ async fn upload_ingest_ask_and_the_event_stream_delivers_cited_answers() {
     assert_eq!(s, StatusCode::ACCEPTED, "{posted}");
     assert_eq!(posted["user_message"]["role"], "user");
     assert_eq!(posted["user_message"]["content"], "Thủ đô của Việt Nam là gì?");
-    assert_eq!(posted["assistant_message"]["status"], "pending");
+    // Pending as a rule; the read-back may already see the answer when the
+    // extractive answerer was quicker than the response.
+    assert!(matches!(posted["assistant_message"]["status"].as_str(), Some("pending" | "done")), "{posted}");
     let assistant = posted["assistant_message"]["id"].as_str().unwrap().to_string();
 
     let event = next_event(&mut events, Duration::from_secs(90)).await;

@@ -14,9 +14,7 @@ const HANOI: &str = "# Hà Nội\n\nHà Nội là thủ đô của Việt Nam. T
 /// Every read model's rows as text, in a stable order.
 async fn dump(t: &TestEnv) -> std::collections::BTreeMap<&'static str, Vec<String>> {
     let mut out = std::collections::BTreeMap::new();
-    for table in
-        ["documents", "segments", "chunk_mappings", "search_chunks", "search_terms", "document_versions", "messages", "conversations"]
-    {
+    for table in ["documents", "segments", "chunk_mappings", "search_chunks", "document_versions", "messages", "conversations"] {
         let rows: Vec<String> = sqlx::query_scalar(&format!("SELECT x::text FROM {table} x ORDER BY 1")).fetch_all(&t.pool).await.unwrap();
         out.insert(table, rows);
     }

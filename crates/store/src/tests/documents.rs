@@ -55,3 +55,103 @@ async fn an_upload_is_projected_once_and_only_its_workspace_sees_it() {
     tx.commit().await.unwrap();
     db.drop_database().await;
 }
+
+/// The four success events of a document are on four topics and may be
+/// projected in any order: whatever the order, the status shown never runs
+/// ahead of a step not yet projected, and all four end at `ingested`.
+#[tokio::test]
+async fn a_status_shows_only_steps_whose_predecessors_are_projected() {
+    use rag_events::{DocumentChunked, DocumentIngested, DocumentParsed};
+    let db = super::fresh().await;
+    // Every permutation of the steps 0 (uploaded) .. 3 (ingested).
+    let mut orders: Vec<Vec<usize>> = vec![vec![]];
+    for _ in 0..4 {
+        orders = orders
+            .into_iter()
+            .flat_map(|o| (0..4).filter(|s| !o.contains(s)).map(|s| [o.clone(), vec![s]].concat()).collect::<Vec<_>>())
+            .collect();
+    }
+    assert_eq!(orders.len(), 24);
+    for order in orders {
+        let up = uploaded("ws-a");
+        let id = uuid::Uuid::parse_str(&up.document_id).unwrap();
+        // Caused by the upload, as the stages' events are.
+        let envelope = || Envelope::caused_by(&up.envelope, "stage", "test@0");
+        let parsed = DocumentParsed {
+            envelope: envelope(),
+            document_id: up.document_id.clone(),
+            parser_name: "text".into(),
+            parser_version: "1".into(),
+            page_count: Some(1),
+            segment_count: Some(0),
+            char_count: Some(0),
+            full_text_uri: None,
+            full_text_sha256: None,
+            segments_uri: None,
+            segments_sha256: None,
+            failure: None,
+            pages_without_text: vec![],
+            ocr_pages: vec![],
+            line_count: Some(1),
+            pages: vec![],
+        };
+        let chunked = DocumentChunked {
+            envelope: envelope(),
+            document_id: up.document_id.clone(),
+            chunking_profile: "default".into(),
+            chunking_version: "default@1".into(),
+            chunk_count: Some(0),
+            chunks_uri: None,
+            chunks_sha256: None,
+            failure: None,
+        };
+        let ingested = DocumentIngested {
+            envelope: envelope(),
+            document_id: up.document_id.clone(),
+            chunking_version: "default@1".into(),
+            embedding_model: None,
+            embedding_dimension: None,
+            chunk_count: 0,
+            failure: None,
+        };
+        let mut done = [false; 4];
+        for step in &order {
+            let mut tx = db.pool.begin().await.unwrap();
+            match step {
+                0 => documents::apply_uploaded(&mut tx, &up).await.unwrap(),
+                1 => crate::pipeline::apply_parsed(&mut tx, &parsed, &[]).await.unwrap(),
+                2 => crate::pipeline::apply_chunked(&mut tx, &chunked, &[]).await.unwrap(),
+                _ => crate::pipeline::apply_ingested(&mut tx, &ingested).await.unwrap(),
+            }
+            tx.commit().await.unwrap();
+            done[*step] = true;
+            let run = done.iter().take_while(|d| **d).count();
+            let expected = [
+                DocumentStatus::Uploaded,
+                DocumentStatus::Uploaded,
+                DocumentStatus::Parsed,
+                DocumentStatus::Chunked,
+                DocumentStatus::Ingested,
+            ][run];
+            assert_eq!(documents::status_of(&db.pool, id).await.unwrap(), Some(expected), "order {order:?}, after step {step}");
+        }
+    }
+    // An event without a cause (an upstream system's DocumentParsed) starts
+    // the document's run: nothing before it will come.
+    let upstream = uploaded("ws-a");
+    let id = uuid::Uuid::parse_str(&upstream.document_id).unwrap();
+    let ingested = DocumentIngested {
+        envelope: Envelope::originating("ws-a", "upstream@1"),
+        document_id: upstream.document_id.clone(),
+        chunking_version: "default@1".into(),
+        embedding_model: None,
+        embedding_dimension: None,
+        chunk_count: 0,
+        failure: None,
+    };
+    let mut tx = db.pool.begin().await.unwrap();
+    crate::pipeline::apply_ingested(&mut tx, &ingested).await.unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(documents::status_of(&db.pool, id).await.unwrap(), Some(DocumentStatus::Ingested));
+    db.drop_database().await;
+}
