@@ -138,8 +138,9 @@ unsafe fn quantize_row_avx512(row: &[f32], out: &mut [u8]) -> (f32, i32) {
 }
 
 /// Plain loops the compiler vectorises: lane-wise min/max, then
-/// `x / scale + zero` rounded half up by adding 0.5 before the saturating
-/// cast (a call to `round` would not vectorise).
+/// `x / scale + zero` clamped to 0..=255 and rounded to nearest through the
+/// float adder: + 2^23 leaves the integer in the low mantissa bits. (A
+/// `round` call, or a saturating `as u8` cast, is done element by element.)
 #[inline(always)]
 fn quantize_row_body(row: &[f32], out: &mut [u8]) -> (f32, i32) {
     const LANES: usize = 16;
@@ -157,7 +158,8 @@ fn quantize_row_body(row: &[f32], out: &mut [u8]) -> (f32, i32) {
     let inv = 1.0 / scale;
     let (body, padding) = out.split_at_mut(row.len());
     for (q, v) in body.iter_mut().zip(row) {
-        *q = (v * inv + zero + 0.5).clamp(0.0, 255.0) as u8;
+        let y = (v * inv + zero).clamp(0.0, 255.0);
+        *q = ((y + 8_388_608.0).to_bits() & 0xFF) as u8;
     }
     padding.fill(0);
     (scale, zero as i32)

@@ -13,8 +13,11 @@ fn exp_approx(x: f32) -> f32 {
     // exp(x) = 2^n * exp(r), |r| <= ln2/2; Cephes' polynomial for exp(r).
     let x = x.clamp(-87.0, 88.0);
     let fx = x * std::f32::consts::LOG2_E;
-    // Round to nearest through the float adder (vectorises, unlike round()).
-    let n = (fx + 12_582_912.0) - 12_582_912.0;
+    // Round to nearest through the float adder (vectorises, unlike round()):
+    // 1.5 * 2^23 + fx has unit ulp, so its low mantissa bits hold the
+    // rounded fx as an integer offset from the constant's bits.
+    let t = fx + 12_582_912.0;
+    let n = t - 12_582_912.0;
     let r = x - n * 0.693_359_4 - n * -2.121_944_4e-4;
     let mut p = 1.987_569_1e-4_f32;
     p = p * r + 1.398_199_9e-3;
@@ -23,7 +26,10 @@ fn exp_approx(x: f32) -> f32 {
     p = p * r + 1.666_666_5e-1;
     p = p * r + 0.5;
     let er = p * r * r + r + 1.0;
-    let scale = f32::from_bits(((n as i32 + 127) as u32) << 23);
+    // 2^n from the integer in t's bits: `n as i32` is a saturating cast,
+    // which LLVM does element by element (it was half of softmax's time).
+    let n_int = (t.to_bits() as i32).wrapping_sub(0x4B40_0000);
+    let scale = f32::from_bits((n_int.wrapping_add(127) as u32) << 23);
     er * scale
 }
 

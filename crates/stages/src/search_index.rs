@@ -31,9 +31,11 @@ use tokio::sync::{OwnedRwLockReadGuard, RwLock};
 use uuid::Uuid;
 
 /// Default bound on what the indexes of a process hold, in postings
-/// (~12 bytes each): ~3 GB at most, enough for 100 workspaces of 10,000
-/// chunks with their vectors. Only searched workspaces are loaded.
-pub const DEFAULT_MAX_POSTINGS: usize = 250_000_000;
+/// (~12 bytes each by the estimate; 100 workspaces of 10,000 chunks with
+/// their vectors weigh ~260M and took 4.6 GB of RSS in the bench). At
+/// 250M they did not fit: queries going round them reloaded an index each
+/// time (lexical p50 1.0 s). Only searched workspaces are loaded.
+pub const DEFAULT_MAX_POSTINGS: usize = 300_000_000;
 /// Default size up to which a workspace's vectors are held for exact
 /// search (with 8-bit copies for a first pass from 4,096 chunks): 100,000
 /// chunks of 384 components take ~190 MB and are searched in a few ms.

@@ -129,10 +129,27 @@ pub async fn delete_workspace_rows(pool: &PgPool, workspace_id: &str) -> Result<
     Ok(())
 }
 
-/// The text of every indexed chunk of a workspace (to count the word pieces
-/// an ingest embedded).
-pub async fn chunk_contents(pool: &PgPool, workspace_id: &str) -> Result<Vec<String>, StoreError> {
-    Ok(sqlx::query_scalar("SELECT content FROM search_chunks WHERE workspace_id = $1").bind(workspace_id).fetch_all(pool).await?)
+/// The text of every indexed chunk of a workspace, per document in chunk
+/// order (to count the word pieces an ingest embedded, and to encode them
+/// again alone as the indexer did).
+pub async fn chunk_contents(pool: &PgPool, workspace_id: &str) -> Result<Vec<Vec<String>>, StoreError> {
+    let rows: Vec<(Uuid, String)> =
+        sqlx::query_as("SELECT document_id, content FROM search_chunks WHERE workspace_id = $1 ORDER BY document_id, chunk_index")
+            .bind(workspace_id)
+            .fetch_all(pool)
+            .await?;
+    let mut documents: Vec<Vec<String>> = Vec::new();
+    let mut last = None;
+    for (document, content) in rows {
+        if last != Some(document) {
+            documents.push(Vec::new());
+            last = Some(document);
+        }
+        if let Some(d) = documents.last_mut() {
+            d.push(content);
+        }
+    }
+    Ok(documents)
 }
 
 /// Chunks in a workspace's search index: every one, and those embedded

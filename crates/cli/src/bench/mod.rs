@@ -273,7 +273,18 @@ fn goals(r: &FullReport) -> Vec<Goal> {
     let behind = (!compared.is_empty()).then(|| compared.iter().filter(|c| !c.ahead).count() as f64);
     vec![
         at_least("lexical ingest, pages/s", 300.0, r.ingest_lexical.as_ref().map(|i| i.pages_per_second)),
-        at_least("ingest with the encoder, % of its word pieces/s", 80.0, embedded.zip(standalone).map(|(e, f)| 100.0 * e / f)),
+        // Two readings of "its standalone word pieces/s": the encoder alone
+        // on the ingest's own chunks in the indexer's calls (same work), and
+        // the encoder part's 128-piece texts in batches of 32 (a faster shape).
+        at_least(
+            "ingest with the encoder, % of the encoder alone on its chunks",
+            80.0,
+            r.ingest_embeddings
+                .as_ref()
+                .and_then(|i| i.embedded_word_pieces_per_second.zip(i.standalone_word_pieces_per_second))
+                .map(|(e, f)| 100.0 * e / f),
+        ),
+        at_least("ingest with the encoder, % of the encoder at 128 pieces", 80.0, embedded.zip(standalone).map(|(e, f)| 100.0 * e / f)),
         at_least("encoder fp32, word pieces/s", 6000.0, fp32),
         at_least("encoder int8, word pieces/s", 12000.0, int8),
         at_most("hybrid p50 at 100k chunks, ms", 15.0, at_100k.map(|m| m.p50_ms)),
