@@ -34,23 +34,18 @@ async fn advance_status(
         (true, false) => 1 << status.rank(),
         (true, true) => (1 << (status.rank() + 1)) - 1,
     };
-    let insert_status = if success {
-        // The run the event's own bits make (all of it for a causeless event).
-        [DocumentStatus::Ingested, DocumentStatus::Chunked, DocumentStatus::Parsed]
-            .into_iter()
-            .find(|s| step & ((1 << (s.rank() + 1)) - 1) == (1 << (s.rank() + 1)) - 1)
-            .unwrap_or(DocumentStatus::Uploaded)
-    } else {
-        status
-    };
-    let insert_rank = insert_status.rank();
+    // A new row's status is the run its own bits make (the whole run for a
+    // causeless event), by the same rule as an existing row's.
+    let own = contiguous_rank("$7");
+    let own_status = status_of_rank(&own);
     let reached = contiguous_rank("(documents.projected_steps | $7)");
     let new_rank = format!("(CASE WHEN $5 THEN {reached} ELSE {} END)", DocumentStatus::Failed.rank());
     let new_status = format!("(CASE WHEN $5 THEN {} ELSE 'failed' END)", status_of_rank(&reached));
     let recovers = format!("($5 AND documents.status = 'failed' AND documents.failed_at < $6 AND {reached} >= 0)");
     sqlx::query(&format!(
         "INSERT INTO documents (id, workspace_id, status, status_rank, updated_at, failed_at, projected_steps)
-         VALUES ($1, $2, $3, $4, $6, CASE WHEN $5 THEN NULL ELSE $6 END, $7)
+         VALUES ($1, $2, CASE WHEN $5 THEN {own_status} ELSE $3 END, CASE WHEN $5 THEN GREATEST({own}, 0) ELSE $4 END,
+                 $6, CASE WHEN $5 THEN NULL ELSE $6 END, $7)
          ON CONFLICT (id) DO UPDATE SET
             status = CASE WHEN documents.status_rank < {new_rank} OR {recovers} THEN {new_status} ELSE documents.status END,
             status_rank = CASE WHEN documents.status_rank < {new_rank} OR {recovers} THEN {new_rank} ELSE documents.status_rank END,
@@ -65,8 +60,8 @@ async fn advance_status(
     ))
     .bind(id)
     .bind(workspace_id)
-    .bind(insert_status.as_str())
-    .bind(insert_rank)
+    .bind(status.as_str())
+    .bind(status.rank())
     .bind(success)
     .bind(occurred_at)
     .bind(step)
