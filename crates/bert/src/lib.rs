@@ -393,23 +393,52 @@ impl SentenceEncoder {
     pub fn encode_with_stats(&self, texts: &[&str]) -> Result<(Vec<Vec<f32>>, EncodeStats), EncodeError> {
         let ids: Vec<Vec<u32>> = texts.iter().map(|t| self.token_ids(t)).collect::<Result<_, _>>()?;
         let stats = EncodeStats { sentences: ids.len(), tokens: ids.iter().map(Vec::len).sum() };
-        // Longest first onto the least-loaded thread: balanced work.
+        // Longest first, cut into units of a few sequences that the threads
+        // take one at a time: a thread whose core is busy with something
+        // else (the pipeline's other stages share the cores) takes fewer
+        // units instead of holding the others up at the end, as a split
+        // fixed up front did. Units of at most a pass, and about three per
+        // thread so the last ones are short.
         let mut order: Vec<usize> = (0..ids.len()).collect();
         order.sort_by_key(|i| std::cmp::Reverse(ids[*i].len()));
         let threads = self.threads.clamp(1, ids.len().max(1));
-        let mut groups: Vec<(usize, Vec<usize>)> = vec![(0, Vec::new()); threads];
-        for i in order {
-            if let Some(g) = groups.iter_mut().min_by_key(|g| g.0) {
-                g.0 += ids[i].len();
-                g.1.push(i);
+        let unit_tokens = (stats.tokens / (3 * threads)).clamp(1, TOKENS_PER_PASS);
+        let mut units: Vec<std::ops::Range<usize>> = Vec::new();
+        let (mut start, mut tokens) = (0, 0);
+        for (k, i) in order.iter().enumerate() {
+            if k > start && tokens + ids[*i].len() > unit_tokens {
+                units.push(start..k);
+                (start, tokens) = (k, 0);
             }
+            tokens += ids[*i].len();
         }
+        if start < order.len() {
+            units.push(start..order.len());
+        }
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let take_units = || {
+            let mut scratch = self.scratch.lock().ok().and_then(|mut pool| pool.pop()).unwrap_or_default();
+            let mut done = Vec::new();
+            loop {
+                let u = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(unit) = units.get(u) else { break };
+                self.encode_group(&ids, &order[unit.clone()], &mut scratch, &mut done);
+            }
+            // Kept for the next call; at most two per thread (concurrent
+            // callers may hold more at once, those are dropped).
+            if let Ok(mut pool) = self.scratch.lock() {
+                if pool.len() < 2 * self.threads {
+                    pool.push(scratch);
+                }
+            }
+            done
+        };
         let mut out = vec![Vec::new(); ids.len()];
         // Per thread: (input index, vector) pairs, None if the thread died.
         type GroupResult = Option<Vec<(usize, Vec<f32>)>>;
         let results: Vec<GroupResult> = std::thread::scope(|scope| {
-            let handles: Vec<_> = groups.iter().skip(1).map(|(_, members)| scope.spawn(|| self.encode_group(&ids, members))).collect();
-            let first = groups.first().map(|(_, m)| self.encode_group(&ids, m));
+            let handles: Vec<_> = (1..threads.min(units.len())).map(|_| scope.spawn(take_units)).collect();
+            let first = Some(take_units());
             std::iter::once(first).chain(handles.into_iter().map(|h| h.join().ok())).collect()
         });
         for group in results {
@@ -420,10 +449,10 @@ impl SentenceEncoder {
         Ok((out, stats))
     }
 
-    fn encode_group(&self, ids: &[Vec<u32>], members: &[usize]) -> Vec<(usize, Vec<f32>)> {
+    /// Encodes `members` (indexes into `ids`) in passes of at most
+    /// [`TOKENS_PER_PASS`], appending `(index, vector)` to `out`.
+    fn encode_group(&self, ids: &[Vec<u32>], members: &[usize], scratch: &mut Scratch, out: &mut Vec<(usize, Vec<f32>)>) {
         let h = self.dimension();
-        let mut scratch = self.scratch.lock().ok().and_then(|mut pool| pool.pop()).unwrap_or_default();
-        let mut out = Vec::with_capacity(members.len());
         let mut start = 0;
         while start < members.len() {
             let mut end = start;
@@ -433,7 +462,7 @@ impl SentenceEncoder {
                 end += 1;
             }
             let seqs: Vec<&[u32]> = members[start..end].iter().map(|i| ids[*i].as_slice()).collect();
-            self.model.forward(&seqs, &mut scratch);
+            self.model.forward(&seqs, scratch);
             let mut r0 = 0;
             for (k, seq) in seqs.iter().enumerate() {
                 let rows = &scratch.x[r0 * h..(r0 + seq.len()) * h];
@@ -455,14 +484,6 @@ impl SentenceEncoder {
             }
             start = end;
         }
-        // Kept for the next call; at most two per thread (concurrent
-        // callers may hold more at once, those are dropped).
-        if let Ok(mut pool) = self.scratch.lock() {
-            if pool.len() < 2 * self.threads {
-                pool.push(scratch);
-            }
-        }
-        out
     }
 }
 

@@ -5,10 +5,12 @@
 //! two ways) are never mixed (the indexer stores them per identity and the
 //! search side only compares vectors of the same identity).
 
+mod local;
 mod openai;
 
-use std::sync::Arc;
 use std::time::Duration;
+
+use local::LocalEncoder;
 
 pub use openai::{OpenAiConfig, OpenAiEmbedder};
 pub use rag_bert::{LoadError, SentenceEncoder};
@@ -92,8 +94,9 @@ impl InputConvention {
 #[derive(Debug, Clone)]
 enum Backend {
     None,
-    /// In-process sentence encoder (CPU, blocking work off the runtime).
-    Local(Arc<SentenceEncoder>),
+    /// In-process sentence encoder (CPU, its own worker thread for
+    /// passages, blocking threads for queries).
+    Local(LocalEncoder),
     OpenAi(OpenAiEmbedder),
 }
 
@@ -136,7 +139,8 @@ impl Embedder {
         }
         let encoder = SentenceEncoder::load_with(dir, threads, precision)?;
         let identity = identity(encoder.name(), encoder.dimension(), convention);
-        Ok(Embedder { backend: Backend::Local(Arc::new(encoder)), convention, identity })
+        let encoder = LocalEncoder::start(encoder).map_err(|source| LoadError::Io { path: dir.to_path_buf(), source })?;
+        Ok(Embedder { backend: Backend::Local(encoder), convention, identity })
     }
 
     /// Any OpenAI-compatible `/v1/embeddings`.
@@ -157,7 +161,7 @@ impl Embedder {
     /// False only for an in-process int8 encoder without AVX-512 VNNI.
     pub fn is_accelerated(&self) -> bool {
         match &self.backend {
-            Backend::Local(e) => e.is_accelerated(),
+            Backend::Local(e) => e.encoder().is_accelerated(),
             _ => true,
         }
     }
@@ -172,16 +176,11 @@ impl Embedder {
         match &self.backend {
             Backend::None => Ok(Vec::new()),
             Backend::Local(e) => {
-                let encoder = e.clone();
                 let texts: Vec<String> = texts.iter().map(|t| self.convention.text(kind, t).into_owned()).collect();
-                tokio::task::spawn_blocking(move || {
-                    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-                    encoder.encode(&refs)
-                })
-                .await
-                .map_err(|e| EmbedError::Transient(format!("encoder task: {e}")))?
-                // A text the tokenizer refuses will be refused again.
-                .map_err(|e| EmbedError::Permanent(e.to_string()))
+                match kind {
+                    InputKind::Passage => e.encode_passages(texts).await,
+                    InputKind::Query => e.encode_queries(texts).await,
+                }
             }
             Backend::OpenAi(e) => match self.convention {
                 InputConvention::InputType => e.embed(texts, Some(kind)).await,
