@@ -17,6 +17,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         bucket: env("S3_BUCKET", "rag-engine"),
         access_key: env("S3_ACCESS_KEY", "rag-engine"),
         secret_key: env("S3_SECRET_KEY", "rag-engine-secret").into(),
+        // Timed against the server.
+        cache_bytes: 0,
     };
     let store = rag_blobs::BlobStore::new(&cfg);
     store.ensure_bucket().await?;

@@ -3,7 +3,10 @@
 //! Objects are addressed as `s3://bucket/key`; events carry these URIs and
 //! the SHA-256 of the bytes, never the bytes themselves.
 
+mod cache;
+
 use std::path::Path;
+use std::sync::Arc;
 
 use aws_sdk_s3::config::{BehaviorVersion, Credentials, Region, RequestChecksumCalculation, ResponseChecksumValidation};
 use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
@@ -27,6 +30,9 @@ pub struct BlobConfig {
     pub bucket: String,
     pub access_key: String,
     pub secret_key: SecretString,
+    /// Bytes of objects written by this process kept for its own reads
+    /// (`BLOB_CACHE_MB`; 0: none). See [`cache`].
+    pub cache_bytes: usize,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -86,6 +92,8 @@ pub struct StoredBlob {
 pub struct BlobStore {
     client: Client,
     bucket: String,
+    /// Shared by every clone (the stages of one process).
+    cache: Arc<cache::BlobCache>,
 }
 
 impl BlobStore {
@@ -103,7 +111,7 @@ impl BlobStore {
             .response_checksum_validation(ResponseChecksumValidation::WhenRequired)
             .credentials_provider(creds)
             .build();
-        BlobStore { client: Client::from_conf(conf), bucket: cfg.bucket.clone() }
+        BlobStore { client: Client::from_conf(conf), bucket: cfg.bucket.clone(), cache: Arc::new(cache::BlobCache::new(cfg.cache_bytes)) }
     }
 
     pub fn bucket(&self) -> &str {
@@ -149,15 +157,18 @@ impl BlobStore {
     pub async fn put_bytes(&self, key: &str, bytes: Vec<u8>, content_type: &str) -> Result<StoredBlob, BlobError> {
         let sha256 = hex::encode(Sha256::digest(&bytes));
         let size = bytes.len() as u64;
+        let bytes = bytes::Bytes::from(bytes);
         self.client
             .put_object()
             .bucket(&self.bucket)
             .key(key)
             .content_type(content_type)
-            .body(ByteStream::from(bytes))
+            .body(ByteStream::from(bytes.clone()))
             .send()
             .await
             .map_err(|e| request_error("put", key, e))?;
+        // Kept once stored, not before: a copy means the object exists.
+        self.cache.put(key, &bytes);
         Ok(StoredBlob { uri: self.uri(key), key: key.to_string(), sha256, size })
     }
 
@@ -231,6 +242,9 @@ impl BlobStore {
     }
 
     pub async fn get(&self, key: &str) -> Result<Vec<u8>, BlobError> {
+        if let Some(bytes) = self.cache.get(key) {
+            return Ok(bytes);
+        }
         let out = self.client.get_object().bucket(&self.bucket).key(key).send().await.map_err(|e| request_error("get", key, e))?;
         let bytes = out.body.collect().await.map_err(|e| BlobError::Request {
             op: "get",
@@ -278,10 +292,12 @@ impl BlobStore {
         for key in &keys {
             self.delete(key).await?;
         }
+        self.cache.remove_prefix(prefix);
         Ok(keys.len())
     }
 
     pub async fn delete(&self, key: &str) -> Result<(), BlobError> {
+        self.cache.remove(key);
         self.client.delete_object().bucket(&self.bucket).key(key).send().await.map_err(|e| request_error("delete", key, e))?;
         Ok(())
     }

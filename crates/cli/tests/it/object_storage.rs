@@ -13,6 +13,16 @@ async fn put_get_head_delete_and_multipart() {
         bucket: format!("verify-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]),
         access_key: env["S3_ACCESS_KEY"].clone(),
         secret_key: env["S3_SECRET_KEY"].clone().into(),
+        cache_bytes: 1024 * 1024,
+    });
+    // The same bucket without the cache of objects this store wrote.
+    let uncached = BlobStore::new(&BlobConfig {
+        endpoint: env["S3_ENDPOINT"].clone(),
+        region: "us-east-1".into(),
+        bucket: store.bucket().to_string(),
+        access_key: env["S3_ACCESS_KEY"].clone(),
+        secret_key: env["S3_SECRET_KEY"].clone().into(),
+        cache_bytes: 0,
     });
     store.ensure_bucket().await.unwrap();
     store.ensure_bucket().await.unwrap(); // idempotent
@@ -22,12 +32,18 @@ async fn put_get_head_delete_and_multipart() {
     assert_eq!(stored.uri, format!("s3://{}/a/small.txt", store.bucket()));
     assert_eq!(store.key_of(&stored.uri).unwrap(), "a/small.txt");
     assert_eq!(store.get("a/small.txt").await.unwrap(), "Tiếng Việt có dấu".as_bytes());
+    assert_eq!(uncached.get("a/small.txt").await.unwrap(), "Tiếng Việt có dấu".as_bytes(), "on the server, not only kept");
     assert_eq!(store.head("a/small.txt").await.unwrap(), Some(stored.size));
     assert_eq!(store.head("a/missing").await.unwrap(), None);
     store.delete("a/small.txt").await.unwrap();
     assert_eq!(store.head("a/small.txt").await.unwrap(), None);
     let missing = store.get("a/small.txt").await.unwrap_err();
     assert!(!missing.is_transient(), "{missing}");
+    // A document's objects deleted by prefix: no copy outlives them.
+    store.put_bytes("w/d1/segments/s.json", b"[]".to_vec(), "application/json").await.unwrap();
+    assert_eq!(store.get("w/d1/segments/s.json").await.unwrap(), b"[]");
+    assert_eq!(store.delete_prefix("w/d1/").await.unwrap(), 1);
+    assert!(store.get("w/d1/segments/s.json").await.is_err(), "read after the prefix was deleted");
 
     // 20 MiB + 3 bytes: three parts, the last one short.
     let dir = std::env::temp_dir().join(format!("rag-engine-s3-{}", uuid::Uuid::new_v4()));
@@ -51,6 +67,7 @@ async fn put_get_head_delete_and_multipart() {
         bucket: store.bucket().to_string(),
         access_key: env["S3_ACCESS_KEY"].clone(),
         secret_key: "wrong".into(),
+        cache_bytes: 0,
     });
     let err = bad.put_bytes("x", b"x".to_vec(), "text/plain").await.unwrap_err();
     assert!(!err.is_transient(), "{err}");
