@@ -11,7 +11,8 @@ use rag_store::search::{self, Bm25, ChunkHit, QueryTerm, SearchScope};
 use rag_store::sqlx::PgPool;
 use serde::Serialize;
 
-use crate::search_index::{Lexical, Ranked, SearchIndexes};
+use crate::search_index::SearchIndexes;
+use rag_searchindex::Scored;
 use uuid::Uuid;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -137,7 +138,7 @@ impl Retriever {
             // Exact search over the vectors the process holds for a small
             // workspace; pgvector's HNSW index otherwise.
             if let Some(index) = &self.search_index {
-                if let Some(ranked) = index.nearest_with_rows(workspace_id, model, &vector, document_ids, pool_size, rows_wanted).await? {
+                if let Some(ranked) = index.nearest(workspace_id, model, &vector, document_ids, pool_size).await? {
                     return self.rows_in_order(workspace_id, ranked, rows_wanted).await;
                 }
             }
@@ -187,25 +188,20 @@ impl Retriever {
         limit: usize,
         rows_wanted: usize,
     ) -> Result<Vec<ChunkHit>, RetrieveError> {
-        let query = Lexical { terms, scope: scope.document_ids, params: self.bm25, limit };
-        let ranked = index.search_with_rows(scope.workspace_id, query, rows_wanted).await?;
+        let ranked = index.search(scope.workspace_id, terms, scope.document_ids, self.bm25, limit).await?;
         self.rows_in_order(scope.workspace_id, ranked, rows_wanted).await
     }
 
     /// The rows of the first `wanted` ranked chunks that still have one, in
-    /// rank order, with their scores: the first `wanted` came with the
-    /// ranking; further pages of `wanted` are read only when chunks
-    /// vanished since the ranking and left room for the next.
-    async fn rows_in_order(&self, workspace_id: &str, ranked: Ranked, wanted: usize) -> Result<Vec<ChunkHit>, RetrieveError> {
+    /// rank order, with their scores: read `wanted` at a time, so a chunk
+    /// that vanished since the ranking makes room for the next.
+    async fn rows_in_order(&self, workspace_id: &str, ranked: Vec<Scored>, wanted: usize) -> Result<Vec<ChunkHit>, RetrieveError> {
         let wanted = wanted.max(1);
-        let Ranked { ranked, rows } = ranked;
         let mut out = Vec::with_capacity(wanted.min(ranked.len()));
-        let mut rows: HashMap<String, ChunkHit> = rows.into_iter().map(|h| (h.chunk_id.clone(), h)).collect();
-        for (i, page) in ranked.chunks(wanted).enumerate() {
-            if i > 0 {
-                let ids: Vec<String> = page.iter().map(|r| r.chunk_id.clone()).collect();
-                rows = search::chunks_by_id(&self.pool, workspace_id, &ids).await?.into_iter().map(|h| (h.chunk_id.clone(), h)).collect();
-            }
+        for page in ranked.chunks(wanted) {
+            let ids: Vec<String> = page.iter().map(|r| r.chunk_id.clone()).collect();
+            let mut rows: HashMap<String, ChunkHit> =
+                search::chunks_by_id(&self.pool, workspace_id, &ids).await?.into_iter().map(|h| (h.chunk_id.clone(), h)).collect();
             out.extend(page.iter().filter_map(|r| {
                 let mut hit = rows.remove(&r.chunk_id)?;
                 hit.score = r.score;

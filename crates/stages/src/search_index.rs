@@ -1,13 +1,10 @@
 //! In-memory search indexes of the workspaces a process searches, kept in
-//! step with the read models: with each query the workspace's index asks
+//! step with the read models: before each query the workspace's index asks
 //! Postgres which documents changed since its horizon (one indexed query,
 //! migration 20261123000008) and reloads only those. So a query sees every
 //! change committed before it started, like a SQL statement would, and the
 //! read models stay the only state: a process that restarts, or another
-//! machine, loads the workspace again on its first query. The question
-//! is asked with the reading of the winners' rows, after the ranking
-//! ([`SearchIndexes::search_with_rows`]): when nothing changed, the ranking
-//! of the index as held stands.
+//! machine, loads the workspace again on its first query.
 //!
 //! Each index holds the BM25 postings, and, for workspaces of at most
 //! `dense_max_chunks` chunks, the embeddings for exact nearest neighbours
@@ -26,11 +23,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use rag_searchindex::{Bm25, ChunkVector, IndexedChunk, QueryTerm, Scored, WorkspaceIndex};
-use rag_store::search::{self, ChunkHit, SearchableChunk, SearchableVector};
+use rag_store::search::{self, SearchableChunk, SearchableVector};
 use rag_store::sqlx::PgPool;
 use rag_store::StoreError;
 use rag_telemetry::events::{InternalEvent, SearchIndexRefreshed};
-use tokio::sync::RwLock;
+use tokio::sync::{OwnedRwLockReadGuard, RwLock};
 use uuid::Uuid;
 
 /// Default bound on what the indexes of a process hold, in postings
@@ -59,28 +56,6 @@ struct Entry {
     horizon: AtomicI64,
     weight: AtomicU64,
     last_used: AtomicU64,
-}
-
-/// A BM25 query: terms, documents it is narrowed to (empty: all), and
-/// how many ranked chunks to return.
-#[derive(Debug, Clone, Copy)]
-pub struct Lexical<'a> {
-    pub terms: &'a [QueryTerm],
-    pub scope: &'a [Uuid],
-    pub params: Bm25,
-    pub limit: usize,
-}
-
-/// A ranking, with the rows of its first chunks (those still searchable,
-/// in no order; a chunk that vanished since the ranking has none).
-#[derive(Debug, Default)]
-pub struct Ranked {
-    pub ranked: Vec<Scored>,
-    pub rows: Vec<ChunkHit>,
-}
-
-fn first_ids(ranked: &[Scored], n: usize) -> Vec<String> {
-    ranked.iter().take(n).map(|r| r.chunk_id.clone()).collect()
 }
 
 /// The in-memory search indexes of one process.
@@ -126,8 +101,8 @@ impl SearchIndexes {
         params: Bm25,
         limit: usize,
     ) -> Result<Vec<Scored>, StoreError> {
-        let query = Lexical { terms, scope, params, limit };
-        Ok(self.search_with_rows(workspace_id, query, 0).await?.ranked)
+        let loaded = self.current(workspace_id).await?;
+        Ok(loaded.index.search(terms, scope, params, limit))
     }
 
     /// Exact nearest neighbours (cosine) among the workspace's chunks
@@ -141,76 +116,32 @@ impl SearchIndexes {
         scope: &[Uuid],
         limit: usize,
     ) -> Result<Option<Vec<Scored>>, StoreError> {
-        Ok(self.nearest_with_rows(workspace_id, model, query, scope, limit, 0).await?.map(|r| r.ranked))
-    }
-
-    /// [`SearchIndexes::search`], with the rows of the first `rows_of`
-    /// ranked chunks.
-    pub async fn search_with_rows(&self, workspace_id: &str, query: Lexical<'_>, rows_of: usize) -> Result<Ranked, StoreError> {
-        let rank = |l: &Loaded| Some(l.index.search(query.terms, query.scope, query.params, query.limit));
-        // The lexical side always ranks: None is not reached.
-        Ok(self.ranked(workspace_id, rank, rows_of).await?.unwrap_or_default())
-    }
-
-    /// [`SearchIndexes::nearest`], with the rows of the first `rows_of`
-    /// ranked chunks.
-    pub async fn nearest_with_rows(
-        &self,
-        workspace_id: &str,
-        model: &str,
-        query: &[f32],
-        scope: &[Uuid],
-        limit: usize,
-        rows_of: usize,
-    ) -> Result<Option<Ranked>, StoreError> {
         if self.dense_max_chunks == 0 {
             return Ok(None);
         }
-        let rank = |l: &Loaded| l.vectors.then(|| l.index.nearest(model, query, scope, limit));
-        self.ranked(workspace_id, rank, rows_of).await
+        let loaded = self.current(workspace_id).await?;
+        Ok(loaded.vectors.then(|| loaded.index.nearest(model, query, scope, limit)))
     }
 
-    /// Ranks with the index as held, then asks Postgres in one statement
-    /// what changed since the index's horizon and, from the same snapshot,
-    /// the rows of the first `rows_of` ranked chunks. Nothing changed (the
-    /// common case): the ranking was current, one round trip in all where
-    /// a check before the ranking and a read after it took two. Something
-    /// changed: the index catches up and ranks and reads again.
-    async fn ranked(
-        &self,
-        workspace_id: &str,
-        rank: impl Fn(&Loaded) -> Option<Vec<Scored>>,
-        rows_of: usize,
-    ) -> Result<Option<Ranked>, StoreError> {
+    /// The workspace's index, caught up with every change committed before
+    /// the call.
+    async fn current(&self, workspace_id: &str) -> Result<OwnedRwLockReadGuard<Loaded>, StoreError> {
         let entry = self.entry(workspace_id);
-        // The horizon is read under the lock that the ranking held: no
-        // catch-up ran in between, so the ranking is the index as of it.
-        let speculated = {
-            let loaded = entry.loaded.read().await;
-            loaded.epoch.map(|epoch| (epoch, entry.horizon.load(Ordering::Acquire), rank(&loaded)))
-        };
-        match speculated {
-            // Vectors not held: pgvector sees every change on its own.
-            Some((_, _, None)) => return Ok(None),
-            Some((epoch, since, Some(ranked))) => {
-                let ids = first_ids(&ranked, rows_of);
-                let (changes, rows) = search::changes_and_chunks(&self.pool, workspace_id, since, &ids).await?;
+        {
+            let loaded = entry.loaded.clone().read_owned().await;
+            if let Some(epoch) = loaded.epoch {
+                let since = entry.horizon.load(Ordering::Acquire);
+                let changes = search::search_changes_since(&self.pool, workspace_id, Some(since)).await?;
                 if changes.epoch == epoch && changes.documents.is_empty() {
+                    // Nothing changed in [since, horizon): the index is current up to it.
                     entry.horizon.fetch_max(changes.horizon, Ordering::AcqRel);
-                    return Ok(Some(Ranked { ranked, rows }));
+                    return Ok(loaded);
                 }
             }
-            None => {}
         }
-        let ranked = {
-            let mut loaded = entry.loaded.clone().write_owned().await;
-            self.catch_up(workspace_id, &entry, &mut loaded).await?;
-            rank(&loaded.downgrade())
-        };
-        let Some(ranked) = ranked else { return Ok(None) };
-        let ids = first_ids(&ranked, rows_of);
-        let rows = if ids.is_empty() { Vec::new() } else { search::chunks_by_id(&self.pool, workspace_id, &ids).await? };
-        Ok(Some(Ranked { ranked, rows }))
+        let mut loaded = entry.loaded.clone().write_owned().await;
+        self.catch_up(workspace_id, &entry, &mut loaded).await?;
+        Ok(loaded.downgrade())
     }
 
     /// Under the write lock: a full load, or the changed documents.

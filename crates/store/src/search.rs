@@ -21,7 +21,7 @@ pub struct SearchScope<'a> {
 pub use rag_searchindex::{Bm25, QueryTerm};
 
 /// A chunk of the index, as retrieval returns it.
-#[derive(Debug, Clone, PartialEq, sqlx::FromRow, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow, serde::Serialize)]
 pub struct ChunkHit {
     pub chunk_id: String,
     pub document_id: Uuid,
@@ -124,38 +124,6 @@ pub async fn search_changes_since(pool: &PgPool, workspace_id: &str, since: Opti
     .bind(since)
     .fetch_one(pool)
     .await?)
-}
-
-/// [`search_changes_since`] `since` and, from the same snapshot, the rows
-/// of the chunks `ids` that are searchable ([`chunks_by_id`]): one round
-/// trip for a reader that ranked with its index as held and needs both.
-pub async fn changes_and_chunks(
-    pool: &PgPool,
-    workspace_id: &str,
-    since: i64,
-    ids: &[String],
-) -> Result<(SearchChanges, Vec<ChunkHit>), StoreError> {
-    #[derive(sqlx::FromRow)]
-    struct Row {
-        #[sqlx(flatten)]
-        changes: SearchChanges,
-        hits: sqlx::types::Json<Vec<ChunkHit>>,
-    }
-    let row: Row = sqlx::query_as(&format!(
-        "WITH changed AS (SELECT document_id FROM search_changes WHERE workspace_id = $1 AND xid >= $2),
-              hits AS (SELECT {HIT_COLUMNS}, 0::float8 AS score FROM {ELIGIBLE} WHERE c.workspace_id = $1 AND c.chunk_id = ANY($3))
-         SELECT (SELECT epoch FROM search_epoch) AS epoch,
-                pg_snapshot_xmin(pg_current_snapshot())::text::int8 AS horizon,
-                coalesce((SELECT array_agg(DISTINCT document_id) FROM changed), '{{}}') AS documents,
-                (SELECT count(*) FROM changed) AS rows,
-                coalesce((SELECT json_agg(hits) FROM hits), '[]') AS hits"
-    ))
-    .bind(workspace_id)
-    .bind(since)
-    .bind(ids)
-    .fetch_one(pool)
-    .await?;
-    Ok((row.changes, row.hits.0))
 }
 
 /// Deletes change rows another row of the same document supersedes (a
