@@ -256,9 +256,13 @@ async fn ensure_workspace(
     model: Option<(&str, usize)>,
     bar: &ProgressBar,
 ) -> anyhow::Result<bool> {
-    // Reused only when complete and embedded with the same model (or none).
+    // Reused when complete and embedded with the same model; a lexical-only
+    // run (no model) reuses any complete one: the texts come from the same
+    // seeds whatever the model, and it searches no vectors (rebuilding an
+    // embedded fixture for it cost the next run with the encoder a rebuild
+    // of its own: minutes at 100,000 chunks).
     let (have, same_model) = rag_store::operations::chunk_count(pool, workspace, model.map(|(m, _)| m)).await?;
-    if have == chunks as i64 && same_model == have {
+    if have == chunks as i64 && (model.is_none() || same_model == have) {
         bar.inc(chunks as u64);
         return Ok(false);
     }
