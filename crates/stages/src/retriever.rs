@@ -110,6 +110,12 @@ impl Retriever {
         // (fusion needs every candidate's row: the dense side's text for
         // its language, either side's hit for the fused top).
         let rows_wanted = if mode == Mode::Hybrid { pool_size } else { top_k };
+        // How many the in-memory index ranks: the fusion's candidates, or a
+        // single mode's top k with as many again in reserve for chunks that
+        // vanish between the ranking and the reading of their rows. Fewer
+        // ranked is less scored: MaxScore prunes against the k-th best, and
+        // at 100,000 chunks ranking 100 for a top 8 cost ~1 ms a query.
+        let ranked_wanted = if mode == Mode::Hybrid { pool_size } else { top_k.saturating_mul(2).min(pool_size) };
         let wants_dense = match mode {
             Mode::Lexical => false,
             Mode::Dense => true,
@@ -125,7 +131,7 @@ impl Retriever {
                 .map(|t| QueryTerm { term: t.term, word: t.word as i32, weight: t.weight })
                 .collect();
             Ok(match &self.search_index {
-                Some(index) => self.lexical_in_memory(index, &scope, &terms, pool_size, rows_wanted).await?,
+                Some(index) => self.lexical_in_memory(index, &scope, &terms, ranked_wanted, rows_wanted).await?,
                 None => search::lexical(&self.pool, &scope, &terms, self.bm25, pool_size).await?,
             })
         };
@@ -138,7 +144,7 @@ impl Retriever {
             // Exact search over the vectors the process holds for a small
             // workspace; pgvector's HNSW index otherwise.
             if let Some(index) = &self.search_index {
-                if let Some(ranked) = index.nearest(workspace_id, model, &vector, document_ids, pool_size).await? {
+                if let Some(ranked) = index.nearest(workspace_id, model, &vector, document_ids, ranked_wanted).await? {
                     return self.rows_in_order(workspace_id, ranked, rows_wanted).await;
                 }
             }
