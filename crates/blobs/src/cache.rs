@@ -12,7 +12,7 @@
 //! [`MAX_AGE`], and the stages check a document's deletion in Postgres
 //! before they act on it, as they did for a read that raced the deletion.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use lru::LruCache;
@@ -25,13 +25,21 @@ pub const MAX_AGE: Duration = Duration::from_secs(120);
 const MAX_OBJECT_BYTES: usize = 4 * 1024 * 1024;
 
 struct Entry {
-    bytes: Arc<[u8]>,
+    bytes: Box<[u8]>,
     stored: Instant,
 }
 
 struct Inner {
     entries: LruCache<String, Entry>,
     bytes: usize,
+}
+
+impl Inner {
+    fn remove(&mut self, key: &str) {
+        if let Some(e) = self.entries.pop(key) {
+            self.bytes -= e.bytes.len();
+        }
+    }
 }
 
 /// Least recently used first out, within a byte budget. Shared by the
@@ -52,9 +60,8 @@ impl BlobCache {
             return;
         }
         let Ok(mut inner) = self.inner.lock() else { return };
-        if let Some(old) = inner.entries.put(key.to_string(), Entry { bytes: bytes.into(), stored: Instant::now() }) {
-            inner.bytes -= old.bytes.len();
-        }
+        inner.remove(key);
+        inner.entries.put(key.to_string(), Entry { bytes: bytes.into(), stored: Instant::now() });
         inner.bytes += bytes.len();
         while inner.bytes > self.budget {
             match inner.entries.pop_lru() {
@@ -66,21 +73,17 @@ impl BlobCache {
 
     pub(crate) fn get(&self, key: &str) -> Option<Vec<u8>> {
         let mut inner = self.inner.lock().ok()?;
-        let fresh = inner.entries.get(key).map(|e| e.stored.elapsed() <= MAX_AGE)?;
-        if fresh {
-            return inner.entries.get(key).map(|e| e.bytes.to_vec());
+        let entry = inner.entries.get(key)?;
+        if entry.stored.elapsed() <= MAX_AGE {
+            return Some(entry.bytes.to_vec());
         }
-        if let Some(e) = inner.entries.pop(key) {
-            inner.bytes -= e.bytes.len();
-        }
+        inner.remove(key);
         None
     }
 
     pub(crate) fn remove(&self, key: &str) {
         if let Ok(mut inner) = self.inner.lock() {
-            if let Some(e) = inner.entries.pop(key) {
-                inner.bytes -= e.bytes.len();
-            }
+            inner.remove(key);
         }
     }
 
@@ -88,9 +91,7 @@ impl BlobCache {
         if let Ok(mut inner) = self.inner.lock() {
             let keys: Vec<String> = inner.entries.iter().filter(|(k, _)| k.starts_with(prefix)).map(|(k, _)| k.clone()).collect();
             for k in keys {
-                if let Some(e) = inner.entries.pop(&k) {
-                    inner.bytes -= e.bytes.len();
-                }
+                inner.remove(&k);
             }
         }
     }
