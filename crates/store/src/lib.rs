@@ -63,13 +63,38 @@ pub struct StoreConfig {
     pub database_url: secrecy::SecretString,
     pub max_connections: u32,
     pub connect_timeout: Duration,
+    /// A pooled connection idle at least this long is checked with a round
+    /// trip before it is handed out; one idle for less is handed out as it
+    /// is (see [`connect`]).
+    pub ping_if_idle_for: Duration,
 }
 
 pub async fn connect(cfg: &StoreConfig) -> Result<PgPool, StoreError> {
     let options: PgConnectOptions = secrecy::ExposeSecret::expose_secret(&cfg.database_url)
         .parse()
         .map_err(|e: sqlx::Error| StoreError::Invalid(format!("DATABASE_URL: {e}")))?;
-    let pool = PgPoolOptions::new().max_connections(cfg.max_connections).acquire_timeout(cfg.connect_timeout).connect_with(options).await?;
+    let ping_if_idle_for = cfg.ping_if_idle_for;
+    let pool = PgPoolOptions::new()
+        .max_connections(cfg.max_connections)
+        .acquire_timeout(cfg.connect_timeout)
+        // sqlx checks every idle connection it hands out with a round trip
+        // (and again, in the background, when it comes back): two round
+        // trips per statement where one is needed. A connection idle for
+        // less than `ping_if_idle_for` is handed out as it is; one that died
+        // with the server meanwhile fails its statement (the stages retry
+        // it) and is closed on its way back to the pool, not handed out
+        // again (tests/pool.rs).
+        .test_before_acquire(false)
+        .before_acquire(move |conn, meta| {
+            Box::pin(async move {
+                if meta.idle_for >= ping_if_idle_for {
+                    sqlx::Connection::ping(conn).await?;
+                }
+                Ok(true)
+            })
+        })
+        .connect_with(options)
+        .await?;
     Ok(pool)
 }
 

@@ -77,6 +77,9 @@ pub struct Settings {
     /// Connection pool size per process.
     #[arg(long, env = "DATABASE_MAX_CONNECTIONS", default_value_t = 10, global = true)]
     pub database_max_connections: u32,
+    /// A pooled Postgres connection idle at least this long (ms) is checked with a round trip before use; a busier one is used as it is (sqlx checks every one: a round trip per statement). A connection that died with the server meanwhile fails one statement, which the stages retry.
+    #[arg(long, env = "DATABASE_PING_IF_IDLE_MS", default_value_t = 1000, global = true)]
+    pub database_ping_if_idle_ms: u64,
     /// S3-compatible endpoint for originals and claim-checked payloads.
     #[arg(long, env = "S3_ENDPOINT", default_value = "http://127.0.0.1:19000", global = true)]
     pub s3_endpoint: String,
@@ -302,6 +305,7 @@ impl Settings {
             database_url: self.database_url.clone(),
             max_connections: self.database_max_connections,
             connect_timeout: Duration::from_secs(10),
+            ping_if_idle_for: Duration::from_millis(self.database_ping_if_idle_ms),
         }
     }
 

@@ -3,6 +3,7 @@
 
 mod documents;
 mod offsets;
+mod pool;
 
 use std::path::Path;
 
