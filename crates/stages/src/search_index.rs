@@ -18,8 +18,10 @@
 //! again when next searched.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::Poll;
 use std::time::Instant;
 
 use rag_searchindex::{Bm25, ChunkVector, IndexedChunk, QueryTerm, Scored, WorkspaceIndex};
@@ -27,7 +29,7 @@ use rag_store::search::{self, SearchableChunk, SearchableVector};
 use rag_store::sqlx::PgPool;
 use rag_store::StoreError;
 use rag_telemetry::events::{InternalEvent, SearchIndexRefreshed};
-use tokio::sync::{OwnedRwLockReadGuard, RwLock};
+use tokio::sync::RwLock;
 use uuid::Uuid;
 
 /// Default bound on what the indexes of a process hold, in postings
@@ -101,8 +103,7 @@ impl SearchIndexes {
         params: Bm25,
         limit: usize,
     ) -> Result<Vec<Scored>, StoreError> {
-        let loaded = self.current(workspace_id).await?;
-        Ok(loaded.index.search(terms, scope, params, limit))
+        self.ranked(workspace_id, |loaded| loaded.index.search(terms, scope, params, limit)).await
     }
 
     /// Exact nearest neighbours (cosine) among the workspace's chunks
@@ -119,29 +120,40 @@ impl SearchIndexes {
         if self.dense_max_chunks == 0 {
             return Ok(None);
         }
-        let loaded = self.current(workspace_id).await?;
-        Ok(loaded.vectors.then(|| loaded.index.nearest(model, query, scope, limit)))
+        self.ranked(workspace_id, |loaded| loaded.vectors.then(|| loaded.index.nearest(model, query, scope, limit))).await
     }
 
-    /// The workspace's index, caught up with every change committed before
-    /// the call.
-    async fn current(&self, workspace_id: &str) -> Result<OwnedRwLockReadGuard<Loaded>, StoreError> {
+    /// `rank` on the workspace's index caught up with every change
+    /// committed before the call. The usual case, nothing changed since
+    /// the index's horizon, is one round trip that overlaps `rank` on the
+    /// index as it stands: the check is sent first, the ranking runs while
+    /// Postgres answers (under the read lock, so on the state the check is
+    /// about) and is kept if nothing changed. Otherwise the index catches
+    /// up and `rank` runs again.
+    async fn ranked<T>(&self, workspace_id: &str, rank: impl Fn(&Loaded) -> T) -> Result<T, StoreError> {
         let entry = self.entry(workspace_id);
         {
             let loaded = entry.loaded.clone().read_owned().await;
             if let Some(epoch) = loaded.epoch {
                 let since = entry.horizon.load(Ordering::Acquire);
-                let changes = search::search_changes_since(&self.pool, workspace_id, Some(since)).await?;
+                let mut check = std::pin::pin!(search::search_changes_since(&self.pool, workspace_id, Some(since)));
+                // One poll sends the statement (or finds the answer).
+                let early = std::future::poll_fn(|cx| Poll::Ready(check.as_mut().poll(cx))).await;
+                let ranked = rank(&loaded);
+                let changes = match early {
+                    Poll::Ready(changes) => changes,
+                    Poll::Pending => check.await,
+                }?;
                 if changes.epoch == epoch && changes.documents.is_empty() {
                     // Nothing changed in [since, horizon): the index is current up to it.
                     entry.horizon.fetch_max(changes.horizon, Ordering::AcqRel);
-                    return Ok(loaded);
+                    return Ok(ranked);
                 }
             }
         }
         let mut loaded = entry.loaded.clone().write_owned().await;
         self.catch_up(workspace_id, &entry, &mut loaded).await?;
-        Ok(loaded.downgrade())
+        Ok(rank(&loaded.downgrade()))
     }
 
     /// Under the write lock: a full load, or the changed documents.
