@@ -77,12 +77,13 @@ pub async fn connect(cfg: &StoreConfig) -> Result<PgPool, StoreError> {
     let pool = PgPoolOptions::new()
         .max_connections(cfg.max_connections)
         .acquire_timeout(cfg.connect_timeout)
-        // sqlx checks every idle connection it hands out with a round trip
-        // (and again, in the background, when it comes back): two round
-        // trips per statement where one is needed. A connection idle for
-        // less than `ping_if_idle_for` is handed out as it is; one that died
+        // sqlx's default checks every idle connection with a round trip
+        // before handing it out, so each statement waited for two (it
+        // checks once more in the background when the connection comes
+        // back, which cannot be turned off). A connection idle for less
+        // than `ping_if_idle_for` is handed out as it is; one that died
         // with the server meanwhile fails its statement (the stages retry
-        // it) and is closed on its way back to the pool, not handed out
+        // it) and that background check closes it instead of pooling it
         // again (tests/pool.rs).
         .test_before_acquire(false)
         .before_acquire(move |conn, meta| {
