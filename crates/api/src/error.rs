@@ -11,6 +11,8 @@ pub struct ApiError {
     pub status: StatusCode,
     pub code: &'static str,
     pub message: String,
+    /// Sent as `Retry-After` (429 and 503 answers).
+    pub retry_after: Option<std::time::Duration>,
 }
 
 /// The body of every error response.
@@ -29,7 +31,7 @@ pub struct ErrorDetail {
 
 impl ApiError {
     pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
-        ApiError { status, code, message: message.into() }
+        ApiError { status, code, message: message.into(), retry_after: None }
     }
     pub fn unauthorized(message: impl Into<String>) -> Self {
         Self::new(StatusCode::UNAUTHORIZED, "unauthorized", message)
@@ -83,15 +85,41 @@ impl std::fmt::Display for ApiError {
 
 impl std::error::Error for ApiError {}
 
+/// What a client reads for a server-side failure: the stable code says
+/// what kind, the request id finds it in the log. The error's own text
+/// (a database error, a path, a provider's URL) stays in the log.
+fn public_message(status: StatusCode, code: &str) -> String {
+    let what = match code {
+        "database_unavailable" => "the database is unavailable; try again shortly",
+        "broker_unavailable" => "the event could not be recorded and nothing was changed; try again shortly",
+        "storage_unavailable" => "object storage is unavailable; try again shortly",
+        "renderer_unavailable" => "the page renderer is unavailable",
+        _ if status == StatusCode::SERVICE_UNAVAILABLE => "a service this request needs is unavailable; try again shortly",
+        _ => "something went wrong on our side",
+    };
+    format!("{what} (the x-request-id header of this response identifies it in the server's log)")
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        if self.status.is_server_error() {
+        let message = if self.status.is_server_error() {
+            // The request's span (middleware::observe) adds its request id.
             tracing::error!(code = self.code, message = %self.message, "request failed");
-        }
-        let body = ErrorBody { error: ErrorDetail { code: self.code.to_string(), message: self.message } };
+            public_message(self.status, self.code)
+        } else {
+            self.message
+        };
+        let body = ErrorBody { error: ErrorDetail { code: self.code.to_string(), message } };
+        let retry_after = self.retry_after;
         let mut response = (self.status, axum::Json(body)).into_response();
         if self.status == StatusCode::UNAUTHORIZED {
             response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        if let Some(wait) = retry_after {
+            let secs = (wait.as_secs() + u64::from(wait.subsec_nanos() > 0)).max(1);
+            if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
+                response.headers_mut().insert(header::RETRY_AFTER, v);
+            }
         }
         response
     }
@@ -100,7 +128,7 @@ impl IntoResponse for ApiError {
 impl From<rag_store::StoreError> for ApiError {
     fn from(e: rag_store::StoreError) -> Self {
         if e.is_transient() {
-            ApiError::unavailable("database_unavailable", format!("the database is unavailable: {e}"))
+            ApiError::unavailable("database_unavailable", format!("database: {e}"))
         } else {
             ApiError::internal(format!("database: {e}"))
         }
@@ -115,7 +143,7 @@ impl From<rag_store::sqlx::Error> for ApiError {
 
 impl From<rag_bus::BusError> for ApiError {
     fn from(e: rag_bus::BusError) -> Self {
-        ApiError::unavailable("broker_unavailable", format!("the event could not be recorded, nothing was changed: {e}"))
+        ApiError::unavailable("broker_unavailable", format!("producing the event: {e}"))
     }
 }
 
@@ -132,5 +160,22 @@ impl From<rag_upload::UploadError> for ApiError {
             rag_upload::UploadError::Store(e) => e.into(),
             rag_upload::UploadError::Announce(e) => e.into(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn server_errors_show_their_code_but_not_their_internals() {
+        let e = ApiError::internal("database: relation \"documents\" does not exist at /var/lib/x");
+        let body = axum::body::to_bytes(e.into_response().into_body(), 4096).await.unwrap();
+        let text = String::from_utf8_lossy(&body);
+        assert!(text.contains("\"internal\"") && text.contains("x-request-id"), "{text}");
+        assert!(!text.contains("relation") && !text.contains("/var/lib"), "{text}");
+        let e = ApiError::bad_request("invalid_field", "title is too long");
+        let body = axum::body::to_bytes(e.into_response().into_body(), 4096).await.unwrap();
+        assert!(String::from_utf8_lossy(&body).contains("title is too long"));
     }
 }

@@ -7,6 +7,7 @@
 
 pub mod auth;
 pub mod error;
+pub mod limits;
 mod middleware;
 pub mod model;
 pub mod openapi;
@@ -22,7 +23,6 @@ use axum::Router;
 use rag_blobs::BlobStore;
 use rag_bus::EventProducer;
 use rag_store::sqlx::PgPool;
-use rag_telemetry::PrometheusHandle;
 use tokio_util::sync::CancellationToken;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
@@ -50,6 +50,12 @@ pub struct ApiConfig {
     /// `POST /dev/sign-in` mints a token for any user name: a developer's
     /// machine only, never the default.
     pub dev_sign_in: bool,
+    /// What one user may take (requests, questions, streams, uploads).
+    pub limits: limits::LimitsConfig,
+    /// Time to receive a request's headers before the connection is closed.
+    pub header_timeout: Duration,
+    /// Time to receive a request's body (uploads included).
+    pub body_timeout: Duration,
 }
 
 impl Default for ApiConfig {
@@ -61,6 +67,9 @@ impl Default for ApiConfig {
             sse_poll: Duration::from_millis(250),
             ready_timeout: Duration::from_secs(3),
             dev_sign_in: false,
+            limits: limits::LimitsConfig::default(),
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(300),
         }
     }
 }
@@ -71,7 +80,7 @@ struct Inner {
     blobs: BlobStore,
     auth: JwtAuth,
     config: ApiConfig,
-    metrics: Option<PrometheusHandle>,
+    limits: limits::Limits,
     shutdown: CancellationToken,
 }
 
@@ -86,10 +95,10 @@ impl AppState {
         blobs: BlobStore,
         auth: JwtAuth,
         config: ApiConfig,
-        metrics: Option<PrometheusHandle>,
         shutdown: CancellationToken,
     ) -> Self {
-        AppState(Arc::new(Inner { pool, producer, blobs, auth, config, metrics, shutdown }))
+        let limits = limits::Limits::new(config.limits.clone());
+        AppState(Arc::new(Inner { pool, producer, blobs, auth, config, limits, shutdown }))
     }
     pub(crate) fn pool(&self) -> &PgPool {
         &self.0.pool
@@ -105,6 +114,9 @@ impl AppState {
     }
     pub(crate) fn config(&self) -> &ApiConfig {
         &self.0.config
+    }
+    pub(crate) fn limits(&self) -> &limits::Limits {
+        &self.0.limits
     }
 }
 
@@ -127,12 +139,13 @@ pub fn router(state: AppState) -> Router {
         .route("/workspaces/{ws}/conversations/{id}", get(routes::conversations::get))
         .route("/workspaces/{ws}/conversations/{id}/messages", post(routes::conversations::post_message))
         .route("/workspaces/{ws}/conversations/{id}/messages/{message}", get(routes::conversations::get_message))
-        .route("/workspaces/{ws}/conversations/{id}/events", get(routes::events::stream));
+        .route("/workspaces/{ws}/conversations/{id}/events", get(routes::events::stream))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), limits::limit_requests))
+        .layer(tower_http::timeout::RequestBodyTimeoutLayer::new(cfg.body_timeout));
     let mut app = Router::new()
         .nest("/v1", v1)
         .route("/healthz", get(routes::health::healthz))
         .route("/readyz", get(routes::health::readyz))
-        .route("/metrics", get(routes::health::metrics))
         .route("/openapi.json", get(openapi::openapi_json))
         .route("/", get(routes::page::index))
         .route("/ui/config.json", get(routes::page::config))
@@ -170,7 +183,54 @@ fn cors_layer(origins: &[String]) -> Option<CorsLayer> {
 
 /// Serves the API until `shutdown` is cancelled; open event streams end
 /// then, so the graceful shutdown does not wait on them.
+///
+/// hyper directly rather than `axum::serve`, which has no header-read
+/// timeout: a client that opens connections and sends headers a byte a
+/// minute would hold them (and their tasks) for ever.
 pub async fn serve(listener: tokio::net::TcpListener, state: AppState) -> std::io::Result<()> {
+    use hyper_util::rt::{TokioIo, TokioTimer};
     let shutdown = state.0.shutdown.clone();
-    axum::serve(listener, router(state)).with_graceful_shutdown(async move { shutdown.cancelled().await }).await
+    let header_timeout = state.config().header_timeout;
+    let app = router(state.clone());
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut forget = tokio::time::interval(Duration::from_secs(60));
+    loop {
+        let (stream, peer) = tokio::select! {
+            _ = shutdown.cancelled() => break,
+            _ = forget.tick() => {
+                state.limits().forget_idle();
+                continue;
+            }
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                // Out of file descriptors and the like: the listener stays.
+                Err(e) => {
+                    tracing::warn!(error = %e, "accepting a connection");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+        };
+        let app = app.clone();
+        let service = hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
+            req.extensions_mut().insert(axum::extract::ConnectInfo(peer));
+            tower::ServiceExt::oneshot(app.clone(), req.map(axum::body::Body::new))
+        });
+        let mut builder = hyper::server::conn::http1::Builder::new();
+        builder.timer(TokioTimer::new()).header_read_timeout(header_timeout);
+        let conn = builder.serve_connection(TokioIo::new(stream), service);
+        let conn = graceful.watch(conn);
+        tokio::spawn(async move {
+            if let Err(e) = conn.await {
+                tracing::debug!(error = %e, peer = %peer, "connection ended with an error");
+            }
+        });
+    }
+    drop(listener);
+    // Requests running finish (event streams end on shutdown themselves).
+    tokio::select! {
+        _ = graceful.shutdown() => {}
+        _ = tokio::time::sleep(Duration::from_secs(10)) => tracing::warn!("connections still open 10 s after shutdown; closing"),
+    }
+    Ok(())
 }

@@ -52,7 +52,7 @@ async fn json_error_body(response: Response) -> Response {
         Err(_) => String::new(),
     };
     let message = if text.is_empty() { status.canonical_reason().unwrap_or("error").to_string() } else { text };
-    let rewritten = ApiError { status, code: ApiError::code_for_status(status), message }.into_response();
+    let rewritten = ApiError::new(status, ApiError::code_for_status(status), message).into_response();
     let (new_parts, new_body) = rewritten.into_parts();
     parts.headers.remove(header::CONTENT_LENGTH);
     if let Some(ct) = new_parts.headers.get(header::CONTENT_TYPE) {

@@ -15,7 +15,7 @@ use crate::routes;
         routes::conversations::create, routes::conversations::list, routes::conversations::get,
         routes::conversations::post_message, routes::conversations::get_message,
         routes::events::stream,
-        routes::health::healthz, routes::health::readyz, routes::health::metrics,
+        routes::health::healthz, routes::health::readyz,
     ),
     modifiers(&BearerAuth),
 )]

@@ -122,12 +122,24 @@ function docName(id) {
 
 async function start() {
   const params = hashParams();
-  // A link may carry a token (`scripts/demo` prints one): keep it for this
-  // tab only and take it out of the address bar at once.
-  if (params.get("token")) {
-    sessionStorage.setItem(TOKEN_KEY, params.get("token"));
+  // A link may carry a token (`scripts/demo` prints one): taken out of the
+  // address bar at once, and kept for this tab only once the person agrees.
+  // Without asking, anyone could send a link that signs the reader into
+  // the sender's account, where what they then upload or ask is the
+  // sender's to read.
+  const linked = params.get("token");
+  if (linked) {
     params.delete("token");
     history.replaceState(null, "", params.toString() ? `#${params}` : location.pathname);
+    const current = sessionStorage.getItem(TOKEN_KEY);
+    const who = tokenUser(linked) ?? "an unknown user";
+    const now = current ? tokenUser(current) : null;
+    if (now !== who) {
+      const question = now
+        ? `This link signs you in as "${who}" instead of "${now}". Continue?`
+        : `This link signs you in as "${who}". Continue?`;
+      if (window.confirm(question)) sessionStorage.setItem(TOKEN_KEY, linked);
+    }
   }
   const token = sessionStorage.getItem(TOKEN_KEY);
   if (token) return signedIn(token);

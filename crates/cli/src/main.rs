@@ -69,6 +69,11 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // A parse worker (started by the parser stage with this argument)
+    // needs none of the settings, logs or runtime below.
+    if std::env::args_os().nth(1).is_some_and(|a| a == rag_stages::parse_worker::WORKER_ARG) {
+        return ExitCode::from(u8::try_from(rag_stages::parse_worker::serve()).unwrap_or(1));
+    }
     let cli = Cli::parse();
     let json_logs = cli.settings.log_format == rag_engine::config::LogFormat::Json;
     if let Err(e) = rag_telemetry::init_logs(json_logs) {

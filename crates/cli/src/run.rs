@@ -90,6 +90,7 @@ pub async fn start_stages(
     }
     let counter = if wants(StageName::Chunker) { Some(s.token_counter()?) } else { None };
     let ocr = if wants(StageName::Parser) { s.ocr() } else { None };
+    let parse_workers = if wants(StageName::Parser) { s.parse_workers()? } else { None };
     if wants(StageName::Projector) {
         let (pool, stop) = (pool.clone(), shutdown.clone());
         let (after, every) = (Duration::from_secs(s.stuck_after_secs.max(1)), Duration::from_secs(s.lag_interval_secs.max(1)));
@@ -107,7 +108,16 @@ pub async fn start_stages(
     for _ in 0..s.stage_instances.max(1) {
         if wants(StageName::Parser) {
             let output = StageOutput::new(producer.clone(), parser::STAGE);
-            let p = parser::Parser { blobs: blobs.clone(), output, limits: s.parse_limits(), ocr: ocr.clone() };
+            let p = parser::Parser {
+                blobs: blobs.clone(),
+                output,
+                limits: s.parse_limits(),
+                ocr: ocr.clone(),
+                workers: parse_workers.clone(),
+                pool: pool.clone(),
+                max_attempts: s.parser_max_attempts,
+                shutdown: shutdown.clone(),
+            };
             spawn_stage(&mut tasks, &bus, &producer, p, shutdown);
         }
         if let Some(counter) = &counter {
@@ -151,15 +161,20 @@ pub fn start_api(
     jwt: rag_api::JwtAuth,
     listener: tokio::net::TcpListener,
     pool: &rag_store::sqlx::PgPool,
-    metrics: Option<rag_telemetry::PrometheusHandle>,
     shutdown: &CancellationToken,
     tasks: &mut StageTasks,
 ) -> anyhow::Result<()> {
     let timeout = Duration::from_secs(s.api_produce_timeout_secs.max(1));
     let producer = EventProducer::with_delivery_timeout(&s.bus(), Codec::embedded()?, "rag-engine/api", timeout)?;
     let blobs = rag_blobs::BlobStore::new(&s.blobs());
-    let state = rag_api::AppState::new(pool.clone(), producer, blobs, jwt, s.api(), metrics, shutdown.clone());
-    let addr = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
+    let state = rag_api::AppState::new(pool.clone(), producer, blobs, jwt, s.api(), shutdown.clone());
+    let local = listener.local_addr().context("the API listener's address")?;
+    // Password-less sign-in is for a developer's own machine: never on an
+    // address other machines can reach.
+    if s.api_dev_sign_in && !local.ip().is_loopback() {
+        anyhow::bail!("API_DEV_SIGN_IN=true mints a token for any user name without a password: refused while the API listens on {local}, beyond loopback");
+    }
+    let addr = local.to_string();
     info!(addr = %addr, page = %format!("http://{addr}/"), "serving the HTTP API and the web page");
     if s.api_dev_sign_in {
         tracing::warn!("API_DEV_SIGN_IN is on: POST /dev/sign-in gives a token for any user name (a developer's machine only)");
@@ -172,7 +187,8 @@ pub fn start_api(
 }
 
 pub async fn run(s: &Settings, args: RunArgs) -> anyhow::Result<ExitCode> {
-    let metrics = rag_telemetry::install_metrics(s.metrics_addr)?;
+    // Served on METRICS_ADDR by the exporter itself; the handle is not needed.
+    let _metrics = rag_telemetry::install_metrics(s.metrics_addr)?;
     info!(metrics = %s.metrics_addr, "serving /metrics");
     let with_api = matches!(args.stage, StageName::All | StageName::Api);
     // Fail fast on what the API needs before anything starts.
@@ -189,7 +205,7 @@ pub async fn run(s: &Settings, args: RunArgs) -> anyhow::Result<ExitCode> {
     let shutdown = CancellationToken::new();
     let mut tasks = start_stages(s, args.stage, &pool, &shutdown).await?;
     if let (Some(jwt), Some(listener)) = (jwt, listener) {
-        start_api(s, jwt, listener, &pool, Some(metrics), &shutdown, &mut tasks)?;
+        start_api(s, jwt, listener, &pool, &shutdown, &mut tasks)?;
     }
 
     let mut failed = false;

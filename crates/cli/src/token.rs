@@ -26,7 +26,11 @@ pub fn token(s: &Settings, args: TokenArgs) -> anyhow::Result<ExitCode> {
     if user.is_empty() {
         anyhow::bail!("--user must not be empty");
     }
-    let token = s.jwt()?.mint(user, args.ttl)?;
+    let auth = s.jwt()?;
+    if args.ttl > auth.max_ttl() {
+        anyhow::bail!("--ttl {}s is longer than the API accepts (JWT_MAX_TTL_SECS={})", args.ttl.as_secs(), auth.max_ttl().as_secs());
+    }
+    let token = auth.mint(user, args.ttl)?;
     if args.json {
         println!("{}", serde_json::json!({"token": token, "user": user, "expires_in_secs": args.ttl.as_secs()}));
     } else {

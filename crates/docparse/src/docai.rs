@@ -11,7 +11,7 @@
 use serde::Deserialize;
 
 use crate::geometry::{Axis, Glyph, PageSize, Rect};
-use crate::{Block, ParseError};
+use crate::{Block, OutputBudget, ParseError};
 
 #[derive(Deserialize)]
 struct Document {
@@ -130,7 +130,10 @@ fn ranges(anchor: &TextAnchor, len: usize) -> Result<Vec<(usize, usize)>, ParseE
         .collect()
 }
 
-pub fn blocks(json: &str) -> Result<(Vec<Block>, u32, Vec<PageSize>), ParseError> {
+/// `budget` bounds the characters copied: anchors may overlap, so a small
+/// JSON whose every paragraph anchors the whole text would otherwise copy
+/// the text once per paragraph (and walk it once per token).
+pub fn blocks(json: &str, budget: &mut OutputBudget) -> Result<(Vec<Block>, u32, Vec<PageSize>), ParseError> {
     let doc: Document = serde_json::from_str(json).map_err(|e| ParseError::InvalidDocAi(e.to_string()))?;
     let text = doc.text.ok_or_else(|| ParseError::InvalidDocAi("no `text` field".into()))?;
     if doc.pages.is_empty() {
@@ -154,6 +157,7 @@ pub fn blocks(json: &str) -> Result<(Vec<Block>, u32, Vec<PageSize>), ParseError
                 continue;
             };
             for (a, b) in ranges(anchor, chars.len())? {
+                budget.take(b - a)?;
                 // Trailing whitespace (a token's space or newline) has no box.
                 let visible: Vec<usize> = (a..b).filter(|i| !chars[*i].is_whitespace()).collect();
                 for (i, r) in visible.iter().zip(rect.split(visible.len(), Axis::X)) {
@@ -169,6 +173,7 @@ pub fn blocks(json: &str) -> Result<(Vec<Block>, u32, Vec<PageSize>), ParseError
             let mut s = String::new();
             let mut glyphs = Vec::new();
             for (a, b) in ranges(anchor, chars.len())? {
+                budget.take(b - a)?;
                 s.extend(&chars[a..b]);
                 glyphs.extend_from_slice(&glyph_of[a..b]);
             }

@@ -7,10 +7,13 @@ use std::io::{Cursor, Read};
 use quick_xml::events::Event;
 use quick_xml::Reader;
 
-use crate::{Block, Limits, ParseError};
+use crate::{Block, Limits, OutputBudget, ParseError};
 
-pub fn blocks(bytes: &[u8], limits: &Limits) -> Result<(Vec<Block>, u32), ParseError> {
+pub fn blocks(bytes: &[u8], limits: &Limits, budget: &mut OutputBudget) -> Result<(Vec<Block>, u32), ParseError> {
     let mut archive = zip::ZipArchive::new(Cursor::new(bytes)).map_err(|e| ParseError::CorruptDocx(e.to_string()))?;
+    // The sizes an archive declares are only a first look (an honest bomb
+    // is refused before inflating anything); what is read below is bounded
+    // by the bytes actually inflated, since a lying archive declares little.
     let mut declared: u64 = 0;
     for i in 0..archive.len() {
         let f = archive.by_index_raw(i).map_err(|e| ParseError::CorruptDocx(e.to_string()))?;
@@ -24,13 +27,24 @@ pub fn blocks(bytes: &[u8], limits: &Limits) -> Result<(Vec<Block>, u32), ParseE
         return Err(ParseError::DecompressionBomb(format!("the archive expands to {declared} bytes, over {}", limits.max_unzipped_bytes)));
     }
     let mut file = archive.by_name("word/document.xml").map_err(|_| ParseError::CorruptDocx("word/document.xml is missing".into()))?;
+    // At most the ratio allowed of what the entry really occupies in the
+    // archive (with 1 MiB of slack for small entries), and never over the
+    // archive limit: read one byte more than that to tell.
+    let allowed =
+        file.compressed_size().saturating_mul(limits.max_compression_ratio).saturating_add(1024 * 1024).min(limits.max_unzipped_bytes);
     let mut xml = Vec::new();
-    // Never trust the declared size: read at most the limit plus one byte.
-    (&mut file).take(limits.max_unzipped_bytes + 1).read_to_end(&mut xml).map_err(|e| ParseError::CorruptDocx(e.to_string()))?;
-    if xml.len() as u64 > limits.max_unzipped_bytes {
-        return Err(ParseError::DecompressionBomb("word/document.xml exceeds the limit".into()));
+    (&mut file).take(allowed + 1).read_to_end(&mut xml).map_err(|e| ParseError::CorruptDocx(e.to_string()))?;
+    if xml.len() as u64 > allowed {
+        return Err(ParseError::DecompressionBomb(format!(
+            "word/document.xml inflates past {allowed} bytes ({} compressed)",
+            file.compressed_size()
+        )));
     }
-    paragraphs(&xml)
+    let (blocks, pages) = paragraphs(&xml)?;
+    for b in &blocks {
+        budget.take(b.text.chars().count())?;
+    }
+    Ok((blocks, pages))
 }
 
 fn paragraphs(xml: &[u8]) -> Result<(Vec<Block>, u32), ParseError> {

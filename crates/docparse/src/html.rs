@@ -2,7 +2,7 @@
 
 use scraper::{Html, Node};
 
-use crate::Block;
+use crate::{Block, OutputBudget, ParseError};
 
 const SKIP: &[&str] = &["script", "style", "head", "noscript", "template", "svg", "iframe", "object", "title"];
 const BLOCK: &[&str] = &[
@@ -44,13 +44,13 @@ const BLOCK: &[&str] = &[
     "caption",
 ];
 
-pub fn blocks(text: &str) -> Vec<Block> {
+pub fn blocks(text: &str, budget: &mut OutputBudget) -> Result<Vec<Block>, ParseError> {
     let doc = Html::parse_document(text);
     let mut out = Vec::new();
     let mut current = String::new();
-    walk(doc.tree.root(), &mut current, &mut out, false);
+    walk(doc.tree.root(), &mut current, &mut out, budget)?;
     flush(&mut current, &mut out);
-    out
+    Ok(out)
 }
 
 fn flush(current: &mut String, out: &mut Vec<Block>) {
@@ -61,10 +61,36 @@ fn flush(current: &mut String, out: &mut Vec<Block>) {
     current.clear();
 }
 
-fn walk(node: ego_tree::NodeRef<'_, Node>, current: &mut String, out: &mut Vec<Block>, pre: bool) {
-    for child in node.children() {
-        match child.value() {
+/// One step of the walk: enter a node (inside `<pre>` or not), or leave an
+/// element (a block element ends its block).
+enum Step<'a> {
+    Enter(ego_tree::NodeRef<'a, Node>, bool),
+    Leave { block: bool },
+}
+
+/// Depth-first over the tree with an explicit stack: an upload of 200,000
+/// nested elements is as deep as the document says, and a recursive walk
+/// overflowed the thread's stack with it (aborting the whole process).
+fn walk(
+    root: ego_tree::NodeRef<'_, Node>,
+    current: &mut String,
+    out: &mut Vec<Block>,
+    budget: &mut OutputBudget,
+) -> Result<(), ParseError> {
+    let mut stack: Vec<Step<'_>> = root.children().rev().map(|c| Step::Enter(c, false)).collect();
+    while let Some(step) = stack.pop() {
+        let (node, pre) = match step {
+            Step::Leave { block } => {
+                if block {
+                    flush(current, out);
+                }
+                continue;
+            }
+            Step::Enter(node, pre) => (node, pre),
+        };
+        match node.value() {
             Node::Text(t) => {
+                let before = current.len();
                 if pre {
                     current.push_str(t);
                 } else {
@@ -84,6 +110,7 @@ fn walk(node: ego_tree::NodeRef<'_, Node>, current: &mut String, out: &mut Vec<B
                         current.push(' ');
                     }
                 }
+                budget.take(current.len() - before)?;
             }
             Node::Element(e) => {
                 let name = e.name();
@@ -91,6 +118,7 @@ fn walk(node: ego_tree::NodeRef<'_, Node>, current: &mut String, out: &mut Vec<B
                     continue;
                 }
                 if name == "br" {
+                    budget.take(1)?;
                     current.push('\n');
                     continue;
                 }
@@ -99,14 +127,15 @@ fn walk(node: ego_tree::NodeRef<'_, Node>, current: &mut String, out: &mut Vec<B
                     flush(current, out);
                 }
                 if (name == "td" || name == "th") && !current.is_empty() && !current.ends_with(' ') {
+                    budget.take(3)?;
                     current.push_str(" | ");
                 }
-                walk(child, current, out, pre || name == "pre");
-                if is_block {
-                    flush(current, out);
-                }
+                stack.push(Step::Leave { block: is_block });
+                let pre = pre || name == "pre";
+                stack.extend(node.children().rev().map(|c| Step::Enter(c, pre)));
             }
             _ => {}
         }
     }
+    Ok(())
 }

@@ -24,21 +24,84 @@ pub const PARSER_NAME: &str = "rag-docparse";
 /// Bump when the output for the same input changes.
 pub const PARSER_VERSION: &str = "3";
 
-#[derive(Debug, Clone)]
+/// What one document may cost the parser. Every bound is checked against
+/// work actually done (bytes inflated, characters produced, pages seen),
+/// never against sizes the input declares about itself.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Limits {
     /// Largest input accepted.
     pub max_bytes: u64,
     /// Longest segment; longer paragraphs split at sentence boundaries.
     pub max_segment_chars: usize,
-    /// Largest total of decompressed bytes read from an archive (DOCX).
+    /// Largest number of bytes inflated from one archive entry or one PDF
+    /// stream, and from a whole DOCX.
     pub max_unzipped_bytes: u64,
+    /// Largest number of bytes inflated from all the streams of one PDF.
+    pub max_pdf_inflated_bytes: u64,
     /// Largest decompressed/compressed ratio of an archive entry.
     pub max_compression_ratio: u64,
+    /// Most pages a document may have.
+    pub max_pages: u32,
+    /// The text produced (characters, each with its box) may be at most
+    /// this multiple of the input's size ...
+    pub max_output_ratio: u64,
+    /// ... or this many characters, whichever is larger (a small compressed
+    /// input may legitimately expand).
+    pub min_output_chars: u64,
+    /// Most pages of one document read by OCR; later pages stay without text.
+    pub ocr_max_pages: u32,
+    /// OCR time for one document, in seconds, all pages together.
+    pub ocr_budget_secs: u64,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { max_bytes: 100 * 1024 * 1024, max_segment_chars: 600, max_unzipped_bytes: 256 * 1024 * 1024, max_compression_ratio: 200 }
+        Limits {
+            max_bytes: 100 * 1024 * 1024,
+            max_segment_chars: 600,
+            max_unzipped_bytes: 256 * 1024 * 1024,
+            max_pdf_inflated_bytes: 1024 * 1024 * 1024,
+            max_compression_ratio: 200,
+            max_pages: 2_000,
+            max_output_ratio: 16,
+            min_output_chars: 16 * 1024 * 1024,
+            ocr_max_pages: 100,
+            ocr_budget_secs: 600,
+        }
+    }
+}
+
+impl Limits {
+    /// Most characters of text (and per-character boxes) a document of
+    /// `input_len` bytes may produce.
+    pub fn max_output_chars(&self, input_len: usize) -> u64 {
+        (input_len as u64).saturating_mul(self.max_output_ratio).max(self.min_output_chars)
+    }
+}
+
+/// Counts output against [`Limits::max_output_chars`]; a parser takes from
+/// it before it copies text, so a hostile input is refused before it
+/// costs the memory.
+#[derive(Debug)]
+pub(crate) struct OutputBudget {
+    left: u64,
+    limit: u64,
+}
+
+impl OutputBudget {
+    pub(crate) fn new(limits: &Limits, input_len: usize) -> Self {
+        let limit = limits.max_output_chars(input_len);
+        OutputBudget { left: limit, limit }
+    }
+
+    pub(crate) fn take(&mut self, chars: usize) -> Result<(), ParseError> {
+        match self.left.checked_sub(chars as u64) {
+            Some(left) => {
+                self.left = left;
+                Ok(())
+            }
+            None => Err(ParseError::OutputTooLarge { limit: self.limit }),
+        }
     }
 }
 
@@ -68,7 +131,9 @@ pub struct ParsedDocument {
 pub trait PageOcr: Send + Sync {
     /// The words of zero-based page `page_idx` of the PDF `pdf`, with
     /// their boxes in points on the page as displayed.
-    fn recognize(&self, pdf: &[u8], page_idx: u32) -> Result<OcrPage, String>;
+    /// `size` is the page's displayed size in points when the parser knows
+    /// it (a recogniser bounds its rendering by it).
+    fn recognize(&self, pdf: &[u8], page_idx: u32, size: Option<&PageSize>) -> Result<OcrPage, String>;
 }
 
 impl ParsedDocument {
@@ -125,6 +190,10 @@ pub enum ParseError {
     InvalidDocAi(String),
     #[error("no text could be extracted ({0})")]
     NoText(String),
+    #[error("the document has {pages} pages, over the limit of {limit}")]
+    TooManyPages { pages: u64, limit: u32 },
+    #[error("the document expands to more than {limit} characters of text, out of proportion to its size")]
+    OutputTooLarge { limit: u64 },
 }
 
 impl ParseError {
@@ -141,6 +210,8 @@ impl ParseError {
             ParseError::DecompressionBomb(_) => "decompression_bomb",
             ParseError::InvalidDocAi(_) => "invalid_docai",
             ParseError::NoText(_) => "no_text",
+            ParseError::TooManyPages { .. } => "too_many_pages",
+            ParseError::OutputTooLarge { .. } => "output_too_large",
         }
     }
 }
@@ -176,6 +247,68 @@ pub fn detect_format(content_type: &str, filename: &str) -> Option<Format> {
     }
 }
 
+/// Extensions of files that are never documents (programs, scripts,
+/// images, archives), refused whatever type the client declares: a
+/// `setup.exe` sent as `text/plain` is not a text.
+const NEVER_DOCUMENTS: &[&str] = &[
+    "exe", "dll", "so", "dylib", "bin", "msi", "com", "scr", "bat", "cmd", "ps1", "sh", "vbs", "js", "mjs", "jar", "apk", "svg", "svgz",
+    "png", "jpg", "jpeg", "gif", "webp", "bmp", "ico", "zip", "gz", "tgz", "bz2", "xz", "7z", "rar", "tar", "iso", "dmg", "wasm", "class",
+    "swf",
+];
+
+/// Magic numbers of binary files that are never a text document.
+const BINARY_MAGIC: &[&[u8]] = &[
+    b"MZ",
+    b"\x7fELF",
+    b"PK\x03\x04",
+    b"%PDF",
+    b"\x89PNG",
+    b"GIF8",
+    b"\xff\xd8\xff",
+    b"\x1f\x8b",
+    b"7z\xbc\xaf",
+    b"Rar!",
+    b"\xca\xfe\xba\xbe",
+    b"\0asm",
+    b"\xd0\xcf\x11\xe0",
+];
+
+/// Whether the first bytes of an upload (`head`, the first few KiB) and
+/// its filename agree with the format its declared type or name gave:
+/// uploads are judged by their bytes too, so a wrong type is refused at
+/// the door (415) rather than failing in the parser later. `Err` says why.
+pub fn sniff(format: Format, filename: &str, head: &[u8]) -> Result<(), String> {
+    let ext = filename.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()).unwrap_or_default();
+    if NEVER_DOCUMENTS.contains(&ext.as_str()) {
+        return Err(format!("files ending in .{ext} are not documents"));
+    }
+    match format {
+        Format::Pdf if head[..head.len().min(1024)].windows(4).any(|w| w == b"%PDF") => Ok(()),
+        Format::Pdf => Err("the file does not start like a PDF (no %PDF header)".into()),
+        Format::Docx if head.starts_with(b"PK\x03\x04") => Ok(()),
+        Format::Docx => Err("the file is not a zip archive, as a DOCX is".into()),
+        Format::Text | Format::Markdown | Format::Html | Format::DocAi => {
+            let body = head.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(head);
+            if let Some(magic) = BINARY_MAGIC.iter().find(|m| body.starts_with(m)) {
+                return Err(format!("the file is binary (it starts with {:?}), not text", String::from_utf8_lossy(magic)));
+            }
+            if body.contains(&0) {
+                return Err("the file holds NUL bytes: it is binary, not text".into());
+            }
+            // The head may end inside a character: only a real error counts.
+            if let Err(e) = std::str::from_utf8(body) {
+                if e.error_len().is_some() {
+                    return Err(format!("the file is not UTF-8 text (invalid byte at {})", e.valid_up_to()));
+                }
+            }
+            if format == Format::DocAi && !body.trim_ascii_start().starts_with(b"{") {
+                return Err("the file is not a JSON object, as Document AI output is".into());
+            }
+            Ok(())
+        }
+    }
+}
+
 /// Parses one document, without OCR.
 pub fn parse(bytes: &[u8], content_type: &str, filename: &str, limits: &Limits) -> Result<ParsedDocument, ParseError> {
     parse_with_ocr(bytes, content_type, filename, limits, None)
@@ -198,23 +331,45 @@ pub fn parse_with_ocr(
     }
     let format = detect_format(content_type, filename)
         .ok_or_else(|| ParseError::UnsupportedContentType { content_type: content_type.to_string(), filename: filename.to_string() })?;
+    let mut budget = OutputBudget::new(limits, bytes.len());
     let (blocks, page_count, pages) = match format {
         Format::Text | Format::Markdown => (vec![Block::new(0, utf8(bytes)?)], 1, Vec::new()),
-        Format::Html => (html::blocks(utf8(bytes)?), 1, Vec::new()),
-        Format::Pdf => pdf::blocks(bytes)?,
+        Format::Html => (html::blocks(utf8(bytes)?, &mut budget)?, 1, Vec::new()),
+        Format::Pdf => pdf::blocks(bytes, limits, &mut budget)?,
         Format::Docx => {
-            let (b, n) = docx::blocks(bytes, limits)?;
+            let (b, n) = docx::blocks(bytes, limits, &mut budget)?;
             (b, n, Vec::new())
         }
-        Format::DocAi => docai::blocks(utf8(bytes)?)?,
+        Format::DocAi => docai::blocks(utf8(bytes)?, &mut budget)?,
     };
+    if page_count > limits.max_pages {
+        return Err(ParseError::TooManyPages { pages: page_count.into(), limit: limits.max_pages });
+    }
     let (mut blocks, mut ocr_pages, mut ocr_failures) = (blocks, Vec::new(), Vec::new());
     if let (Format::Pdf, Some(ocr)) = (format, ocr) {
         let with_text: std::collections::HashSet<u32> = blocks.iter().filter(|b| !b.text.trim().is_empty()).map(|b| b.page_idx).collect();
+        // OCR is the costliest step (a process pair per page): bounded in
+        // pages and in time per document, so a PDF of thousands of blank
+        // pages cannot hold a parser for hours.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(limits.ocr_budget_secs);
+        let (mut tried, mut refused) = (0u32, None::<String>);
         for page in (0..page_count).filter(|p| !with_text.contains(p)) {
-            match ocr.recognize(bytes, page) {
+            if refused.is_none() && tried >= limits.ocr_max_pages {
+                refused = Some(format!("not read: OCR reads at most {} pages of a document", limits.ocr_max_pages));
+            }
+            if refused.is_none() && std::time::Instant::now() >= deadline {
+                refused = Some(format!("not read: the document's OCR time budget ({} s) is spent", limits.ocr_budget_secs));
+            }
+            if let Some(why) = &refused {
+                ocr_failures.push((page, why.clone()));
+                continue;
+            }
+            tried += 1;
+            match ocr.recognize(bytes, page, pages.iter().find(|s| s.page_idx == page)) {
                 Ok(words) if !words.is_blank() => {
-                    blocks.push(words.block(page));
+                    let block = words.block(page);
+                    budget.take(block.text.chars().count())?;
+                    blocks.push(block);
                     ocr_pages.push(page);
                 }
                 Ok(_) => {}

@@ -112,16 +112,53 @@ pub fn highlight(img: &mut Image, page: &PageSize, boxes: &[Rect]) {
     }
 }
 
-/// Renders zero-based page `page_idx` of `pdf` at `dpi` with pdftoppm, in a
-/// private temporary directory removed afterwards, killed at `timeout`.
-pub async fn render_page(pdf: &[u8], page_idx: u32, dpi: u32, timeout: Duration) -> Result<Image, PageImageError> {
+/// Longest side of a page image, in pixels (16 Mpx, 48 MB of RGB at most):
+/// a page declared 200 × 200 inches is rendered at this size, not at
+/// 22,000 × 22,000 pixels.
+pub const MAX_SIDE_PX: u32 = 4_000;
+
+/// How large to render.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resolution {
+    Dpi(u32),
+    /// The long side scaled to this many pixels.
+    LongSide(u32),
+}
+
+impl Resolution {
+    /// `dpi` for a page of `page` (in points), unless that makes its long
+    /// side longer than [`MAX_SIDE_PX`]. A page whose size is not in points
+    /// is capped outright.
+    pub fn capped(page: &PageSize, dpi: u32) -> Resolution {
+        let long_pt = if page.unit == "pt" { page.width.max(page.height) } else { f32::INFINITY };
+        if long_pt / 72.0 * dpi as f32 > MAX_SIDE_PX as f32 {
+            Resolution::LongSide(MAX_SIDE_PX)
+        } else {
+            Resolution::Dpi(dpi)
+        }
+    }
+
+    fn args(self) -> [String; 2] {
+        match self {
+            Resolution::Dpi(dpi) => ["-r".into(), dpi.to_string()],
+            Resolution::LongSide(px) => ["-scale-to".into(), px.to_string()],
+        }
+    }
+}
+
+/// Renders zero-based page `page_idx` of `pdf` at `resolution` with
+/// pdftoppm, in a private temporary directory removed afterwards, killed at
+/// `timeout`.
+pub async fn render_page(pdf: &[u8], page_idx: u32, resolution: Resolution, timeout: Duration) -> Result<Image, PageImageError> {
     let dir: PathBuf = std::env::temp_dir().join(format!("rag-engine-page-{}", uuid::Uuid::new_v4()));
     tokio::fs::create_dir_all(&dir).await.map_err(|e| PageImageError::Render(format!("temporary directory: {e}")))?;
     let result = async {
         tokio::fs::write(dir.join("in.pdf"), pdf).await.map_err(|e| PageImageError::Render(e.to_string()))?;
         let page = (page_idx + 1).to_string();
         let mut cmd = tokio::process::Command::new("pdftoppm");
-        cmd.args(["-f", &page, "-l", &page, "-r", &dpi.to_string(), "-singlefile"])
+        cmd.args(["-f", &page, "-l", &page])
+            .args(resolution.args())
+            .arg("-singlefile")
             .arg(dir.join("in.pdf"))
             .arg(dir.join("page"))
             .kill_on_drop(true)
@@ -146,7 +183,7 @@ pub async fn render_page(pdf: &[u8], page_idx: u32, dpi: u32, timeout: Duration)
 
 /// The page's PNG with `boxes` highlighted: the whole job.
 pub async fn highlighted_png(pdf: &[u8], page: &PageSize, boxes: &[Rect], dpi: u32, timeout: Duration) -> Result<Vec<u8>, PageImageError> {
-    let mut img = render_page(pdf, page.page_idx, dpi, timeout).await?;
+    let mut img = render_page(pdf, page.page_idx, Resolution::capped(page, dpi), timeout).await?;
     highlight(&mut img, page, boxes);
     img.to_png()
 }
@@ -167,6 +204,16 @@ mod tests {
         assert_eq!(px(15, 8), &[255, 255, 255], "elsewhere untouched");
         let png = img.to_png().unwrap();
         assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"));
+    }
+
+    #[test]
+    fn huge_pages_are_rendered_at_a_bounded_size() {
+        let letter = PageSize { page_idx: 0, width: 612.0, height: 792.0, unit: "pt".into() };
+        assert_eq!(Resolution::capped(&letter, 110), Resolution::Dpi(110));
+        let huge = PageSize { page_idx: 0, width: 14_400.0, height: 14_400.0, unit: "pt".into() };
+        assert_eq!(Resolution::capped(&huge, 110), Resolution::LongSide(MAX_SIDE_PX));
+        let unknown = PageSize { page_idx: 0, width: 1.0, height: 1.0, unit: "normalized".into() };
+        assert_eq!(Resolution::capped(&unknown, 110), Resolution::LongSide(MAX_SIDE_PX));
     }
 
     #[test]

@@ -8,6 +8,7 @@ pub mod error;
 pub mod failpoint;
 pub mod indexer;
 pub mod ocr;
+pub mod parse_worker;
 pub mod parser;
 pub mod pg_offsets;
 pub mod projector;

@@ -7,9 +7,15 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use rag_docparse::{OcrPage, OcrWord, PageOcr, Rect};
+use rag_docparse::{OcrPage, OcrWord, PageOcr, PageSize, Rect};
 
-#[derive(Debug, Clone)]
+/// Longest side of a page rendered for OCR, in pixels: 300 dpi of a
+/// 23-inch side. A page declared larger (200 × 200 inches is two numbers
+/// in a PDF) is rendered smaller instead of into gigabytes of pixels.
+const MAX_RENDER_SIDE: f32 = 7_000.0;
+
+/// Sent to the parse worker with each document (`crate::parse_worker`).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct TesseractOcr {
     pdftoppm: PathBuf,
     tesseract: PathBuf,
@@ -67,16 +73,28 @@ fn run(mut cmd: Command, deadline: Instant, stderr_file: &Path) -> Result<(), St
 }
 
 impl PageOcr for TesseractOcr {
-    fn recognize(&self, pdf: &[u8], page_idx: u32) -> Result<OcrPage, String> {
+    fn recognize(&self, pdf: &[u8], page_idx: u32, size: Option<&PageSize>) -> Result<OcrPage, String> {
         let dir = std::env::temp_dir().join(format!("rag-engine-ocr-{}", uuid::Uuid::new_v4()));
         std::fs::create_dir_all(&dir).map_err(|e| format!("temporary directory: {e}"))?;
         let result = (|| {
             let deadline = Instant::now() + self.timeout;
             std::fs::write(dir.join("in.pdf"), pdf).map_err(|e| e.to_string())?;
             let page = (page_idx + 1).to_string();
+            // Points per pixel of the rendering: 72/dpi, unless the page is
+            // so large that its long side is scaled to MAX_RENDER_SIDE.
+            let long_side_pt = size.filter(|s| s.unit == "pt").map(|s| s.width.max(s.height)).unwrap_or(0.0);
+            let capped = long_side_pt / 72.0 * self.dpi as f32 > MAX_RENDER_SIDE;
+            let resolution = if capped {
+                ["-scale-to".to_string(), (MAX_RENDER_SIDE as u32).to_string()]
+            } else {
+                ["-r".to_string(), self.dpi.to_string()]
+            };
+            let scale = if capped { long_side_pt / MAX_RENDER_SIDE } else { 72.0 / self.dpi as f32 };
             let mut render = Command::new(&self.pdftoppm);
             render
-                .args(["-f", &page, "-l", &page, "-r", &self.dpi.to_string(), "-gray", "-png", "-singlefile"])
+                .args(["-f", &page, "-l", &page])
+                .args(&resolution)
+                .args(["-gray", "-png", "-singlefile"])
                 .arg(dir.join("in.pdf"))
                 .arg(dir.join("page"));
             run(render, deadline, &dir.join("pdftoppm.err"))?;
@@ -85,7 +103,7 @@ impl PageOcr for TesseractOcr {
             read.arg(dir.join("page.png")).arg(dir.join("out")).args(["-l", &self.languages, "tsv"]);
             run(read, deadline, &dir.join("tesseract.err"))?;
             let tsv = std::fs::read_to_string(dir.join("out.tsv")).map_err(|e| format!("tesseract output: {e}"))?;
-            parse_tsv(&tsv, 72.0 / self.dpi as f32)
+            parse_tsv(&tsv, scale)
         })();
         let _ = std::fs::remove_dir_all(&dir);
         result

@@ -12,6 +12,7 @@ pub mod documents;
 pub mod messages;
 pub mod offsets;
 pub mod operations;
+pub mod parse_attempts;
 pub mod pipeline;
 pub mod raw;
 pub mod search;

@@ -1579,11 +1579,21 @@ fn make_colorspace<'a>(doc: &'a Document, name: &[u8], resources: &'a Dictionary
 struct Processor<'a> {
     font_table: HashMap<Vec<u8>, Rc<dyn PdfFont + 'a>>,
     _none: PhantomData<&'a ()>,
+    // rag-engine: the form XObjects being drawn (by address: the document
+    // does not change while a page is read) and how many were drawn on
+    // this page, so a form that draws itself, or a tree of forms drawing
+    // each other many times, ends instead of exhausting the stack or time.
+    form_stack: Vec<usize>,
+    form_calls: u32,
 }
+
+// rag-engine: bounds of nested form XObjects (pdf.js and poppler bound them too).
+const MAX_FORM_DEPTH: usize = 8;
+const MAX_FORM_CALLS_PER_PAGE: u32 = 4096;
 
 impl<'a> Processor<'a> {
     fn new() -> Processor<'a> {
-        Processor { font_table: HashMap::new(), _none: PhantomData }
+        Processor { font_table: HashMap::new(), _none: PhantomData, form_stack: Vec::new(), form_calls: 0 }
     }
 
     fn process_stream(&mut self, doc: &'a Document, content: Vec<u8>, resources: &'a Dictionary, media_box: &MediaBox, output: &mut dyn OutputDev, page_num: u32) -> Result<(), OutputError> {
@@ -1871,9 +1881,25 @@ impl<'a> Processor<'a> {
                     let xobject: &Dictionary = get(&doc, resources, b"XObject");
                     let name = operation.operands[0].as_name().unwrap();
                     let xf: &Stream = get(&doc, xobject, name);
+                    // rag-engine: only forms hold content (an image's data is
+                    // not operators), never one already being drawn, within
+                    // the depth and per-page bounds above.
+                    let is_form = xf.dict.get(b"Subtype").and_then(|o| o.as_name()).map(|n| n == b"Form").unwrap_or(true);
+                    let id = xf as *const Stream as usize;
+                    if !is_form
+                        || self.form_stack.len() >= MAX_FORM_DEPTH
+                        || self.form_stack.contains(&id)
+                        || self.form_calls >= MAX_FORM_CALLS_PER_PAGE
+                    {
+                        continue;
+                    }
+                    self.form_calls += 1;
                     let resources = maybe_get_obj(&doc, &xf.dict, b"Resources").and_then(|n| n.as_dict().ok()).unwrap_or(resources);
                     let contents = get_contents(xf);
-                    self.process_stream(&doc, contents, resources, &media_box, output, page_num)?;
+                    self.form_stack.push(id);
+                    let drawn = self.process_stream(&doc, contents, resources, &media_box, output, page_num);
+                    self.form_stack.pop();
+                    drawn?;
                 }
                 _ => { dlog!("unknown operation {:?}", operation); }
 
@@ -2414,6 +2440,7 @@ fn output_doc_inner<'a>(page_num: u32, object_id: ObjectId, doc: &'a Document, p
     // Reset the font cache per page so a stale entry from an earlier page isn't
     // reused, which would decode text with the wrong font's ToUnicode CMap.
     p.font_table.clear();
+    p.form_calls = 0;
     // XXX: Some pdfs lack a Resources directory
     let resources = get_inherited(doc, page_dict, b"Resources").unwrap_or(empty_resources);
     dlog!("resources {:?}", resources);

@@ -88,7 +88,7 @@ pub async fn get(
     params(("ws" = String, Path, description = "Workspace id"), ("id" = Uuid, Path, description = "Conversation id")),
     request_body = PostMessage,
     responses((status = 202, body = MessagesAccepted), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
-              (status = 404, body = ErrorBody), (status = 503, body = ErrorBody)),
+              (status = 404, body = ErrorBody), (status = 429, body = ErrorBody), (status = 503, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn post_message(
     State(state): State<AppState>,
@@ -97,6 +97,8 @@ pub async fn post_message(
     Json(body): Json<PostMessage>,
 ) -> Result<(StatusCode, Json<MessagesAccepted>), ApiError> {
     owned_conversation(&state, &user, &ws, id).await?;
+    // Each question can cost an LLM call.
+    state.limits().question(&user.user_id)?;
     let question = checked_text("content", body.content.trim(), 1, 8000)?.to_string();
     if let Some(k) = body.top_k {
         if !(1..=50).contains(&k) {

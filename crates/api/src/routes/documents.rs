@@ -30,7 +30,7 @@ const DRAIN_AFTER_LIMIT: u64 = 16 * 1024 * 1024;
 fn multipart_error(e: MultipartError) -> ApiError {
     let status = e.status();
     let code = ApiError::code_for_status(status);
-    ApiError { status, code, message: format!("reading the upload: {}", e.body_text()) }
+    ApiError::new(status, code, format!("reading the upload: {}", e.body_text()))
 }
 
 /// A filename is only a label (objects are stored by content hash), but a
@@ -49,7 +49,29 @@ fn checked_filename(name: &str) -> Result<&str, ApiError> {
     if name.chars().any(char::is_control) {
         return Err(bad("contains control characters"));
     }
+    // Bidirectional overrides and invisible characters make a name show as
+    // something else ("invoice\u{202E}fdp.exe" displays as "invoiceexe.pdf").
+    if name.chars().any(is_deceptive) {
+        return Err(bad("contains invisible or text-direction characters"));
+    }
     Ok(name)
+}
+
+fn is_deceptive(c: char) -> bool {
+    matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}' | '\u{061C}' | '\u{00AD}')
+}
+
+/// Largest `metadata` field of an upload.
+const METADATA_MAX_BYTES: usize = 16 * 1024;
+
+/// The first bytes of a spooled upload, which [`rag_docparse::sniff`] judges.
+async fn read_head(spooled: &Spooled) -> Result<Vec<u8>, ApiError> {
+    use tokio::io::AsyncReadExt;
+    let io = |e: std::io::Error| ApiError::internal(format!("reading the spooled upload: {e}"));
+    let file = tokio::fs::File::open(spooled.file.path()).await.map_err(io)?;
+    let mut head = Vec::with_capacity(8192);
+    file.take(8192).read_to_end(&mut head).await.map_err(io)?;
+    Ok(head)
 }
 
 struct Spooled {
@@ -94,7 +116,7 @@ async fn spool(field: &mut Field<'_>, max: u64) -> Result<Spooled, ApiError> {
     request_body(content = UploadForm, content_type = "multipart/form-data"),
     responses((status = 202, body = UploadAccepted), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
               (status = 404, body = ErrorBody), (status = 413, body = ErrorBody), (status = 415, body = ErrorBody),
-              (status = 503, body = ErrorBody)),
+              (status = 429, body = ErrorBody), (status = 503, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn upload(
     State(state): State<AppState>,
@@ -103,6 +125,9 @@ pub async fn upload(
     mut multipart: Multipart,
 ) -> Result<(StatusCode, Json<UploadAccepted>), ApiError> {
     owned_workspace(&state, &user, &ws).await?;
+    // Held until the answer: each upload in flight holds a temporary file
+    // and a connection.
+    let _slot = state.limits().upload(&user.user_id)?;
     let max = state.config().upload_max_bytes;
     let mut upload: Option<(String, String, Spooled)> = None;
     let mut metadata: HashMap<String, String> = HashMap::new();
@@ -119,16 +144,24 @@ pub async fn upload(
                         "{filename:?} ({sent_type}) is not a supported document type: PDF, DOCX, HTML, Markdown, plain text or Document AI JSON"
                     ))
                 })?;
-                let generic = rag_docparse::detect_format(&sent_type, "").is_none();
-                let content_type = if generic { format.content_type().to_string() } else { sent_type };
                 let spooled = spool(&mut field, max).await?;
-                upload = Some((filename, content_type, spooled));
+                let head = read_head(&spooled).await?;
+                rag_docparse::sniff(format, &filename, &head)
+                    .map_err(|why| ApiError::unsupported_media_type(format!("{filename:?} was sent as {sent_type} but {why}")))?;
+                // Stored as the format's one canonical type, whatever the
+                // client spelled (parameters, case, length).
+                upload = Some((filename, format.content_type().to_string(), spooled));
             }
             Some("metadata") => {
-                let text = field.text().await.map_err(multipart_error)?;
-                if text.len() > 16 * 1024 {
-                    return Err(ApiError::bad_request("invalid_metadata", "metadata is over 16 KiB"));
+                // Checked while it streams in, not after it is all read.
+                let mut bytes = Vec::new();
+                while let Some(chunk) = field.chunk().await.map_err(multipart_error)? {
+                    if bytes.len() + chunk.len() > METADATA_MAX_BYTES {
+                        return Err(ApiError::bad_request("invalid_metadata", "metadata is over 16 KiB"));
+                    }
+                    bytes.extend_from_slice(&chunk);
                 }
+                let text = String::from_utf8(bytes).map_err(|_| ApiError::bad_request("invalid_metadata", "metadata is not UTF-8"))?;
                 metadata = serde_json::from_str(&text)
                     .map_err(|e| ApiError::bad_request("invalid_metadata", format!("metadata must be a JSON object of strings: {e}")))?;
                 if metadata.iter().any(|(k, v)| k.contains('\0') || v.contains('\0')) {

@@ -42,6 +42,12 @@ struct Feed {
     conversation: Uuid,
     cursor: Option<Cursor>,
     ready: VecDeque<MessageRow>,
+    /// The stream ends when the token that opened it expires: a client
+    /// reconnects with a fresh one, and a revoked user's stream does not
+    /// outlive their last token.
+    expires_at: u64,
+    /// One of the user's concurrent streams, released when the stream ends.
+    _slot: crate::limits::SlotGuard,
 }
 
 /// Live updates of the conversation's messages (text/event-stream).
@@ -49,7 +55,8 @@ struct Feed {
     params(("ws" = String, Path, description = "Workspace id"), ("id" = Uuid, Path, description = "Conversation id"),
            ("Last-Event-ID" = Option<String>, Header, description = "Resume after this event id")),
     responses((status = 200, description = "`message.status_updated` events whose data is a Message", content_type = "text/event-stream", body = String),
-              (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)),
+              (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
+              (status = 429, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn stream(
     State(state): State<AppState>,
@@ -58,9 +65,10 @@ pub async fn stream(
     headers: HeaderMap,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
     owned_conversation(&state, &user, &ws, id).await?;
+    let slot = state.limits().stream(&user.user_id)?;
     let cursor = headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(parse_cursor);
     tracing::debug!(workspace_id = %ws, conversation_id = %id, resume = cursor.is_some(), "event stream opened");
-    let feed = Feed { state, ws, conversation: id, cursor, ready: VecDeque::new() };
+    let feed = Feed { state, ws, conversation: id, cursor, ready: VecDeque::new(), expires_at: user.expires_at, _slot: slot };
     let events = futures::stream::unfold(feed, next_event);
     Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
 }
@@ -68,6 +76,11 @@ pub async fn stream(
 async fn next_event(mut feed: Feed) -> Option<(Result<Event, Infallible>, Feed)> {
     let shutdown = feed.state.0.shutdown.clone();
     loop {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(u64::MAX);
+        if now >= feed.expires_at {
+            tracing::debug!(conversation_id = %feed.conversation, "event stream closed: its token expired");
+            return None;
+        }
         if let Some(row) = feed.ready.pop_front() {
             let cursor = (row.updated_at, row.id);
             feed.cursor = Some(cursor);

@@ -1,8 +1,8 @@
-//! Liveness, readiness, metrics, the OpenAPI document and the JSON 404.
+//! Liveness, readiness and the JSON 404. Metrics are served on the
+//! metrics port (`METRICS_ADDR`) only, not on this public one.
 
 use axum::extract::State;
-use axum::http::{header, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::http::StatusCode;
 use axum::Json;
 use serde_json::{Map, Value};
 
@@ -20,10 +20,18 @@ pub async fn healthz() -> Json<Health> {
 #[utoipa::path(get, path = "/readyz", tag = "operations", responses((status = 200, body = Health), (status = 503, body = Health)))]
 pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Health>) {
     let deadline = state.config().ready_timeout;
-    let outcome = |r: Result<Result<(), String>, tokio::time::error::Elapsed>| match r {
+    // Each check says ok or unavailable; why (hosts, errors) goes to the
+    // log only: this port is public.
+    let outcome = |what: &str, r: Result<Result<(), String>, tokio::time::error::Elapsed>| match r {
         Ok(Ok(())) => Value::from("ok"),
-        Ok(Err(e)) => Value::from(e),
-        Err(_) => Value::from(format!("no answer within {} ms", deadline.as_millis())),
+        Ok(Err(e)) => {
+            tracing::warn!(check = what, error = %e, "readiness check failed");
+            Value::from("unavailable")
+        }
+        Err(_) => {
+            tracing::warn!(check = what, deadline_ms = deadline.as_millis() as u64, "readiness check did not answer in time");
+            Value::from("unavailable")
+        }
     };
     let (postgres, broker, storage) = tokio::join!(
         tokio::time::timeout(deadline, async { rag_store::ping(state.pool()).await.map_err(|e| e.to_string()) }),
@@ -31,21 +39,12 @@ pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Health>)
         tokio::time::timeout(deadline, async { state.blobs().ping().await.map_err(|e| e.to_string()) }),
     );
     let mut checks = Map::new();
-    checks.insert("postgres".into(), outcome(postgres));
-    checks.insert("broker".into(), outcome(broker));
-    checks.insert("object_storage".into(), outcome(storage));
+    checks.insert("postgres".into(), outcome("postgres", postgres));
+    checks.insert("broker".into(), outcome("broker", broker));
+    checks.insert("object_storage".into(), outcome("object_storage", storage));
     let ready = checks.values().all(|v| v == "ok");
     let status = if ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
     (status, Json(Health { status: if ready { "ready" } else { "unavailable" }.into(), checks }))
-}
-
-/// Prometheus metrics of this process (every stage it runs, and the API).
-#[utoipa::path(get, path = "/metrics", tag = "operations", responses((status = 200, description = "Prometheus text format", content_type = "text/plain", body = String)))]
-pub async fn metrics(State(state): State<AppState>) -> Response {
-    match &state.0.metrics {
-        Some(handle) => ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], handle.render()).into_response(),
-        None => ApiError::new(StatusCode::NOT_FOUND, "not_found", "metrics are not recorded by this process").into_response(),
-    }
 }
 
 pub async fn not_found() -> ApiError {

@@ -51,12 +51,18 @@ impl Inbound {
 }
 
 /// What happened to a message the processor accepted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
     /// Its effect is now durable.
     Applied,
     /// It had been applied before (a re-delivery); nothing changed.
     Duplicate,
+    /// The input's failure is recorded durably (e.g. its document marked
+    /// failed), and the input goes to `<topic>.dlq` with `code` for an
+    /// operator to inspect. It does not count toward the dead-letter limit:
+    /// the input is at fault, not the stage, and a user who uploads many
+    /// such inputs must not be able to stop the stage for everyone.
+    DeadLetter { code: String, reason: String },
 }
 
 /// Any error, kept whole as the source of a [`ProcessError`].

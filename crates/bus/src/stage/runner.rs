@@ -317,6 +317,10 @@ impl<S: Stage> StageRunner<S> {
         match result {
             Ok(Outcome::Applied) => {}
             Ok(Outcome::Duplicate) => DuplicateSkipped { stage, topic, partition: msg.partition, offset: msg.offset }.emit(),
+            Ok(Outcome::DeadLetter { code, reason }) => {
+                PermanentFailure { stage, topic, code: &code, error: &reason }.emit();
+                self.dead_letters.send(&self.cfg, msg, &code, &reason, &self.shutdown).await?;
+            }
             Err(e) => {
                 let (code, error) = (e.code().unwrap_or("unknown"), e.chain());
                 PermanentFailure { stage, topic, code, error: &error }.emit();

@@ -23,6 +23,7 @@ macro_rules! display_as_value {
 
 display_as_value!(
     OcrChoice,
+    ParserIsolationChoice,
     EmbedderChoice,
     EncoderPrecisionChoice,
     InputConventionChoice,
@@ -38,6 +39,15 @@ pub enum OcrChoice {
     Auto,
     /// Pages without a text layer are marked as having no text.
     Off,
+}
+
+/// `PARSER_ISOLATION`: where documents are parsed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ParserIsolationChoice {
+    /// A child process per document, limited in memory and time.
+    Process,
+    /// In this process (a hostile upload can take it down: trusted input only).
+    None,
 }
 
 /// `EMBEDDER`: what the indexer embeds chunks with.

@@ -5,15 +5,39 @@ use std::time::Duration;
 
 use secrecy::ExposeSecret;
 
-use super::{EmbedderChoice, LexicalIndexChoice, OcrChoice, Settings};
+use anyhow::Context;
+
+use super::{EmbedderChoice, LexicalIndexChoice, OcrChoice, ParserIsolationChoice, Settings};
 
 impl Settings {
     pub fn parse_limits(&self) -> rag_docparse::Limits {
         rag_docparse::Limits {
             max_bytes: self.parse_max_bytes,
             max_segment_chars: self.segment_max_chars,
+            max_pages: self.parse_max_pages,
+            max_output_ratio: self.parse_max_output_ratio,
+            ocr_max_pages: self.ocr_max_pages,
+            ocr_budget_secs: self.ocr_budget_secs,
             ..rag_docparse::Limits::default()
         }
+    }
+
+    /// The parse workers, or None with `PARSER_ISOLATION=none`.
+    pub fn parse_workers(&self) -> anyhow::Result<Option<rag_stages::parse_worker::ParseWorkers>> {
+        if self.parser_isolation == ParserIsolationChoice::None {
+            tracing::warn!("PARSER_ISOLATION=none: documents are parsed in this process; a hostile upload can take it down");
+            return Ok(None);
+        }
+        let exe = match &self.parser_worker_exe {
+            Some(exe) => exe.clone(),
+            None => std::env::current_exe().context("finding this executable to start parse workers (or set PARSER_WORKER_EXE)")?,
+        };
+        let limits = rag_stages::parse_worker::WorkerLimits {
+            memory_bytes: self.parser_memory_mb.max(64) << 20,
+            timeout: Duration::from_secs(self.parser_timeout_secs.max(1)),
+            concurrency: self.parser_workers.max(1),
+        };
+        Ok(Some(rag_stages::parse_worker::ParseWorkers::new(exe, limits)))
     }
 
     /// The retriever (lexical + the configured embedder, fused).

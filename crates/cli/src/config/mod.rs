@@ -11,6 +11,7 @@ mod choices;
 mod components;
 pub use choices::{
     EmbedderChoice, EncoderPrecisionChoice, InputConventionChoice, LexicalIndexChoice, LlmFallbackChoice, LogFormat, OcrChoice,
+    ParserIsolationChoice,
 };
 use rag_blobs::BlobConfig;
 use rag_bus::BusConfig;
@@ -107,6 +108,30 @@ pub struct Settings {
     /// Largest document the parser reads, in bytes (bigger ones fail with `too_large`).
     #[arg(long, env = "PARSE_MAX_BYTES", default_value_t = 100 * 1024 * 1024, global = true)]
     pub parse_max_bytes: u64,
+    /// Most pages of a document (more fail with `too_many_pages`).
+    #[arg(long, env = "PARSE_MAX_PAGES", default_value_t = 2_000, global = true)]
+    pub parse_max_pages: u32,
+    /// Text a document may produce, as a multiple of its size in bytes (at least 16 Mi characters, at most PARSE_MAX_OUTPUT_CHARS); more fails with `output_too_large`.
+    #[arg(long, env = "PARSE_MAX_OUTPUT_RATIO", default_value_t = 16, global = true)]
+    pub parse_max_output_ratio: u64,
+    /// Where documents are parsed: `process` (a child process per document with memory and time limits: a hostile upload cannot take the service down) or `none` (in this process; only for trusted input).
+    #[arg(long, env = "PARSER_ISOLATION", default_value = "process", global = true)]
+    pub parser_isolation: ParserIsolationChoice,
+    /// Address space of one parse worker (and of each OCR program it runs), in MiB; over it the document fails with `out_of_memory`.
+    #[arg(long, env = "PARSER_MEMORY_MB", default_value_t = 2048, global = true)]
+    pub parser_memory_mb: u64,
+    /// Wall-clock time to parse one document, OCR included, in seconds; over it the document fails with `parser_timeout`.
+    #[arg(long, env = "PARSER_TIMEOUT_SECS", default_value_t = 600, global = true)]
+    pub parser_timeout_secs: u64,
+    /// Parse workers running at once in this process.
+    #[arg(long, env = "PARSER_WORKERS", default_value_t = 2, global = true)]
+    pub parser_workers: usize,
+    /// Executable started as the parse worker. Unset: this executable.
+    #[arg(long, env = "PARSER_WORKER_EXE", global = true)]
+    pub parser_worker_exe: Option<std::path::PathBuf>,
+    /// Tries of a document whose parser dies before it fails with `parser_crashed` and is dead-lettered (counted in Postgres, across restarts).
+    #[arg(long, env = "PARSER_MAX_ATTEMPTS", default_value_t = 2, global = true)]
+    pub parser_max_attempts: u32,
     /// Longest segment in characters; longer paragraphs split at sentence boundaries.
     #[arg(long, env = "SEGMENT_MAX_CHARS", default_value_t = 600, global = true)]
     pub segment_max_chars: usize,
@@ -128,6 +153,12 @@ pub struct Settings {
     /// Deadline for the OCR of one page, in seconds.
     #[arg(long, env = "OCR_TIMEOUT_SECS", default_value_t = 120, global = true)]
     pub ocr_timeout_secs: u64,
+    /// Pages of one document read by OCR at most; later pages stay without text.
+    #[arg(long, env = "OCR_MAX_PAGES", default_value_t = 100, global = true)]
+    pub ocr_max_pages: u32,
+    /// OCR time of one document, all pages together, in seconds; pages after it stay without text.
+    #[arg(long, env = "OCR_BUDGET_SECS", default_value_t = 300, global = true)]
+    pub ocr_budget_secs: u64,
     /// Embedder of the indexer: `none` (lexical search only), `local` (the model in EMBEDDING_MODEL_DIR, in process) or `openai` (any OpenAI-compatible /v1/embeddings).
     #[arg(long, env = "EMBEDDER", default_value = "none", global = true)]
     pub embedder: EmbedderChoice,
@@ -224,6 +255,30 @@ pub struct Settings {
     /// Seconds the API waits for the broker to confirm an event before answering 503.
     #[arg(long, env = "API_PRODUCE_TIMEOUT_SECS", default_value_t = 15, global = true)]
     pub api_produce_timeout_secs: u64,
+    /// Longest lifetime of a bearer token the API accepts, in seconds (`exp` - `iat`, and `exp` - now); longer-lived tokens are refused.
+    #[arg(long, env = "JWT_MAX_TTL_SECS", default_value_t = 7 * 24 * 3600, global = true)]
+    pub jwt_max_ttl_secs: u64,
+    /// Sustained API requests per second of one user (or address, before sign-in); over it: 429 with Retry-After.
+    #[arg(long, env = "API_RATE_PER_SEC", default_value_t = 20, global = true)]
+    pub api_rate_per_sec: u32,
+    /// API requests one user may send at once above API_RATE_PER_SEC.
+    #[arg(long, env = "API_RATE_BURST", default_value_t = 100, global = true)]
+    pub api_rate_burst: u32,
+    /// Questions one user may ask per minute (each can cost an LLM call); over it: 429.
+    #[arg(long, env = "API_QUESTIONS_PER_MINUTE", default_value_t = 20, global = true)]
+    pub api_questions_per_minute: u32,
+    /// Event streams one user may hold open at once; over it: 429.
+    #[arg(long, env = "API_STREAMS_PER_USER", default_value_t = 8, global = true)]
+    pub api_streams_per_user: usize,
+    /// Uploads of one user being received at once; over it: 429.
+    #[arg(long, env = "API_UPLOADS_PER_USER", default_value_t = 4, global = true)]
+    pub api_uploads_per_user: usize,
+    /// Seconds to receive a request's headers before the connection is closed.
+    #[arg(long, env = "API_HEADER_TIMEOUT_SECS", default_value_t = 10, global = true)]
+    pub api_header_timeout_secs: u64,
+    /// Seconds to receive a request's body (an upload included).
+    #[arg(long, env = "API_BODY_TIMEOUT_SECS", default_value_t = 300, global = true)]
+    pub api_body_timeout_secs: u64,
     /// Development sign-in: `POST /dev/sign-in` (and the page's sign-in form) mints a token for any user name without a password. Only on a developer's machine (`scripts/demo` turns it on); never in production.
     #[arg(long, env = "API_DEV_SIGN_IN", default_value_t = false, global = true, action = clap::ArgAction::Set)]
     pub api_dev_sign_in: bool,
@@ -287,7 +342,8 @@ impl Settings {
         if self.jwt_secret.expose_secret().is_empty() {
             anyhow::bail!("JWT_SECRET is not set: the API needs the HS256 secret of its bearer tokens (at least 32 bytes; scripts/stack writes one to .local/env)");
         }
-        Ok(rag_api::JwtAuth::new(self.jwt_secret.expose_secret(), Some(&self.jwt_audience))?)
+        let auth = rag_api::JwtAuth::new(self.jwt_secret.expose_secret(), Some(&self.jwt_audience))?;
+        Ok(auth.with_max_ttl(Duration::from_secs(self.jwt_max_ttl_secs.max(1))))
     }
 
     pub fn api(&self) -> rag_api::ApiConfig {
@@ -296,6 +352,15 @@ impl Settings {
             upload_max_bytes: self.upload_max_bytes,
             json_body_max_bytes: self.api_json_body_max_bytes,
             dev_sign_in: self.api_dev_sign_in,
+            limits: rag_api::limits::LimitsConfig {
+                requests_per_sec: self.api_rate_per_sec,
+                request_burst: self.api_rate_burst,
+                questions_per_minute: self.api_questions_per_minute,
+                streams_per_user: self.api_streams_per_user,
+                uploads_per_user: self.api_uploads_per_user,
+            },
+            header_timeout: Duration::from_secs(self.api_header_timeout_secs.max(1)),
+            body_timeout: Duration::from_secs(self.api_body_timeout_secs.max(1)),
             ..rag_api::ApiConfig::default()
         }
     }

@@ -125,10 +125,15 @@ async fn upload_ingest_ask_and_the_event_stream_delivers_cited_answers() {
     assert_eq!(api.get(&format!("/v1/workspaces/{ws}/documents/{}", docs[1]), &alice).await.0, StatusCode::NOT_FOUND);
     assert_eq!(api.get(&format!("/v1/workspaces/{ws}/documents"), &alice).await.1["documents"].as_array().unwrap().len(), 1);
 
-    // The API's own metrics are served beside the stages'.
-    let metrics = api.http.get(format!("{}/metrics", api.base)).send().await.unwrap().text().await.unwrap();
+    // The API's own metrics are recorded beside the stages', and served on
+    // the metrics port only: the public port has no /metrics.
+    let metrics = run.metrics();
     assert!(metrics.contains("rag_http_requests_total"), "{metrics}");
     assert!(metrics.contains("rag_stage_events_in_total"));
+    let (s, _, _) = api.call(Method::GET, "/metrics", None, None).await;
+    assert_eq!(s, StatusCode::NOT_FOUND);
+    let (_, ready, _) = api.call(Method::GET, "/readyz", None, None).await;
+    assert_eq!(ready["checks"]["postgres"], "ok", "{ready}");
     run.stop().await;
     t.cleanup().await;
 }
@@ -156,6 +161,9 @@ async fn tokens_ownership_filenames_sizes_and_types_are_enforced() {
         ),
         ("wrong audience", jwt(&secret, json!({"sub": "alice", "aud": "someone-else", "exp": now() + 600}))),
         ("no subject", jwt(&secret, json!({"aud": "authenticated", "exp": now() + 600}))),
+        ("no audience", jwt(&secret, json!({"sub": "alice", "exp": now() + 600}))),
+        ("not valid yet", jwt(&secret, json!({"sub": "alice", "aud": "authenticated", "exp": now() + 900, "nbf": now() + 600}))),
+        ("a century long", jwt(&secret, json!({"sub": "alice", "aud": "authenticated", "exp": now() + 3_153_600_000u64, "iat": now()}))),
         ("garbage", "not-a-jwt".to_string()),
     ];
     for (why, tok) in &bad {
@@ -216,9 +224,13 @@ async fn tokens_ownership_filenames_sizes_and_types_are_enforced() {
     // Alice's document is untouched by Bob's attempts.
     assert_eq!(api.get(&format!("/v1/workspaces/{ws}/documents/{doc}"), &alice).await.0, StatusCode::OK);
 
+    // A type is stored in its one canonical spelling.
+    let (s, v) = api.upload(&ws, &alice, "page.html", "Text/HTML; charset=UTF-8; x=y", b"<p>Hi</p>".to_vec()).await;
+    assert_eq!((s, v["content_type"].as_str()), (StatusCode::ACCEPTED, Some("text/html")), "{v}");
+
     // Filenames, sizes, types.
     let before = t.document_count().await;
-    for name in ["../../etc/passwd", "..\\..\\boot.ini", "a/b.txt"] {
+    for name in ["../../etc/passwd", "..\\..\\boot.ini", "a/b.txt", "invoice\u{202E}fdp.exe", "zero\u{200B}width.txt"] {
         let (s, v) = api.upload(&ws, &alice, name, "text/plain", b"hello".to_vec()).await;
         assert_eq!(s, StatusCode::BAD_REQUEST, "{name}: {v}");
         assert_eq!(v["error"]["code"], "invalid_filename");
@@ -229,6 +241,20 @@ async fn tokens_ownership_filenames_sizes_and_types_are_enforced() {
     let (s, v) = api.upload(&ws, &alice, "setup.exe", "application/x-msdownload", b"MZ\x90\x00".to_vec()).await;
     assert_eq!(s, StatusCode::UNSUPPORTED_MEDIA_TYPE, "{v}");
     assert_eq!(v["error"]["code"], "unsupported_media_type");
+    // Judged by the bytes and the name as well as the declared type.
+    for (name, ct, bytes) in [
+        ("setup.txt", "text/plain", b"MZ\x90\x00\x03".to_vec()),
+        ("setup.exe", "text/plain", b"hello".to_vec()),
+        ("app.js", "text/plain", b"alert(1)".to_vec()),
+        ("logo.svg", "text/html", b"<svg onload=alert(1)/>".to_vec()),
+        ("report.pdf", "application/pdf", b"<html>not a pdf</html>".to_vec()),
+        ("report.docx", "application/vnd.openxmlformats-officedocument.wordprocessingml.document", b"plain".to_vec()),
+        ("ocr.json", "application/json", b"[1,2,3]".to_vec()),
+        ("bin.txt", "text/plain", b"abc\0\0\0def".to_vec()),
+    ] {
+        let (s, v) = api.upload(&ws, &alice, name, ct, bytes).await;
+        assert_eq!((s, v["error"]["code"].as_str()), (StatusCode::UNSUPPORTED_MEDIA_TYPE, Some("unsupported_media_type")), "{name}: {v}");
+    }
     let (s, v) = api.upload(&ws, &alice, "empty.txt", "text/plain", Vec::new()).await;
     assert_eq!((s, v["error"]["code"].as_str()), (StatusCode::BAD_REQUEST, Some("empty_file")));
     assert_eq!(t.document_count().await, before, "refused uploads leave no document");

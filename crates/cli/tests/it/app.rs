@@ -49,7 +49,7 @@ impl TestApp {
         let api_port = listener.local_addr().unwrap().port();
         if matches!(which, StageName::All | StageName::Api) {
             let jwt = settings.jwt().expect("JWT_SECRET");
-            start_api(&settings, jwt, listener, &pool, Some(metrics.clone()), &shutdown, &mut tasks).expect("starting the API");
+            start_api(&settings, jwt, listener, &pool, &shutdown, &mut tasks).expect("starting the API");
         }
         let at_spawn = metrics.render();
         let tasks = Arc::new(tokio::sync::Mutex::new(tasks));

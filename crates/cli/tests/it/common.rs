@@ -107,6 +107,8 @@ impl TestEnv {
         // Fast hops (tests are never idle); the local profile's 500 ms would
         // only make them wait.
         env.insert("KAFKA_FETCH_WAIT_MAX_MS".into(), "20".into());
+        // Parse workers are this crate's binary (the test binary is not one).
+        env.insert("PARSER_WORKER_EXE".into(), env!("CARGO_BIN_EXE_rag-engine").into());
         // The API's token secret, this test's own.
         env.insert("JWT_SECRET".into(), format!("test-secret-{id}"));
         let pool = db.pool.clone();

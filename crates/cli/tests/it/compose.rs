@@ -7,9 +7,73 @@ use std::collections::{BTreeSet, HashMap};
 
 use serde_yaml::Value;
 
+fn compose_text() -> String {
+    std::fs::read_to_string(crate::common::repo_root().join("docker-compose.yml")).unwrap()
+}
+
+/// The secrets an operator must set (the top of docker-compose.yml).
+const SECRETS: [&str; 4] = ["JWT_SECRET", "POSTGRES_PASSWORD", "MINIO_ROOT_PASSWORD", "GRAFANA_ADMIN_PASSWORD"];
+
+/// Compose's variable interpolation as `docker compose config` does it:
+/// `${NAME}`, `${NAME:-default}`, `${NAME:?error}` (an error when NAME is
+/// unset or empty). Returns the text, or the errors of every required
+/// variable missing.
+fn interpolate(text: &str, env: &HashMap<&str, &str>) -> Result<String, Vec<String>> {
+    let (mut out, mut errors, mut rest) = (String::new(), Vec::new(), text);
+    while let Some(at) = rest.find("${") {
+        out.push_str(&rest[..at]);
+        let end = rest[at..].find('}').expect("closed ${") + at;
+        let expr = &rest[at + 2..end];
+        let (name, op) = match expr.find([':', '-', '?']) {
+            Some(i) => (&expr[..i], &expr[i..]),
+            None => (expr, ""),
+        };
+        let value = env.get(name).copied().filter(|v| !v.is_empty());
+        match (value, op) {
+            (Some(v), _) => out.push_str(v),
+            (None, op) if op.starts_with(":-") => out.push_str(&op[2..]),
+            (None, op) if op.starts_with(":?") => errors.push(format!("{name}: {}", &op[2..])),
+            (None, _) => {}
+        }
+        rest = &rest[end + 1..];
+    }
+    out.push_str(rest);
+    if errors.is_empty() {
+        Ok(out)
+    } else {
+        Err(errors)
+    }
+}
+
+/// The file as compose reads it with every secret set.
 fn compose() -> Value {
-    let text = std::fs::read_to_string(crate::common::repo_root().join("docker-compose.yml")).unwrap();
+    let env: HashMap<&str, &str> = SECRETS.iter().map(|s| (*s, "an-operator-chosen-value-0123456789abcdef")).collect();
+    let text = interpolate(&compose_text(), &env).expect("every variable set");
     serde_yaml::from_str(&text).expect("docker-compose.yml is valid YAML")
+}
+
+#[test]
+fn compose_refuses_to_start_without_its_secrets_and_publishes_only_the_api() {
+    let text = compose_text();
+    let errors = interpolate(&text, &HashMap::new()).expect_err("no environment: compose must refuse");
+    for secret in SECRETS {
+        assert!(errors.iter().any(|e| e.starts_with(&format!("{secret}:"))), "{secret} must be required: {errors:?}");
+    }
+    // No default secret remains anywhere in the file.
+    for old in ["rag-engine-secret", "change-me", "rag:rag@", "POSTGRES_PASSWORD: rag\n"] {
+        assert!(!text.contains(old), "docker-compose.yml still holds {old:?}");
+    }
+    let doc = compose();
+    for (name, service) in doc["services"].as_mapping().unwrap() {
+        for port in service["ports"].as_sequence().into_iter().flatten() {
+            let port = port.as_str().unwrap();
+            let public = !port.starts_with("127.0.0.1:");
+            assert!(!public || (name.as_str() == Some("rag-engine") && port == "8080"), "{name:?} publishes {port} beyond this host");
+        }
+    }
+    let grafana = env_of(&doc["services"]["grafana"]);
+    assert_eq!(grafana["GF_AUTH_ANONYMOUS_ENABLED"], "false");
+    assert!(!grafana["GF_SECURITY_ADMIN_PASSWORD"].is_empty());
 }
 
 fn env_of(service: &Value) -> HashMap<String, String> {

@@ -18,6 +18,8 @@ mod delivery;
 mod embeddings;
 mod eval;
 mod foundation;
+mod hostile;
+mod limits;
 mod object_storage;
 mod observability;
 mod operations;

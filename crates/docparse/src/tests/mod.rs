@@ -3,4 +3,6 @@
 //! their own.
 
 mod geometry;
+mod hostile;
+pub(crate) mod hostile_inputs;
 mod parse;

@@ -115,7 +115,7 @@ fn a_page_without_text_layer_is_reported() {
 struct FakeOcr(Result<&'static str, &'static str>);
 
 impl crate::PageOcr for FakeOcr {
-    fn recognize(&self, pdf: &[u8], page_idx: u32) -> Result<crate::OcrPage, String> {
+    fn recognize(&self, pdf: &[u8], page_idx: u32, _size: Option<&crate::PageSize>) -> Result<crate::OcrPage, String> {
         assert!(pdf.starts_with(b"%PDF"));
         assert_eq!(page_idx, 1, "only the page without a text layer goes to OCR");
         self.0.map(crate::OcrPage::from_text).map_err(str::to_string)
@@ -321,4 +321,25 @@ proptest! {
             prop_assert!(!s.text.trim().is_empty());
         }
     }
+}
+
+#[test]
+fn uploads_are_sniffed_by_their_bytes_and_names() {
+    use crate::{sniff, Format};
+    assert!(sniff(Format::Pdf, "a.pdf", b"%PDF-1.7\n...").is_ok());
+    assert!(sniff(Format::Pdf, "a.pdf", b"<html>").unwrap_err().contains("PDF"));
+    assert!(sniff(Format::Docx, "a.docx", b"PK\x03\x04rest").is_ok());
+    assert!(sniff(Format::Docx, "a.docx", b"%PDF").is_err());
+    assert!(sniff(Format::Text, "notes.txt", "Xin chào thế giới".as_bytes()).is_ok());
+    // A head cut inside a character is still text.
+    assert!(sniff(Format::Text, "notes.txt", &"thế".as_bytes()[..3]).is_ok());
+    assert!(sniff(Format::Text, "a.txt", b"MZ\x90\x00").unwrap_err().contains("binary"));
+    assert!(sniff(Format::Text, "a.txt", b"abc\0def").unwrap_err().contains("NUL"));
+    assert!(sniff(Format::Text, "a.txt", b"\xff\xfe\x00b").is_err());
+    assert!(sniff(Format::Text, "setup.exe", b"hello").unwrap_err().contains(".exe"));
+    assert!(sniff(Format::Html, "x.SVG", b"<svg/>").is_err());
+    assert!(sniff(Format::Text, "app.js", b"alert(1)").is_err());
+    assert!(sniff(Format::DocAi, "ocr.json", b"  {\"text\": \"\"}").is_ok());
+    assert!(sniff(Format::DocAi, "ocr.json", b"[1, 2]").is_err());
+    assert!(sniff(Format::Html, "page.html", b"\xEF\xBB\xBF<html></html>").is_ok());
 }
