@@ -68,7 +68,7 @@ impl Default for ApiConfig {
             ready_timeout: Duration::from_secs(3),
             dev_sign_in: false,
             limits: limits::LimitsConfig::default(),
-            header_timeout: Duration::from_secs(10),
+            header_timeout: Duration::from_secs(30),
             body_timeout: Duration::from_secs(300),
         }
     }

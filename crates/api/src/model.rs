@@ -33,6 +33,9 @@ impl From<WorkspaceRow> for Workspace {
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct WorkspaceList {
     pub workspaces: Vec<Workspace>,
+    /// Where the next page starts (`?cursor=`); absent on the last page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
 }
 
 /// A document and where it is in the pipeline.
@@ -94,6 +97,9 @@ impl From<DocumentRow> for Document {
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct DocumentList {
     pub documents: Vec<Document>,
+    /// Where the next page starts (`?cursor=`); absent on the last page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
 }
 
 /// The multipart form of an upload.
@@ -242,6 +248,9 @@ impl From<ConversationRow> for Conversation {
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct ConversationList {
     pub conversations: Vec<Conversation>,
+    /// Where the next page starts (`?cursor=`); absent on the last page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
 }
 
 #[derive(Debug, Serialize, Deserialize, ToSchema)]

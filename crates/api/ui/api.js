@@ -50,8 +50,21 @@ export class Api {
     return res.status === 204 ? null : res.json();
   }
 
+  /** Every item of a paged list: follows `next_cursor` page by page. */
+  async all(path, key) {
+    const items = [];
+    let cursor = null;
+    do {
+      const sep = path.includes("?") ? "&" : "?";
+      const page = await this.request("GET", cursor ? `${path}${sep}cursor=${encodeURIComponent(cursor)}` : path);
+      items.push(...page[key]);
+      cursor = page.next_cursor ?? null;
+    } while (cursor);
+    return items;
+  }
+
   listWorkspaces() {
-    return this.request("GET", "/v1/workspaces").then((b) => b.workspaces);
+    return this.all("/v1/workspaces", "workspaces");
   }
 
   createWorkspace(name) {
@@ -71,7 +84,7 @@ export class WorkspaceApi {
   }
 
   documents() {
-    return this.api.request("GET", `${this.base}/documents`).then((b) => b.documents);
+    return this.api.all(`${this.base}/documents`, "documents");
   }
 
   rawText(documentId) {
@@ -95,7 +108,7 @@ export class WorkspaceApi {
   }
 
   conversations() {
-    return this.api.request("GET", `${this.base}/conversations`).then((b) => b.conversations);
+    return this.api.all(`${this.base}/conversations`, "conversations");
   }
 
   createConversation(title) {

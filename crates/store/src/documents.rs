@@ -186,6 +186,29 @@ pub async fn list(pool: &PgPool, workspace_id: &str) -> Result<Vec<DocumentRow>,
     .await?)
 }
 
+/// One page of [`list`]: at most `limit` documents after `after` (the
+/// `(uploaded_at, id)` of the last one of the previous page), newest
+/// first. A document not yet uploaded sorts as if uploaded at the epoch.
+pub async fn page(
+    pool: &PgPool,
+    workspace_id: &str,
+    after: Option<(DateTime<Utc>, Uuid)>,
+    limit: i64,
+) -> Result<Vec<DocumentRow>, StoreError> {
+    let (at, id) = after.unzip();
+    Ok(sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM documents WHERE workspace_id = $1 AND status <> 'deleted'
+           AND ($2::timestamptz IS NULL OR (COALESCE(uploaded_at, 'epoch'), id) < ($2, $3))
+         ORDER BY COALESCE(uploaded_at, 'epoch') DESC, id DESC LIMIT $4"
+    ))
+    .bind(workspace_id)
+    .bind(at)
+    .bind(id)
+    .bind(limit)
+    .fetch_all(pool)
+    .await?)
+}
+
 /// One document, only if it belongs to the workspace.
 pub async fn get(pool: &PgPool, workspace_id: &str, id: Uuid) -> Result<Option<DocumentRow>, StoreError> {
     Ok(sqlx::query_as(&format!("SELECT {COLUMNS} FROM documents WHERE workspace_id = $1 AND id = $2"))

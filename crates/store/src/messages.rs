@@ -286,6 +286,28 @@ pub async fn list_conversations(pool: &PgPool, workspace_id: &str) -> Result<Vec
     .await?)
 }
 
+/// One page of [`list_conversations`]: at most `limit` after `after` (the
+/// `(created_at, id)` of the last one of the previous page), newest first.
+pub async fn page_conversations(
+    pool: &PgPool,
+    workspace_id: &str,
+    after: Option<(DateTime<Utc>, Uuid)>,
+    limit: i64,
+) -> Result<Vec<ConversationRow>, StoreError> {
+    let (at, id) = after.unzip();
+    Ok(sqlx::query_as(
+        "SELECT id, workspace_id, title, created_by, created_at FROM conversations WHERE workspace_id = $1
+           AND ($2::timestamptz IS NULL OR (created_at, id) < ($2, $3))
+         ORDER BY created_at DESC, id DESC LIMIT $4",
+    )
+    .bind(workspace_id)
+    .bind(at)
+    .bind(id)
+    .bind(limit)
+    .fetch_all(pool)
+    .await?)
+}
+
 /// Every assistant message's status, for invariant checks (`rag-engine verify`).
 pub async fn assistant_statuses(pool: &PgPool) -> Result<Vec<(Uuid, MessageStatus)>, StoreError> {
     let rows: Vec<(Uuid, String)> = sqlx::query_as("SELECT id, status FROM messages WHERE role = 'assistant'").fetch_all(pool).await?;

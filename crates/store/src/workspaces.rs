@@ -35,6 +35,28 @@ pub async fn list_owned(pool: &PgPool, owner_id: &str) -> Result<Vec<WorkspaceRo
         .await?)
 }
 
+/// One page of [`list_owned`]: at most `limit` workspaces after `after`
+/// (the `(created_at, id)` of the last one of the previous page).
+pub async fn page_owned(
+    pool: &PgPool,
+    owner_id: &str,
+    after: Option<(DateTime<Utc>, String)>,
+    limit: i64,
+) -> Result<Vec<WorkspaceRow>, StoreError> {
+    let (at, id) = after.unzip();
+    Ok(sqlx::query_as(
+        "SELECT id, name, owner_id, created_at FROM workspaces WHERE owner_id = $1
+           AND ($2::timestamptz IS NULL OR (created_at, id) < ($2, $3))
+         ORDER BY created_at DESC, id DESC LIMIT $4",
+    )
+    .bind(owner_id)
+    .bind(at)
+    .bind(id)
+    .bind(limit)
+    .fetch_all(pool)
+    .await?)
+}
+
 /// The workspace, only if `owner_id` owns it: callers answer "not found"
 /// either way, so another user's workspace is indistinguishable from none.
 pub async fn get_owned(pool: &PgPool, id: &str, owner_id: &str) -> Result<Option<WorkspaceRow>, StoreError> {

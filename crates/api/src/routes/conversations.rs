@@ -2,14 +2,14 @@
 //! answers at once with the user message and the pending assistant message;
 //! the answerer completes it (see `events` for the live update).
 
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::Json;
 use rag_events::{Envelope, QuestionAsked};
 use rag_store::messages::{self, MessageStatus};
 use uuid::Uuid;
 
-use super::{apply_now, checked_text, owned_workspace, Recorded};
+use super::{apply_now, checked_text, next_cursor, owned_workspace, PageQuery, Recorded};
 use crate::auth::AuthUser;
 use crate::error::{ApiError, ErrorBody};
 use crate::model::{Conversation, ConversationList, ConversationWithMessages, CreateConversation, Message, MessagesAccepted, PostMessage};
@@ -50,13 +50,20 @@ pub async fn create(
 
 /// Conversations of the workspace, newest first.
 #[utoipa::path(get, path = "/v1/workspaces/{ws}/conversations", tag = "conversations",
-    params(("ws" = String, Path, description = "Workspace id")),
-    responses((status = 200, body = ConversationList), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)),
+    params(("ws" = String, Path, description = "Workspace id"), PageQuery),
+    responses((status = 200, body = ConversationList), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)),
     security(("bearer" = [])))]
-pub async fn list(State(state): State<AppState>, user: AuthUser, Path(ws): Path<String>) -> Result<Json<ConversationList>, ApiError> {
+pub async fn list(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Path(ws): Path<String>,
+    Query(page): Query<PageQuery>,
+) -> Result<Json<ConversationList>, ApiError> {
     owned_workspace(&state, &user, &ws).await?;
-    let rows = messages::list_conversations(state.pool(), &ws).await?;
-    Ok(Json(ConversationList { conversations: rows.into_iter().map(Into::into).collect() }))
+    let limit = page.limit()?;
+    let mut rows = messages::page_conversations(state.pool(), &ws, page.after()?, limit + 1).await?;
+    let next_cursor = next_cursor(&mut rows, limit, |r| (r.created_at, r.id));
+    Ok(Json(ConversationList { conversations: rows.into_iter().map(Into::into).collect(), next_cursor }))
 }
 
 /// A conversation with its messages, oldest first.

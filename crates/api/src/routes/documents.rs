@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use axum::extract::multipart::{Field, MultipartError};
-use axum::extract::{Multipart, Path, State};
+use axum::extract::{Multipart, Path, Query, State};
 use axum::http::StatusCode;
 use axum::Json;
 use rag_events::{DocumentDeleted, Envelope};
@@ -14,7 +14,7 @@ use sha2::{Digest, Sha256};
 use tokio::io::AsyncWriteExt;
 use uuid::Uuid;
 
-use super::{apply_now, owned_workspace, Recorded};
+use super::{apply_now, next_cursor, owned_workspace, PageQuery, Recorded};
 use crate::auth::AuthUser;
 use crate::error::{ApiError, ErrorBody};
 use crate::model::{DeleteAccepted, Document, DocumentList, RawText, UploadAccepted, UploadForm};
@@ -215,13 +215,21 @@ pub(crate) async fn owned_document(state: &AppState, user: &AuthUser, ws: &str, 
 
 /// Documents of the workspace, newest first.
 #[utoipa::path(get, path = "/v1/workspaces/{ws}/documents", tag = "documents",
-    params(("ws" = String, Path, description = "Workspace id")),
-    responses((status = 200, body = DocumentList), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)),
+    params(("ws" = String, Path, description = "Workspace id"), PageQuery),
+    responses((status = 200, body = DocumentList), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)),
     security(("bearer" = [])))]
-pub async fn list(State(state): State<AppState>, user: AuthUser, Path(ws): Path<String>) -> Result<Json<DocumentList>, ApiError> {
+pub async fn list(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Path(ws): Path<String>,
+    Query(page): Query<PageQuery>,
+) -> Result<Json<DocumentList>, ApiError> {
     owned_workspace(&state, &user, &ws).await?;
-    let rows = documents::list(state.pool(), &ws).await?;
-    Ok(Json(DocumentList { documents: rows.into_iter().map(Into::into).collect() }))
+    let limit = page.limit()?;
+    let mut rows = documents::page(state.pool(), &ws, page.after()?, limit + 1).await?;
+    let epoch = chrono::DateTime::<chrono::Utc>::UNIX_EPOCH;
+    let next_cursor = next_cursor(&mut rows, limit, |r| (r.uploaded_at.unwrap_or(epoch), r.id));
+    Ok(Json(DocumentList { documents: rows.into_iter().map(Into::into).collect(), next_cursor }))
 }
 
 /// A document: status, failure reason, pages, active chunking version.

@@ -26,6 +26,56 @@ pub(crate) async fn owned_workspace(state: &AppState, user: &AuthUser, ws: &str)
     rag_store::workspaces::get_owned(state.pool(), ws, &user.user_id).await?.ok_or_else(|| ApiError::not_found("workspace"))
 }
 
+/// `?limit=&cursor=` of every list: at most `limit` items (1-500, default
+/// 100) after the `cursor` a previous page answered as `next_cursor`.
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct PageQuery {
+    /// Items per page, 1-500 (default 100).
+    pub limit: Option<u32>,
+    /// The `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+}
+
+pub const DEFAULT_PAGE: u32 = 100;
+pub const MAX_PAGE: u32 = 500;
+
+impl PageQuery {
+    pub fn limit(&self) -> Result<i64, ApiError> {
+        match self.limit.unwrap_or(DEFAULT_PAGE) {
+            n @ 1..=MAX_PAGE => Ok(i64::from(n)),
+            n => Err(ApiError::bad_request("invalid_field", format!("limit must be 1-{MAX_PAGE} (is {n})"))),
+        }
+    }
+
+    /// The cursor as `(time, id)`: `<microseconds>_<id>`.
+    pub fn after<T: std::str::FromStr>(&self) -> Result<Option<(chrono::DateTime<chrono::Utc>, T)>, ApiError> {
+        let Some(c) = self.cursor.as_deref().filter(|c| !c.is_empty()) else { return Ok(None) };
+        let bad = || ApiError::bad_request("invalid_field", "cursor is not one this server gave");
+        let (micros, id) = c.split_once('_').ok_or_else(bad)?;
+        let at = micros.parse().ok().and_then(chrono::DateTime::from_timestamp_micros).ok_or_else(bad)?;
+        Ok(Some((at, id.parse().map_err(|_| bad())?)))
+    }
+}
+
+/// The cursor of the page after `rows`, if `rows` filled the page
+/// (`rows` holds one more than the page to tell).
+pub fn next_cursor<R, I: std::fmt::Display>(
+    rows: &mut Vec<R>,
+    limit: i64,
+    key: impl Fn(&R) -> (chrono::DateTime<chrono::Utc>, I),
+) -> Option<String> {
+    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+    if rows.len() <= limit {
+        return None;
+    }
+    rows.truncate(limit);
+    rows.last().map(|r| {
+        let (at, id) = key(r);
+        format!("{}_{id}", at.timestamp_micros())
+    })
+}
+
 /// Text a client sends: bounded, and free of NUL (Postgres cannot store it)
 /// and other control characters except newlines and tabs.
 pub(crate) fn checked_text<'a>(field: &str, value: &'a str, min: usize, max: usize) -> Result<&'a str, ApiError> {

@@ -1,8 +1,8 @@
-use axum::extract::State;
+use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::Json;
 
-use super::checked_text;
+use super::{checked_text, next_cursor, PageQuery};
 use crate::auth::AuthUser;
 use crate::error::{ApiError, ErrorBody};
 use crate::model::{CreateWorkspace, Workspace, WorkspaceList};
@@ -24,11 +24,13 @@ pub async fn create(
     Ok((StatusCode::CREATED, Json(row.into())))
 }
 
-/// The caller's workspaces, newest first.
-#[utoipa::path(get, path = "/v1/workspaces", tag = "workspaces",
-    responses((status = 200, body = WorkspaceList), (status = 401, body = ErrorBody)),
+/// The caller's workspaces, newest first, a page at a time.
+#[utoipa::path(get, path = "/v1/workspaces", tag = "workspaces", params(PageQuery),
+    responses((status = 200, body = WorkspaceList), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody)),
     security(("bearer" = [])))]
-pub async fn list(State(state): State<AppState>, user: AuthUser) -> Result<Json<WorkspaceList>, ApiError> {
-    let rows = rag_store::workspaces::list_owned(state.pool(), &user.user_id).await?;
-    Ok(Json(WorkspaceList { workspaces: rows.into_iter().map(Into::into).collect() }))
+pub async fn list(State(state): State<AppState>, user: AuthUser, Query(page): Query<PageQuery>) -> Result<Json<WorkspaceList>, ApiError> {
+    let limit = page.limit()?;
+    let mut rows = rag_store::workspaces::page_owned(state.pool(), &user.user_id, page.after()?, limit + 1).await?;
+    let next_cursor = next_cursor(&mut rows, limit, |r| (r.created_at, r.id.clone()));
+    Ok(Json(WorkspaceList { workspaces: rows.into_iter().map(Into::into).collect(), next_cursor }))
 }

@@ -273,8 +273,8 @@ pub struct Settings {
     /// Uploads of one user being received at once; over it: 429.
     #[arg(long, env = "API_UPLOADS_PER_USER", default_value_t = 4, global = true)]
     pub api_uploads_per_user: usize,
-    /// Seconds to receive a request's headers before the connection is closed.
-    #[arg(long, env = "API_HEADER_TIMEOUT_SECS", default_value_t = 10, global = true)]
+    /// Seconds to receive a request's headers, and the most a kept-alive connection may sit idle between requests, before it is closed.
+    #[arg(long, env = "API_HEADER_TIMEOUT_SECS", default_value_t = 30, global = true)]
     pub api_header_timeout_secs: u64,
     /// Seconds to receive a request's body (an upload included).
     #[arg(long, env = "API_BODY_TIMEOUT_SECS", default_value_t = 300, global = true)]

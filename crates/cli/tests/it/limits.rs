@@ -77,12 +77,14 @@ async fn each_limit_answers_429_with_retry_after() {
     let body = reqwest::Body::wrap_stream(tokio_stream_of(rx));
     let part = reqwest::multipart::Part::stream(body).file_name("slow.txt").mime_str("text/plain").unwrap();
     let form = reqwest::multipart::Form::new().part("file", part);
+    // A client of its own: a streamed body cannot be sent again on a
+    // fresh connection if a pooled one turns out closed.
     let slow = tokio::spawn({
-        let req = api.http.post(format!("{}/v1/workspaces/{ws}/documents", api.base)).bearer_auth(&alice).multipart(form);
+        let req = reqwest::Client::new().post(format!("{}/v1/workspaces/{ws}/documents", api.base)).bearer_auth(&alice).multipart(form);
         async move { req.send().await.unwrap().status() }
     });
     tx.send(Ok(b"The first half of a slow upload. ".to_vec())).await.unwrap();
-    let (s, v) = poll_status(&api, &ws, &alice).await;
+    let (s, v) = poll_status(&api, &ws, &alice, &slow).await;
     assert_eq!((s, v["error"]["code"].as_str()), (StatusCode::TOO_MANY_REQUESTS, Some("too_many_uploads")), "{v}");
     tx.send(Ok(b"And the rest.".to_vec())).await.unwrap();
     drop(tx);
@@ -110,9 +112,10 @@ async fn each_limit_answers_429_with_retry_after() {
 
 /// An upload by Alice while her only upload slot is held: retried until
 /// the first upload has reached the server.
-async fn poll_status(api: &Api, ws: &str, token: &str) -> (StatusCode, serde_json::Value) {
+async fn poll_status(api: &Api, ws: &str, token: &str, slow: &tokio::task::JoinHandle<StatusCode>) -> (StatusCode, serde_json::Value) {
     let start = Instant::now();
     loop {
+        assert!(!slow.is_finished(), "the slow upload ended before its body was complete");
         let (s, v) = api.upload(ws, token, "second.txt", "text/plain", b"second".to_vec()).await;
         if s == StatusCode::TOO_MANY_REQUESTS || start.elapsed() > Duration::from_secs(10) {
             // (A 202 meanwhile would mean the slot was not held: the assert says so.)
@@ -165,6 +168,58 @@ async fn a_client_sending_headers_slowly_is_cut_off_and_a_stream_ends_with_its_t
     })
     .await;
     assert!(ended.is_ok(), "the stream outlived its token");
+    run.stop().await;
+    t.cleanup().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_list_is_paged_with_a_cursor() {
+    let t = TestEnv::new().await;
+    let run = TestApp::spawn_stages(&t, StageName::Api, &[]).await;
+    let api = Api::new(run.api_port);
+    api.wait_ready().await;
+    let alice = token(&t, "alice").await;
+    let mut made = Vec::new();
+    for i in 0..5 {
+        let (_, ws) = api.post("/v1/workspaces", &alice, json!({"name": format!("ws {i}")})).await;
+        made.push(ws["id"].as_str().unwrap().to_string());
+    }
+    let ws = made[0].clone();
+    for i in 0..5 {
+        let (s, _) = api.upload(&ws, &alice, &format!("d{i}.txt"), "text/plain", format!("document {i}").into_bytes()).await;
+        assert_eq!(s, StatusCode::ACCEPTED);
+        api.post(&format!("/v1/workspaces/{ws}/conversations"), &alice, json!({"title": format!("c{i}")})).await;
+    }
+    for (path, key) in [
+        ("/v1/workspaces".to_string(), "workspaces"),
+        (format!("/v1/workspaces/{ws}/documents"), "documents"),
+        (format!("/v1/workspaces/{ws}/conversations"), "conversations"),
+    ] {
+        let (mut seen, mut cursor, mut pages) = (Vec::new(), None::<String>, 0);
+        loop {
+            let url = match &cursor {
+                Some(c) => format!("{path}?limit=2&cursor={c}"),
+                None => format!("{path}?limit=2"),
+            };
+            let (s, page) = api.get(&url, &alice).await;
+            assert_eq!(s, StatusCode::OK, "{url}: {page}");
+            let items = page[key].as_array().unwrap();
+            assert!(items.len() <= 2);
+            seen.extend(items.iter().map(|i| i["id"].as_str().or(i["document_id"].as_str()).unwrap().to_string()));
+            pages += 1;
+            match page["next_cursor"].as_str() {
+                Some(c) => cursor = Some(c.to_string()),
+                None => break,
+            }
+        }
+        assert_eq!(pages, 3, "{path}: 5 items in pages of 2");
+        let unique: std::collections::HashSet<&String> = seen.iter().collect();
+        assert_eq!((seen.len(), unique.len()), (5, 5), "{path}: every item once: {seen:?}");
+        let (s, v) = api.get(&format!("{path}?cursor=garbage"), &alice).await;
+        assert_eq!((s, v["error"]["code"].as_str()), (StatusCode::BAD_REQUEST, Some("invalid_field")));
+        let (s, _) = api.get(&format!("{path}?limit=0"), &alice).await;
+        assert_eq!(s, StatusCode::BAD_REQUEST);
+    }
     run.stop().await;
     t.cleanup().await;
 }
