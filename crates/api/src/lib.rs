@@ -41,6 +41,8 @@ pub struct ApiConfig {
     pub cors_origins: Vec<String>,
     /// Largest document an upload accepts, in bytes.
     pub upload_max_bytes: u64,
+    /// Bytes of originals one workspace may hold.
+    pub workspace_max_bytes: u64,
     /// Largest JSON request body, in bytes.
     pub json_body_max_bytes: usize,
     /// How often an open event stream looks for answered messages.
@@ -63,6 +65,7 @@ impl Default for ApiConfig {
         ApiConfig {
             cors_origins: Vec::new(),
             upload_max_bytes: 100 * 1024 * 1024,
+            workspace_max_bytes: 10 * 1024 * 1024 * 1024,
             json_body_max_bytes: 64 * 1024,
             sse_poll: Duration::from_millis(250),
             ready_timeout: Duration::from_secs(3),

@@ -64,7 +64,7 @@ impl Default for Limits {
             max_compression_ratio: 200,
             max_pages: 2_000,
             max_output_ratio: 16,
-            min_output_chars: 16 * 1024 * 1024,
+            min_output_chars: 4 * 1024 * 1024,
             ocr_max_pages: 100,
             ocr_budget_secs: 600,
         }

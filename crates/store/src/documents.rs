@@ -209,6 +209,17 @@ pub async fn page(
     .await?)
 }
 
+/// Bytes of originals the workspace holds (documents not deleted): what its
+/// storage quota counts.
+pub async fn stored_bytes(pool: &PgPool, workspace_id: &str) -> Result<i64, StoreError> {
+    let total: Option<i64> =
+        sqlx::query_scalar("SELECT sum(size_bytes)::bigint FROM documents WHERE workspace_id = $1 AND status <> 'deleted'")
+            .bind(workspace_id)
+            .fetch_one(pool)
+            .await?;
+    Ok(total.unwrap_or(0))
+}
+
 /// One document, only if it belongs to the workspace.
 pub async fn get(pool: &PgPool, workspace_id: &str, id: Uuid) -> Result<Option<DocumentRow>, StoreError> {
     Ok(sqlx::query_as(&format!("SELECT {COLUMNS} FROM documents WHERE workspace_id = $1 AND id = $2"))

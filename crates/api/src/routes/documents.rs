@@ -177,6 +177,17 @@ pub async fn upload(
     if spooled.size == 0 {
         return Err(ApiError::bad_request("empty_file", format!("{filename:?} is empty")));
     }
+    // Checked once the size is known; two uploads racing may pass it
+    // together by at most one upload each (UPLOAD_MAX_BYTES).
+    let quota = state.config().workspace_max_bytes;
+    let stored = u64::try_from(documents::stored_bytes(state.pool(), &ws).await?).unwrap_or(0);
+    if stored.saturating_add(spooled.size) > quota {
+        return Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "storage_quota_exceeded",
+            format!("the workspace holds {stored} bytes; this file of {} bytes would pass its quota of {quota} (WORKSPACE_MAX_BYTES): delete documents first", spooled.size),
+        ));
+    }
     metadata.insert("source".into(), "api".into());
     let doc = rag_upload::NewDocument {
         workspace_id: ws.clone(),

@@ -105,13 +105,16 @@ pub struct Settings {
     /// Largest file `upload` accepts, in bytes.
     #[arg(long, env = "UPLOAD_MAX_BYTES", default_value_t = 100 * 1024 * 1024, global = true)]
     pub upload_max_bytes: u64,
+    /// Bytes of originals one workspace may hold; an upload past it gets 413 `storage_quota_exceeded`.
+    #[arg(long, env = "WORKSPACE_MAX_BYTES", default_value_t = 10 * 1024 * 1024 * 1024, global = true)]
+    pub workspace_max_bytes: u64,
     /// Largest document the parser reads, in bytes (bigger ones fail with `too_large`).
     #[arg(long, env = "PARSE_MAX_BYTES", default_value_t = 100 * 1024 * 1024, global = true)]
     pub parse_max_bytes: u64,
     /// Most pages of a document (more fail with `too_many_pages`).
     #[arg(long, env = "PARSE_MAX_PAGES", default_value_t = 2_000, global = true)]
     pub parse_max_pages: u32,
-    /// Text a document may produce, as a multiple of its size in bytes (at least 16 Mi characters, at most PARSE_MAX_OUTPUT_CHARS); more fails with `output_too_large`.
+    /// Text a document may produce, as a multiple of its size in bytes (and at least 4 Mi characters); more fails with `output_too_large`.
     #[arg(long, env = "PARSE_MAX_OUTPUT_RATIO", default_value_t = 16, global = true)]
     pub parse_max_output_ratio: u64,
     /// Where documents are parsed: `process` (a child process per document with memory and time limits: a hostile upload cannot take the service down) or `none` (in this process; only for trusted input).
@@ -350,6 +353,7 @@ impl Settings {
         rag_api::ApiConfig {
             cors_origins: self.cors_allowed_origins.split(',').map(str::trim).filter(|o| !o.is_empty()).map(String::from).collect(),
             upload_max_bytes: self.upload_max_bytes,
+            workspace_max_bytes: self.workspace_max_bytes,
             json_body_max_bytes: self.api_json_body_max_bytes,
             dev_sign_in: self.api_dev_sign_in,
             limits: rag_api::limits::LimitsConfig {

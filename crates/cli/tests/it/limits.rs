@@ -173,6 +173,29 @@ async fn a_client_sending_headers_slowly_is_cut_off_and_a_stream_ends_with_its_t
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_workspace_holds_at_most_its_storage_quota() {
+    let t = TestEnv::new().await;
+    let run = TestApp::spawn_stages(&t, StageName::Api, &[("WORKSPACE_MAX_BYTES", "1000")]).await;
+    let api = Api::new(run.api_port);
+    api.wait_ready().await;
+    let alice = token(&t, "alice").await;
+    let (_, ws) = api.post("/v1/workspaces", &alice, json!({"name": "quota"})).await;
+    let ws = ws["id"].as_str().unwrap().to_string();
+    let (s, first) = api.upload(&ws, &alice, "a.txt", "text/plain", vec![b'a'; 600]).await;
+    assert_eq!(s, StatusCode::ACCEPTED);
+    let (s, v) = api.upload(&ws, &alice, "b.txt", "text/plain", vec![b'b'; 600]).await;
+    assert_eq!((s, v["error"]["code"].as_str()), (StatusCode::PAYLOAD_TOO_LARGE, Some("storage_quota_exceeded")), "{v}");
+    assert_eq!(api.upload(&ws, &alice, "c.txt", "text/plain", vec![b'c'; 300]).await.0, StatusCode::ACCEPTED, "what fits is taken");
+    // Deleting frees the room.
+    let id = first["document_id"].as_str().unwrap();
+    let (s, _, _) = api.call(reqwest::Method::DELETE, &format!("/v1/workspaces/{ws}/documents/{id}"), Some(&alice), None).await;
+    assert_eq!(s, StatusCode::ACCEPTED);
+    assert_eq!(api.upload(&ws, &alice, "b.txt", "text/plain", vec![b'b'; 600]).await.0, StatusCode::ACCEPTED);
+    run.stop().await;
+    t.cleanup().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn every_list_is_paged_with_a_cursor() {
     let t = TestEnv::new().await;
     let run = TestApp::spawn_stages(&t, StageName::Api, &[]).await;
