@@ -226,6 +226,33 @@ test("another user sees nothing of the first user's workspace", async () => {
   await context.close();
 });
 
+test("a link carrying a token signs in only when the person agrees", async () => {
+  const context = await browser.newContext({ viewport: { width: 1200, height: 800 } });
+  const page = await context.newPage();
+  const asked = [];
+  // Declined: the page stays signed out, and the token leaves the address bar.
+  page.once("dialog", (d) => {
+    asked.push(d.message());
+    d.dismiss();
+  });
+  await page.goto(`${BASE}/#token=${BOB_TOKEN}`);
+  await page.locator("#token-form").waitFor();
+  assert.match(asked[0] ?? "", /signs you in as "bob"/);
+  assert.ok(!page.url().includes("token="), page.url());
+  assert.equal(await page.locator("#user-bar").isHidden(), true);
+  // Accepted: signed in as the link's user.
+  page.once("dialog", (d) => {
+    asked.push(d.message());
+    d.accept();
+  });
+  await page.goto(`${BASE}/#token=${BOB_TOKEN}`);
+  await page.reload();
+  await page.locator("#user-bar").waitFor();
+  assert.match(await page.textContent("#user-name"), /bob/);
+  assert.equal(asked.length, 2);
+  await context.close();
+});
+
 test("files dropped on the page upload into the selected workspace, and switching leaves nothing behind", async () => {
   assert.ok(aliceWorkspace, "the first test created the workspace");
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });

@@ -30,6 +30,8 @@ pub enum AuthError {
     KnownSecret,
     #[error("JWT_SECRET has only {0} distinct characters: too little entropy for HS256; generate one (e.g. `openssl rand -base64 48`)")]
     LowEntropySecret(usize),
+    #[error("JWT_SECRET repeats itself (8 characters or more recur): it is guessable; generate one (e.g. `openssl rand -base64 48`)")]
+    RepeatedSecret,
     #[error("minting a token: {0}")]
     Mint(String),
 }
@@ -163,6 +165,13 @@ fn check_secret(secret: &str) -> Result<(), AuthError> {
     if distinct < 10 {
         return Err(AuthError::LowEntropySecret(distinct));
     }
+    // A word said twice ("passwordpassword…") is a guessable secret; 8
+    // characters recurring in random base64 or hex is all but impossible.
+    let b = secret.as_bytes();
+    let repeated = (0..b.len().saturating_sub(8)).any(|i| b[i + 1..].windows(8).any(|w| w == &b[i..i + 8]));
+    if repeated {
+        return Err(AuthError::RepeatedSecret);
+    }
     Ok(())
 }
 
@@ -199,7 +208,7 @@ impl FromRequestParts<AppState> for AuthUser {
 mod tests {
     use super::*;
 
-    const SECRET: &str = "0123456789abcdef0123456789abcdef";
+    const SECRET: &str = "Zx8q2LmN5vB7cR1tY4wE9uI3oP6aS0dF";
 
     #[test]
     fn round_trip_and_rejections() {
@@ -207,7 +216,7 @@ mod tests {
         let token = auth.mint("user-1", Duration::from_secs(60)).unwrap();
         assert_eq!(auth.verify(&token).unwrap().sub, "user-1");
 
-        let other_secret = JwtAuth::new("another-secret-another-secret-000", Some("authenticated")).unwrap();
+        let other_secret = JwtAuth::new("Q7w2E9r4T1y6U3i8O5p0A2s7D4f9G1h6", Some("authenticated")).unwrap();
         let forged = other_secret.mint("user-1", Duration::from_secs(60)).unwrap();
         assert_eq!(auth.verify(&forged).unwrap_err().message, "the token's signature is not valid");
 
@@ -255,6 +264,7 @@ mod tests {
     fn published_and_low_entropy_secrets_are_refused() {
         assert!(matches!(JwtAuth::new("change-me-to-32-or-more-random-bytes!!", None), Err(AuthError::KnownSecret)));
         assert!(matches!(JwtAuth::new(&"ab".repeat(20), None), Err(AuthError::LowEntropySecret(2))));
+        assert!(matches!(JwtAuth::new("passwordpasswordpassword12345678", None), Err(AuthError::RepeatedSecret)));
         assert!(JwtAuth::new("kq3V9xPz7LmN2bR8tY5wC1dF6gH4jS0aE", None).is_ok());
     }
 }

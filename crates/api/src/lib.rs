@@ -43,6 +43,8 @@ pub struct ApiConfig {
     pub upload_max_bytes: u64,
     /// Bytes of originals one workspace may hold.
     pub workspace_max_bytes: u64,
+    /// Workspaces one user may own.
+    pub workspaces_per_user: u64,
     /// Largest JSON request body, in bytes.
     pub json_body_max_bytes: usize,
     /// How often an open event stream looks for answered messages.
@@ -66,6 +68,7 @@ impl Default for ApiConfig {
             cors_origins: Vec::new(),
             upload_max_bytes: 100 * 1024 * 1024,
             workspace_max_bytes: 10 * 1024 * 1024 * 1024,
+            workspaces_per_user: 50,
             json_body_max_bytes: 64 * 1024,
             sse_poll: Duration::from_millis(250),
             ready_timeout: Duration::from_secs(3),
@@ -124,7 +127,7 @@ impl AppState {
 }
 
 /// Room for the multipart framing around an upload's bytes.
-const MULTIPART_OVERHEAD: u64 = 64 * 1024;
+pub(crate) const MULTIPART_OVERHEAD: u64 = 64 * 1024;
 
 pub fn router(state: AppState) -> Router {
     let cfg = state.config().clone();
@@ -233,7 +236,8 @@ pub async fn serve(listener: tokio::net::TcpListener, state: AppState) -> std::i
     // Requests running finish (event streams end on shutdown themselves).
     tokio::select! {
         _ = graceful.shutdown() => {}
-        _ = tokio::time::sleep(Duration::from_secs(10)) => tracing::warn!("connections still open 10 s after shutdown; closing"),
+        // Within `run`'s budget: the process exits within seconds of SIGTERM.
+        _ = tokio::time::sleep(Duration::from_secs(5)) => tracing::warn!("connections still open 5 s after shutdown; closing"),
     }
     Ok(())
 }

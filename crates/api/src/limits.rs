@@ -160,7 +160,7 @@ pub async fn limit_requests(State(state): State<AppState>, req: Request, next: N
         .and_then(|t| state.auth().verify(t.trim()).ok())
         .map(|c| format!("user:{}", c.sub.trim()));
     let key = user.unwrap_or_else(|| match req.extensions().get::<ConnectInfo<SocketAddr>>() {
-        Some(ConnectInfo(addr)) => format!("addr:{}", addr.ip()),
+        Some(ConnectInfo(addr)) => address_key(addr.ip()),
         None => "addr:unknown".to_string(),
     });
     if let Err(limited) = Limits::check(&state.limits().requests, &key, "rate_limited", "requests") {
@@ -169,9 +169,35 @@ pub async fn limit_requests(State(state): State<AppState>, req: Request, next: N
     next.run(req).await
 }
 
+/// The bucket of an unauthenticated caller: its IPv4 address, or the /64
+/// of its IPv6 one (a client is usually given a whole /64 and could take a
+/// fresh address for every request).
+fn address_key(ip: std::net::IpAddr) -> String {
+    match ip {
+        std::net::IpAddr::V4(v4) => format!("addr:{v4}"),
+        std::net::IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => format!("addr:{v4}"),
+            None => {
+                let s = v6.segments();
+                format!("addr:{:x}:{:x}:{:x}:{:x}::/64", s[0], s[1], s[2], s[3])
+            }
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ipv6_callers_share_the_bucket_of_their_64() {
+        let a: std::net::IpAddr = "2001:db8:1:2:aaaa::1".parse().unwrap();
+        let b: std::net::IpAddr = "2001:db8:1:2:bbbb::9".parse().unwrap();
+        let other: std::net::IpAddr = "2001:db8:1:3::1".parse().unwrap();
+        assert_eq!(address_key(a), address_key(b));
+        assert_ne!(address_key(a), address_key(other));
+        assert_eq!(address_key("::ffff:10.1.2.3".parse().unwrap()), "addr:10.1.2.3");
+    }
 
     #[test]
     fn a_burst_then_the_rate_and_slots_come_back_when_dropped() {

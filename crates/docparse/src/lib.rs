@@ -73,11 +73,15 @@ impl Default for Limits {
 
 impl Limits {
     /// Most characters of text (and per-character boxes) a document of
-    /// `input_len` bytes may produce.
+    /// `input_len` bytes may produce: never over [`MAX_OUTPUT_CHARS`].
     pub fn max_output_chars(&self, input_len: usize) -> u64 {
-        (input_len as u64).saturating_mul(self.max_output_ratio).max(self.min_output_chars)
+        (input_len as u64).saturating_mul(self.max_output_ratio).max(self.min_output_chars).min(MAX_OUTPUT_CHARS)
     }
 }
+
+/// Most characters any document may produce: 64 Mi, a book of some
+/// 30,000 pages. It bounds what a parse worker hands back to the process.
+pub const MAX_OUTPUT_CHARS: u64 = 64 * 1024 * 1024;
 
 /// Counts output against [`Limits::max_output_chars`]; a parser takes from
 /// it before it copies text, so a hostile input is refused before it

@@ -92,9 +92,14 @@ fn check_inflated_size(bytes: &[u8], limits: &Limits) -> Result<(), ParseError> 
         if keyword >= 3 && &bytes[keyword - 3..keyword] == b"end" {
             continue;
         }
-        let data = match bytes[at..] {
-            [b'\r', b'\n', ..] => &bytes[at + 2..],
-            [b'\n', ..] | [b'\r', ..] => &bytes[at + 1..],
+        // `stream`, optional spaces (lopdf accepts them), then the line end.
+        let mut data_at = at;
+        while matches!(bytes.get(data_at), Some(b' ' | b'\t')) {
+            data_at += 1;
+        }
+        let data = match bytes[data_at..] {
+            [b'\r', b'\n', ..] => &bytes[data_at + 2..],
+            [b'\n', ..] | [b'\r', ..] => &bytes[data_at + 1..],
             _ => continue,
         };
         let cap = limits.max_unzipped_bytes;

@@ -126,16 +126,15 @@ pub enum Resolution {
 }
 
 impl Resolution {
-    /// `dpi` for a page of `page` (in points), unless that makes its long
-    /// side longer than [`MAX_SIDE_PX`]. A page whose size is not in points
-    /// is capped outright.
+    /// The long side `dpi` gives a page of `page` (in points), at most
+    /// [`MAX_SIDE_PX`]. Always a pixel count, never a resolution: if
+    /// poppler reads the page larger than our parser did (`/UserUnit`, a
+    /// repaired file), the image is still no larger. A page whose size is
+    /// not in points gets the cap itself.
     pub fn capped(page: &PageSize, dpi: u32) -> Resolution {
         let long_pt = if page.unit == "pt" { page.width.max(page.height) } else { f32::INFINITY };
-        if long_pt / 72.0 * dpi as f32 > MAX_SIDE_PX as f32 {
-            Resolution::LongSide(MAX_SIDE_PX)
-        } else {
-            Resolution::Dpi(dpi)
-        }
+        let px = (long_pt / 72.0 * dpi as f32).round();
+        Resolution::LongSide(if px.is_finite() && px >= 1.0 { (px as u32).min(MAX_SIDE_PX) } else { MAX_SIDE_PX })
     }
 
     fn args(self) -> [String; 2] {
@@ -209,7 +208,7 @@ mod tests {
     #[test]
     fn huge_pages_are_rendered_at_a_bounded_size() {
         let letter = PageSize { page_idx: 0, width: 612.0, height: 792.0, unit: "pt".into() };
-        assert_eq!(Resolution::capped(&letter, 110), Resolution::Dpi(110));
+        assert_eq!(Resolution::capped(&letter, 110), Resolution::LongSide(1210));
         let huge = PageSize { page_idx: 0, width: 14_400.0, height: 14_400.0, unit: "pt".into() };
         assert_eq!(Resolution::capped(&huge, 110), Resolution::LongSide(MAX_SIDE_PX));
         let unknown = PageSize { page_idx: 0, width: 1.0, height: 1.0, unit: "normalized".into() };

@@ -142,7 +142,12 @@ impl Answerer {
         let retrieval = match self.retriever.retrieve(ws, &q.question, top_k, &document_ids, Mode::Hybrid).await {
             Ok(r) => r,
             Err(e) if e.is_transient() => return Err(e.into()),
-            Err(e) => return Ok(self.failed(q, "retrieval_failed", e.to_string())),
+            Err(e) => {
+                // The message is read by the user: the details (hosts,
+                // statements) go to the log only.
+                warn!(workspace_id = %ws, event_id = %q.envelope.event_id, error = %e, "retrieval failed for a question");
+                return Ok(self.failed(q, "retrieval_failed", "the documents could not be searched for this question".into()));
+            }
         };
         let sources = self.sources(ws, &retrieval).await?;
         self.wait_for_projected_question(ws, user).await?;
@@ -154,7 +159,8 @@ impl Answerer {
         let outcome = match answer_question(self.llm.as_ref(), self.fallback, &q.question, &history, &sources).await {
             Ok(o) => o,
             Err(e) => {
-                let mut out = self.failed(q, "llm_failed", e);
+                warn!(workspace_id = %ws, event_id = %q.envelope.event_id, error = %e, "the language model failed for a question");
+                let mut out = self.failed(q, "llm_failed", "the language model did not answer this question".into());
                 out.retrieval_json = retrieval_json(&retrieval, None);
                 return Ok(out);
             }

@@ -82,14 +82,17 @@ impl PageOcr for TesseractOcr {
             let page = (page_idx + 1).to_string();
             // Points per pixel of the rendering: 72/dpi, unless the page is
             // so large that its long side is scaled to MAX_RENDER_SIDE.
-            let long_side_pt = size.filter(|s| s.unit == "pt").map(|s| s.width.max(s.height)).unwrap_or(0.0);
-            let capped = long_side_pt / 72.0 * self.dpi as f32 > MAX_RENDER_SIDE;
-            let resolution = if capped {
-                ["-scale-to".to_string(), (MAX_RENDER_SIDE as u32).to_string()]
-            } else {
-                ["-r".to_string(), self.dpi.to_string()]
+            let dpi = self.dpi as f32;
+            let long_side_pt = size.filter(|s| s.unit == "pt").map(|s| s.width.max(s.height));
+            let scaled_to = |px: f32| ["-scale-to".to_string(), (px as u32).to_string()];
+            let (resolution, scale) = match long_side_pt {
+                Some(pt) if pt / 72.0 * dpi <= MAX_RENDER_SIDE => (["-r".to_string(), self.dpi.to_string()], 72.0 / dpi),
+                Some(pt) => (scaled_to(MAX_RENDER_SIDE), pt / MAX_RENDER_SIDE),
+                // Of unknown size: scaled as an A4 page would be (its long
+                // side 11.69 inches), never rendered uncapped. Its boxes are
+                // approximate; such a page has no size to draw them on.
+                None => (scaled_to((11.69 * dpi).min(MAX_RENDER_SIDE)), 72.0 / dpi),
             };
-            let scale = if capped { long_side_pt / MAX_RENDER_SIDE } else { 72.0 / self.dpi as f32 };
             let mut render = Command::new(&self.pdftoppm);
             render
                 .args(["-f", &page, "-l", &page])

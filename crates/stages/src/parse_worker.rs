@@ -10,6 +10,7 @@
 //! once, and kills the child's whole process group when the time is up or
 //! the process shuts down (docs/pipeline.md, "Isolation").
 
+use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::Arc;
@@ -66,6 +67,10 @@ pub enum WorkerError {
     /// the restart.
     #[error("interrupted by shutdown")]
     Interrupted,
+    /// The worker was killed by a signal this process did not send (the
+    /// host's OOM killer, an operator): tried again, up to the attempts.
+    #[error("the parse worker was killed from outside (SIGKILL)")]
+    Killed,
     /// The worker could not be started (a problem of this machine, not of
     /// the document: retried).
     #[error("starting the parse worker {exe}: {source}")]
@@ -95,9 +100,10 @@ pub struct ParseWorkers {
     slots: Arc<tokio::sync::Semaphore>,
 }
 
-/// Most bytes of answer read from a worker: beyond the output budget of
-/// any document, so only a broken worker reaches it.
-const MAX_REPLY_BYTES: usize = 1 << 30;
+/// Bytes of answer per character of output budget: the text twice (the
+/// full text and the segments), JSON escaping and the boxes of each line,
+/// generously. Past it the worker is broken or hostile.
+const REPLY_BYTES_PER_CHAR: u64 = 8;
 /// The end of a worker's stderr kept to tell why it died.
 const STDERR_TAIL: usize = 16 * 1024;
 
@@ -163,9 +169,13 @@ impl ParseWorkers {
             let _ = stdin.write_all(bytes).await;
             drop(stdin);
         };
-        let read_out = async {
+        let max_reply = limits.max_output_chars(bytes.len()).saturating_mul(REPLY_BYTES_PER_CHAR).saturating_add(1 << 20);
+        let read_out = async move {
             let mut out = Vec::new();
-            let _ = (&mut stdout).take(MAX_REPLY_BYTES as u64 + 1).read_to_end(&mut out).await;
+            let _ = (&mut stdout).take(max_reply + 1).read_to_end(&mut out).await;
+            // Closing our end: a worker still writing gets EPIPE and exits
+            // instead of blocking until the deadline.
+            drop(stdout);
             out
         };
         let read_err = async {
@@ -208,15 +218,17 @@ impl ParseWorkers {
         };
         let stderr = String::from_utf8_lossy(&err);
         match status {
+            _ if out.len() as u64 > max_reply => {
+                Ok(WorkOutcome::Crashed { code: "output_too_large", message: format!("the parsed document is over {max_reply} bytes") })
+            }
             Ok(s) if s.success() => match serde_json::from_slice::<WorkReply>(&out) {
                 Ok(WorkReply::Parsed(doc)) => Ok(WorkOutcome::Parsed(doc)),
                 Ok(WorkReply::Refused { code, message }) => Ok(WorkOutcome::Refused { code, message }),
-                Err(e) if out.len() > MAX_REPLY_BYTES => Ok(WorkOutcome::Crashed {
-                    code: "too_large",
-                    message: format!("the parser's output is over {MAX_REPLY_BYTES} bytes ({e})"),
-                }),
                 Err(e) => Ok(WorkOutcome::Crashed { code: "parser_crashed", message: format!("the parser's answer was unreadable: {e}") }),
             },
+            // Our own kills (deadline, shutdown) returned above: a SIGKILL
+            // here came from outside.
+            Ok(s) if s.signal() == Some(libc::SIGKILL) && !stderr.contains("memory allocation of") => Err(WorkerError::Killed),
             Ok(s) => Ok(classify_death(s, &stderr, self.limits.memory_bytes)),
             Err(e) => Ok(WorkOutcome::Crashed { code: "parser_crashed", message: format!("the parser could not be waited for: {e}") }),
         }
@@ -226,7 +238,6 @@ impl ParseWorkers {
 /// Why a worker that did not exit cleanly died, for the document's
 /// failure (the user reads it) and the dead letter.
 fn classify_death(status: std::process::ExitStatus, stderr: &str, memory_bytes: u64) -> WorkOutcome {
-    use std::os::unix::process::ExitStatusExt;
     let mib = memory_bytes >> 20;
     if stderr.contains("has overflowed its stack") {
         return WorkOutcome::Crashed { code: "too_deep", message: "the document is nested too deeply to be read".into() };
@@ -272,6 +283,17 @@ fn kill_group(pid: Option<u32>) {
 /// The worker's side: limits itself, reads one request from stdin,
 /// answers on stdout. Returns the exit code.
 pub fn serve() -> i32 {
+    // First of all: a parent that dies from here on takes this worker with
+    // it; one already gone (we are the init's child then) means no one
+    // waits for the answer.
+    // SAFETY: prctl(PR_SET_PDEATHSIG) takes a signal number and changes
+    // only this process's own attribute; getppid cannot fail.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
+        if libc::getppid() == 1 {
+            return 2;
+        }
+    }
     let mut input = Vec::new();
     if let Err(e) = std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut input) {
         eprintln!("parse worker: reading the request: {e}");
@@ -306,29 +328,25 @@ pub fn serve() -> i32 {
 }
 
 /// Limits this process (and what it starts) to `memory_bytes` of address
-/// space and `cpu_secs` of CPU, and has it killed when its parent dies.
+/// space and `cpu_secs` of CPU.
 fn confine(memory_bytes: u64, cpu_secs: u64) {
-    let limit = |resource, value: u64| {
-        let lim = libc::rlimit { rlim_cur: value as libc::rlim_t, rlim_max: value as libc::rlim_t };
+    let limit = |resource, soft: u64, hard: u64| {
+        let lim = libc::rlimit { rlim_cur: soft as libc::rlim_t, rlim_max: hard as libc::rlim_t };
         // SAFETY: setrlimit reads the struct we pass; lowering our own
         // limits is always allowed.
         if unsafe { libc::setrlimit(resource, &lim) } != 0 {
             eprintln!("parse worker: setrlimit failed: {}", std::io::Error::last_os_error());
         }
     };
-    limit(libc::RLIMIT_AS, memory_bytes);
-    limit(libc::RLIMIT_CPU, cpu_secs);
-    // SAFETY: prctl(PR_SET_PDEATHSIG) takes a signal number and changes
-    // only this process's own attribute.
-    unsafe {
-        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
-    }
+    limit(libc::RLIMIT_AS, memory_bytes, memory_bytes);
+    // The soft limit sends SIGXCPU (told apart as `parser_timeout`); the
+    // hard one, 5 s later, SIGKILL.
+    limit(libc::RLIMIT_CPU, cpu_secs, cpu_secs + 5);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::process::ExitStatusExt;
 
     #[test]
     fn deaths_are_told_apart() {

@@ -125,6 +125,10 @@ impl Parser {
                     Ok(WorkOutcome::Parsed(doc)) => Ok(*doc),
                     Ok(WorkOutcome::Refused { code, message }) => Err((code, message)),
                     Ok(WorkOutcome::Crashed { code, message }) => return Ok(crashed(out, code, message)),
+                    // Killed by someone else (the host's OOM killer, an
+                    // operator): it may not be this document's doing, so it
+                    // is tried again, and the attempt stays counted.
+                    Err(e @ WorkerError::Killed) => return Err(ProcessError::transient_from(e).into()),
                     Err(WorkerError::Interrupted) => {
                         rag_store::parse_attempts::interrupted(&self.pool, event_id).await?;
                         return Err(ProcessError::transient("shutting down in the middle of parsing").into());
@@ -148,6 +152,10 @@ impl Parser {
                 .map_err(|e| (e.code().to_string(), e.to_string()))
             }
         };
+        // The parser came back: this try is over and was not a crash. What
+        // follows (storing, producing) may fail and be retried, which must
+        // not count as another try.
+        rag_store::parse_attempts::finished(&self.pool, event_id).await?;
         match parsed {
             Ok(doc) => self.stored(input, out, doc).await.map(Handled::Judged),
             Err((code, message)) => fail(out, &code, message),

@@ -27,6 +27,11 @@ pub async fn create(pool: &PgPool, id: &str, name: &str, owner_id: &str) -> Resu
     .await?)
 }
 
+/// How many workspaces the owner has.
+pub async fn count_owned(pool: &PgPool, owner_id: &str) -> Result<i64, StoreError> {
+    Ok(sqlx::query_scalar("SELECT count(*) FROM workspaces WHERE owner_id = $1").bind(owner_id).fetch_one(pool).await?)
+}
+
 /// The owner's workspaces, newest first.
 pub async fn list_owned(pool: &PgPool, owner_id: &str) -> Result<Vec<WorkspaceRow>, StoreError> {
     Ok(sqlx::query_as("SELECT id, name, owner_id, created_at FROM workspaces WHERE owner_id = $1 ORDER BY created_at DESC, id")

@@ -58,7 +58,18 @@ fn checked_filename(name: &str) -> Result<&str, ApiError> {
 }
 
 fn is_deceptive(c: char) -> bool {
-    matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}' | '\u{061C}' | '\u{00AD}')
+    matches!(c,
+        '\u{00AD}' | '\u{061C}' | '\u{115F}' | '\u{1160}' | '\u{180E}' | '\u{200B}'..='\u{200F}' | '\u{2028}'..='\u{202E}'
+        | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{3164}' | '\u{FE00}'..='\u{FE0F}' | '\u{FEFF}' | '\u{FFA0}'
+        | '\u{E0000}'..='\u{E007F}')
+}
+
+fn quota_exceeded(stored: u64, size: u64, quota: u64) -> ApiError {
+    ApiError::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "storage_quota_exceeded",
+        format!("the workspace holds {stored} bytes; a file of {size} bytes would pass its quota of {quota} (WORKSPACE_MAX_BYTES): delete documents first"),
+    )
 }
 
 /// Largest `metadata` field of an upload.
@@ -122,12 +133,24 @@ pub async fn upload(
     State(state): State<AppState>,
     user: AuthUser,
     Path(ws): Path<String>,
+    headers: axum::http::HeaderMap,
     mut multipart: Multipart,
 ) -> Result<(StatusCode, Json<UploadAccepted>), ApiError> {
     owned_workspace(&state, &user, &ws).await?;
     // Held until the answer: each upload in flight holds a temporary file
     // and a connection.
     let _slot = state.limits().upload(&user.user_id)?;
+    // A declared length that cannot fit is refused before a byte is spooled;
+    // the real size is checked again below.
+    let quota = state.config().workspace_max_bytes;
+    let stored = u64::try_from(documents::stored_bytes(state.pool(), &ws).await?).unwrap_or(0);
+    let declared = headers.get(axum::http::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
+    if let Some(declared) = declared {
+        let largest_file = declared.saturating_sub(crate::MULTIPART_OVERHEAD);
+        if stored.saturating_add(largest_file) > quota {
+            return Err(quota_exceeded(stored, largest_file, quota));
+        }
+    }
     let max = state.config().upload_max_bytes;
     let mut upload: Option<(String, String, Spooled)> = None;
     let mut metadata: HashMap<String, String> = HashMap::new();
@@ -177,16 +200,11 @@ pub async fn upload(
     if spooled.size == 0 {
         return Err(ApiError::bad_request("empty_file", format!("{filename:?} is empty")));
     }
-    // Checked once the size is known; two uploads racing may pass it
-    // together by at most one upload each (UPLOAD_MAX_BYTES).
-    let quota = state.config().workspace_max_bytes;
+    // Checked again once the size is known; two uploads racing may pass
+    // it together by at most one upload each (UPLOAD_MAX_BYTES).
     let stored = u64::try_from(documents::stored_bytes(state.pool(), &ws).await?).unwrap_or(0);
     if stored.saturating_add(spooled.size) > quota {
-        return Err(ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "storage_quota_exceeded",
-            format!("the workspace holds {stored} bytes; this file of {} bytes would pass its quota of {quota} (WORKSPACE_MAX_BYTES): delete documents first", spooled.size),
-        ));
+        return Err(quota_exceeded(stored, spooled.size, quota));
     }
     metadata.insert("source".into(), "api".into());
     let doc = rag_upload::NewDocument {

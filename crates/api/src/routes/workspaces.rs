@@ -10,7 +10,8 @@ use crate::AppState;
 
 /// Create a workspace owned by the caller.
 #[utoipa::path(post, path = "/v1/workspaces", tag = "workspaces", request_body = CreateWorkspace,
-    responses((status = 201, body = Workspace), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody)),
+    responses((status = 201, body = Workspace), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+              (status = 409, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn create(
     State(state): State<AppState>,
@@ -18,6 +19,15 @@ pub async fn create(
     Json(body): Json<CreateWorkspace>,
 ) -> Result<(StatusCode, Json<Workspace>), ApiError> {
     let name = checked_text("name", body.name.trim(), 1, 200)?;
+    // The storage quota is per workspace: without a bound on workspaces it
+    // would be no bound at all.
+    let max = state.config().workspaces_per_user;
+    if rag_store::workspaces::count_owned(state.pool(), &user.user_id).await? >= i64::try_from(max).unwrap_or(i64::MAX) {
+        return Err(ApiError::conflict(
+            "too_many_workspaces",
+            format!("you have {max} workspaces, the most allowed (API_WORKSPACES_PER_USER)"),
+        ));
+    }
     let id = uuid::Uuid::now_v7().to_string();
     let row = rag_store::workspaces::create(state.pool(), &id, name, &user.user_id).await?;
     tracing::info!(workspace_id = %row.id, user = %user.user_id, "workspace created");

@@ -108,6 +108,9 @@ pub struct Settings {
     /// Bytes of originals one workspace may hold; an upload past it gets 413 `storage_quota_exceeded`.
     #[arg(long, env = "WORKSPACE_MAX_BYTES", default_value_t = 10 * 1024 * 1024 * 1024, global = true)]
     pub workspace_max_bytes: u64,
+    /// Workspaces one user may own (each has WORKSPACE_MAX_BYTES); creating one more gets 409 `too_many_workspaces`.
+    #[arg(long, env = "API_WORKSPACES_PER_USER", default_value_t = 50, global = true)]
+    pub api_workspaces_per_user: u64,
     /// Largest document the parser reads, in bytes (bigger ones fail with `too_large`).
     #[arg(long, env = "PARSE_MAX_BYTES", default_value_t = 100 * 1024 * 1024, global = true)]
     pub parse_max_bytes: u64,
@@ -354,6 +357,7 @@ impl Settings {
             cors_origins: self.cors_allowed_origins.split(',').map(str::trim).filter(|o| !o.is_empty()).map(String::from).collect(),
             upload_max_bytes: self.upload_max_bytes,
             workspace_max_bytes: self.workspace_max_bytes,
+            workspaces_per_user: self.api_workspaces_per_user,
             json_body_max_bytes: self.api_json_body_max_bytes,
             dev_sign_in: self.api_dev_sign_in,
             limits: rag_api::limits::LimitsConfig {

@@ -209,6 +209,8 @@ async fn llm_answers_are_validated_remember_the_conversation_and_failures_are_fi
     assert!(!ok);
     assert_eq!(m["status"], "failed");
     assert_eq!(m["metadata"]["failure"]["code"], "llm_failed");
+    let reason = m["metadata"]["failure"]["message"].as_str().unwrap_or_default();
+    assert!(!reason.is_empty() && !reason.contains("http") && !reason.contains("127.0.0.1"), "no provider URL shown: {reason}");
     let pending: i64 = sqlx::query_scalar("SELECT count(*) FROM messages WHERE status = 'pending'").fetch_one(&t.pool).await.unwrap();
     assert_eq!(pending, 0);
     let tokens = all.metric_sum("rag_llm_tokens_total", &[]);

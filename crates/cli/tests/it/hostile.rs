@@ -144,16 +144,17 @@ async fn hostile_uploads_fail_with_their_reason_and_the_pipeline_goes_on() {
 async fn a_parser_that_dies_or_runs_out_of_time_fails_the_document_and_dead_letters_its_event() {
     let t = TestEnv::new().await;
     // A worker with little memory and time: a large text needs more than
-    // 200 MiB of address space to be read, and OCR of 40 blank pages more
-    // than 3 s.
-    let run = TestApp::spawn(&t, &[("PARSER_MEMORY_MB", "200"), ("PARSER_TIMEOUT_SECS", "3"), ("UPLOAD_MAX_BYTES", "104857600")]).await;
+    // 200 MiB of address space to be read (and fails in a second or two,
+    // well within the deadline even on a loaded machine), and OCR of 100
+    // blank pages takes far more than 20 s.
+    let run = TestApp::spawn(&t, &[("PARSER_MEMORY_MB", "200"), ("PARSER_TIMEOUT_SECS", "20"), ("UPLOAD_MAX_BYTES", "104857600")]).await;
     let api = Api::new(run.api_port);
     api.wait_ready().await;
     let alice = token(&t, "alice").await;
     let ws = workspace(&api, &alice).await;
     let big = "Một câu tiếng Việt khá dài để làm đầy bộ nhớ của trình phân tích. ".repeat(600_000).into_bytes();
     let oom = upload(&api, &ws, &alice, "big.txt", "text/plain", big).await;
-    let slow = upload(&api, &ws, &alice, "scan.pdf", "application/pdf", blank_pages_pdf(40)).await;
+    let slow = upload(&api, &ws, &alice, "scan.pdf", "application/pdf", blank_pages_pdf(100)).await;
     let d = settled(&api, &ws, &alice, &oom).await;
     assert_eq!((d["status"].as_str(), d["failure_code"].as_str()), (Some("failed"), Some("out_of_memory")), "{d}");
     let d = settled(&api, &ws, &alice, &slow).await;
@@ -216,13 +217,19 @@ async fn run_all_stops_within_ten_seconds_in_the_middle_of_ocr_and_the_document_
     let id = upload(&api, &ws, &alice, "scan.pdf", "application/pdf", blank_pages_pdf(60)).await;
     let pid = run.child.id().unwrap();
     wait_until("a parse worker running OCR", WAIT, || async { !group_of_worker(pid).is_empty() && ocr_running(pid) }).await;
-    let workers = group_of_worker(pid);
+    // Every process of the workers' groups: the workers and the OCR
+    // programs they run.
+    let workers: Vec<u32> = poll("a worker and its OCR program", WAIT, || async {
+        let members: Vec<u32> = group_of_worker(pid).into_iter().flat_map(members_of_group).collect();
+        (members.len() >= 2).then_some(members)
+    })
+    .await;
     let stopping = Instant::now();
     let status = run.terminate(Duration::from_secs(10)).await;
     eprintln!("run all stopped {:.2} s after SIGTERM ({status})", stopping.elapsed().as_secs_f64());
     // Nothing of the worker's process group is left.
-    wait_until("the worker's process group gone", Duration::from_secs(5), || async {
-        workers.iter().all(|pgid| !std::path::Path::new(&format!("/proc/{pgid}")).exists())
+    wait_until("the workers' process groups gone", Duration::from_secs(5), || async {
+        workers.iter().all(|p| !std::path::Path::new(&format!("/proc/{p}")).exists())
     })
     .await;
     // After the restart the document is parsed once: its OCR budget is
@@ -252,17 +259,26 @@ fn ocr_running(parent: u32) -> bool {
     })
 }
 
-/// The processes whose parent is `parent` (field 4 of /proc/PID/stat,
-/// after the parenthesised name, which may itself hold spaces).
-fn children(parent: u32) -> Vec<u32> {
+/// The processes whose /proc/PID/stat field `n` (counted after the
+/// parenthesised name, which may itself hold spaces: 1 is the parent, 2
+/// the process group) is `value`.
+fn processes_where(n: usize, value: u32) -> Vec<u32> {
     let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
     dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
         .filter(|pid| {
             let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
             let after = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
-            after.split_whitespace().nth(1).and_then(|p| p.parse::<u32>().ok()) == Some(parent)
+            after.split_whitespace().nth(n).and_then(|p| p.parse::<u32>().ok()) == Some(value)
         })
         .collect()
+}
+
+fn children(parent: u32) -> Vec<u32> {
+    processes_where(1, parent)
+}
+
+fn members_of_group(pgid: u32) -> Vec<u32> {
+    processes_where(2, pgid)
 }
 
 fn cmdline(pid: u32) -> String {

@@ -175,7 +175,7 @@ async fn a_client_sending_headers_slowly_is_cut_off_and_a_stream_ends_with_its_t
 #[tokio::test(flavor = "multi_thread")]
 async fn a_workspace_holds_at_most_its_storage_quota() {
     let t = TestEnv::new().await;
-    let run = TestApp::spawn_stages(&t, StageName::Api, &[("WORKSPACE_MAX_BYTES", "1000")]).await;
+    let run = TestApp::spawn_stages(&t, StageName::Api, &[("WORKSPACE_MAX_BYTES", "1000"), ("API_WORKSPACES_PER_USER", "2")]).await;
     let api = Api::new(run.api_port);
     api.wait_ready().await;
     let alice = token(&t, "alice").await;
@@ -191,6 +191,10 @@ async fn a_workspace_holds_at_most_its_storage_quota() {
     let (s, _, _) = api.call(reqwest::Method::DELETE, &format!("/v1/workspaces/{ws}/documents/{id}"), Some(&alice), None).await;
     assert_eq!(s, StatusCode::ACCEPTED);
     assert_eq!(api.upload(&ws, &alice, "b.txt", "text/plain", vec![b'b'; 600]).await.0, StatusCode::ACCEPTED);
+    // More workspaces are not more room without end.
+    assert_eq!(api.post("/v1/workspaces", &alice, json!({"name": "second"})).await.0, StatusCode::CREATED);
+    let (s, v) = api.post("/v1/workspaces", &alice, json!({"name": "third"})).await;
+    assert_eq!((s, v["error"]["code"].as_str()), (StatusCode::CONFLICT, Some("too_many_workspaces")), "{v}");
     run.stop().await;
     t.cleanup().await;
 }

@@ -38,6 +38,14 @@ fn inflating_past_the_limit_is_a_decompression_bomb() {
     // All streams together are bounded too.
     let total = Limits { max_pdf_inflated_bytes: 4 << 20, ..Limits::default() };
     assert_eq!(parse(&bomb, "application/pdf", "bomb.pdf", &total).unwrap_err().code(), "decompression_bomb");
+    // Spaces between `stream` and its line end (lopdf reads past them) do
+    // not hide a stream from the count.
+    let mut hidden = Vec::new();
+    let at = bomb.windows(7).position(|w| w == b"stream\n").unwrap();
+    hidden.extend_from_slice(&bomb[..at + 6]);
+    hidden.extend_from_slice(b"   ");
+    hidden.extend_from_slice(&bomb[at + 6..]);
+    assert_eq!(parse(&hidden, "application/pdf", "bomb.pdf", &limits).unwrap_err().code(), "decompression_bomb");
     // Under the limits the same file is only blank.
     assert_eq!(parse(&flate_bomb_pdf(1 << 20), "application/pdf", "ok.pdf", &limits).unwrap_err().code(), "no_text");
 }
@@ -91,9 +99,9 @@ fn a_docx_that_lies_about_its_size_is_bounded_by_what_it_inflates() {
     let lying = lying_docx(8 << 20);
     let limits = Limits { max_unzipped_bytes: 2 << 20, ..Limits::default() };
     let err = parse(&lying, DOCX_TYPE, "lie.docx", &limits).unwrap_err();
-    assert!(matches!(err.code(), "decompression_bomb" | "corrupt_docx"), "{err}");
+    assert_eq!(err.code(), "decompression_bomb", "{err}");
     // The ratio is judged on the real compressed size too: 8 MiB from a
     // few KiB is over 200:1 even with the archive limit far away.
     let err = parse(&lying, DOCX_TYPE, "lie.docx", &Limits::default()).unwrap_err();
-    assert!(matches!(err.code(), "decompression_bomb" | "corrupt_docx"), "{err}");
+    assert_eq!(err.code(), "decompression_bomb", "{err}");
 }
