@@ -151,7 +151,8 @@ pub fn router(state: AppState) -> Router {
     let mut app = Router::new()
         .nest("/v1", v1)
         .route("/healthz", get(routes::health::healthz))
-        .route("/readyz", get(routes::health::readyz))
+        // Each call checks three services: rate-limited like /v1.
+        .route("/readyz", get(routes::health::readyz).layer(axum::middleware::from_fn_with_state(state.clone(), limits::limit_requests)))
         .route("/openapi.json", get(openapi::openapi_json))
         .route("/", get(routes::page::index))
         .route("/ui/config.json", get(routes::page::config))
