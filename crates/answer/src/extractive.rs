@@ -95,6 +95,11 @@ pub fn answer(question: &str, chunks: &[SourceChunk], max_sections: usize) -> Ve
         let chars: Vec<char> = chunk.content.chars().collect();
         for (s, e) in sentences(&chunk.content) {
             let sentence: String = chars[s..e].iter().collect();
+            // A table's header and rule rows are no answer of their own:
+            // they are said with the rows they head.
+            if is_rule_row(&sentence) || is_header_row(&chars, s) {
+                continue;
+            }
             let score = content_terms(&sentence).intersection(&wanted).count();
             if score > 0 {
                 scored.push((score, ci, s, e, e - s));
@@ -121,9 +126,101 @@ pub fn answer(question: &str, chunks: &[SourceChunk], max_sections: usize) -> Ve
         .map(|(ci, s, e)| {
             let chunk = &chunks[ci];
             let cit = citation(&chunk.chunk_id, chunk, s, e, true);
+            let chars: Vec<char> = chunk.content.chars().collect();
+            // A table row is said with what its numbers measure: its
+            // table's header row names each column, and is cited too.
+            if is_table_row(&cit.text) {
+                if let Some((hs, he)) = table_header(&chars, s) {
+                    let header = citation(&chunk.chunk_id, chunk, hs, he, true);
+                    let text = labelled_row(&header.text, &cit.text);
+                    return Section { text, source_ids: vec![chunk.chunk_id.clone()], citations: vec![cit, header] };
+                }
+            }
             Section { text: cit.text.clone(), source_ids: vec![chunk.chunk_id.clone()], citations: vec![cit] }
         })
         .collect()
+}
+
+/// A line of a pipe table (Markdown, or cells joined by ` | ` as the HTML
+/// parser writes them).
+fn is_table_row(line: &str) -> bool {
+    let t = line.trim();
+    (t.starts_with('|') && t.ends_with('|') && t.len() > 1) || t.matches(" | ").count() >= 2
+}
+
+/// `|---|:--:|`: the rule under a Markdown table's header.
+fn is_rule_row(line: &str) -> bool {
+    let t = line.trim();
+    t.contains('-') && t.chars().all(|c| matches!(c, '|' | '-' | ':' | ' ' | '+'))
+}
+
+fn cells(row: &str) -> Vec<&str> {
+    let t = row.trim();
+    let t = t.strip_prefix('|').unwrap_or(t);
+    let t = t.strip_suffix('|').unwrap_or(t);
+    t.split('|').map(str::trim).collect()
+}
+
+/// The line (in chars, with its line break excluded) that starts at or
+/// before `at`, and the one before it.
+fn line_at(chars: &[char], at: usize) -> (usize, usize) {
+    let start = chars[..at].iter().rposition(|c| *c == '\n').map_or(0, |n| n + 1);
+    let end = chars[at..].iter().position(|c| *c == '\n').map_or(chars.len(), |n| at + n);
+    (start, end)
+}
+
+fn text_of(chars: &[char], (s, e): (usize, usize)) -> String {
+    chars[s..e].iter().collect()
+}
+
+/// The row starting at `row_start` is the first line of a table of at
+/// least two rows.
+fn is_header_row(chars: &[char], row_start: usize) -> bool {
+    let line = line_at(chars, row_start);
+    // At a line break, `line_at` gives the line it ends.
+    let above = (line.0 > 0).then(|| line_at(chars, line.0 - 1));
+    let below = (line.1 < chars.len()).then(|| line_at(chars, line.1 + 1));
+    is_table_row(&text_of(chars, line))
+        && !above.is_some_and(|a| is_table_row(&text_of(chars, a)))
+        && below.is_some_and(|b| is_table_row(&text_of(chars, b)))
+}
+
+/// The span (in chars, trimmed) of the header row of the table whose row
+/// starts at `row_start`: the first line of the run of table rows above
+/// it. None for a row with no table row above it.
+fn table_header(chars: &[char], row_start: usize) -> Option<(usize, usize)> {
+    let mut top = line_at(chars, row_start);
+    while top.0 > 0 {
+        let prev = line_at(chars, top.0 - 1);
+        if !is_table_row(&text_of(chars, prev)) {
+            break;
+        }
+        top = prev;
+    }
+    let header = text_of(chars, top);
+    if top.0 >= line_at(chars, row_start).0 || is_rule_row(&header) {
+        return None;
+    }
+    let start = top.0 + (header.chars().count() - header.trim_start().chars().count());
+    let end = top.1 - (header.chars().count() - header.trim_end().chars().count());
+    Some((start, end))
+}
+
+/// "Lợi nhuận gộp — 2022: 312,5; 2023: 351,9" from the header row
+/// "| Chỉ tiêu | 2022 | 2023 |" and the row "| Lợi nhuận gộp | 312,5 | 351,9 |".
+fn labelled_row(header: &str, row: &str) -> String {
+    let (names, values) = (cells(header), cells(row));
+    let Some((label, rest)) = values.split_first() else { return row.trim().to_string() };
+    let pairs: Vec<String> = rest
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| !v.is_empty())
+        .map(|(i, v)| match names.get(i + 1).filter(|n| !n.is_empty()) {
+            Some(name) => format!("{name}: {v}"),
+            None => v.to_string(),
+        })
+        .collect();
+    format!("{label} — {}", pairs.join("; "))
 }
 
 #[cfg(test)]
@@ -173,6 +270,48 @@ mod tests {
         assert_eq!(s[0].text, "Revenue grew 12% in 2023.");
         assert_eq!(s[0].citations[0].char_start, 10 + 16);
         assert!(answer("quantum chromodynamics", &[chunk], 3).is_empty());
+    }
+
+    fn chunk_of(content: &str) -> SourceChunk {
+        SourceChunk {
+            chunk_id: "c".into(),
+            document_id: "d".into(),
+            char_start: 100,
+            char_end: 100 + content.chars().count() as u64,
+            content: content.to_string(),
+            filename: None,
+            page_start: 0,
+            page_end: 0,
+            lines: None,
+            segments: vec![],
+        }
+    }
+
+    #[test]
+    fn a_table_row_is_said_with_its_header_and_cites_both() {
+        let content = "Kết quả kinh doanh.\n\n| Chỉ tiêu | 2022 | 2023 |\n|---|---|---|\n| Doanh thu thuần | 1.108,2 | 1.245,6 |\n\
+                       | Lợi nhuận gộp | 312,5 | 351,9 |\n\nRủi ro tỷ giá.";
+        let chunk = chunk_of(content);
+        let sections = answer("Lợi nhuận gộp là bao nhiêu?", std::slice::from_ref(&chunk), 3);
+        assert_eq!(sections.len(), 1, "{sections:?}");
+        assert_eq!(sections[0].text, "Lợi nhuận gộp — 2022: 312,5; 2023: 351,9");
+        let cites: Vec<&str> = sections[0].citations.iter().map(|c| c.text.as_str()).collect();
+        assert_eq!(cites, ["| Lợi nhuận gộp | 312,5 | 351,9 |", "| Chỉ tiêu | 2022 | 2023 |"]);
+        // Each citation is exactly its slice of the text.
+        for c in &sections[0].citations {
+            let (s, e) = ((c.char_start - 100) as usize, (c.char_end - 100) as usize);
+            assert_eq!(content.chars().skip(s).take(e - s).collect::<String>(), c.text);
+        }
+        // The header row and the rule are never an answer of their own.
+        let texts: Vec<String> = answer("chỉ tiêu 2022 2023", &[chunk], 3).into_iter().map(|s| s.text).collect();
+        assert!(texts.iter().all(|t| !t.starts_with('|')), "{texts:?}");
+        // Cells joined by " | " (the HTML parser's tables) work the same.
+        let html = chunk_of("Chỉ tiêu | 2022 | 2023\nTổng tài sản | 2.310,4 | 2.590,1");
+        let s = answer("tổng tài sản", &[html], 3);
+        assert_eq!(s[0].text, "Tổng tài sản — 2022: 2.310,4; 2023: 2.590,1");
+        // A lone row (no header above it) is quoted as it is.
+        let lone = chunk_of("Intro.\n\n| Tổng tài sản | 2.310,4 |");
+        assert_eq!(answer("tổng tài sản", &[lone], 3)[0].text, "| Tổng tài sản | 2.310,4 |");
     }
 
     #[test]
