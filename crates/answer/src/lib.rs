@@ -1,19 +1,23 @@
-//! Answers with verified citations.
+//! Answers grounded by construction.
 //!
-//! Pure parts (no I/O): [`prompt`] builds the chat messages, [`parse`] reads
-//! the model's JSON (fenced or not), [`cite`] validates source ids and
-//! locates quotes in the cited chunks, [`extractive`] answers from the
-//! chunks' best sentences. [`llm`] is the I/O edge: an OpenAI-compatible
-//! chat-completions client.
+//! Named pure steps (no I/O), each tested on its own:
+//! [`evidence`] cuts the retrieved chunks into numbered sentence units with
+//! exact spans; [`prompt`] shows them to the model; [`contract`] is the
+//! output the model must give (unit ids, never quotes) and its lenient
+//! reading; [`grounding`] turns cited ids into exact spans; [`extractive`]
+//! answers from the best units without a model. [`llm`] is the I/O edge: an
+//! OpenAI-compatible chat-completions client that streams.
 //!
 //! Offsets are Unicode scalar values into the document's full raw text, as
 //! everywhere in rag-engine: a chunk's `content` is exactly
 //! `full_text[char_start..char_end]`.
 
 pub mod cite;
+pub mod contract;
+pub mod evidence;
 pub mod extractive;
+pub mod grounding;
 pub mod llm;
-pub mod parse;
 pub mod prompt;
 
 use serde::{Deserialize, Serialize};
@@ -35,23 +39,6 @@ pub struct SourceChunk {
     pub page_end: u32,
     /// Lines of the full text the chunk spans (1-based, inclusive), when known.
     pub lines: Option<(u32, u32)>,
-}
-
-impl SourceChunk {
-    /// Where the chunk is, as the prompt tags it (seed 003):
-    /// `Page 2, Lines 40-52`.
-    pub fn location(&self) -> String {
-        let pages = if self.page_start == self.page_end {
-            format!("Page {}", self.page_start + 1)
-        } else {
-            format!("Pages {}-{}", self.page_start + 1, self.page_end + 1)
-        };
-        match self.lines {
-            Some((a, b)) if a == b => format!("{pages}, Line {a}"),
-            Some((a, b)) => format!("{pages}, Lines {a}-{b}"),
-            None => pages,
-        }
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -76,7 +63,8 @@ pub struct Citation {
     /// The cited text itself (`full_text[char_start..char_end]`), kept so an
     /// answer keeps its evidence after the document is deleted.
     pub text: String,
-    /// True when a quote was located; false for the chunk-range fallback.
+    /// Always true since answers cite evidence units (kept for answers
+    /// stored before: false was a whole-chunk fallback).
     pub exact: bool,
 }
 
@@ -87,19 +75,31 @@ pub struct Section {
     pub citations: Vec<Citation>,
 }
 
-/// What validation dropped or could not place, for the message metadata.
+/// What grounding dropped, and how the model's output was read, for the
+/// message metadata.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CitationReport {
-    /// Source ids the model gave that were not retrieved for this question.
+    /// Ids the model cited that the prompt did not show.
     pub dropped_source_ids: Vec<String>,
-    /// Quotes found in no cited chunk (their section cites the chunk range).
-    pub unlocated_quotes: usize,
-    pub located_quotes: usize,
-    /// Quotes found not in the chunks the section cited but in another
-    /// retrieved chunk, which the section then cites instead (small models
-    /// quote the right passage under the wrong source id).
+    /// Sections left without a valid citation: not shown as facts.
     #[serde(default)]
-    pub reattributed_quotes: usize,
+    pub unsupported_sections: Vec<String>,
+    /// Sub-sentence quotes that narrowed a highlight / that were not an
+    /// exact part of a cited sentence (ignored).
+    #[serde(default)]
+    pub narrowed_quotes: usize,
+    #[serde(default)]
+    pub rejected_quotes: usize,
+    /// Replies read only leniently (the provider ignored the schema).
+    #[serde(default)]
+    pub lenient_parses: usize,
+    /// Replies that could not be read at all (each one asked again once).
+    #[serde(default)]
+    pub invalid_outputs: usize,
+    /// Quote-based answers (before evidence ids): quotes found in no
+    /// chunk. Always 0 now: kept so older answers' metadata still reads.
+    #[serde(default)]
+    pub unlocated_quotes: usize,
 }
 
 /// Characters of text shown in a citation preview.
@@ -132,7 +132,8 @@ pub(crate) fn preview(s: &str) -> String {
 pub enum AnswerMode {
     Llm,
     Extractive,
-    /// Nothing relevant retrieved: a "no answer" section, no citations.
+    /// Without a model, nothing retrieved holds enough of the question: an
+    /// abstention, no citations.
     NoAnswer,
 }
 
@@ -157,13 +158,39 @@ pub enum LlmFallback {
 pub struct AnswerOutcome {
     pub mode: AnswerMode,
     pub sections: Vec<Section>,
+    /// The documents do not answer: one section saying so, no citations.
+    pub abstained: bool,
     pub usage: Option<llm::LlmUsage>,
     pub report: CitationReport,
     /// Why the LLM was not used, when it was configured.
     pub llm_error: Option<String>,
+    /// From asking the model to its first token / to its last.
+    pub first_token: Option<std::time::Duration>,
+    pub llm_elapsed: Option<std::time::Duration>,
+    /// llama.cpp's timings of the answer's call, when given.
+    pub timings: Option<serde_json::Value>,
+    /// Evidence units shown to the model and chunks they came from.
+    pub evidence_units: usize,
+    pub evidence_chunks: usize,
 }
 
 impl AnswerOutcome {
+    fn plain(mode: AnswerMode, sections: Vec<Section>, abstained: bool) -> Self {
+        AnswerOutcome {
+            mode,
+            sections,
+            abstained,
+            usage: None,
+            report: CitationReport::default(),
+            llm_error: None,
+            first_token: None,
+            llm_elapsed: None,
+            timings: None,
+            evidence_units: 0,
+            evidence_chunks: 0,
+        }
+    }
+
     /// Every citation, in section order.
     pub fn citations(&self) -> Vec<Citation> {
         self.sections.iter().flat_map(|s| s.citations.iter().cloned()).collect()
@@ -175,25 +202,54 @@ impl AnswerOutcome {
     }
 }
 
-/// The sentence given when the documents hold no answer.
-pub fn no_answer_text(question: &str) -> &'static str {
-    if rag_lexical::words(question).iter().any(|w| rag_lexical::fold(w) != *w) {
-        "Tài liệu không chứa câu trả lời cho câu hỏi này."
+/// The question is Vietnamese (it has a letter that folding changes: a
+/// Vietnamese diacritic or đ).
+fn is_vietnamese(question: &str) -> bool {
+    rag_lexical::words(question).iter().any(|w| rag_lexical::fold(w) != *w)
+}
+
+/// The reply when the documents do not answer, in the question's language.
+pub fn abstention_text(question: &str) -> &'static str {
+    if is_vietnamese(question) {
+        "Tài liệu của bạn không đề cập đến nội dung này."
     } else {
-        "The documents hold no answer to this question."
+        "Your documents do not say."
     }
 }
 
-fn no_answer(question: &str) -> Vec<Section> {
-    vec![Section { text: no_answer_text(question).to_string(), source_ids: vec![], citations: vec![] }]
+fn abstention(question: &str) -> Vec<Section> {
+    vec![Section { text: abstention_text(question).to_string(), source_ids: vec![], citations: vec![] }]
 }
 
 /// Sections per extractive answer.
 pub const EXTRACTIVE_SECTIONS: usize = 3;
 
-/// Answers `question` from `chunks`: with the LLM when one is given (two
-/// tries at valid JSON), otherwise, or when it fails and the fallback is
-/// extractive, from the chunks' best sentences. `Err` only when the LLM
+/// Earlier turns given to the model.
+pub const HISTORY_TURNS: usize = 6;
+
+/// What the answer says so far, while the model writes it.
+pub type OnPartial<'a> = &'a mut (dyn FnMut(&[contract::PartialSection]) + Send);
+
+fn add_usage(total: &mut Option<llm::LlmUsage>, u: &llm::LlmUsage) {
+    *total = Some(match total.take() {
+        None => u.clone(),
+        Some(t) => llm::LlmUsage {
+            model: u.model.clone(),
+            prompt_tokens: t.prompt_tokens + u.prompt_tokens,
+            completion_tokens: t.completion_tokens + u.completion_tokens,
+            total_tokens: t.total_tokens + u.total_tokens,
+        },
+    });
+}
+
+/// Answers `question` from `chunks` (best ranked first). With the LLM: the
+/// chunks become numbered evidence units (as many chunks as fit
+/// `evidence_chars`), the model answers under the output contract (two
+/// tries at a readable reply), cited ids become exact spans, and
+/// `answerable: false` (or no section left with a valid citation) is an
+/// abstention. `on_partial` sees the sections' text as it streams. Without
+/// the LLM, or when it fails and the fallback is extractive, the best
+/// evidence units are the answer, or it abstains. `Err` only when the LLM
 /// failed and the fallback is `Fail`.
 pub async fn answer_question(
     llm: Option<&llm::ChatClient>,
@@ -201,50 +257,69 @@ pub async fn answer_question(
     question: &str,
     history: &[prompt::Turn],
     chunks: &[SourceChunk],
+    evidence_chars: usize,
+    on_partial: OnPartial<'_>,
 ) -> Result<AnswerOutcome, String> {
-    let extractive_or_none = |llm_error: Option<String>| {
+    let extractive_or_abstain = |llm_error: Option<String>| {
         let sections = extractive::answer(question, chunks, EXTRACTIVE_SECTIONS);
-        let (mode, sections) =
-            if sections.is_empty() { (AnswerMode::NoAnswer, no_answer(question)) } else { (AnswerMode::Extractive, sections) };
-        AnswerOutcome { mode, sections, usage: None, report: CitationReport::default(), llm_error }
+        let mut out = if sections.is_empty() {
+            AnswerOutcome::plain(AnswerMode::NoAnswer, abstention(question), true)
+        } else {
+            AnswerOutcome::plain(AnswerMode::Extractive, sections, false)
+        };
+        out.llm_error = llm_error;
+        out
     };
     let Some(client) = llm else {
-        return Ok(extractive_or_none(None));
+        return Ok(extractive_or_abstain(None));
     };
     if chunks.is_empty() {
-        return Ok(AnswerOutcome {
-            mode: AnswerMode::NoAnswer,
-            sections: no_answer(question),
-            usage: None,
-            report: CitationReport::default(),
-            llm_error: None,
-        });
+        return Ok(AnswerOutcome::plain(AnswerMode::NoAnswer, abstention(question), true));
     }
-    let messages = prompt::build(question, chunks, history, 6);
+    let evidence = evidence::build(chunks, evidence_chars);
+    let messages = prompt::build(question, &evidence.render(chunks), history, HISTORY_TURNS);
+    let ids: Vec<String> = evidence.units.iter().map(|u| u.id.clone()).collect();
+    let schema = contract::schema(&ids);
     let mut usage: Option<llm::LlmUsage> = None;
+    let mut report = CitationReport::default();
     let mut error = String::new();
     for attempt in 0..2 {
-        match client.complete(&messages).await {
+        let mut on_text = |so_far: &str| {
+            let (_, sections) = contract::partial_sections(so_far);
+            on_partial(&sections);
+        };
+        match client.complete(&messages, llm::Format::Schema(&schema), &mut on_text).await {
             Ok(c) => {
-                usage = Some(match usage.take() {
-                    None => c.usage.clone(),
-                    Some(u) => llm::LlmUsage {
-                        model: c.usage.model.clone(),
-                        prompt_tokens: u.prompt_tokens + c.usage.prompt_tokens,
-                        completion_tokens: u.completion_tokens + c.usage.completion_tokens,
-                        total_tokens: u.total_tokens + c.usage.total_tokens,
-                    },
-                });
-                match parse::parse_answer(&c.content) {
-                    Ok(raw) => {
-                        let (sections, report) = cite::validate(&raw, chunks);
-                        if !sections.is_empty() {
-                            return Ok(AnswerOutcome { mode: AnswerMode::Llm, sections, usage, report, llm_error: None });
+                add_usage(&mut usage, &c.usage);
+                match contract::parse(&c.content) {
+                    Ok(parsed) => {
+                        report.lenient_parses += usize::from(parsed.lenient);
+                        let mut sections = if parsed.answer.answerable {
+                            grounding::ground(&parsed.answer, &evidence, chunks, &mut report)
+                        } else {
+                            Vec::new()
+                        };
+                        let abstained = sections.is_empty();
+                        if abstained {
+                            sections = abstention(question);
                         }
-                        error = "the model's sections were empty".into();
+                        return Ok(AnswerOutcome {
+                            mode: AnswerMode::Llm,
+                            sections,
+                            abstained,
+                            usage,
+                            report,
+                            llm_error: None,
+                            first_token: c.first_token,
+                            llm_elapsed: Some(c.elapsed),
+                            timings: c.timings,
+                            evidence_units: evidence.units.len(),
+                            evidence_chunks: evidence.chunks_used,
+                        });
                     }
                     Err(e) => {
-                        tracing::warn!(attempt = attempt + 1, error = %e, "the model's answer is not valid JSON");
+                        tracing::warn!(attempt = attempt + 1, error = %e, "the model's answer does not follow the output contract");
+                        report.invalid_outputs += 1;
                         error = e.to_string();
                     }
                 }
@@ -257,12 +332,35 @@ pub async fn answer_question(
     }
     match fallback {
         LlmFallback::Extractive => {
-            let mut out = extractive_or_none(Some(error));
+            let mut out = extractive_or_abstain(Some(error));
             out.usage = usage;
+            out.report.invalid_outputs = report.invalid_outputs;
             Ok(out)
         }
         LlmFallback::Fail => Err(error),
     }
+}
+
+/// The query to retrieve with: the question itself, or for a follow-up
+/// (there is history) a standalone query condensed by the model, or
+/// without one (or when it fails) the previous user turn and the question
+/// together. Returns the query and how it was made (`question`, `llm`,
+/// `previous_turn`).
+pub async fn retrieval_query(llm: Option<&llm::ChatClient>, question: &str, history: &[prompt::Turn]) -> (String, &'static str) {
+    if history.iter().all(|t| t.role == "assistant") {
+        return (question.to_string(), "question");
+    }
+    if let Some(client) = llm {
+        match client.complete(&prompt::condense(question, history), llm::Format::Text, &mut |_| {}).await {
+            Ok(c) => {
+                if let Some(q) = prompt::read_condensed(&c.content) {
+                    return (q, "llm");
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "condensing a follow-up failed; searching with the previous turn"),
+        }
+    }
+    (prompt::condense_without_llm(question, history), "previous_turn")
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
-//! OpenAI-compatible chat completions (`{base_url}/chat/completions`) with
-//! JSON output, timeouts, and retries with backoff on 429, 5xx and
-//! transport errors (honouring Retry-After).
+//! OpenAI-compatible chat completions (`{base_url}/chat/completions`):
+//! schema-constrained JSON output, streamed (server-sent events) or not,
+//! timeouts, and retries with backoff on 429, 5xx, transport errors and
+//! streams cut short (honouring Retry-After).
 
 use std::time::Duration;
 
@@ -22,6 +23,14 @@ pub struct ChatConfig {
     /// Attempts after the first on 429, 5xx and transport errors.
     pub max_retries: u32,
     pub retry_backoff: Duration,
+    /// Sent as `seed` (providers that accept one sample reproducibly).
+    pub seed: Option<u64>,
+    /// Send llama.cpp's `cache_prompt: true` (reuse the KV cache of the
+    /// prompt prefix shared with the last request). Other providers may
+    /// reject the unknown field, so it is off unless asked for.
+    pub cache_prompt: bool,
+    /// Ask for `stream: true` and read the answer as it is generated.
+    pub stream: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -43,10 +52,26 @@ pub struct LlmUsage {
     pub total_tokens: i64,
 }
 
+/// What the reply must be.
+#[derive(Debug, Clone, Copy)]
+pub enum Format<'a> {
+    Text,
+    /// `response_format: json_object`.
+    JsonObject,
+    /// `response_format: json_schema` with this schema (strict).
+    Schema(&'a serde_json::Value),
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Completion {
     pub content: String,
     pub usage: LlmUsage,
+    /// From sending the request to the first content received.
+    pub first_token: Option<Duration>,
+    /// From sending the request to the end of the answer.
+    pub elapsed: Duration,
+    /// llama.cpp's `timings` (prompt and decode tokens/s), when given.
+    pub timings: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Clone)]
@@ -57,16 +82,23 @@ pub struct ChatClient {
 
 #[derive(Deserialize)]
 struct Response {
+    #[serde(default)]
     choices: Vec<Choice>,
     #[serde(default)]
     usage: Option<Usage>,
     #[serde(default)]
     model: Option<String>,
+    #[serde(default)]
+    timings: Option<serde_json::Value>,
 }
 
 #[derive(Deserialize)]
 struct Choice {
-    message: Message,
+    #[serde(default)]
+    message: Option<Message>,
+    /// A streamed chunk's piece of the answer.
+    #[serde(default)]
+    delta: Option<Message>,
 }
 
 #[derive(Deserialize)]
@@ -95,21 +127,45 @@ impl ChatClient {
         &self.cfg.model
     }
 
-    pub async fn complete(&self, messages: &[ChatMessage]) -> Result<Completion, LlmError> {
+    /// The model's answer to `messages` in `format`.
+    /// `on_text` is called with the whole content received so far each time
+    /// a streamed piece arrives (from the start again if a retry begins).
+    pub async fn complete(
+        &self,
+        messages: &[ChatMessage],
+        format: Format<'_>,
+        on_text: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<Completion, LlmError> {
         let url = format!("{}/chat/completions", self.cfg.base_url.trim_end_matches('/'));
         let mut body = serde_json::json!({
             "model": self.cfg.model,
             "messages": messages,
-            "response_format": {"type": "json_object"},
+            "temperature": self.cfg.temperature.unwrap_or(0.0),
         });
+        match format {
+            Format::Text => {}
+            Format::JsonObject => body["response_format"] = serde_json::json!({"type": "json_object"}),
+            Format::Schema(s) => {
+                body["response_format"] =
+                    serde_json::json!({"type": "json_schema", "json_schema": {"name": "answer", "strict": true, "schema": s}})
+            }
+        }
         if let Some(t) = self.cfg.max_tokens {
             body["max_tokens"] = t.into();
         }
-        if let Some(t) = self.cfg.temperature {
-            body["temperature"] = t.into();
+        if let Some(seed) = self.cfg.seed {
+            body["seed"] = seed.into();
+        }
+        if self.cfg.cache_prompt {
+            body["cache_prompt"] = true.into();
+        }
+        if self.cfg.stream {
+            body["stream"] = true.into();
+            body["stream_options"] = serde_json::json!({"include_usage": true});
         }
         let mut attempt = 0u32;
         loop {
+            let started = std::time::Instant::now();
             let (err, retry_after) = match self.http.post(&url).bearer_auth(self.cfg.api_key.expose_secret()).json(&body).send().await {
                 Err(e) => (LlmError::Unavailable(if e.is_timeout() { "timed out".into() } else { e.to_string() }), None),
                 Ok(resp) => {
@@ -120,12 +176,19 @@ impl ChatClient {
                         .and_then(|v| v.to_str().ok())
                         .and_then(|v| v.trim().parse::<u64>().ok())
                         .map(Duration::from_secs);
+                    let is_stream = resp
+                        .headers()
+                        .get(reqwest::header::CONTENT_TYPE)
+                        .and_then(|v| v.to_str().ok())
+                        .is_some_and(|v| v.starts_with("text/event-stream"));
                     if status.is_success() {
-                        let text = resp.text().await.map_err(|e| LlmError::Unavailable(e.to_string()));
-                        match text.and_then(|t| {
-                            serde_json::from_str::<Response>(&t).map_err(|e| LlmError::Failed(format!("not a chat completion: {e}")))
-                        }) {
-                            Ok(r) => return self.completion(r),
+                        let read = if is_stream {
+                            self.read_stream(resp, started, on_text).await
+                        } else {
+                            self.read_whole(resp, started, on_text).await
+                        };
+                        match read {
+                            Ok(c) => return Ok(c),
                             Err(e) => (e, None),
                         }
                     } else if status.as_u16() == 429 || status.is_server_error() {
@@ -147,22 +210,96 @@ impl ChatClient {
         }
     }
 
-    fn completion(&self, r: Response) -> Result<Completion, LlmError> {
+    async fn read_whole(
+        &self,
+        resp: reqwest::Response,
+        started: std::time::Instant,
+        on_text: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<Completion, LlmError> {
+        let text = resp.text().await.map_err(|e| LlmError::Unavailable(if e.is_timeout() { "timed out".into() } else { e.to_string() }))?;
+        let r = serde_json::from_str::<Response>(&text).map_err(|e| LlmError::Failed(format!("not a chat completion: {e}")))?;
         let content = r
             .choices
             .into_iter()
             .next()
-            .and_then(|c| c.message.content)
+            .and_then(|c| c.message)
+            .and_then(|m| m.content)
             .ok_or_else(|| LlmError::Failed("no choices in the completion".into()))?;
-        let u = r.usage.unwrap_or_default();
-        Ok(Completion {
+        on_text(&content);
+        let elapsed = started.elapsed();
+        Ok(self.completion(content, r.model, r.usage, r.timings, Some(elapsed), elapsed))
+    }
+
+    /// Server-sent events: `data: {chunk}` lines, `data: [DONE]` at the end.
+    /// A stream that ends without `[DONE]` or a finish reason was cut, and
+    /// is an error (retried).
+    async fn read_stream(
+        &self,
+        mut resp: reqwest::Response,
+        started: std::time::Instant,
+        on_text: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<Completion, LlmError> {
+        let mut buf: Vec<u8> = Vec::new();
+        let mut content = String::new();
+        let (mut model, mut usage, mut timings, mut first_token) = (None, None, None, None);
+        let mut done = false;
+        loop {
+            let piece = resp
+                .chunk()
+                .await
+                .map_err(|e| LlmError::Unavailable(if e.is_timeout() { "timed out".into() } else { format!("stream: {e}") }))?;
+            let Some(piece) = piece else { break };
+            buf.extend_from_slice(&piece);
+            while let Some(nl) = buf.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = buf.drain(..=nl).collect();
+                let line = String::from_utf8_lossy(&line);
+                let Some(data) = line.trim().strip_prefix("data:") else { continue };
+                let data = data.trim();
+                if data == "[DONE]" {
+                    done = true;
+                    continue;
+                }
+                let chunk: Response =
+                    serde_json::from_str(data).map_err(|e| LlmError::Failed(format!("not a chat completion chunk: {e}")))?;
+                model = chunk.model.or(model);
+                usage = chunk.usage.or(usage);
+                timings = chunk.timings.or(timings);
+                if let Some(piece) = chunk.choices.into_iter().next().and_then(|c| c.delta.or(c.message)).and_then(|m| m.content) {
+                    if !piece.is_empty() {
+                        first_token.get_or_insert_with(|| started.elapsed());
+                        content.push_str(&piece);
+                        on_text(&content);
+                    }
+                }
+            }
+        }
+        if !done {
+            return Err(LlmError::Unavailable("the stream ended before the answer did".into()));
+        }
+        Ok(self.completion(content, model, usage, timings, first_token, started.elapsed()))
+    }
+
+    fn completion(
+        &self,
+        content: String,
+        model: Option<String>,
+        usage: Option<Usage>,
+        timings: Option<serde_json::Value>,
+        first_token: Option<Duration>,
+        elapsed: Duration,
+    ) -> Completion {
+        let u = usage.unwrap_or_default();
+        Completion {
             content,
             usage: LlmUsage {
-                model: r.model.unwrap_or_else(|| self.cfg.model.clone()),
+                model: model.unwrap_or_else(|| self.cfg.model.clone()),
                 prompt_tokens: u.prompt_tokens,
                 completion_tokens: u.completion_tokens,
                 total_tokens: u.total_tokens,
             },
-        })
+            first_token,
+            elapsed,
+            timings,
+        }
     }
 }

@@ -1,10 +1,9 @@
-//! The chat messages sent to the model: instructions, the retrieved chunks
-//! as `[CHUNK_ID=chunk-…]` blocks, the last turns of the conversation, and
-//! the question.
+//! The chat messages sent to the model: instructions, the evidence as
+//! numbered sentences, the last turns of the conversation, and the
+//! question; and the messages that condense a follow-up into a standalone
+//! query.
 
 use serde::{Deserialize, Serialize};
-
-use crate::SourceChunk;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChatMessage {
@@ -26,30 +25,23 @@ pub struct Turn {
     pub content: String,
 }
 
-pub const SYSTEM: &str = "You answer questions using only the document excerpts provided. \
-Each excerpt starts with [CHUNK_ID=...] and where it is in its document ([Source: Page X, Lines Y-Z]). Reply with one JSON object and nothing else:\n\
-{\"sections\": [{\"text\": \"...\", \"source_ids\": [\"chunk-...\"], \"quotes\": [\"...\"]}]}\n\
-Rules: split the answer into short sections, each making one point. source_ids lists the CHUNK_IDs \
-that support the section, copied exactly; never invent ids. quotes are short spans copied verbatim \
-from those excerpts (a few words to one sentence) that prove the section. If the excerpts do not \
-contain the answer, return one section saying so, with empty source_ids and quotes. Answer in the \
-language of the question.";
+pub const SYSTEM: &str = "You answer a question using only the numbered evidence sentences you are given. \
+Reply with one JSON object: {\"answerable\": true, \"sections\": [{\"text\": \"...\", \"cites\": [\"S1\"]}]}\n\
+Rules:\n\
+- If the evidence does not contain the answer, reply {\"answerable\": false, \"sections\": []}.\n\
+- Otherwise answer in one to three short sections, each one point in your own words, \
+in the language of the question (Vietnamese question: Vietnamese answer).\n\
+- cites lists the ids of the sentences that state the section's point. Cite only ids shown in the evidence.";
 
 /// Characters of history kept per earlier turn.
 const TURN_CHARS: usize = 1500;
 
-pub fn build(question: &str, chunks: &[SourceChunk], history: &[Turn], max_turns: usize) -> Vec<ChatMessage> {
-    let mut context = String::from("Document excerpts:\n\n");
-    for c in chunks {
-        context.push_str(&format!("[CHUNK_ID={}] [Source: {}]", c.chunk_id, c.location()));
-        if let Some(f) = &c.filename {
-            context.push_str(&format!(" (from {f})"));
-        }
-        context.push('\n');
-        context.push_str(c.content.trim());
-        context.push_str("\n\n");
-    }
-    let mut messages = vec![ChatMessage::new("system", SYSTEM), ChatMessage::new("system", context)];
+/// The messages of an answer: instructions, the evidence (numbered
+/// sentences grouped by document, [`crate::evidence::Evidence::render`]),
+/// the last `max_turns` turns, the question. The instructions come first and
+/// never change, so a server that caches the prompt prefix reuses them.
+pub fn build(question: &str, evidence: &str, history: &[Turn], max_turns: usize) -> Vec<ChatMessage> {
+    let mut messages = vec![ChatMessage::new("system", SYSTEM), ChatMessage::new("system", format!("Evidence:\n{evidence}"))];
     let start = history.len().saturating_sub(max_turns);
     for t in &history[start..] {
         let role = if t.role == "assistant" { "assistant" } else { "user" };
@@ -59,56 +51,69 @@ pub fn build(question: &str, chunks: &[SourceChunk], history: &[Turn], max_turns
     messages
 }
 
+pub const CONDENSE: &str = "Rewrite the user's last question as one standalone search query that can be understood \
+without the conversation: resolve pronouns and ellipsis from the earlier turns, keep the question's language, \
+add nothing else. Reply with the query only.";
+
+/// Characters of a turn shown when condensing.
+const CONDENSE_TURN_CHARS: usize = 400;
+
+/// The messages that turn a follow-up into a standalone query.
+pub fn condense(question: &str, history: &[Turn]) -> Vec<ChatMessage> {
+    let mut convo = String::new();
+    for t in history.iter().rev().take(4).rev() {
+        let who = if t.role == "assistant" { "Assistant" } else { "User" };
+        convo.push_str(&format!("{who}: {}\n", t.content.chars().take(CONDENSE_TURN_CHARS).collect::<String>()));
+    }
+    convo.push_str(&format!("User (last question): {question}"));
+    vec![ChatMessage::new("system", CONDENSE), ChatMessage::new("user", convo)]
+}
+
+/// Without a model: the previous user turn and the follow-up searched
+/// together ("Doanh thu năm 2023 là bao nhiêu? Còn năm 2022 thì sao?").
+pub fn condense_without_llm(question: &str, history: &[Turn]) -> String {
+    match history.iter().rev().find(|t| t.role != "assistant") {
+        Some(prev) => format!("{} {question}", prev.content.chars().take(CONDENSE_TURN_CHARS).collect::<String>().trim()),
+        None => question.to_string(),
+    }
+}
+
+/// The model's condensed query, or None when it is unusable (empty, a
+/// refusal-length essay, JSON).
+pub fn read_condensed(reply: &str) -> Option<String> {
+    let q = reply.trim().trim_matches('"').trim();
+    let q = q.strip_prefix("Query:").unwrap_or(q).trim();
+    (!q.is_empty() && q.chars().count() <= 500 && !q.starts_with('{')).then(|| q.split_whitespace().collect::<Vec<_>>().join(" "))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn chunks_history_and_question_in_order() {
-        let chunk = SourceChunk {
-            chunk_id: "chunk-1".into(),
-            document_id: "d".into(),
-            content: "Revenue grew.".into(),
-            char_start: 0,
-            char_end: 13,
-            filename: Some("r.txt".into()),
-            page_start: 0,
-            page_end: 0,
-            lines: None,
-            segments: vec![],
-        };
+    fn evidence_history_and_question_in_order() {
         let history: Vec<Turn> =
             (0..5).map(|i| Turn { role: if i % 2 == 0 { "user" } else { "assistant" }.into(), content: format!("turn {i}") }).collect();
-        let m = build("Why?", &[chunk], &history, 2);
-        assert!(m[1].content.contains("[CHUNK_ID=chunk-1] [Source: Page 1] (from r.txt)\nRevenue grew."), "{}", m[1].content);
+        let m = build("Why?", "Document: r.txt, page 1\n[S1] Revenue grew.\n", &history, 2);
+        assert_eq!(m[0].content, SYSTEM);
+        assert!(m[1].content.starts_with("Evidence:\nDocument: r.txt, page 1\n[S1] Revenue grew."), "{}", m[1].content);
         assert_eq!(m.len(), 2 + 2 + 1);
         assert_eq!(m[2].content, "turn 3");
         assert_eq!(m.last().unwrap().content, "Why?");
     }
-}
-
-#[cfg(test)]
-mod location_tests {
-    use crate::SourceChunk;
 
     #[test]
-    fn a_chunk_is_tagged_with_its_pages_and_lines_as_in_the_seed() {
-        let mut c = SourceChunk {
-            chunk_id: "chunk-2".into(),
-            document_id: "d".into(),
-            content: "x".into(),
-            char_start: 0,
-            char_end: 1,
-            filename: None,
-            segments: vec![],
-            page_start: 1,
-            page_end: 1,
-            lines: Some((40, 52)),
-        };
-        assert_eq!(c.location(), "Page 2, Lines 40-52");
-        let m = super::build("q", std::slice::from_ref(&c), &[], 0);
-        assert!(m[1].content.contains("[CHUNK_ID=chunk-2] [Source: Page 2, Lines 40-52]"));
-        (c.page_end, c.lines) = (2, Some((7, 7)));
-        assert_eq!(c.location(), "Pages 2-3, Line 7");
+    fn a_follow_up_is_condensed_with_the_conversation() {
+        let history = vec![
+            Turn { role: "user".into(), content: "Doanh thu năm 2023 là bao nhiêu?".into() },
+            Turn { role: "assistant".into(), content: "1.245,6 tỷ đồng.".into() },
+        ];
+        let m = condense("Còn năm 2022 thì sao?", &history);
+        assert!(m[1].content.contains("User: Doanh thu năm 2023") && m[1].content.ends_with("Còn năm 2022 thì sao?"));
+        assert_eq!(condense_without_llm("Còn năm 2022 thì sao?", &history), "Doanh thu năm 2023 là bao nhiêu? Còn năm 2022 thì sao?");
+        assert_eq!(condense_without_llm("Hi?", &[]), "Hi?");
+        assert_eq!(read_condensed(" \"Doanh thu năm 2022\"\n"), Some("Doanh thu năm 2022".into()));
+        assert_eq!(read_condensed("{\"q\": 1}"), None);
+        assert_eq!(read_condensed("  "), None);
     }
 }

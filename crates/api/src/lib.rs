@@ -6,6 +6,7 @@
 //! `/` serves the web page, whose files are embedded in the binary.
 
 pub mod auth;
+mod deltas;
 pub mod error;
 pub mod limits;
 mod middleware;
@@ -88,6 +89,7 @@ struct Inner {
     config: ApiConfig,
     limits: limits::Limits,
     shutdown: CancellationToken,
+    deltas: deltas::DeltaHub,
 }
 
 /// What every handler shares; cheap to clone.
@@ -104,10 +106,14 @@ impl AppState {
         shutdown: CancellationToken,
     ) -> Self {
         let limits = limits::Limits::new(config.limits.clone());
-        AppState(Arc::new(Inner { pool, producer, blobs, auth, config, limits, shutdown }))
+        AppState(Arc::new(Inner { pool, producer, blobs, auth, config, limits, shutdown, deltas: deltas::DeltaHub::default() }))
     }
     pub(crate) fn pool(&self) -> &PgPool {
         &self.0.pool
+    }
+    /// Answer deltas from now on (see [`deltas`]).
+    pub(crate) fn answer_deltas(&self) -> tokio::sync::broadcast::Receiver<Arc<rag_store::messages::AnswerDelta>> {
+        self.0.deltas.subscribe(&self.0.pool, &self.0.shutdown)
     }
     pub(crate) fn producer(&self) -> &EventProducer {
         &self.0.producer

@@ -280,8 +280,8 @@ pub struct PostMessage {
 }
 
 /// A message; an assistant message's metadata holds `sections` (each with
-/// its `citations`), the flat `citations`, `llm_usage`, `mode` and, when
-/// failed, `failure`.
+/// its `citations`), the flat `citations`, `llm_usage`, `mode`,
+/// `abstained` and, when failed, `failure`.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct Message {
     pub id: Uuid,
@@ -293,6 +293,8 @@ pub struct Message {
     /// pending, done or failed.
     #[schema(value_type = String, example = "done")]
     pub status: MessageStatus,
+    /// An answer saying the documents do not answer the question (no citations).
+    pub abstained: bool,
     #[schema(value_type = Object)]
     pub metadata: serde_json::Value,
     pub created_at: DateTime<Utc>,
@@ -308,6 +310,7 @@ impl From<MessageRow> for Message {
             role: r.role,
             content: r.content,
             status: r.status,
+            abstained: r.metadata["abstained"].as_bool().unwrap_or(false),
             metadata: r.metadata,
             created_at: r.created_at,
             updated_at: r.updated_at,

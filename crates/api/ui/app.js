@@ -34,6 +34,7 @@ const state = {
   conversations: [],
   conversationId: null,
   messages: [],
+  partials: new Map(), // assistant message id -> sections written so far (message.delta)
   stream: null, // AbortController of the open event stream
   docTimer: null,
   rawCache: new Map(), // document id -> raw text (this workspace only)
@@ -477,7 +478,21 @@ async function openConversation(id) {
   }
 }
 
-/** The conversation's event stream: answers arrive as `message.status_updated`. */
+/**
+ * Applies a `message.delta`: the answer's text so far, from section `from`
+ * on (each delta holds the whole text: replace, never append).
+ */
+function applyDelta(d) {
+  const before = state.partials.get(d.message_id) ?? [];
+  state.partials.set(d.message_id, [...before.slice(0, d.from), ...d.sections]);
+  const shown = state.messages.find((m) => m.id === d.message_id);
+  if (shown && shown.status === "pending") renderMessages();
+}
+
+/**
+ * The conversation's event stream: answers arrive as `message.status_updated`,
+ * their text as it is written as `message.delta`.
+ */
 function listen(conversationId, gen) {
   state.stream?.abort();
   const abort = new AbortController();
@@ -487,9 +502,10 @@ function listen(conversationId, gen) {
     state.api.headers(),
     abort.signal,
     ({ event, data }) => {
-      if (event !== "message.status_updated" || gen !== state.gen || state.conversationId !== conversationId) return;
+      if (gen !== state.gen || state.conversationId !== conversationId) return;
       try {
-        upsertMessage(JSON.parse(data));
+        if (event === "message.status_updated") upsertMessage(JSON.parse(data));
+        else if (event === "message.delta") applyDelta(JSON.parse(data));
       } catch {
         /* a malformed event: the pending poll still delivers the answer */
       }
@@ -516,6 +532,7 @@ async function watchPending(conversationId, messageId, gen) {
 }
 
 function upsertMessage(m) {
+  if (m.status !== "pending") state.partials.delete(m.id);
   const i = state.messages.findIndex((x) => x.id === m.id);
   if (i >= 0) state.messages[i] = m;
   else state.messages.push(m);
@@ -593,6 +610,18 @@ function renderMessage(m) {
       m.status === "failed" ? el("p", { class: "failure", text: `Not sent: ${m.error ?? "failed"}` }) : null,
     );
   }
+  const partial = m.status === "pending" ? (state.partials.get(m.id) ?? []).filter((s) => s.text) : [];
+  if (partial.length) {
+    // The answer as the model writes it; citations come when it is done.
+    return el(
+      "article",
+      { class: "message assistant pending streaming", dataset: { id: m.id }, "aria-busy": "true" },
+      ...partial.map((s, i) =>
+        el("p", { class: `section${s.closed ? "" : " open"}` }, s.text, i === partial.length - 1 && !s.closed ? el("span", { class: "caret", "aria-hidden": "true" }) : null),
+      ),
+      el("small", { class: "muted", text: "Writing the answer; citations follow…" }),
+    );
+  }
   if (m.status === "pending") {
     return el(
       "article",
@@ -606,6 +635,14 @@ function renderMessage(m) {
       "article",
       { class: "message assistant failed", dataset: { id: m.id } },
       el("p", { class: "failure", text: `No answer: ${f.message ?? "the question could not be answered"}${f.code ? ` (${f.code})` : ""}` }),
+    );
+  }
+  if (m.abstained ?? m.metadata?.abstained) {
+    return el(
+      "article",
+      { class: "message assistant done abstained", dataset: { id: m.id } },
+      el("p", { class: "abstention", text: m.content }),
+      el("small", { class: "muted", text: "No passage of your documents answers this question." }),
     );
   }
   const sections = m.metadata?.sections ?? [];

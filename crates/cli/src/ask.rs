@@ -1,6 +1,8 @@
-//! `rag-engine ask`: produces QuestionAsked, waits for the answer (the
-//! projected assistant message) and prints its sections with numbered
-//! citations and the cited text, each checked against the raw text.
+//! `rag-engine ask`: produces QuestionAsked, shows the answer's text on
+//! stderr as the model writes it (the answer-delta notifications), waits
+//! for the answer (the projected assistant message) and prints its
+//! sections with numbered citations and the cited text, each checked
+//! against the raw text.
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -40,6 +42,23 @@ pub struct AskArgs {
     json: bool,
 }
 
+/// Writes what `text` adds to what is `shown` on stderr; a text that does
+/// not continue it (the answerer started the answer again) is written anew.
+fn stream_to_terminal(shown: &mut String, text: &str) {
+    use std::io::Write;
+    let mut err = std::io::stderr().lock();
+    match text.strip_prefix(shown.as_str()) {
+        Some(more) => {
+            let _ = write!(err, "{more}");
+        }
+        None => {
+            let _ = write!(err, "\n[the answer starts again]\n{text}");
+        }
+    }
+    let _ = err.flush();
+    *shown = text.to_string();
+}
+
 pub async fn ask(s: &Settings, args: AskArgs) -> anyhow::Result<ExitCode> {
     let pool = rag_store::connect(&s.store()).await.context("connecting to Postgres (DATABASE_URL)")?;
     let producer = EventProducer::new(&s.bus(), Codec::embedded()?, "rag-engine/cli")?;
@@ -55,11 +74,15 @@ pub async fn ask(s: &Settings, args: AskArgs) -> anyhow::Result<ExitCode> {
         top_k: args.top_k.map(|k| k as i32),
         document_ids: args.documents.iter().map(|d| d.to_string()).collect(),
     };
+    // Listening before asking: the first words are not missed.
+    let mut listener = rag_store::sqlx::postgres::PgListener::connect_with(&pool).await.context("listening for the answer's text")?;
+    listener.listen(messages::ANSWER_DELTAS_CHANNEL).await.context("listening for the answer's text")?;
     producer.send(&event).await.context("producing QuestionAsked (KAFKA_BROKERS)")?;
     if !args.json {
         eprintln!("asked in conversation {conversation}; waiting for the answer (rag-engine run must be running)…");
     }
     let deadline = Instant::now() + Duration::from_secs(args.timeout);
+    let mut shown = String::new();
     let message = loop {
         if let Some(m) = messages::get(&pool, &args.workspace, assistant_message).await? {
             if m.status != MessageStatus::Pending {
@@ -69,8 +92,18 @@ pub async fn ask(s: &Settings, args: AskArgs) -> anyhow::Result<ExitCode> {
         if Instant::now() >= deadline {
             anyhow::bail!("no answer within {} s (is `rag-engine run` running? message {assistant_message})", args.timeout);
         }
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        // The text so far, or 200 ms: whichever comes first.
+        if let Ok(Ok(n)) = tokio::time::timeout(Duration::from_millis(200), listener.recv()).await {
+            let delta: Option<messages::AnswerDelta> = serde_json::from_str(n.payload()).ok();
+            if let Some(d) = delta.filter(|d| d.message_id == assistant_message && d.from == 0 && !args.json) {
+                let text = d.sections.iter().map(|s| s.text.as_str()).collect::<Vec<_>>().join("\n\n");
+                stream_to_terminal(&mut shown, &text);
+            }
+        }
     };
+    if !shown.is_empty() {
+        eprintln!("\n");
+    }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&message)?);
         return Ok(if message.status == MessageStatus::Done { ExitCode::SUCCESS } else { ExitCode::FAILURE });

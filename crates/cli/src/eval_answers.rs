@@ -1,13 +1,14 @@
 //! `rag-engine eval answers DIR`: a SQuAD-style set (passages, questions,
-//! the answer text and the passage that holds it) through the real
-//! pipeline: the passages are ingested into a fresh workspace, every
-//! question is produced as QuestionAsked and answered by the answerer stage
-//! (extractive, or the configured LLM), and the projected answers are
-//! scored: gold passage cited, answer text inside a cited span, citations
-//! that do not slice the raw text, source ids dropped, quotes not located
-//! or moved to the chunk that holds them,
-//! sections without citations, latency and LLM tokens, overall and per
-//! question language.
+//! the answer text and the passage that holds it, or nulls for a question
+//! the passages do not answer) through the real pipeline: the passages are
+//! ingested into a fresh workspace, every question is produced as
+//! QuestionAsked and answered by the answerer stage (extractive, or the
+//! configured LLM), and the projected answers are scored as a user would
+//! judge them: the answer inside a cited span, the gold passage cited,
+//! citations that do not slice the raw text, sections shown without
+//! support, abstention on unanswerable questions (and citations given to
+//! them), seconds to the first words on the page and to the whole answer;
+//! overall and per question language.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -38,7 +39,7 @@ pub struct AnswersArgs {
     /// Uploads in flight while ingesting.
     #[arg(long, default_value_t = 16)]
     concurrency: usize,
-    /// Print JSON: {"all": {...}, "by_language": {...}, "questions": [...], "run": {...}}.
+    /// Print JSON: {"all": {...}, "by_language": {...}, "unanswerable": {...}, "questions": [...], "run": {...}}.
     #[arg(long)]
     json: bool,
 }
@@ -47,9 +48,10 @@ pub struct AnswersArgs {
 struct GoldAnswer {
     #[serde(rename = "query-id")]
     query_id: String,
+    /// None: the passages do not answer the question.
     #[serde(rename = "corpus-id")]
-    corpus_id: String,
-    answer: String,
+    corpus_id: Option<String>,
+    answer: Option<String>,
 }
 
 /// How one answer fared.
@@ -57,8 +59,12 @@ struct GoldAnswer {
 pub struct Scored {
     pub question_id: String,
     pub language: String,
+    /// The passages answer the question (false: the answer should abstain).
+    pub answerable: bool,
     pub status: MessageStatus,
     pub mode: String,
+    /// The answer says the documents do not answer.
+    pub abstained: bool,
     pub sections: usize,
     pub sections_without_citations: usize,
     pub citations: usize,
@@ -68,30 +74,55 @@ pub struct Scored {
     pub answer_in_citation: bool,
     /// Citations whose text is not `raw_text[char_start..char_end]`.
     pub bad_slices: usize,
+    /// Ids the model cited that its prompt did not show (dropped).
     pub dropped_source_ids: usize,
+    /// Quotes found in no chunk (the quote-based contract of answers stored
+    /// before evidence ids; always 0 since).
     pub unlocated_quotes: usize,
-    /// Quotes moved from a wrongly named source to the chunk that holds them.
-    pub reattributed_quotes: usize,
+    /// Sections the model gave without a valid citation (not shown).
+    pub unsupported_sections: usize,
+    /// From asking to the first words of the answer reaching the page (the
+    /// first streamed delta with text; the answer itself when nothing
+    /// streamed).
+    pub first_token_ms: u64,
     pub latency_ms: u64,
     pub llm_tokens: u64,
 }
 
-/// Totals over a group of answers.
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+pub struct Percentiles {
+    pub p50: u64,
+    pub p95: u64,
+}
+
+/// Totals over a group of answerable questions.
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct Totals {
     pub questions: usize,
     pub answered: usize,
     pub failed: usize,
+    pub abstained: usize,
     pub gold_cited: f64,
     pub answer_in_citation: f64,
     pub bad_slices: usize,
     pub dropped_source_ids: usize,
     pub unlocated_quotes: usize,
-    pub reattributed_quotes: usize,
+    pub unsupported_sections: usize,
     pub sections_without_citations: usize,
-    pub latency_p50_ms: u64,
-    pub latency_p95_ms: u64,
+    pub first_token_ms: Percentiles,
+    pub latency_ms: Percentiles,
     pub llm_tokens: u64,
+}
+
+/// How the unanswerable questions fared.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Unanswerable {
+    pub questions: usize,
+    /// Fraction of them whose answer abstained.
+    pub abstained: f64,
+    /// Citations given to them, in all (each one cites something that does
+    /// not answer).
+    pub citations: usize,
 }
 
 fn fold(s: &str) -> String {
@@ -104,8 +135,9 @@ pub struct Asked<'a> {
     pub language: &'a str,
     /// The document id of the passage that holds the answer.
     pub gold_document: Option<&'a str>,
-    /// The answer text as it appears in that passage.
-    pub answer: &'a str,
+    /// The answer text as it appears in that passage; None when the
+    /// passages do not answer.
+    pub answer: Option<&'a str>,
 }
 
 /// Scores one projected assistant message. `raw_texts` gives a document's
@@ -115,13 +147,14 @@ pub fn score(
     metadata: &serde_json::Value,
     status: MessageStatus,
     raw_texts: &HashMap<String, Vec<char>>,
+    first_token: Duration,
     latency: Duration,
 ) -> Scored {
     let Asked { id: question_id, language, gold_document, answer } = *asked;
     let empty = Vec::new();
     let sections = metadata["sections"].as_array().unwrap_or(&empty);
     let citations: Vec<&serde_json::Value> = sections.iter().flat_map(|s| s["citations"].as_array().unwrap_or(&empty)).collect();
-    let wanted = fold(answer);
+    let wanted = fold(answer.unwrap_or_default());
     let bad_slices = citations
         .iter()
         .filter(|c| {
@@ -131,20 +164,24 @@ pub fn score(
         })
         .count();
     let report = &metadata["retrieval"]["citation_report"];
+    let count = |v: &serde_json::Value| v.as_array().map_or_else(|| v.as_u64().unwrap_or(0) as usize, Vec::len);
     Scored {
         question_id: question_id.to_string(),
         language: language.to_string(),
+        answerable: answer.is_some(),
         status,
         mode: metadata["mode"].as_str().unwrap_or_default().to_string(),
+        abstained: metadata["abstained"].as_bool().unwrap_or(false),
         sections: sections.len(),
         sections_without_citations: sections.iter().filter(|s| s["citations"].as_array().is_none_or(|c| c.is_empty())).count(),
         citations: citations.len(),
         gold_cited: gold_document.is_some_and(|g| citations.iter().any(|c| c["document_id"] == g)),
         answer_in_citation: !wanted.is_empty() && citations.iter().any(|c| fold(c["text"].as_str().unwrap_or_default()).contains(&wanted)),
         bad_slices,
-        dropped_source_ids: report["dropped_source_ids"].as_array().map_or(0, Vec::len),
-        unlocated_quotes: report["unlocated_quotes"].as_u64().unwrap_or(0) as usize,
-        reattributed_quotes: report["reattributed_quotes"].as_u64().unwrap_or(0) as usize,
+        dropped_source_ids: count(&report["dropped_source_ids"]),
+        unlocated_quotes: count(&report["unlocated_quotes"]),
+        unsupported_sections: count(&report["unsupported_sections"]),
+        first_token_ms: first_token.min(latency).as_millis() as u64,
         latency_ms: latency.as_millis() as u64,
         llm_tokens: metadata["llm_usage"]["total_tokens"].as_u64().unwrap_or(0),
     }
@@ -158,25 +195,77 @@ fn percentile(sorted: &[u64], p: f64) -> u64 {
     sorted[rank - 1]
 }
 
+fn percentiles(mut values: Vec<u64>) -> Percentiles {
+    values.sort_unstable();
+    Percentiles { p50: percentile(&values, 0.5), p95: percentile(&values, 0.95) }
+}
+
+/// Totals over the answerable questions among `scored`.
 pub fn totals<'a>(scored: impl Iterator<Item = &'a Scored>) -> Totals {
-    let all: Vec<&Scored> = scored.collect();
+    let all: Vec<&Scored> = scored.filter(|s| s.answerable).collect();
     let n = all.len().max(1) as f64;
-    let mut latencies: Vec<u64> = all.iter().map(|s| s.latency_ms).collect();
-    latencies.sort_unstable();
     Totals {
         questions: all.len(),
         answered: all.iter().filter(|s| s.status == MessageStatus::Done).count(),
         failed: all.iter().filter(|s| s.status == MessageStatus::Failed).count(),
+        abstained: all.iter().filter(|s| s.abstained).count(),
         gold_cited: all.iter().filter(|s| s.gold_cited).count() as f64 / n,
         answer_in_citation: all.iter().filter(|s| s.answer_in_citation).count() as f64 / n,
         bad_slices: all.iter().map(|s| s.bad_slices).sum(),
         dropped_source_ids: all.iter().map(|s| s.dropped_source_ids).sum(),
         unlocated_quotes: all.iter().map(|s| s.unlocated_quotes).sum(),
-        reattributed_quotes: all.iter().map(|s| s.reattributed_quotes).sum(),
+        unsupported_sections: all.iter().map(|s| s.unsupported_sections).sum(),
         sections_without_citations: all.iter().map(|s| s.sections_without_citations).sum(),
-        latency_p50_ms: percentile(&latencies, 0.5),
-        latency_p95_ms: percentile(&latencies, 0.95),
+        first_token_ms: percentiles(all.iter().map(|s| s.first_token_ms).collect()),
+        latency_ms: percentiles(all.iter().map(|s| s.latency_ms).collect()),
         llm_tokens: all.iter().map(|s| s.llm_tokens).sum(),
+    }
+}
+
+/// How the unanswerable questions among `scored` fared.
+pub fn unanswerable<'a>(scored: impl Iterator<Item = &'a Scored>) -> Unanswerable {
+    let none: Vec<&Scored> = scored.filter(|s| !s.answerable).collect();
+    Unanswerable {
+        questions: none.len(),
+        abstained: none.iter().filter(|s| s.abstained).count() as f64 / none.len().max(1) as f64,
+        citations: none.iter().map(|s| s.citations).sum(),
+    }
+}
+
+/// Waits for the answer to `assistant` until `timeout` after `asked_at`:
+/// the first streamed words (a delta with text, heard on the answer-delta
+/// channel) and the projected message. None when it did not come in time.
+async fn await_answer(
+    pool: &rag_store::sqlx::PgPool,
+    listener: &mut rag_store::sqlx::postgres::PgListener,
+    pipeline: &mut crate::ingest::Pipeline,
+    workspace: &str,
+    assistant: uuid::Uuid,
+    asked_at: Instant,
+    timeout: Duration,
+) -> anyhow::Result<Option<(rag_store::messages::MessageRow, Option<Duration>)>> {
+    let mut first_words: Option<Duration> = None;
+    loop {
+        if let Some(failed) = pipeline.failed_stage() {
+            anyhow::bail!("a stage stopped during the run: {failed}");
+        }
+        if let Some(m) = rag_store::messages::get(pool, workspace, assistant).await? {
+            if m.status != MessageStatus::Pending {
+                return Ok(Some((m, first_words)));
+            }
+        }
+        if asked_at.elapsed() >= timeout {
+            return Ok(None);
+        }
+        // Deltas, or 100 ms: whichever comes first.
+        if let Ok(Ok(n)) = tokio::time::timeout(Duration::from_millis(100), listener.recv()).await {
+            if first_words.is_none() {
+                let delta: Option<rag_store::messages::AnswerDelta> = serde_json::from_str(n.payload()).ok();
+                if delta.is_some_and(|d| d.message_id == assistant && d.sections.iter().any(|s| !s.text.trim().is_empty())) {
+                    first_words = Some(asked_at.elapsed());
+                }
+            }
+        }
     }
 }
 
@@ -189,9 +278,14 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
     if let Some(n) = args.max_questions {
         asked.truncate(n);
     }
-    anyhow::ensure!(!corpus.is_empty() && !asked.is_empty(), "the dataset has no passages or no answered questions");
+    anyhow::ensure!(!corpus.is_empty() && !asked.is_empty(), "the dataset has no passages or no questions");
     let answers_by = if s.answer_llm_base_url.is_empty() { "extractive" } else { "the LLM (extractive as fallback)" };
-    eprintln!("eval answers: {} passages, {} questions, answers by {answers_by}", corpus.len(), asked.len());
+    let unanswerable_count = asked.iter().filter(|(g, _)| g.answer.is_none()).count();
+    eprintln!(
+        "eval answers: {} passages, {} questions ({unanswerable_count} not answered by the passages), answers by {answers_by}",
+        corpus.len(),
+        asked.len()
+    );
 
     let items = std::sync::Arc::new(corpus_items(&corpus));
     let run = ingest(
@@ -211,6 +305,8 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
             raw_texts.insert(document.to_string(), full);
         }
     }
+    let mut listener = rag_store::sqlx::postgres::PgListener::connect_with(&run.pool).await.context("listening for answer deltas")?;
+    listener.listen(rag_store::messages::ANSWER_DELTAS_CHANNEL).await.context("listening for answer deltas")?;
 
     let producer = EventProducer::new(&pipeline.settings.bus(), Codec::embedded()?, "rag-engine/eval")?;
     let mut scored: Vec<Scored> = Vec::new();
@@ -229,37 +325,33 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
         };
         let asked_at = Instant::now();
         producer.send(&event).await.context("producing QuestionAsked")?;
-        let message = loop {
-            if let Some(failed) = pipeline.failed_stage() {
-                anyhow::bail!("a stage stopped during the run: {failed}");
-            }
-            if let Some(m) = rag_store::messages::get(&run.pool, &run.workspace, assistant).await? {
-                if m.status != MessageStatus::Pending {
-                    break m;
-                }
-            }
-            anyhow::ensure!(
-                asked_at.elapsed() < Duration::from_secs(args.timeout),
-                "no answer to {} within {} s",
-                g.query_id,
-                args.timeout
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        };
+        let timeout = Duration::from_secs(args.timeout);
+        let (message, first_words) = await_answer(&run.pool, &mut listener, &mut pipeline, &run.workspace, assistant, asked_at, timeout)
+            .await?
+            .with_context(|| format!("no answer to {} within {} s", g.query_id, args.timeout))?;
+        let latency = asked_at.elapsed();
         let language = rag_retrieval::detect_language(question).code();
-        let gold_document = by_corpus.get(&g.corpus_id).map(|d| d.to_string());
-        let asked_question = Asked { id: &g.query_id, language, gold_document: gold_document.as_deref(), answer: &g.answer };
-        let s = score(&asked_question, &message.metadata, message.status, &raw_texts, asked_at.elapsed());
+        let gold_document = g.corpus_id.as_ref().and_then(|c| by_corpus.get(c)).map(|d| d.to_string());
+        let asked_question = Asked { id: &g.query_id, language, gold_document: gold_document.as_deref(), answer: g.answer.as_deref() };
+        let s = score(&asked_question, &message.metadata, message.status, &raw_texts, first_words.unwrap_or(latency), latency);
         if !args.json {
+            let verdict = if s.answerable {
+                format!(
+                    "gold cited {}  answer in a citation {}",
+                    if s.gold_cited { "yes" } else { "no " },
+                    if s.answer_in_citation { "yes" } else { "no " }
+                )
+            } else {
+                format!("unanswerable: {}", if s.abstained && s.citations == 0 { "abstained" } else { "ANSWERED" })
+            };
             eprintln!(
-                "[{}/{}] {} {:<5} {:>6} ms  gold cited {}  answer in a citation {}{}",
+                "[{}/{}] {} {:<10} first words {:>6} ms  answer {:>6} ms  {verdict}{}",
                 i + 1,
                 asked.len(),
                 g.query_id,
                 s.mode,
+                s.first_token_ms,
                 s.latency_ms,
-                if s.gold_cited { "yes" } else { "no " },
-                if s.answer_in_citation { "yes" } else { "no " },
                 if s.bad_slices > 0 { format!("  {} bad slices", s.bad_slices) } else { String::new() }
             );
         }
@@ -269,6 +361,7 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
     pipeline.stop().await;
 
     let all = totals(scored.iter());
+    let none = unanswerable(scored.iter());
     let mut by_language: BTreeMap<String, Totals> = BTreeMap::new();
     for lang in ["vi", "en", "other"] {
         let t = totals(scored.iter().filter(|s| s.language == lang));
@@ -276,14 +369,15 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
             by_language.insert(lang.to_string(), t);
         }
     }
-    let cited_documents: usize = scored.iter().filter(|s| s.gold_cited).count();
+    let bad_slices: usize = scored.iter().map(|s| s.bad_slices).sum();
     if args.json {
         println!(
             "{}",
             serde_json::to_string_pretty(&serde_json::json!({
-                "all": all, "by_language": by_language, "questions": scored,
+                "all": all, "by_language": by_language, "unanswerable": none, "questions": scored,
                 "run": {"passages": corpus.len(), "questions": asked.len(), "answers_by": answers_by,
                         "llm_model": s.answer_llm_model, "embedder": s.embedder.to_string(),
+                        "evidence_chars": s.evidence_chars(),
                         "ingest_seconds": run.total_seconds, "question_seconds": question_seconds, "workspace": run.workspace},
             }))?
         );
@@ -296,47 +390,47 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
             s.embedder
         );
         println!(
-            "{:<8} {:>9} {:>6} {:>11} {:>12} {:>10} {:>8} {:>10} {:>8} {:>12} {:>8} {:>8} {:>10}",
+            "{:<8} {:>9} {:>6} {:>9} {:>11} {:>12} {:>9} {:>10} {:>11} {:>14} {:>14} {:>10}",
             "language",
-            "questions",
+            "answerable",
             "failed",
+            "abstained",
             "gold cited",
             "answer cited",
             "bad slice",
-            "dropped",
             "unlocated",
-            "moved",
-            "uncited sec",
-            "p50 ms",
-            "p95 ms",
+            "unsupported",
+            "first p50/p95",
+            "whole p50/p95",
             "LLM tokens"
         );
         for (lang, t) in std::iter::once(("all".to_string(), &all)).chain(by_language.iter().map(|(l, t)| (l.clone(), t))) {
             println!(
-                "{lang:<8} {:>9} {:>6} {:>10.1}% {:>11.1}% {:>10} {:>8} {:>10} {:>8} {:>12} {:>8} {:>8} {:>10}",
+                "{lang:<8} {:>9} {:>6} {:>9} {:>10.1}% {:>11.1}% {:>9} {:>10} {:>11} {:>14} {:>14} {:>10}",
                 t.questions,
                 t.failed,
+                t.abstained,
                 100.0 * t.gold_cited,
                 100.0 * t.answer_in_citation,
                 t.bad_slices,
-                t.dropped_source_ids,
                 t.unlocated_quotes,
-                t.reattributed_quotes,
-                t.sections_without_citations,
-                t.latency_p50_ms,
-                t.latency_p95_ms,
+                t.unsupported_sections,
+                format!("{:.1}/{:.1} s", t.first_token_ms.p50 as f64 / 1000.0, t.first_token_ms.p95 as f64 / 1000.0),
+                format!("{:.1}/{:.1} s", t.latency_ms.p50 as f64 / 1000.0, t.latency_ms.p95 as f64 / 1000.0),
                 t.llm_tokens
             );
         }
-        println!(
-            "workspace {}: ingest {:.1} s, questions {:.1} s ({cited_documents} of {} cited their gold passage)",
-            run.workspace,
-            run.total_seconds,
-            question_seconds,
-            asked.len()
-        );
+        if none.questions > 0 {
+            println!(
+                "unanswerable: {} questions, {:.1}% abstained, {} citations given to them",
+                none.questions,
+                100.0 * none.abstained,
+                none.citations
+            );
+        }
+        println!("workspace {}: ingest {:.1} s, questions {:.1} s", run.workspace, run.total_seconds, question_seconds);
     }
-    Ok(if all.bad_slices == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(if bad_slices == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
 #[cfg(test)]
@@ -354,19 +448,30 @@ mod tests {
                 {"text": "Không rõ.", "citations": []},
                 {"text": "Sai.", "citations": [{"document_id": "d1", "char_start": 0, "char_end": 5, "text": "khác"}]}
             ],
-            "retrieval": {"citation_report": {"dropped_source_ids": ["S9"], "unlocated_quotes": 2, "located_quotes": 1}},
+            "retrieval": {"citation_report": {"dropped_source_ids": ["S9"], "unsupported_sections": ["x", "y"]}},
             "llm_usage": {"total_tokens": 640}
         });
         let asked = |id, gold_document, answer| Asked { id, language: "vi", gold_document, answer };
-        let s = score(&asked("q1", Some("d1"), "tăng  18%"), &metadata, MessageStatus::Done, &raw, Duration::from_millis(1500));
-        assert!(s.gold_cited && s.answer_in_citation);
+        let ms = Duration::from_millis;
+        let s = score(&asked("q1", Some("d1"), Some("tăng  18%")), &metadata, MessageStatus::Done, &raw, ms(400), ms(1500));
+        assert!(s.gold_cited && s.answer_in_citation && s.answerable && !s.abstained);
         assert_eq!((s.sections, s.sections_without_citations, s.citations, s.bad_slices), (3, 1, 2, 1));
-        assert_eq!((s.dropped_source_ids, s.unlocated_quotes, s.llm_tokens, s.latency_ms), (1, 2, 640, 1500));
-        let other = score(&asked("q2", Some("d2"), "profit"), &metadata, MessageStatus::Done, &raw, Duration::from_millis(500));
+        assert_eq!((s.dropped_source_ids, s.unsupported_sections, s.llm_tokens), (1, 2, 640));
+        assert_eq!((s.first_token_ms, s.latency_ms), (400, 1500));
+        let other = score(&asked("q2", Some("d2"), Some("profit")), &metadata, MessageStatus::Done, &raw, ms(500), ms(500));
         assert!(!other.gold_cited && !other.answer_in_citation);
 
-        let t = totals([s, other].iter());
-        assert_eq!((t.questions, t.answered, t.bad_slices), (2, 2, 2));
-        assert_eq!((t.gold_cited, t.latency_p50_ms, t.latency_p95_ms, t.llm_tokens), (0.5, 500, 1500, 1280));
+        // Unanswerable: one abstained without citations, one answered.
+        let abstained = json!({"mode": "llm", "abstained": true, "sections": [{"text": "Tài liệu của bạn không đề cập đến nội dung này.", "citations": []}]});
+        let u1 = score(&asked("u1", None, None), &abstained, MessageStatus::Done, &raw, ms(900), ms(900));
+        let u2 = score(&asked("u2", None, None), &metadata, MessageStatus::Done, &raw, ms(900), ms(900));
+        assert!(!u1.answerable && u1.abstained && !u2.abstained);
+
+        let all = [s, other, u1, u2];
+        let t = totals(all.iter());
+        assert_eq!((t.questions, t.answered, t.bad_slices, t.abstained), (2, 2, 2, 0));
+        assert_eq!((t.gold_cited, t.llm_tokens), (0.5, 1280));
+        assert_eq!((t.first_token_ms, t.latency_ms), (Percentiles { p50: 400, p95: 500 }, Percentiles { p50: 500, p95: 1500 }));
+        assert_eq!(unanswerable(all.iter()), Unanswerable { questions: 2, abstained: 0.5, citations: 2 });
     }
 }

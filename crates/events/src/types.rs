@@ -205,6 +205,9 @@ pub struct AnswerProduced {
     pub assistant_message_id: String,
     pub answer: String,
     pub mode: String,
+    /// The documents do not answer: the answer says so, uncited (v3).
+    #[serde(default)]
+    pub abstained: bool,
     #[serde(default)]
     pub sections: Vec<Section>,
     #[serde(default)]

@@ -1,10 +1,14 @@
-//! The answerer: QuestionAsked -> retrieval -> LLM or extractive answer with
-//! validated citations -> AnswerProduced. Every question gets an answer
-//! event, a failure included, so no message stays pending.
+//! The answerer: QuestionAsked -> (a follow-up condensed into a standalone
+//! query) -> retrieval -> an LLM answer grounded in numbered evidence, or
+//! an extractive one, or an abstention -> AnswerProduced. Every question
+//! gets an answer event, a failure included, so no message stays pending.
+//! While the model writes, the text so far goes out as ephemeral deltas
+//! (Postgres NOTIFY, see docs/answers.md); the event stays the record.
 
+use rag_answer::contract::PartialSection;
 use rag_answer::llm::ChatClient;
 use rag_answer::prompt::Turn;
-use rag_answer::{answer_question, AnswerMode, AnswerOutcome, LlmFallback, SegmentSpan, SourceChunk};
+use rag_answer::{answer_question, retrieval_query, AnswerMode, AnswerOutcome, LlmFallback, SegmentSpan, SourceChunk};
 use rag_bus::{Inbound, Outcome, Positions, Stage, StageIdentity, StageOutput};
 use rag_events::{AnswerProduced, Envelope, EventType, Failure, QuestionAsked};
 use rag_store::messages;
@@ -21,8 +25,11 @@ use crate::retriever::{Mode, Retrieval, Retriever};
 pub const STAGE: &str = "answerer";
 pub const GROUP: &str = "rag-answerer";
 
-/// Earlier turns given to the model.
-const HISTORY_TURNS: i64 = 6;
+/// Earlier turns read for the model and for condensing a follow-up.
+const HISTORY_TURNS: i64 = rag_answer::HISTORY_TURNS as i64;
+/// At most one delta per this long (plus one whenever a section is added
+/// or closes): enough for text to flow, few enough notifications.
+const DELTA_EVERY: std::time::Duration = std::time::Duration::from_millis(120);
 /// How long an answer waits for the projector to have projected its own
 /// question before reading the conversation's history (see `answer`).
 const HISTORY_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
@@ -45,6 +52,8 @@ pub struct Answerer {
     pub llm: Option<ChatClient>,
     pub fallback: LlmFallback,
     pub top_k: usize,
+    /// Characters of evidence in a prompt.
+    pub evidence_chars: usize,
     pub output: StageOutput,
 }
 
@@ -56,6 +65,7 @@ impl Answerer {
             assistant_message_id: q.assistant_message_id.clone(),
             answer: String::new(),
             mode: "failed".into(),
+            abstained: false,
             sections: Vec::new(),
             citations: Vec::new(),
             llm_usage: None,
@@ -139,7 +149,15 @@ impl Answerer {
             return Ok(self.failed(q, "invalid_question", "conversation or message id is not a UUID".into()));
         };
         let top_k = q.top_k.filter(|k| *k > 0).map(|k| k as usize).unwrap_or(self.top_k).clamp(1, MAX_TOP_K);
-        let retrieval = match self.retriever.retrieve(ws, &q.question, top_k, &document_ids, Mode::Hybrid).await {
+        self.wait_for_projected_question(ws, user).await?;
+        let history: Vec<Turn> = messages::history(&self.retriever.pool, ws, conversation, (user, assistant), HISTORY_TURNS)
+            .await?
+            .into_iter()
+            .map(|m| Turn { role: m.role, content: m.content })
+            .collect();
+        // A follow-up ("Còn năm 2022 thì sao?") is searched as a standalone query.
+        let (query, query_source) = retrieval_query(self.llm.as_ref(), &q.question, &history).await;
+        let retrieval = match self.retriever.retrieve(ws, &query, top_k, &document_ids, Mode::Hybrid).await {
             Ok(r) => r,
             Err(e) if e.is_transient() => return Err(e.into()),
             Err(e) => {
@@ -150,24 +168,26 @@ impl Answerer {
             }
         };
         let sources = self.sources(ws, &retrieval).await?;
-        self.wait_for_projected_question(ws, user).await?;
-        let history: Vec<Turn> = messages::history(&self.retriever.pool, ws, conversation, (user, assistant), HISTORY_TURNS)
-            .await?
-            .into_iter()
-            .map(|m| Turn { role: m.role, content: m.content })
-            .collect();
-        let outcome = match answer_question(self.llm.as_ref(), self.fallback, &q.question, &history, &sources).await {
+        let deltas = DeltaSender::start(self.retriever.pool.clone(), ws, conversation, assistant);
+        let mut on_partial = deltas.callback();
+        let answered =
+            answer_question(self.llm.as_ref(), self.fallback, &q.question, &history, &sources, self.evidence_chars, &mut on_partial).await;
+        drop(on_partial);
+        deltas.finish().await;
+        let asked = Asked { query: &query, query_source };
+        let outcome = match answered {
             Ok(o) => o,
             Err(e) => {
                 warn!(workspace_id = %ws, event_id = %q.envelope.event_id, error = %e, "the language model failed for a question");
                 let mut out = self.failed(q, "llm_failed", "the language model did not answer this question".into());
-                out.retrieval_json = retrieval_json(&retrieval, None);
+                out.retrieval_json = retrieval_json(&retrieval, &asked, None);
                 return Ok(out);
             }
         };
         let mut out = self.produced(q);
         out.answer = outcome.text();
         out.mode = outcome.mode.as_str().into();
+        out.abstained = outcome.abstained;
         let mut sections = Vec::with_capacity(outcome.sections.len());
         for s in &outcome.sections {
             let mut citations = Vec::with_capacity(s.citations.len());
@@ -184,7 +204,7 @@ impl Answerer {
             completion_tokens: u.completion_tokens,
             total_tokens: u.total_tokens,
         });
-        out.retrieval_json = retrieval_json(&retrieval, Some(&outcome));
+        out.retrieval_json = retrieval_json(&retrieval, &asked, Some(&outcome));
         Ok(out)
     }
 }
@@ -219,8 +239,16 @@ impl Answerer {
     }
 }
 
-/// What retrieval found and what validation did, for the message metadata.
-fn retrieval_json(r: &Retrieval, outcome: Option<&AnswerOutcome>) -> String {
+/// What retrieval was asked.
+struct Asked<'a> {
+    query: &'a str,
+    /// `question`, `llm` (condensed by the model) or `previous_turn`.
+    query_source: &'static str,
+}
+
+/// What retrieval found, what it was asked, and what grounding did, for
+/// the message metadata.
+fn retrieval_json(r: &Retrieval, asked: &Asked<'_>, outcome: Option<&AnswerOutcome>) -> String {
     let chunks: Vec<serde_json::Value> = r
         .chunks
         .iter()
@@ -234,13 +262,84 @@ fn retrieval_json(r: &Retrieval, outcome: Option<&AnswerOutcome>) -> String {
         .collect();
     let mut v = serde_json::json!({
         "mode": r.mode, "query_language": r.query_language, "dense_used": r.dense_used, "chunks": chunks,
+        "query": asked.query, "query_source": asked.query_source,
     });
     if let Some(o) = outcome {
         v["citation_report"] = serde_json::to_value(&o.report).unwrap_or_default();
         v["llm_error"] = o.llm_error.clone().into();
         v["answer_mode"] = o.mode.as_str().into();
+        v["evidence"] = serde_json::json!({"units": o.evidence_units, "chunks": o.evidence_chunks});
+        v["llm_first_token_ms"] = o.first_token.map(|d| d.as_millis() as u64).into();
+        v["llm_ms"] = o.llm_elapsed.map(|d| d.as_millis() as u64).into();
+        if let Some(t) = &o.timings {
+            v["llm_timings"] = t.clone();
+        }
     }
     v.to_string()
+}
+
+/// Sends the answer's text so far as it grows ([`messages::AnswerDelta`]
+/// notifications): the model's callback only queues a snapshot (at most
+/// one per [`DELTA_EVERY`], and one whenever a section is added or
+/// closes); a task sends them in order.
+struct DeltaSender {
+    tx: tokio::sync::mpsc::UnboundedSender<messages::AnswerDelta>,
+    task: tokio::task::JoinHandle<()>,
+    template: messages::AnswerDelta,
+}
+
+impl DeltaSender {
+    fn start(pool: rag_store::sqlx::PgPool, ws: &str, conversation: Uuid, message: Uuid) -> Self {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<messages::AnswerDelta>();
+        let task = tokio::spawn(async move {
+            while let Some(delta) = rx.recv().await {
+                if let Err(e) = messages::notify_answer_delta(&pool, &delta).await {
+                    // Deltas are a courtesy: the answer itself is the event.
+                    tracing::debug!(error = %e, "sending an answer delta");
+                }
+            }
+        });
+        let template = messages::AnswerDelta {
+            workspace_id: ws.to_string(),
+            conversation_id: conversation,
+            message_id: message,
+            seq: 0,
+            from: 0,
+            sections: vec![],
+        };
+        DeltaSender { tx, task, template }
+    }
+
+    fn callback(&self) -> impl FnMut(&[PartialSection]) + Send + 'static {
+        let tx = self.tx.clone();
+        let template = self.template.clone();
+        let mut seq = 0u64;
+        let mut last_sent: Option<std::time::Instant> = None;
+        let mut last_shape: (usize, usize) = (0, 0);
+        move |sections: &[PartialSection]| {
+            let shape = (sections.len(), sections.iter().filter(|s| s.closed).count());
+            // A retry starts the text again from nothing: say so at once.
+            let restarted = shape.0 < last_shape.0;
+            let due = last_sent.is_none_or(|t| t.elapsed() >= DELTA_EVERY);
+            if sections.is_empty() || !(due || restarted || shape != last_shape) {
+                return;
+            }
+            last_shape = shape;
+            last_sent = Some(std::time::Instant::now());
+            let delta = messages::AnswerDelta {
+                seq,
+                sections: sections.iter().map(|s| messages::DeltaSection { text: s.text.clone(), closed: s.closed }).collect(),
+                ..template.clone()
+            };
+            seq += 1;
+            let _ = tx.send(delta);
+        }
+    }
+
+    async fn finish(self) {
+        drop(self.tx);
+        let _ = self.task.await;
+    }
 }
 
 impl Stage for Answerer {

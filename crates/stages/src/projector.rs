@@ -104,6 +104,7 @@ pub fn answer_metadata(e: &rag_events::AnswerProduced) -> serde_json::Value {
     let citations: Vec<serde_json::Value> = sections.iter().flat_map(|s| s["citations"].as_array().cloned().unwrap_or_default()).collect();
     serde_json::json!({
         "mode": e.mode,
+        "abstained": e.abstained,
         "sections": sections,
         "citations": citations,
         "llm_usage": e.llm_usage,

@@ -324,3 +324,52 @@ pub async fn count_pending_since(pool: &PgPool, older_than_secs: i64) -> Result<
     .fetch_one(pool)
     .await?)
 }
+
+/// Postgres channel of answers being written (`AnswerDelta` payloads).
+pub const ANSWER_DELTAS_CHANNEL: &str = "answer_deltas";
+
+/// The text an answer has so far, while the model writes it. Ephemeral:
+/// sent with NOTIFY (nothing is stored, a listener that is not connected
+/// misses it); the answer itself is the AnswerProduced event and the
+/// message it is projected into.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct AnswerDelta {
+    pub workspace_id: String,
+    pub conversation_id: Uuid,
+    pub message_id: Uuid,
+    /// Grows with each delta of one answering (a restarted answerer writes
+    /// the answer again from 0). Each delta holds the whole text so far
+    /// (from `from`): a listener replaces, never appends.
+    pub seq: u64,
+    /// Index of the first section in `sections` (earlier ones unchanged
+    /// and left out when the whole answer would not fit a notification).
+    pub from: usize,
+    pub sections: Vec<DeltaSection>,
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct DeltaSection {
+    pub text: String,
+    /// The section is complete (its citations come with the answer).
+    pub closed: bool,
+}
+
+/// Postgres refuses NOTIFY payloads of 8,000 bytes or more.
+const NOTIFY_MAX_BYTES: usize = 7_900;
+
+/// Sends `delta` to the answer listeners (the API's event streams). A
+/// delta too large for a notification is sent from its last section only,
+/// or not at all: the final answer still comes through the read model.
+pub async fn notify_answer_delta(pool: &PgPool, delta: &AnswerDelta) -> Result<(), StoreError> {
+    let mut payload = serde_json::to_string(delta).unwrap_or_default();
+    if payload.len() > NOTIFY_MAX_BYTES && delta.sections.len() > 1 {
+        let last = delta.sections.len() - 1;
+        let tail = AnswerDelta { from: delta.from + last, sections: delta.sections[last..].to_vec(), ..delta.clone() };
+        payload = serde_json::to_string(&tail).unwrap_or_default();
+    }
+    if payload.is_empty() || payload.len() > NOTIFY_MAX_BYTES {
+        return Ok(());
+    }
+    sqlx::query("SELECT pg_notify($1, $2)").bind(ANSWER_DELTAS_CHANNEL).bind(payload).execute(pool).await?;
+    Ok(())
+}

@@ -1,12 +1,12 @@
-//! Property: whatever the model returns (real quotes, quotes from other
-//! chunks, paraphrases, invented ids, odd case and spacing), every
-//! citation references a chunk retrieved for the question, and the
-//! document's raw text sliced at [char_start, char_end) lies inside that
-//! chunk and equals the quote when one was located. The same holds for
+//! Property: whatever the model cites (ids shown, ids invented, odd case
+//! and brackets, quotes real or paraphrased), every citation references a
+//! chunk retrieved for the question, the document's raw text sliced at
+//! [char_start, char_end) lies inside that chunk and is the citation's
+//! text, and a narrowed quote is exactly the quote. The same holds for
 //! extractive answers.
 
-use crate::cite::{validate, RawSection};
-use crate::{extractive, SegmentSpan, SourceChunk};
+use crate::contract::{ModelAnswer, ModelSection};
+use crate::{evidence, extractive, grounding, CitationReport, SegmentSpan, SourceChunk};
 use proptest::prelude::*;
 
 const WORDS: &[&str] = &[
@@ -82,20 +82,24 @@ proptest! {
         question in prop::collection::vec(prop::sample::select(WORDS), 1..5))
     {
         let chunks = source_chunks(&texts, &spans);
-        // Model output: ids from the retrieved set or invented; quotes cut
-        // from some chunk (maybe another one), re-cased, re-spaced, or made up.
-        let sections: Vec<RawSection> = picks.iter().map(|(ci, at, len, kind)| {
-            let id = if *ci < chunks.len() { chunks[*ci].chunk_id.clone() } else { format!("chunk-invented-{ci}") };
-            let src = &chunks[*ci % chunks.len()].content;
-            let n = src.chars().count();
-            let start = at % n.max(1);
+        let evidence = evidence::build(&chunks, 10_000);
+        // Model output: ids shown or invented, in odd spellings; quotes cut
+        // from a cited unit, from anywhere, or made up.
+        let sections: Vec<ModelSection> = picks.iter().map(|(ui, at, len, kind)| {
+            let n = evidence.units.len();
+            let id = match kind { 0 => format!("S{}", ui + 1), 1 => format!("[s{}]", ui + 1), 2 => format!("S{}", ui + 100), _ => "chunk-0".into() };
+            let src = if n > 0 { evidence.units[ui % n].text.clone() } else { String::new() };
+            let count = src.chars().count();
+            let start = at % count.max(1);
             let q: String = src.chars().skip(start).take(*len).collect();
-            let quote = match kind { 0 => q, 1 => q.to_uppercase(), 2 => q.split_whitespace().collect::<Vec<_>>().join("   "), _ => "không có trong văn bản".into() };
-            RawSection { text: "section".into(), source_ids: vec![id, "chunk:chunk-0".into()], quotes: vec![quote] }
+            let quote = match kind { 0 | 2 => Some(q), 1 => Some(q.to_uppercase()), _ => Some("không có trong văn bản".into()) };
+            ModelSection { text: "section".into(), cites: vec![id, "S1".into()], quote }
         }).collect();
-        let (validated, report) = validate(&sections, &chunks);
+        let answer = ModelAnswer { answerable: true, sections: sections.clone() };
+        let mut report = CitationReport::default();
+        let validated = grounding::ground(&answer, &evidence, &chunks, &mut report);
         for id in &report.dropped_source_ids {
-            prop_assert!(!chunks.iter().any(|c| &c.chunk_id == id));
+            prop_assert!(evidence.get(id).is_none());
         }
         let extractive = extractive::answer(&question.join(" "), &chunks, 3);
         for section in validated.iter().chain(&extractive) {
@@ -112,13 +116,19 @@ proptest! {
                 let seg = chunk.segments.iter().find(|s| s.segment_index == cit.segment_index).unwrap();
                 prop_assert!(seg.char_start <= cit.char_start && cit.char_start < seg.char_end.max(seg.char_start + 1));
                 prop_assert_eq!(seg.page_idx, cit.page_idx);
-                if cit.exact {
-                    // Located quotes: equal up to case and whitespace.
-                    let norm = |s: &str| s.to_lowercase().split_whitespace().collect::<Vec<_>>().join(" ");
-                    let matches_a_quote = sections.iter().flat_map(|s| &s.quotes).any(|q| norm(q) == norm(&raw))
-                        || extractive.iter().any(|s| s.text == raw);
-                    prop_assert!(matches_a_quote, "located text {:?} equals no quote", raw);
-                }
+                prop_assert!(cit.exact);
+                // A citation is whole units (one, or a run merged), or a
+                // quote narrowing one: exactly the quote, inside that unit.
+                let abs = |u: &evidence::EvidenceUnit| (chunks[u.chunk].char_start + u.start as u64, chunks[u.chunk].char_start + u.end as u64);
+                let in_chunk: Vec<(u64, u64)> = evidence.units.iter().filter(|u| chunks[u.chunk].chunk_id == cit.chunk_id).map(abs).collect();
+                let whole_units = in_chunk.iter().any(|(s, _)| *s == cit.char_start) && in_chunk.iter().any(|(_, e)| *e == cit.char_end);
+                let quote_in_a_unit = sections.iter().filter_map(|s| s.quote.as_deref()).any(|q| q.trim() == raw)
+                    && in_chunk.iter().any(|(s, e)| *s <= cit.char_start && cit.char_end <= *e);
+                // Extractive answers cite over all units (no budget).
+                let extractive_unit = evidence::build(&chunks, usize::MAX).units.iter().any(|u| {
+                    chunks[u.chunk].chunk_id == cit.chunk_id && abs(u) == (cit.char_start, cit.char_end)
+                });
+                prop_assert!(whole_units || quote_in_a_unit || extractive_unit, "{:?} is neither whole units nor an exact quote", raw);
             }
         }
     }

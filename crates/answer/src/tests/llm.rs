@@ -1,13 +1,16 @@
 //! The answer orchestrator against a small HTTP server speaking the OpenAI
-//! chat-completions protocol: valid, fenced and invalid JSON, invented
-//! source ids, quotes in and not in the chunk, 429 then success, timeouts.
+//! chat-completions protocol, whole or streamed (server-sent events): the
+//! output contract, lenient replies, invalid JSON, schema violations,
+//! unknown ids, abstention, a stream cut in the middle, 429, 5xx, timeouts.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::contract::PartialSection;
 use crate::llm::{ChatClient, ChatConfig};
-use crate::{answer_question, AnswerMode, LlmFallback, SegmentSpan, SourceChunk};
+use crate::{answer_question, retrieval_query, AnswerMode, LlmFallback, SegmentSpan, SourceChunk};
+use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -18,6 +21,13 @@ use axum::{Json, Router};
 #[derive(Clone)]
 enum Reply {
     Content(String),
+    /// Server-sent events carrying the content in pieces of this many
+    /// chars; `cut`: the connection closes halfway, without `[DONE]`.
+    Stream {
+        content: String,
+        piece: usize,
+        cut: bool,
+    },
     Status(u16),
     Sleep(Duration),
 }
@@ -25,12 +35,16 @@ enum Reply {
 struct Server {
     replies: Vec<Reply>,
     calls: AtomicUsize,
-    last_request: std::sync::Mutex<serde_json::Value>,
+    requests: std::sync::Mutex<Vec<serde_json::Value>>,
+}
+
+fn usage() -> serde_json::Value {
+    serde_json::json!({"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150})
 }
 
 async fn completions(State(s): State<Arc<Server>>, headers: HeaderMap, Json(body): Json<serde_json::Value>) -> Response {
     assert_eq!(headers.get("authorization").unwrap(), "Bearer test-key");
-    *s.last_request.lock().unwrap() = body.clone();
+    s.requests.lock().unwrap().push(body.clone());
     let n = s.calls.fetch_add(1, Ordering::SeqCst);
     let reply = s.replies.get(n).or(s.replies.last()).cloned().unwrap();
     match reply {
@@ -48,14 +62,45 @@ async fn completions(State(s): State<Arc<Server>>, headers: HeaderMap, Json(body
         Reply::Content(content) => Json(serde_json::json!({
             "id": "chatcmpl-1", "object": "chat.completion", "model": body["model"],
             "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150}
+            "usage": usage()
         }))
         .into_response(),
+        Reply::Stream { content, piece, cut } => {
+            let chars: Vec<char> = content.chars().collect();
+            let pieces: Vec<String> = chars.chunks(piece.max(1)).map(|c| c.iter().collect()).collect();
+            let keep = if cut { pieces.len() / 2 } else { pieces.len() };
+            let mut events: Vec<String> = pieces[..keep]
+                .iter()
+                .map(|p| {
+                    let chunk = serde_json::json!({"object": "chat.completion.chunk", "model": body["model"],
+                        "choices": [{"index": 0, "delta": {"content": p}, "finish_reason": null}]});
+                    format!("data: {chunk}\n\n")
+                })
+                .collect();
+            if !cut {
+                let last = serde_json::json!({"object": "chat.completion.chunk", "model": body["model"], "choices": [], "usage": usage(),
+                    "timings": {"prompt_per_second": 100.0, "predicted_per_second": 20.0}});
+                events.push(format!("data: {last}\n\n"));
+                events.push("data: [DONE]\n\n".into());
+            }
+            let stream = futures_lite_stream(events);
+            Response::builder().header("content-type", "text/event-stream").body(Body::from_stream(stream)).unwrap()
+        }
     }
 }
 
+/// The events one by one, with a pause between them (so the client reads
+/// them as separate pieces).
+fn futures_lite_stream(events: Vec<String>) -> impl futures::Stream<Item = Result<String, std::io::Error>> {
+    futures::stream::unfold(events.into_iter(), |mut it| async move {
+        let next = it.next()?;
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        Some((Ok(next), it))
+    })
+}
+
 async fn serve(replies: Vec<Reply>) -> (String, Arc<Server>) {
-    let state = Arc::new(Server { replies, calls: AtomicUsize::new(0), last_request: Default::default() });
+    let state = Arc::new(Server { replies, calls: AtomicUsize::new(0), requests: Default::default() });
     let app = Router::new().route("/v1/chat/completions", post(completions)).with_state(state.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -69,25 +114,29 @@ fn client(base_url: &str, timeout_ms: u64) -> ChatClient {
         model: "fake-gpt".into(),
         api_key: "test-key".into(),
         max_tokens: Some(500),
-        temperature: Some(0.0),
+        temperature: None,
         timeout: Duration::from_millis(timeout_ms),
         max_retries: 2,
         retry_backoff: Duration::from_millis(10),
+        seed: Some(7),
+        cache_prompt: true,
+        stream: true,
     })
     .unwrap()
 }
 
+const TEXT: &str = "Doanh thu thuần năm 2023 đạt 1.245,6 tỷ đồng, tăng 12,4%.\n\nLợi nhuận sau thuế đạt 187,3 tỷ đồng.";
+
 fn chunks() -> Vec<SourceChunk> {
-    let text = "Doanh thu thuần năm 2023 đạt 1.245,6 tỷ đồng, tăng 12,4%.\n\nLợi nhuận sau thuế đạt 187,3 tỷ đồng.";
     vec![SourceChunk {
         chunk_id: "chunk-aaa".into(),
         document_id: "doc-1".into(),
-        content: text.into(),
+        content: TEXT.into(),
         char_start: 0,
-        char_end: text.chars().count() as u64,
+        char_end: TEXT.chars().count() as u64,
         filename: Some("bao-cao.pdf".into()),
         page_start: 0,
-        page_end: 0,
+        page_end: 1,
         lines: None,
         segments: vec![
             SegmentSpan { segment_index: 0, page_idx: 0, char_start: 0, char_end: 59 },
@@ -98,100 +147,181 @@ fn chunks() -> Vec<SourceChunk> {
 
 const QUESTION: &str = "Doanh thu năm 2023 tăng bao nhiêu?";
 
-fn answer_json(ids: &[&str], quote: &str) -> String {
-    serde_json::json!({"sections": [{"text": "Doanh thu tăng 12,4%.", "source_ids": ids, "quotes": [quote]}]}).to_string()
+fn answer_json(cites: &[&str]) -> String {
+    serde_json::json!({"answerable": true, "sections": [{"text": "Doanh thu tăng 12,4%.", "cites": cites}]}).to_string()
+}
+
+async fn ask(
+    client: &ChatClient,
+    fallback: LlmFallback,
+    question: &str,
+) -> (Result<crate::AnswerOutcome, String>, Vec<Vec<PartialSection>>) {
+    let mut partials = Vec::new();
+    let out = answer_question(Some(client), fallback, question, &[], &chunks(), 10_000, &mut |p| partials.push(p.to_vec())).await;
+    (out, partials)
 }
 
 #[tokio::test]
-async fn valid_json_gives_exact_citations_and_usage() {
-    let (url, server) = serve(vec![Reply::Content(answer_json(&["chunk-aaa"], "tăng 12,4%"))]).await;
-    let out = answer_question(Some(&client(&url, 5000)), LlmFallback::Extractive, QUESTION, &[], &chunks()).await.unwrap();
+async fn a_streamed_answer_cites_whole_sentences_and_shows_its_text_as_it_comes() {
+    let content = serde_json::json!({"answerable": true, "sections": [
+        {"text": "Doanh thu tăng 12,4%.", "cites": ["S1"]},
+        {"text": "Lợi nhuận đạt 187,3 tỷ.", "cites": ["S2"]}]})
+    .to_string();
+    let (url, server) = serve(vec![Reply::Stream { content, piece: 5, cut: false }]).await;
+    let (out, partials) = ask(&client(&url, 5000), LlmFallback::Fail, QUESTION).await;
+    let out = out.unwrap();
     assert_eq!(out.mode, AnswerMode::Llm);
-    let c = &out.sections[0].citations[0];
-    assert!(c.exact);
-    assert_eq!(c.text, "tăng 12,4%");
-    assert_eq!((c.char_start, c.char_end), (46, 56));
+    assert!(!out.abstained);
+    let cited: Vec<&str> = out.sections.iter().map(|s| s.citations[0].text.as_str()).collect();
+    assert_eq!(cited, ["Doanh thu thuần năm 2023 đạt 1.245,6 tỷ đồng, tăng 12,4%.", "Lợi nhuận sau thuế đạt 187,3 tỷ đồng."]);
+    assert_eq!((out.sections[1].citations[0].char_start, out.sections[1].citations[0].page_idx), (59, 1));
     assert_eq!(out.usage.as_ref().unwrap().total_tokens, 150);
-    assert_eq!(out.usage.as_ref().unwrap().model, "fake-gpt");
-    // The request: JSON output, the chunk block, the question last.
-    let req = server.last_request.lock().unwrap().clone();
-    assert_eq!(req["response_format"]["type"], "json_object");
-    assert_eq!(req["max_tokens"], 500);
+    assert!(out.first_token.is_some() && out.timings.is_some());
+    // The text grew piece by piece before the answer was complete.
+    let first_texts: Vec<String> = partials.iter().filter_map(|p| p.first().map(|s| s.text.clone())).collect();
+    assert!(first_texts.iter().any(|t| !t.is_empty() && t.len() < "Doanh thu tăng 12,4%.".len()), "{first_texts:?}");
+    assert_eq!(partials.last().unwrap().len(), 2);
+    // The request: the schema of this prompt's ids, deterministic, streamed.
+    let req = server.requests.lock().unwrap()[0].clone();
+    assert_eq!(req["response_format"]["type"], "json_schema");
+    let ids = &req["response_format"]["json_schema"]["schema"]["properties"]["sections"]["items"]["properties"]["cites"]["items"]["enum"];
+    assert_eq!(ids, &serde_json::json!(["S1", "S2"]));
+    assert_eq!((req["temperature"].as_f64(), req["seed"].as_u64(), req["stream"].as_bool()), (Some(0.0), Some(7), Some(true)));
+    assert_eq!(req["cache_prompt"], true);
     let msgs = req["messages"].as_array().unwrap();
-    assert!(msgs.iter().any(|m| m["content"].as_str().unwrap().contains("[CHUNK_ID=chunk-aaa]")));
+    assert!(msgs[1]["content"].as_str().unwrap().contains("Document: bao-cao.pdf, page 1\n[S1] Doanh thu thuần"), "{}", msgs[1]["content"]);
     assert_eq!(msgs.last().unwrap()["content"], QUESTION);
 }
 
 #[tokio::test]
-async fn fenced_json_is_accepted() {
-    let fenced = format!("```json\n{}\n```", answer_json(&["chunk-aaa"], "1.245,6 tỷ đồng"));
-    let (url, _) = serve(vec![Reply::Content(fenced)]).await;
-    let out = answer_question(Some(&client(&url, 5000)), LlmFallback::Extractive, QUESTION, &[], &chunks()).await.unwrap();
-    assert_eq!(out.mode, AnswerMode::Llm);
-    assert_eq!(out.sections[0].citations[0].text, "1.245,6 tỷ đồng");
+async fn a_stream_cut_in_the_middle_is_asked_again() {
+    let content = answer_json(&["S1"]);
+    let (url, server) =
+        serve(vec![Reply::Stream { content: content.clone(), piece: 4, cut: true }, Reply::Stream { content, piece: 4, cut: false }]).await;
+    let (out, _) = ask(&client(&url, 5000), LlmFallback::Fail, QUESTION).await;
+    assert_eq!(server.calls.load(Ordering::SeqCst), 2);
+    assert_eq!(out.unwrap().sections[0].citations[0].char_end, 57);
 }
 
 #[tokio::test]
-async fn invented_ids_are_dropped_and_unfound_quotes_cite_the_chunk() {
-    let (url, _) = serve(vec![Reply::Content(answer_json(&["chunk-aaa", "chunk-invented", "doc-1"], "doanh thu giảm mạnh"))]).await;
-    let out = answer_question(Some(&client(&url, 5000)), LlmFallback::Extractive, QUESTION, &[], &chunks()).await.unwrap();
-    assert_eq!(out.report.dropped_source_ids, vec!["chunk-invented", "doc-1"]);
-    assert_eq!(out.sections[0].source_ids, vec!["chunk-aaa"]);
+async fn the_model_abstains_in_the_questions_language_without_citations() {
+    let (url, _) = serve(vec![Reply::Content(r#"{"answerable": false, "sections": []}"#.into())]).await;
+    let (out, _) = ask(&client(&url, 5000), LlmFallback::Extractive, QUESTION).await;
+    let out = out.unwrap();
+    assert!(out.abstained && out.citations().is_empty());
+    assert_eq!((out.mode, out.text().as_str()), (AnswerMode::Llm, "Tài liệu của bạn không đề cập đến nội dung này."));
+    let (out, _) = ask(&client(&url, 5000), LlmFallback::Extractive, "What was the dividend?").await;
+    assert_eq!(out.unwrap().text(), "Your documents do not say.");
+}
+
+#[tokio::test]
+async fn unknown_ids_are_dropped_and_a_section_left_uncited_is_not_shown() {
+    let content = serde_json::json!({"answerable": true, "sections": [
+        {"text": "Doanh thu tăng 12,4%.", "cites": ["S1", "S9"]},
+        {"text": "Cổ tức 15%.", "cites": ["S77"]}]})
+    .to_string();
+    let (url, _) = serve(vec![Reply::Content(content)]).await;
+    let (out, _) = ask(&client(&url, 5000), LlmFallback::Fail, QUESTION).await;
+    let out = out.unwrap();
+    assert_eq!(out.report.dropped_source_ids, ["S9", "S77"]);
+    assert_eq!(out.report.unsupported_sections, ["Cổ tức 15%."]);
+    assert_eq!(out.sections.len(), 1);
+    // Nothing supported at all: an abstention, not uncited facts.
+    let (url, _) = serve(vec![Reply::Content(answer_json(&["S42"]))]).await;
+    let (out, _) = ask(&client(&url, 5000), LlmFallback::Fail, QUESTION).await;
+    let out = out.unwrap();
+    assert!(out.abstained && out.citations().is_empty());
+    assert_eq!(out.report.unsupported_sections.len(), 1);
+}
+
+#[tokio::test]
+async fn a_provider_ignoring_the_schema_is_read_leniently_and_counted() {
+    let fenced = "```json\n{\"sections\": [{\"text\": \"Tăng 12,4%.\", \"source_ids\": [\"[S1]\"], \"quote\": \"tăng 12,4%\"}]}\n```";
+    let (url, _) = serve(vec![Reply::Content(fenced.into())]).await;
+    let (out, _) = ask(&client(&url, 5000), LlmFallback::Fail, QUESTION).await;
+    let out = out.unwrap();
+    assert_eq!(out.report.lenient_parses, 1);
+    assert_eq!(out.report.narrowed_quotes, 1);
     let c = &out.sections[0].citations[0];
-    assert!(!c.exact);
-    assert_eq!((c.char_start, c.char_end), (0, 96));
-    assert_eq!(out.report.unlocated_quotes, 1);
+    assert_eq!((c.text.as_str(), c.char_start, c.char_end), ("tăng 12,4%", 46, 56));
 }
 
 #[tokio::test]
-async fn invalid_json_twice_falls_back_to_extractive_or_fails() {
+async fn invalid_output_is_asked_once_more_then_falls_back_or_fails() {
     let (url, server) = serve(vec![Reply::Content("Doanh thu tăng 12,4% (I forgot the JSON).".into())]).await;
-    let out = answer_question(Some(&client(&url, 5000)), LlmFallback::Extractive, QUESTION, &[], &chunks()).await.unwrap();
-    assert_eq!(server.calls.load(Ordering::SeqCst), 2, "one retry for invalid JSON");
-    assert_eq!(out.mode, AnswerMode::Extractive);
+    let (out, _) = ask(&client(&url, 5000), LlmFallback::Extractive, QUESTION).await;
+    let out = out.unwrap();
+    assert_eq!(server.calls.load(Ordering::SeqCst), 2, "one retry for invalid output");
+    assert_eq!((out.mode, out.report.invalid_outputs), (AnswerMode::Extractive, 2));
     assert!(out.llm_error.as_deref().unwrap().contains("not JSON"));
     assert_eq!(out.usage.as_ref().unwrap().total_tokens, 300, "both calls are counted");
-    assert!(out.sections[0].citations[0].exact);
+    // A schema violation (answerable with no sections), then a valid reply.
+    let (url, server) =
+        serve(vec![Reply::Content(r#"{"answerable": true, "sections": []}"#.into()), Reply::Content(answer_json(&["S1"]))]).await;
+    let (out, _) = ask(&client(&url, 5000), LlmFallback::Fail, QUESTION).await;
+    let out = out.unwrap();
+    assert_eq!((server.calls.load(Ordering::SeqCst), out.report.invalid_outputs, out.mode), (2, 1, AnswerMode::Llm));
     let (url, _) = serve(vec![Reply::Content("not json".into())]).await;
-    let err = answer_question(Some(&client(&url, 5000)), LlmFallback::Fail, QUESTION, &[], &chunks()).await.unwrap_err();
-    assert!(err.contains("not JSON"), "{err}");
+    let (err, _) = ask(&client(&url, 5000), LlmFallback::Fail, QUESTION).await;
+    assert!(err.unwrap_err().contains("not JSON"));
 }
 
 #[tokio::test]
 async fn rate_limited_then_success() {
-    let (url, server) = serve(vec![Reply::Status(429), Reply::Status(503), Reply::Content(answer_json(&["chunk-aaa"], "12,4%"))]).await;
-    let out = answer_question(Some(&client(&url, 5000)), LlmFallback::Fail, QUESTION, &[], &chunks()).await.unwrap();
+    let (url, server) = serve(vec![Reply::Status(429), Reply::Status(503), Reply::Content(answer_json(&["S1"]))]).await;
+    let (out, _) = ask(&client(&url, 5000), LlmFallback::Fail, QUESTION).await;
     assert_eq!(server.calls.load(Ordering::SeqCst), 3);
-    assert_eq!(out.mode, AnswerMode::Llm);
+    assert_eq!(out.unwrap().mode, AnswerMode::Llm);
 }
 
 #[tokio::test]
 async fn timeouts_fall_back_or_fail() {
     let (url, server) = serve(vec![Reply::Sleep(Duration::from_secs(5))]).await;
-    let out = answer_question(Some(&client(&url, 200)), LlmFallback::Extractive, QUESTION, &[], &chunks()).await.unwrap();
+    let (out, _) = ask(&client(&url, 200), LlmFallback::Extractive, QUESTION).await;
+    let out = out.unwrap();
     assert_eq!(server.calls.load(Ordering::SeqCst), 3, "first try and two retries");
     assert_eq!(out.mode, AnswerMode::Extractive);
     assert!(out.llm_error.as_deref().unwrap().contains("timed out"));
-    let err = answer_question(Some(&client(&url, 200)), LlmFallback::Fail, QUESTION, &[], &chunks()).await.unwrap_err();
-    assert!(err.contains("unavailable"), "{err}");
+    let (err, _) = ask(&client(&url, 200), LlmFallback::Fail, QUESTION).await;
+    assert!(err.unwrap_err().contains("unavailable"));
 }
 
 #[tokio::test]
 async fn a_bad_request_is_not_retried() {
     let (url, server) = serve(vec![Reply::Status(400)]).await;
-    let err = answer_question(Some(&client(&url, 5000)), LlmFallback::Fail, QUESTION, &[], &chunks()).await.unwrap_err();
+    let (err, _) = ask(&client(&url, 5000), LlmFallback::Fail, QUESTION).await;
     assert_eq!(server.calls.load(Ordering::SeqCst), 1);
-    assert!(err.contains("400"), "{err}");
+    assert!(err.unwrap_err().contains("400"));
 }
 
 #[tokio::test]
-async fn nothing_retrieved_means_no_answer_without_citations() {
-    let (url, server) = serve(vec![Reply::Content(answer_json(&["chunk-aaa"], "x"))]).await;
-    let out = answer_question(Some(&client(&url, 5000)), LlmFallback::Extractive, QUESTION, &[], &[]).await.unwrap();
+async fn nothing_retrieved_or_nothing_relevant_is_an_abstention() {
+    let (url, server) = serve(vec![Reply::Content(answer_json(&["S1"]))]).await;
+    let out = answer_question(Some(&client(&url, 5000)), LlmFallback::Extractive, QUESTION, &[], &[], 10_000, &mut |_| {}).await.unwrap();
     assert_eq!(out.mode, AnswerMode::NoAnswer);
-    assert!(out.citations().is_empty());
+    assert!(out.abstained && out.citations().is_empty());
     assert_eq!(server.calls.load(Ordering::SeqCst), 0);
-    let out = answer_question(None, LlmFallback::Extractive, "What about quantum gravity?", &[], &chunks()).await.unwrap();
-    assert_eq!(out.mode, AnswerMode::NoAnswer);
-    assert_eq!(out.text(), "The documents hold no answer to this question.");
+    let out =
+        answer_question(None, LlmFallback::Extractive, "What about quantum gravity?", &[], &chunks(), 10_000, &mut |_| {}).await.unwrap();
+    assert_eq!((out.mode, out.abstained, out.text().as_str()), (AnswerMode::NoAnswer, true, "Your documents do not say."));
+}
+
+#[tokio::test]
+async fn a_follow_up_is_condensed_before_retrieval() {
+    let history = vec![
+        crate::prompt::Turn { role: "user".into(), content: "Doanh thu năm 2023 là bao nhiêu?".into() },
+        crate::prompt::Turn { role: "assistant".into(), content: "1.245,6 tỷ đồng.".into() },
+    ];
+    let (url, server) = serve(vec![Reply::Content("Doanh thu năm 2022 là bao nhiêu?".into())]).await;
+    let c = client(&url, 5000);
+    assert_eq!(retrieval_query(Some(&c), "Còn năm 2022 thì sao?", &history).await, ("Doanh thu năm 2022 là bao nhiêu?".into(), "llm"));
+    let req = server.requests.lock().unwrap()[0].clone();
+    assert!(req.get("response_format").is_none(), "the condensed query is plain text");
+    // No history: the question as it is, no call.
+    assert_eq!(retrieval_query(Some(&c), "Hỏi?", &[]).await.1, "question");
+    assert_eq!(server.calls.load(Ordering::SeqCst), 1);
+    // The model fails: the previous user turn and the follow-up together.
+    let (url, _) = serve(vec![Reply::Status(400)]).await;
+    let (q, how) = retrieval_query(Some(&client(&url, 5000)), "Còn năm 2022 thì sao?", &history).await;
+    assert_eq!((q.as_str(), how), ("Doanh thu năm 2023 là bao nhiêu? Còn năm 2022 thì sao?", "previous_turn"));
 }

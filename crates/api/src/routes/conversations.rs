@@ -150,6 +150,7 @@ pub async fn post_message(
                 role: role.into(),
                 content: content.into(),
                 status,
+                abstained: false,
                 metadata: serde_json::json!({}),
                 created_at: at,
                 updated_at: at,

@@ -4,6 +4,11 @@
 //! with `Last-Event-ID` receives exactly the updates after it, and one
 //! connecting without it first receives every update so far, so an answer
 //! that arrived before the stream opened is not missed.
+//!
+//! While an answer is written, `message.delta` events (no id: they are not
+//! part of the resumable record) carry its text so far
+//! (`{message_id, seq, from, sections: [{text, closed}]}`); the answer
+//! itself always comes as `message.status_updated`.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -24,6 +29,7 @@ use crate::model::Message;
 use crate::AppState;
 
 pub const EVENT_NAME: &str = "message.status_updated";
+pub const DELTA_EVENT_NAME: &str = "message.delta";
 
 type Cursor = (DateTime<Utc>, Uuid);
 
@@ -48,6 +54,9 @@ struct Feed {
     expires_at: u64,
     /// One of the user's concurrent streams, released when the stream ends.
     _slot: crate::limits::SlotGuard,
+    deltas: tokio::sync::broadcast::Receiver<std::sync::Arc<messages::AnswerDelta>>,
+    /// When the read model is polled next (deltas wake the stream between polls).
+    next_poll: tokio::time::Instant,
 }
 
 /// Live updates of the conversation's messages (text/event-stream).
@@ -68,7 +77,18 @@ pub async fn stream(
     let slot = state.limits().stream(&user.user_id)?;
     let cursor = headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(parse_cursor);
     tracing::debug!(workspace_id = %ws, conversation_id = %id, resume = cursor.is_some(), "event stream opened");
-    let feed = Feed { state, ws, conversation: id, cursor, ready: VecDeque::new(), expires_at: user.expires_at, _slot: slot };
+    let deltas = state.answer_deltas();
+    let feed = Feed {
+        state,
+        ws,
+        conversation: id,
+        cursor,
+        ready: VecDeque::new(),
+        expires_at: user.expires_at,
+        _slot: slot,
+        deltas,
+        next_poll: tokio::time::Instant::now(),
+    };
     let events = futures::stream::unfold(feed, next_event);
     Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
 }
@@ -94,20 +114,34 @@ async fn next_event(mut feed: Feed) -> Option<(Result<Event, Infallible>, Feed)>
             };
             return Some((Ok(event), feed));
         }
-        match messages::status_updates_after(feed.state.pool(), &feed.ws, feed.conversation, feed.cursor, 100).await {
-            Ok(rows) if !rows.is_empty() => {
-                feed.ready.extend(rows);
-                continue;
-            }
-            Ok(_) => {}
-            // The stream stays open through a database hiccup; the next poll retries.
-            Err(e) => {
-                tracing::warn!(error = %e, conversation_id = %feed.conversation, "polling message updates")
+        if tokio::time::Instant::now() >= feed.next_poll {
+            feed.next_poll = tokio::time::Instant::now() + feed.state.config().sse_poll;
+            match messages::status_updates_after(feed.state.pool(), &feed.ws, feed.conversation, feed.cursor, 100).await {
+                Ok(rows) if !rows.is_empty() => {
+                    feed.ready.extend(rows);
+                    continue;
+                }
+                Ok(_) => {}
+                // The stream stays open through a database hiccup; the next poll retries.
+                Err(e) => {
+                    tracing::warn!(error = %e, conversation_id = %feed.conversation, "polling message updates")
+                }
             }
         }
         tokio::select! {
             _ = shutdown.cancelled() => return None,
-            _ = tokio::time::sleep(feed.state.config().sse_poll) => {}
+            _ = tokio::time::sleep_until(feed.next_poll) => {}
+            delta = feed.deltas.recv() => match delta {
+                Ok(d) if d.workspace_id == feed.ws && d.conversation_id == feed.conversation => {
+                    let data = serde_json::json!({"message_id": d.message_id, "seq": d.seq, "from": d.from, "sections": d.sections});
+                    return Some((Ok(Event::default().event(DELTA_EVENT_NAME).data(data.to_string())), feed));
+                }
+                Ok(_) => {}
+                // Fell behind: the next delta holds the whole text anyway.
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                // The hub is gone (shutdown): polling alone still ends the answer.
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => tokio::time::sleep_until(feed.next_poll).await,
+            },
         }
     }
 }

@@ -94,13 +94,27 @@ impl Settings {
             model: self.answer_llm_model.clone(),
             api_key: self.answer_llm_api_key.clone(),
             max_tokens: (self.answer_llm_max_tokens > 0).then_some(self.answer_llm_max_tokens),
-            temperature: self.answer_llm_temperature,
+            temperature: Some(self.answer_llm_temperature),
             timeout: Duration::from_secs(self.answer_llm_timeout_secs.max(1)),
             max_retries: self.stage_max_retries,
             retry_backoff: Duration::from_millis(self.stage_retry_backoff_ms),
+            seed: Some(self.answer_llm_seed),
+            cache_prompt: self.answer_llm_cache_prompt,
+            stream: self.answer_llm_stream,
         })?;
         tracing::info!(model = %self.answer_llm_model, "answer LLM configured");
         Ok(Some(client))
+    }
+
+    /// Characters of evidence an answer's prompt may hold:
+    /// `ANSWER_EVIDENCE_TOKENS`, and never more than what `RAG_LLM_CONTEXT`
+    /// leaves after the answer's tokens and about 700 tokens of
+    /// instructions, history and question. A token is taken as 3
+    /// characters (Vietnamese runs near 2.5 with Qwen's tokenizer, English
+    /// near 4): a budget, not an exact count.
+    pub fn evidence_chars(&self) -> usize {
+        let room = self.rag_llm_context.saturating_sub(self.answer_llm_max_tokens).saturating_sub(700);
+        (self.answer_evidence_tokens.min(room) as usize) * 3
     }
 
     pub fn answer_fallback(&self) -> rag_answer::LlmFallback {

@@ -231,15 +231,30 @@ pub struct Settings {
     /// Answer LLM API key.
     #[arg(long, env = "ANSWER_LLM_API_KEY", default_value = "", global = true, hide_env_values = true)]
     pub answer_llm_api_key: SecretString,
-    /// Answer LLM max_tokens (0: the provider's default).
-    #[arg(long, env = "ANSWER_LLM_MAX_TOKENS", default_value_t = 0, global = true)]
+    /// Most tokens of one answer (0: the provider's default).
+    #[arg(long, env = "ANSWER_LLM_MAX_TOKENS", default_value_t = 600, global = true)]
     pub answer_llm_max_tokens: u32,
-    /// Answer LLM temperature (unset: the provider's default).
-    #[arg(long, env = "ANSWER_LLM_TEMPERATURE", global = true)]
-    pub answer_llm_temperature: Option<f32>,
+    /// Answer LLM temperature: 0 (deterministic) unless set.
+    #[arg(long, env = "ANSWER_LLM_TEMPERATURE", default_value_t = 0.0, global = true)]
+    pub answer_llm_temperature: f32,
+    /// Seed sent with every LLM call (providers that accept one then sample reproducibly).
+    #[arg(long, env = "ANSWER_LLM_SEED", default_value_t = 0, global = true)]
+    pub answer_llm_seed: u64,
     /// Timeout of one LLM call, in seconds.
-    #[arg(long, env = "ANSWER_LLM_TIMEOUT_SECS", default_value_t = 60, global = true)]
+    #[arg(long, env = "ANSWER_LLM_TIMEOUT_SECS", default_value_t = 120, global = true)]
     pub answer_llm_timeout_secs: u64,
+    /// Stream the answer (`stream: true`): the page shows its text as it is generated.
+    #[arg(long, env = "ANSWER_LLM_STREAM", default_value_t = true, action = clap::ArgAction::Set, global = true)]
+    pub answer_llm_stream: bool,
+    /// Send llama.cpp's `cache_prompt: true` (reuse the cached prompt prefix). Off by default: other providers may reject the field; `scripts/models up` turns it on for its local server.
+    #[arg(long, env = "ANSWER_LLM_CACHE_PROMPT", default_value_t = false, action = clap::ArgAction::Set, global = true)]
+    pub answer_llm_cache_prompt: bool,
+    /// Context size of the answer model, in tokens (llama.cpp's `--ctx`): the evidence never makes the prompt longer than it.
+    #[arg(long, env = "RAG_LLM_CONTEXT", default_value_t = 4096, global = true)]
+    pub rag_llm_context: u32,
+    /// Evidence given to the model, in tokens at most (the best-ranked chunks first; the rest left out). Prefill dominates latency on small machines.
+    #[arg(long, env = "ANSWER_EVIDENCE_TOKENS", default_value_t = 1200, global = true)]
+    pub answer_evidence_tokens: u32,
     /// When the LLM fails (down, timeouts, invalid JSON twice): `extractive` answers from the chunks' sentences, `fail` marks the answer failed.
     #[arg(long, env = "ANSWER_LLM_FALLBACK", default_value = "extractive", global = true)]
     pub answer_llm_fallback: LlmFallbackChoice,

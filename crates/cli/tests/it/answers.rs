@@ -93,8 +93,13 @@ async fn extractive_answers_cite_exact_spans_and_workspaces_stay_apart() {
     // Nothing relevant: says so, cites nothing.
     let (ok, m) = ask(&t, &t.workspace, "quantum chromodynamics lattice", &[]).await;
     assert!(ok);
-    assert_eq!(m["metadata"]["mode"], "no_answer");
+    assert_eq!((&m["metadata"]["mode"], &m["metadata"]["abstained"]), (&serde_json::json!("no_answer"), &serde_json::json!(true)));
+    assert_eq!(m["content"], "Your documents do not say.");
     assert_eq!(m["metadata"]["citations"].as_array().unwrap().len(), 0);
+    // Loosely related is not an answer: the report mentions 2023, not the CEO.
+    let (_, m) = ask(&t, &t.workspace, "Ai là tổng giám đốc công ty năm 2023?", &[]).await;
+    assert_eq!(m["metadata"]["abstained"], true, "{m}");
+    assert_eq!(m["content"], "Tài liệu của bạn không đề cập đến nội dung này.");
 
     // Isolation: the other workspace's documents are never retrieved or cited.
     let ours: Vec<String> = sqlx::query_scalar::<_, uuid::Uuid>("SELECT id FROM documents WHERE workspace_id = $1")
@@ -124,7 +129,7 @@ async fn extractive_answers_cite_exact_spans_and_workspaces_stay_apart() {
         .fetch_all(&t.pool)
         .await
         .unwrap();
-    assert_eq!(roles.len(), 14);
+    assert_eq!(roles.len(), 16);
     assert!(roles.iter().all(|(_, s)| s == "done"));
     t.cleanup().await;
 }
@@ -133,29 +138,36 @@ struct Llm {
     requests: Mutex<Vec<serde_json::Value>>,
 }
 
-/// Answers citing the first chunk of the prompt with a quote cut from it,
-/// plus an invented id; answers 500 to questions mentioning "outage".
+/// Condenses follow-ups (a plain-text call) into "What was the profit
+/// after tax?"; answers citing the prompt's first evidence sentence with a
+/// quote cut from it, plus an id the prompt did not show; answers 500 to
+/// questions mentioning "outage".
 async fn chat(State(llm): State<Arc<Llm>>, Json(body): Json<serde_json::Value>) -> Response {
     llm.requests.lock().unwrap().push(body.clone());
     let messages = body["messages"].as_array().unwrap();
     let question = messages.last().unwrap()["content"].as_str().unwrap().to_string();
+    let reply = |content: String| {
+        Json(serde_json::json!({
+            "id": "x", "object": "chat.completion", "model": "fake-llm",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 200, "completion_tokens": 40, "total_tokens": 240}
+        }))
+        .into_response()
+    };
+    if body.get("response_format").is_none() {
+        return reply("What was the profit after tax?".into());
+    }
     if question.contains("outage") {
         return (StatusCode::INTERNAL_SERVER_ERROR, "upstream down").into_response();
     }
-    let context = messages[1]["content"].as_str().unwrap();
-    let block = context.split("[CHUNK_ID=").nth(1).unwrap();
-    let chunk_id = &block[..block.find(']').unwrap()];
-    let text = block.split_once('\n').unwrap().1;
+    let evidence = messages[1]["content"].as_str().unwrap();
+    let first = evidence.lines().find(|l| l.starts_with("[S")).unwrap();
+    let (id, text) = first.split_once(' ').unwrap();
     let quote: String = text.split_whitespace().take(5).collect::<Vec<_>>().join(" ");
-    let answer = serde_json::json!({"sections": [
-        {"text": "The documents say so.", "source_ids": [chunk_id, "chunk-invented-by-the-model"], "quotes": [quote.to_uppercase()]},
+    let answer = serde_json::json!({"answerable": true, "sections": [
+        {"text": "The documents say so.", "cites": [id.trim_matches(['[', ']']), "S99"], "quote": quote},
     ]});
-    Json(serde_json::json!({
-        "id": "x", "object": "chat.completion", "model": "fake-llm",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": format!("```json\n{answer}\n```")}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 200, "completion_tokens": 40, "total_tokens": 240}
-    }))
-    .into_response()
+    reply(answer.to_string())
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -188,15 +200,26 @@ async fn llm_answers_are_validated_remember_the_conversation_and_failures_are_fi
     let meta = &m["metadata"];
     assert_eq!(meta["mode"], "llm");
     assert_eq!(meta["llm_usage"]["total_tokens"], 240);
-    assert_eq!(meta["retrieval"]["citation_report"]["dropped_source_ids"], serde_json::json!(["chunk-invented-by-the-model"]));
+    assert_eq!(meta["abstained"], false);
+    assert_eq!(meta["retrieval"]["citation_report"]["dropped_source_ids"], serde_json::json!(["S99"]));
+    assert_eq!(meta["retrieval"]["citation_report"]["narrowed_quotes"], 1);
     let c = &meta["citations"][0];
     assert_eq!(meta["citations"].as_array().unwrap().len(), 1);
     check_citations(&t, &t.workspace, &m).await;
-    assert!(c["text"].as_str().unwrap().split_whitespace().count() == 5, "the located quote, not the whole chunk: {c}");
+    assert!(c["text"].as_str().unwrap().split_whitespace().count() == 5, "the quote narrows the sentence: {c}");
+    // The model was asked for this prompt's ids only, deterministically.
+    let first = llm.requests.lock().unwrap()[0].clone();
+    assert_eq!(first["response_format"]["type"], "json_schema");
+    assert_eq!(first["temperature"], 0.0);
     all.wait_for_metric("rag_question_to_answer_seconds_count", &["mode=\"llm\""], 1.0, Duration::from_secs(5)).await;
 
-    // A follow-up in the same conversation carries the earlier turns.
-    let (_, _) = ask(&t, &t.workspace, "And the profit?", &["--conversation", &conversation]).await;
+    // A follow-up in the same conversation is searched as a standalone
+    // query, and the model sees the earlier turns.
+    let (_, m) = ask(&t, &t.workspace, "And the profit?", &["--conversation", &conversation]).await;
+    let retrieval = &m["metadata"]["retrieval"];
+    assert_eq!((retrieval["query"].as_str(), retrieval["query_source"].as_str()), (Some("What was the profit after tax?"), Some("llm")));
+    let condense = llm.requests.lock().unwrap().iter().rev().nth(1).unwrap().clone();
+    assert!(condense["messages"][1]["content"].as_str().unwrap().contains("User: How did revenue change?"), "{condense}");
     let last = llm.requests.lock().unwrap().last().unwrap().clone();
     let contents: Vec<String> = last["messages"].as_array().unwrap().iter().map(|m| m["content"].as_str().unwrap().to_string()).collect();
     assert!(contents.iter().any(|c| c == "How did revenue change?"), "history in the prompt: {contents:?}");

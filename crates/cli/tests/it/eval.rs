@@ -37,8 +37,11 @@ async fn eval_answers_scores_extractive_answers_through_the_pipeline() {
     let (ok, out, err) = t.run(&["eval", "answers", dir.to_str().unwrap(), "--json"]).await;
     assert!(ok, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(v["run"]["questions"], 36);
+    assert_eq!(v["run"]["questions"], 48);
     assert_eq!(v["run"]["answers_by"], "extractive");
+    // Twelve questions the passages do not answer: scored apart.
+    assert_eq!(v["unanswerable"]["questions"], 12);
+    assert!(v["unanswerable"]["abstained"].as_f64().unwrap() >= 0.5, "{}", v["unanswerable"]);
     assert_eq!(v["all"]["questions"], 36);
     assert_eq!(v["all"]["failed"], 0);
     // Every citation slices the raw text exactly; extractive answers quote
@@ -53,7 +56,10 @@ async fn eval_answers_scores_extractive_answers_through_the_pipeline() {
     assert!(v["by_language"]["vi"]["gold_cited"].as_f64().unwrap() >= 0.9, "{v}");
     assert!(v["by_language"]["vi"]["answer_in_citation"].as_f64().unwrap() >= 0.9, "{v}");
     let per_question = v["questions"].as_array().unwrap();
-    assert_eq!(per_question.len(), 36);
+    assert_eq!(per_question.len(), 48);
     assert!(per_question.iter().all(|q| q["latency_ms"].as_u64().unwrap() > 0 && q["mode"] != ""));
+    // Latencies are {p50, p95}; an extractive answer's first words are the answer.
+    let first = &v["all"]["first_token_ms"];
+    assert!(first["p50"].as_u64().unwrap() > 0 && first["p95"].as_u64() >= first["p50"].as_u64(), "{first}");
     t.cleanup().await;
 }

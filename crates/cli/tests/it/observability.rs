@@ -13,8 +13,8 @@ use axum::{Json, Router};
 /// A chat-completions endpoint citing the first chunk of the prompt.
 async fn chat(Json(body): Json<serde_json::Value>) -> Json<serde_json::Value> {
     let context = body["messages"][1]["content"].as_str().unwrap_or_default();
-    let chunk_id = context.split("[CHUNK_ID=").nth(1).and_then(|b| b.split(']').next()).unwrap_or_default();
-    let answer = serde_json::json!({"sections": [{"text": "The lighthouse stands on a cliff.", "source_ids": [chunk_id]}]});
+    let id = context.lines().find(|l| l.starts_with("[S")).and_then(|l| l.split(']').next()).unwrap_or_default().trim_start_matches('[');
+    let answer = serde_json::json!({"answerable": true, "sections": [{"text": "The lighthouse stands on a cliff.", "cites": [id]}]});
     Json(serde_json::json!({
         "id": "cmpl-1", "object": "chat.completion", "model": "stub-llm",
         "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": answer.to_string()}}],

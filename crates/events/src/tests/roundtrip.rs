@@ -129,6 +129,7 @@ fn every_event_roundtrips() {
             assistant_message_id: doc_id(),
             answer: "42".into(),
             mode: "extractive".into(),
+            abstained: true,
             sections: vec![Section { text: "42".into(), source_ids: vec!["chunk-abc".into()], citations: vec![citation()] }],
             citations: vec![citation()],
             llm_usage: Some(LlmUsage { model: "m".into(), prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 }),

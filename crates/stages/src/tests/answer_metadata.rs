@@ -28,6 +28,7 @@ fn answer(citations: Vec<Citation>, retrieval_json: &str) -> AnswerProduced {
         assistant_message_id: "m".into(),
         answer: "Hà Nội.".into(),
         mode: "extractive".into(),
+        abstained: false,
         sections: vec![Section { text: "Hà Nội.".into(), source_ids: vec!["c1".into()], citations: citations.clone() }],
         citations,
         llm_usage: None,

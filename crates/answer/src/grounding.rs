@@ -1,0 +1,228 @@
+//! Grounding: the model's cited ids become exact spans of the raw text.
+//!
+//! Each id names an evidence unit, whose span in its chunk is known, so a
+//! citation is a slice of the raw text by construction. Consecutive cited
+//! sentences of one chunk and segment are one span; a table row is cited
+//! with its header row; an id the prompt did not show is dropped and
+//! counted; a section left with no valid citation is not shown as a fact.
+
+use crate::cite::citation;
+use crate::contract::ModelAnswer;
+use crate::evidence::{Evidence, EvidenceUnit};
+use crate::{Citation, CitationReport, Section, SourceChunk};
+
+/// The citations of one unit: the unit (or the exact `quote` span inside
+/// it, chunk-relative chars), and a table row's header row.
+pub fn unit_citations(chunk: &SourceChunk, unit: &EvidenceUnit, quote: Option<(usize, usize)>) -> Vec<Citation> {
+    let (s, e) = quote.unwrap_or((unit.start, unit.end));
+    let mut out = vec![citation(&chunk.chunk_id, chunk, s, e, true)];
+    if let Some((hs, he)) = unit.header {
+        out.push(citation(&chunk.chunk_id, chunk, hs, he, true));
+    }
+    out
+}
+
+/// Where `quote` is, exactly, inside the unit (chunk-relative chars).
+fn quote_in(chunk: &SourceChunk, unit: &EvidenceUnit, quote: &str) -> Option<(usize, usize)> {
+    let quote = quote.trim();
+    if quote.is_empty() {
+        return None;
+    }
+    let unit_text: String = chunk.content.chars().skip(unit.start).take(unit.end - unit.start).collect();
+    let byte = unit_text.find(quote)?;
+    let start = unit.start + unit_text[..byte].chars().count();
+    Some((start, start + quote.chars().count()))
+}
+
+fn segment_of(chunk: &SourceChunk, chunk_pos: usize) -> Option<u32> {
+    let pos = chunk.char_start + chunk_pos as u64;
+    chunk.segments.iter().filter(|s| s.char_start <= pos).max_by_key(|s| s.char_start).map(|s| s.segment_index)
+}
+
+/// Sections with exact citations, and what was dropped on the way
+/// (`dropped_source_ids`, `unsupported_sections`, quotes narrowed or
+/// rejected) added to `report`.
+pub fn ground(answer: &ModelAnswer, evidence: &Evidence, chunks: &[SourceChunk], report: &mut CitationReport) -> Vec<Section> {
+    let mut out = Vec::new();
+    for raw in &answer.sections {
+        let text = raw.text.trim();
+        if text.is_empty() {
+            continue;
+        }
+        // Valid units, in reading order, each once.
+        let mut cited: Vec<usize> = Vec::new();
+        for id in &raw.cites {
+            let id = id.trim().trim_start_matches('[').trim_end_matches(']').to_uppercase();
+            match evidence.get(&id) {
+                Some((i, _)) if !cited.contains(&i) => cited.push(i),
+                Some(_) => {}
+                None => {
+                    if !report.dropped_source_ids.contains(&id) {
+                        report.dropped_source_ids.push(id);
+                    }
+                }
+            }
+        }
+        cited.sort_unstable();
+        if cited.is_empty() {
+            report.unsupported_sections.push(text.to_string());
+            continue;
+        }
+        // A quote narrows the highlight of the unit that holds it exactly.
+        let mut narrowed: Option<(usize, (usize, usize))> = None;
+        if let Some(q) = raw.quote.as_deref().filter(|q| !q.trim().is_empty()) {
+            narrowed = cited.iter().find_map(|&i| {
+                let u = &evidence.units[i];
+                quote_in(&chunks[u.chunk], u, q).map(|span| (i, span))
+            });
+            if narrowed.is_some() {
+                report.narrowed_quotes += 1;
+            } else {
+                report.rejected_quotes += 1;
+            }
+        }
+        let mut citations: Vec<Citation> = Vec::new();
+        let mut source_ids: Vec<String> = Vec::new();
+        let mut k = 0;
+        while k < cited.len() {
+            let first = &evidence.units[cited[k]];
+            let chunk = &chunks[first.chunk];
+            // Extend the run over the next units of the evidence that are
+            // cited too, in the same chunk and segment, not table rows.
+            let mut last = k;
+            while last + 1 < cited.len()
+                && narrowed.is_none()
+                && cited[last + 1] == cited[last] + 1
+                && first.header.is_none()
+                && evidence.units[cited[last + 1]].header.is_none()
+                && evidence.units[cited[last + 1]].chunk == first.chunk
+                && segment_of(chunk, evidence.units[cited[last + 1]].start) == segment_of(chunk, first.start)
+            {
+                last += 1;
+            }
+            let end_unit = &evidence.units[cited[last]];
+            let quote = narrowed.filter(|(i, _)| *i == cited[k]).map(|(_, span)| span);
+            let mut unit = first.clone();
+            unit.end = end_unit.end;
+            for c in unit_citations(chunk, &unit, quote) {
+                let dup =
+                    citations.iter().any(|d| d.document_id == c.document_id && d.char_start == c.char_start && d.char_end == c.char_end);
+                if !dup {
+                    citations.push(c);
+                }
+            }
+            if !source_ids.contains(&chunk.chunk_id) {
+                source_ids.push(chunk.chunk_id.clone());
+            }
+            k = last + 1;
+        }
+        out.push(Section { text: text.to_string(), source_ids, citations });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::contract::ModelSection;
+    use crate::{evidence, SegmentSpan};
+
+    fn chunks() -> Vec<SourceChunk> {
+        let a = "Doanh thu đạt 1.245,6 tỷ đồng. Lợi nhuận tăng 8%. Chi phí giảm.\n| Chỉ tiêu | 2023 |\n| Nợ vay | 92,0 |";
+        let b = "Lãi suất giảm xuống 5%.";
+        vec![
+            SourceChunk {
+                chunk_id: "ca".into(),
+                document_id: "da".into(),
+                char_start: 1000,
+                char_end: 1000 + a.chars().count() as u64,
+                content: a.into(),
+                filename: None,
+                page_start: 0,
+                page_end: 1,
+                lines: None,
+                segments: vec![
+                    SegmentSpan { segment_index: 0, page_idx: 0, char_start: 1000, char_end: 1050 },
+                    SegmentSpan { segment_index: 1, page_idx: 1, char_start: 1050, char_end: 1200 },
+                ],
+            },
+            SourceChunk {
+                chunk_id: "cb".into(),
+                document_id: "db".into(),
+                char_start: 0,
+                char_end: b.chars().count() as u64,
+                content: b.into(),
+                filename: None,
+                page_start: 0,
+                page_end: 0,
+                lines: None,
+                segments: vec![],
+            },
+        ]
+    }
+
+    fn section(text: &str, cites: &[&str], quote: Option<&str>) -> ModelSection {
+        ModelSection { text: text.into(), cites: cites.iter().map(|c| c.to_string()).collect(), quote: quote.map(str::to_string) }
+    }
+
+    fn slices_raw_text(c: &Citation, chunks: &[SourceChunk]) -> bool {
+        let chunk = chunks.iter().find(|k| k.chunk_id == c.chunk_id).unwrap();
+        let (s, e) = ((c.char_start - chunk.char_start) as usize, (c.char_end - chunk.char_start) as usize);
+        chunk.content.chars().skip(s).take(e - s).collect::<String>() == c.text
+    }
+
+    #[test]
+    fn ids_become_exact_spans_and_consecutive_sentences_merge() {
+        let chunks = chunks();
+        let ev = evidence::build(&chunks, usize::MAX);
+        let texts: Vec<&str> = ev.units.iter().map(|u| u.text.as_str()).collect();
+        assert_eq!(
+            texts,
+            ["Doanh thu đạt 1.245,6 tỷ đồng.", "Lợi nhuận tăng 8%.", "Chi phí giảm.", "Nợ vay — 2023: 92,0", "Lãi suất giảm xuống 5%."]
+        );
+        let answer = ModelAnswer {
+            answerable: true,
+            sections: vec![
+                section("Doanh thu và lợi nhuận.", &["S2", "S1", "S9"], None),
+                section("Lợi nhuận, chi phí.", &["S2", "S3"], None),
+                section("Nợ vay 92.", &["S4"], None),
+                section("Bịa.", &["S42"], None),
+            ],
+        };
+        let mut report = CitationReport::default();
+        let out = ground(&answer, &ev, &chunks, &mut report);
+        assert_eq!(out.len(), 3);
+        // S1 and S2 are one span (same segment).
+        assert_eq!(out[0].citations.len(), 1);
+        assert_eq!(out[0].citations[0].text, "Doanh thu đạt 1.245,6 tỷ đồng. Lợi nhuận tăng 8%.");
+        // S2 and S3 are in different segments: two spans.
+        let t: Vec<&str> = out[1].citations.iter().map(|c| c.text.as_str()).collect();
+        assert_eq!(t, ["Lợi nhuận tăng 8%.", "Chi phí giảm."]);
+        assert_eq!((out[1].citations[1].segment_index, out[1].citations[1].page_idx), (1, 1));
+        // A table row is cited with its header.
+        let t: Vec<&str> = out[2].citations.iter().map(|c| c.text.as_str()).collect();
+        assert_eq!(t, ["| Nợ vay | 92,0 |", "| Chỉ tiêu | 2023 |"]);
+        assert_eq!(report.dropped_source_ids, ["S9", "S42"]);
+        assert_eq!(report.unsupported_sections, ["Bịa."]);
+        for s in &out {
+            assert!(s.citations.iter().all(|c| c.exact && slices_raw_text(c, &chunks)));
+        }
+    }
+
+    #[test]
+    fn a_quote_narrows_the_highlight_only_when_exact() {
+        let chunks = chunks();
+        let ev = evidence::build(&chunks, usize::MAX);
+        let answer = ModelAnswer {
+            answerable: true,
+            sections: vec![section("5%.", &["S5"], Some("xuống 5%")), section("Tăng.", &["S2"], Some("tăng tám phần trăm"))],
+        };
+        let mut report = CitationReport::default();
+        let out = ground(&answer, &ev, &chunks, &mut report);
+        assert_eq!(out[0].citations[0].text, "xuống 5%");
+        assert_eq!(out[0].source_ids, ["cb"]);
+        assert_eq!(out[1].citations[0].text, "Lợi nhuận tăng 8%.");
+        assert_eq!((report.narrowed_quotes, report.rejected_quotes), (1, 1));
+        assert!(out.iter().flat_map(|s| &s.citations).all(|c| slices_raw_text(c, &chunks)));
+    }
+}
