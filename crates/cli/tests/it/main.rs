@@ -26,4 +26,5 @@ mod operations;
 mod pipeline;
 mod rebuild;
 mod retrieval;
+mod streaming;
 mod upstream;
