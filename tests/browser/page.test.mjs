@@ -117,7 +117,16 @@ test("upload, watch the pipeline, ask, and open every citation on the raw text",
   await page.press("#question", "Enter");
   assert.equal(await page.locator(".message.user").last().textContent(), "Doanh thu và lợi nhuận năm 2023 tăng bao nhiêu?");
   assert.equal(await page.locator(".message.assistant.pending").count(), 1, "the pending answer is shown");
+  // The answer's text shows while the model writes it, before its citations.
+  const streaming = page.locator(".message.assistant.streaming");
+  await streaming.waitFor({ timeout: 60_000 });
+  const partial = (await streaming.locator(".section").first().textContent()) ?? "";
+  assert.ok(partial.length > 0, "partial text is shown");
+  assert.equal(await streaming.locator(".cite").count(), 0, "no citation before the section is grounded");
+  await screenshot(page, "streaming.png");
   await page.locator(".message.assistant.done").waitFor({ timeout: 60_000 });
+  const final = await page.locator(".message.assistant.done .section").first().textContent();
+  assert.ok(final.length > partial.length, `the streamed text (${partial.length} chars) was partial`);
   const bubbles = page.locator(".message.assistant.done .cite");
   const n = await bubbles.count();
   assert.ok(n >= 1, "the answer has citation bubbles");
@@ -136,6 +145,10 @@ test("upload, watch the pipeline, ask, and open every citation on the raw text",
     await page.locator("#viewer mark.cited").first().waitFor();
     const marked = await page.$$eval("#viewer mark.cited", (ms) => ms.map((m) => m.textContent).join(""));
     assert.equal(marked, cps(full).slice(start, end).join(""), `citation ${i + 1} highlights its span`);
+    // Sentence-exact: the span starts where a sentence starts and ends with it.
+    const before = cps(full).slice(0, start).join("");
+    assert.ok(before === "" || /[.!?\n]\s*$/u.test(before), `citation ${i + 1} starts a sentence: ${JSON.stringify(before.slice(-20))}`);
+    assert.match(marked, /[.!?]$/u, `citation ${i + 1} ends its sentence`);
     assert.ok(await page.locator("#viewer mark.cited").first().isVisible(), "scrolled to the highlight");
     // A PDF's citation also shows its page, the cited boxes drawn by the server.
     const img = page.locator("#viewer .page-image img");
@@ -158,6 +171,16 @@ test("upload, watch the pipeline, ask, and open every citation on the raw text",
   await screenshot(page, "answer.png");
   await page.locator("#viewer .page-image").screenshot({ path: join(SHOTS, "citation-page.png") });
   console.log(`screenshot: ${join(SHOTS, "citation-page.png")}`);
+
+  // A question the documents do not answer: said so, with no citation.
+  await page.fill("#question", "Ai là giám đốc điều hành?");
+  await page.press("#question", "Enter");
+  const abstained = page.locator(".message.assistant.abstained");
+  await abstained.waitFor({ timeout: 60_000 });
+  assert.equal(await abstained.locator(".abstention").textContent(), "Tài liệu của bạn không đề cập đến nội dung này.");
+  assert.equal(await abstained.locator(".cite").count(), 0);
+  await page.mouse.move(5, 880);
+  await screenshot(page, "abstained.png");
 
   // Keyboard: arrows move between bubbles, Escape closes the text and
   // gives the focus back to the bubble.
@@ -190,7 +213,7 @@ test("upload, watch the pipeline, ask, and open every citation on the raw text",
   await page.setViewportSize({ width: 400, height: 800 });
   await page.goto(`${BASE}/#ws=${aliceWorkspace}`);
   await page.locator(".conversations li").first().click();
-  await page.locator(".message.assistant.done").waitFor();
+  await page.locator(".message.assistant.done").first().waitFor();
   assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= 400), "no horizontal scrolling");
   await screenshot(page, "narrow.png");
 

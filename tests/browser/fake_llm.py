@@ -1,0 +1,75 @@
+"""A slow OpenAI-compatible chat-completions server for the browser test:
+it speaks the real wire protocol (server-sent events when asked to stream)
+so the page can be seen while an answer is written.
+
+    python3 fake_llm.py PORT
+
+- A request with a `response_format` is an answer: it cites the evidence
+  sentences ("[S4] ...") sharing the most words with the question, one
+  section each, or answers `{"answerable": false}` when none shares three.
+  Streamed 4 characters every 60 ms (a few seconds in all).
+- A request without one condenses a follow-up: the question as it is.
+"""
+import json
+import re
+import sys
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def words(text):
+    return {w.lower() for w in WORD.findall(text) if len(w) > 1}
+
+
+def answer(body):
+    messages = body["messages"]
+    question = messages[-1]["content"]
+    evidence = messages[1]["content"] if len(messages) > 1 else ""
+    units = []
+    for line in evidence.splitlines():
+        m = re.match(r"\[(S\d+)\] (.*)", line)
+        if m:
+            units.append((len(words(m.group(2)) & words(question)), m.group(1), m.group(2)))
+    best = sorted((u for u in units if u[0] >= 3), key=lambda u: -u[0])[:2]
+    if not best:
+        return {"answerable": False, "sections": []}
+    return {"answerable": True, "sections": [{"text": text, "cites": [sid]} for _, sid, text in best]}
+
+
+class Handler(BaseHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
+        if "response_format" in body:
+            content = json.dumps(answer(body), ensure_ascii=False)
+        else:
+            content = body["messages"][-1]["content"].split("User (last question): ")[-1]
+        usage = {"prompt_tokens": 100, "completion_tokens": 30, "total_tokens": 130}
+        if not body.get("stream"):
+            out = json.dumps({"object": "chat.completion", "model": "fake",
+                              "choices": [{"index": 0, "message": {"role": "assistant", "content": content}}],
+                              "usage": usage}).encode()
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(out)))
+            self.end_headers()
+            self.wfile.write(out)
+            return
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.end_headers()
+        for i in range(0, len(content), 4):
+            chunk = {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": content[i:i + 4]}}]}
+            self.wfile.write(f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n".encode())
+            self.wfile.flush()
+            time.sleep(0.06)
+        self.wfile.write(f"data: {json.dumps({'choices': [], 'usage': usage})}\n\ndata: [DONE]\n\n".encode())
+        self.wfile.flush()
+
+
+if __name__ == "__main__":
+    ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
