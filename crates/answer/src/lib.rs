@@ -166,6 +166,9 @@ pub struct AnswerOutcome {
     pub llm_error: Option<String>,
     /// From asking the model to its first token / to its last.
     pub first_token: Option<std::time::Duration>,
+    /// When the first token arrived (wall clock), to compare with when the
+    /// page saw it.
+    pub first_token_at: Option<std::time::SystemTime>,
     pub llm_elapsed: Option<std::time::Duration>,
     /// llama.cpp's timings of the answer's call, when given.
     pub timings: Option<serde_json::Value>,
@@ -184,6 +187,7 @@ impl AnswerOutcome {
             report: CitationReport::default(),
             llm_error: None,
             first_token: None,
+            first_token_at: None,
             llm_elapsed: None,
             timings: None,
             evidence_units: 0,
@@ -288,6 +292,7 @@ pub async fn answer_question(
             let (_, sections) = contract::partial_sections(so_far);
             on_partial(&sections);
         };
+        let asked_at = std::time::SystemTime::now();
         match client.complete(&messages, llm::Format::Schema(&schema), &mut on_text).await {
             Ok(c) => {
                 add_usage(&mut usage, &c.usage);
@@ -311,6 +316,7 @@ pub async fn answer_question(
                             report,
                             llm_error: None,
                             first_token: c.first_token,
+                            first_token_at: c.first_token.map(|d| asked_at + d),
                             llm_elapsed: Some(c.elapsed),
                             timings: c.timings,
                             evidence_units: evidence.units.len(),

@@ -87,6 +87,18 @@ pub struct Scored {
     pub first_token_ms: u64,
     pub latency_ms: u64,
     pub llm_tokens: u64,
+    /// The parts of the latency, when an LLM answered (0 otherwise):
+    /// condensing, retrieval and reading segments; llama.cpp's own time for
+    /// the answer's prompt (prefill + decode, its `timings`); the prompt's
+    /// tokens; prefill and decode speed.
+    pub retrieval_ms: u64,
+    pub llama_ms: u64,
+    pub prompt_tokens: u64,
+    pub prefill_tokens_per_s: f64,
+    pub decode_tokens_per_s: f64,
+    /// From the model's first token to the page's first words (the delta
+    /// heard on the channel the API's streams listen to).
+    pub stream_lag_ms: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
@@ -112,6 +124,15 @@ pub struct Totals {
     pub first_token_ms: Percentiles,
     pub latency_ms: Percentiles,
     pub llm_tokens: u64,
+    pub retrieval_ms: Percentiles,
+    /// llama.cpp's own time for the same prompts, and the answer's latency
+    /// over it (p50 of the per-question ratio).
+    pub llama_ms: Percentiles,
+    pub latency_over_llama: f64,
+    pub prompt_tokens: Percentiles,
+    pub prefill_tokens_per_s: f64,
+    pub decode_tokens_per_s: f64,
+    pub stream_lag_ms: Percentiles,
 }
 
 /// How the unanswerable questions fared.
@@ -149,6 +170,7 @@ pub fn score(
     raw_texts: &HashMap<String, Vec<char>>,
     first_token: Duration,
     latency: Duration,
+    first_words_at_ms: Option<u64>,
 ) -> Scored {
     let Asked { id: question_id, language, gold_document, answer } = *asked;
     let empty = Vec::new();
@@ -184,6 +206,26 @@ pub fn score(
         first_token_ms: first_token.min(latency).as_millis() as u64,
         latency_ms: latency.as_millis() as u64,
         llm_tokens: metadata["llm_usage"]["total_tokens"].as_u64().unwrap_or(0),
+        retrieval_ms: metadata["retrieval"]["retrieval_ms"].as_u64().unwrap_or(0),
+        llama_ms: {
+            let t = &metadata["retrieval"]["llm_timings"];
+            (t["prompt_ms"].as_f64().unwrap_or(0.0) + t["predicted_ms"].as_f64().unwrap_or(0.0)) as u64
+        },
+        prompt_tokens: metadata["retrieval"]["llm_timings"]["prompt_n"].as_u64().unwrap_or(0),
+        prefill_tokens_per_s: metadata["retrieval"]["llm_timings"]["prompt_per_second"].as_f64().unwrap_or(0.0),
+        decode_tokens_per_s: metadata["retrieval"]["llm_timings"]["predicted_per_second"].as_f64().unwrap_or(0.0),
+        stream_lag_ms: first_words_at_ms
+            .zip(metadata["retrieval"]["llm_first_token_at_ms"].as_u64())
+            .map(|(page, model)| page.saturating_sub(model)),
+    }
+}
+
+fn mean(values: impl Iterator<Item = f64>) -> f64 {
+    let v: Vec<f64> = values.filter(|x| *x > 0.0).collect();
+    if v.is_empty() {
+        0.0
+    } else {
+        v.iter().sum::<f64>() / v.len() as f64
     }
 }
 
@@ -219,6 +261,17 @@ pub fn totals<'a>(scored: impl Iterator<Item = &'a Scored>) -> Totals {
         first_token_ms: percentiles(all.iter().map(|s| s.first_token_ms).collect()),
         latency_ms: percentiles(all.iter().map(|s| s.latency_ms).collect()),
         llm_tokens: all.iter().map(|s| s.llm_tokens).sum(),
+        retrieval_ms: percentiles(all.iter().map(|s| s.retrieval_ms).collect()),
+        llama_ms: percentiles(all.iter().filter(|s| s.llama_ms > 0).map(|s| s.llama_ms).collect()),
+        latency_over_llama: {
+            let mut r: Vec<f64> = all.iter().filter(|s| s.llama_ms > 0).map(|s| s.latency_ms as f64 / s.llama_ms as f64).collect();
+            r.sort_by(f64::total_cmp);
+            r.get(r.len().saturating_sub(1) / 2).copied().unwrap_or(0.0)
+        },
+        prompt_tokens: percentiles(all.iter().filter(|s| s.prompt_tokens > 0).map(|s| s.prompt_tokens).collect()),
+        prefill_tokens_per_s: mean(all.iter().map(|s| s.prefill_tokens_per_s)),
+        decode_tokens_per_s: mean(all.iter().map(|s| s.decode_tokens_per_s)),
+        stream_lag_ms: percentiles(all.iter().filter_map(|s| s.stream_lag_ms).collect()),
     }
 }
 
@@ -243,8 +296,8 @@ async fn await_answer(
     assistant: uuid::Uuid,
     asked_at: Instant,
     timeout: Duration,
-) -> anyhow::Result<Option<(rag_store::messages::MessageRow, Option<Duration>)>> {
-    let mut first_words: Option<Duration> = None;
+) -> anyhow::Result<Option<(rag_store::messages::MessageRow, Option<(Duration, u64)>)>> {
+    let mut first_words: Option<(Duration, u64)> = None;
     loop {
         if let Some(failed) = pipeline.failed_stage() {
             anyhow::bail!("a stage stopped during the run: {failed}");
@@ -262,7 +315,8 @@ async fn await_answer(
             if first_words.is_none() {
                 let delta: Option<rag_store::messages::AnswerDelta> = serde_json::from_str(n.payload()).ok();
                 if delta.is_some_and(|d| d.message_id == assistant && d.sections.iter().any(|s| !s.text.trim().is_empty())) {
-                    first_words = Some(asked_at.elapsed());
+                    let epoch_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+                    first_words = Some((asked_at.elapsed(), epoch_ms));
                 }
             }
         }
@@ -333,7 +387,15 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
         let language = rag_retrieval::detect_language(question).code();
         let gold_document = g.corpus_id.as_ref().and_then(|c| by_corpus.get(c)).map(|d| d.to_string());
         let asked_question = Asked { id: &g.query_id, language, gold_document: gold_document.as_deref(), answer: g.answer.as_deref() };
-        let s = score(&asked_question, &message.metadata, message.status, &raw_texts, first_words.unwrap_or(latency), latency);
+        let s = score(
+            &asked_question,
+            &message.metadata,
+            message.status,
+            &raw_texts,
+            first_words.map_or(latency, |f| f.0),
+            latency,
+            first_words.map(|f| f.1),
+        );
         if !args.json {
             let verdict = if s.answerable {
                 format!(
@@ -428,6 +490,20 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
                 none.citations
             );
         }
+        if all.llama_ms.p50 > 0 {
+            println!(
+                "answerable, LLM: retrieval p50 {} ms; prompt p50 {} tokens; prefill {:.0} tokens/s, decode {:.1} tokens/s; \
+                 llama.cpp alone p50 {:.1} s, the whole answer {:.2}x that (p50); the page's first words {} ms (p50) / {} ms (p95) after the model's first token",
+                all.retrieval_ms.p50,
+                all.prompt_tokens.p50,
+                all.prefill_tokens_per_s,
+                all.decode_tokens_per_s,
+                all.llama_ms.p50 as f64 / 1000.0,
+                all.latency_over_llama,
+                all.stream_lag_ms.p50,
+                all.stream_lag_ms.p95
+            );
+        }
         println!("workspace {}: ingest {:.1} s, questions {:.1} s", run.workspace, run.total_seconds, question_seconds);
     }
     Ok(if bad_slices == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
@@ -448,23 +524,26 @@ mod tests {
                 {"text": "Không rõ.", "citations": []},
                 {"text": "Sai.", "citations": [{"document_id": "d1", "char_start": 0, "char_end": 5, "text": "khác"}]}
             ],
-            "retrieval": {"citation_report": {"dropped_source_ids": ["S9"], "unsupported_sections": ["x", "y"]}},
+            "retrieval": {"citation_report": {"dropped_source_ids": ["S9"], "unsupported_sections": ["x", "y"]},
+                          "retrieval_ms": 30, "llm_first_token_at_ms": 10_000,
+                          "llm_timings": {"prompt_n": 700, "prompt_ms": 700.0, "predicted_ms": 300.0, "prompt_per_second": 1000.0, "predicted_per_second": 20.0}},
             "llm_usage": {"total_tokens": 640}
         });
         let asked = |id, gold_document, answer| Asked { id, language: "vi", gold_document, answer };
         let ms = Duration::from_millis;
-        let s = score(&asked("q1", Some("d1"), Some("tăng  18%")), &metadata, MessageStatus::Done, &raw, ms(400), ms(1500));
+        let s = score(&asked("q1", Some("d1"), Some("tăng  18%")), &metadata, MessageStatus::Done, &raw, ms(400), ms(1500), Some(10_250));
         assert!(s.gold_cited && s.answer_in_citation && s.answerable && !s.abstained);
         assert_eq!((s.sections, s.sections_without_citations, s.citations, s.bad_slices), (3, 1, 2, 1));
         assert_eq!((s.dropped_source_ids, s.unsupported_sections, s.llm_tokens), (1, 2, 640));
         assert_eq!((s.first_token_ms, s.latency_ms), (400, 1500));
-        let other = score(&asked("q2", Some("d2"), Some("profit")), &metadata, MessageStatus::Done, &raw, ms(500), ms(500));
+        assert_eq!((s.retrieval_ms, s.llama_ms, s.prompt_tokens, s.stream_lag_ms), (30, 1000, 700, Some(250)));
+        let other = score(&asked("q2", Some("d2"), Some("profit")), &metadata, MessageStatus::Done, &raw, ms(500), ms(500), None);
         assert!(!other.gold_cited && !other.answer_in_citation);
 
         // Unanswerable: one abstained without citations, one answered.
         let abstained = json!({"mode": "llm", "abstained": true, "sections": [{"text": "Tài liệu của bạn không đề cập đến nội dung này.", "citations": []}]});
-        let u1 = score(&asked("u1", None, None), &abstained, MessageStatus::Done, &raw, ms(900), ms(900));
-        let u2 = score(&asked("u2", None, None), &metadata, MessageStatus::Done, &raw, ms(900), ms(900));
+        let u1 = score(&asked("u1", None, None), &abstained, MessageStatus::Done, &raw, ms(900), ms(900), None);
+        let u2 = score(&asked("u2", None, None), &metadata, MessageStatus::Done, &raw, ms(900), ms(900), None);
         assert!(!u1.answerable && u1.abstained && !u2.abstained);
 
         let all = [s, other, u1, u2];
@@ -473,5 +552,7 @@ mod tests {
         assert_eq!((t.gold_cited, t.llm_tokens), (0.5, 1280));
         assert_eq!((t.first_token_ms, t.latency_ms), (Percentiles { p50: 400, p95: 500 }, Percentiles { p50: 500, p95: 1500 }));
         assert_eq!(unanswerable(all.iter()), Unanswerable { questions: 2, abstained: 0.5, citations: 2 });
+        // The latency over llama.cpp's own time: 1500/1000 and 500/1000.
+        assert_eq!((t.llama_ms.p50, t.latency_over_llama, t.stream_lag_ms.p50), (1000, 0.5, 250));
     }
 }

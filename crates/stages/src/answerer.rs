@@ -156,6 +156,7 @@ impl Answerer {
             .map(|m| Turn { role: m.role, content: m.content })
             .collect();
         // A follow-up ("Còn năm 2022 thì sao?") is searched as a standalone query.
+        let retrieval_started = std::time::Instant::now();
         let (query, query_source) = retrieval_query(self.llm.as_ref(), &q.question, &history).await;
         let retrieval = match self.retriever.retrieve(ws, &query, top_k, &document_ids, Mode::Hybrid).await {
             Ok(r) => r,
@@ -168,13 +169,14 @@ impl Answerer {
             }
         };
         let sources = self.sources(ws, &retrieval).await?;
+        let retrieval_ms = retrieval_started.elapsed().as_millis() as u64;
         let deltas = DeltaSender::start(self.retriever.pool.clone(), ws, conversation, assistant);
         let mut on_partial = deltas.callback();
         let answered =
             answer_question(self.llm.as_ref(), self.fallback, &q.question, &history, &sources, self.evidence_chars, &mut on_partial).await;
         drop(on_partial);
         deltas.finish().await;
-        let asked = Asked { query: &query, query_source };
+        let asked = Asked { query: &query, query_source, retrieval_ms };
         let outcome = match answered {
             Ok(o) => o,
             Err(e) => {
@@ -244,6 +246,8 @@ struct Asked<'a> {
     query: &'a str,
     /// `question`, `llm` (condensed by the model) or `previous_turn`.
     query_source: &'static str,
+    /// Condensing, retrieving and reading the chunks' segments.
+    retrieval_ms: u64,
 }
 
 /// What retrieval found, what it was asked, and what grounding did, for
@@ -262,7 +266,7 @@ fn retrieval_json(r: &Retrieval, asked: &Asked<'_>, outcome: Option<&AnswerOutco
         .collect();
     let mut v = serde_json::json!({
         "mode": r.mode, "query_language": r.query_language, "dense_used": r.dense_used, "chunks": chunks,
-        "query": asked.query, "query_source": asked.query_source,
+        "query": asked.query, "query_source": asked.query_source, "retrieval_ms": asked.retrieval_ms,
     });
     if let Some(o) = outcome {
         v["citation_report"] = serde_json::to_value(&o.report).unwrap_or_default();
@@ -270,6 +274,8 @@ fn retrieval_json(r: &Retrieval, asked: &Asked<'_>, outcome: Option<&AnswerOutco
         v["answer_mode"] = o.mode.as_str().into();
         v["evidence"] = serde_json::json!({"units": o.evidence_units, "chunks": o.evidence_chunks});
         v["llm_first_token_ms"] = o.first_token.map(|d| d.as_millis() as u64).into();
+        v["llm_first_token_at_ms"] =
+            o.first_token_at.and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok()).map(|d| d.as_millis() as u64).into();
         v["llm_ms"] = o.llm_elapsed.map(|d| d.as_millis() as u64).into();
         if let Some(t) = &o.timings {
             v["llm_timings"] = t.clone();
