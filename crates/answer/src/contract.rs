@@ -75,6 +75,33 @@ pub fn schema(ids: &[String]) -> serde_json::Value {
     })
 }
 
+/// The schema of the check's reply: `{"answers": bool}`.
+pub fn verdict_schema() -> serde_json::Value {
+    serde_json::json!({
+        "type": "object",
+        "properties": {"answers": {"type": "boolean"}},
+        "required": ["answers"],
+        "additionalProperties": false
+    })
+}
+
+/// The check's verdict; None when the reply says neither.
+pub fn parse_verdict(content: &str) -> Option<bool> {
+    let t = content.trim();
+    let v: Option<serde_json::Value> =
+        serde_json::from_str(t).ok().or_else(|| outermost_object(t).and_then(|o| serde_json::from_str(&o).ok()));
+    match v.as_ref().map(|v| &v["answers"]) {
+        Some(serde_json::Value::Bool(b)) => Some(*b),
+        Some(serde_json::Value::String(s)) if s.eq_ignore_ascii_case("true") || s.eq_ignore_ascii_case("yes") => Some(true),
+        Some(serde_json::Value::String(s)) if s.eq_ignore_ascii_case("false") || s.eq_ignore_ascii_case("no") => Some(false),
+        _ => match t.to_ascii_lowercase().trim_matches(|c: char| !c.is_ascii_alphabetic()) {
+            "yes" | "true" => Some(true),
+            "no" | "false" => Some(false),
+            _ => None,
+        },
+    }
+}
+
 #[derive(Deserialize)]
 struct Strict {
     answerable: bool,
@@ -435,6 +462,15 @@ mod tests {
         assert!(matches!(parse(r#"{"answerable": true, "sections": [{"text": "a""#), Err(ContractError::NotJson(_))));
         assert!(matches!(parse(r#"{"answerable": true, "sections": []}"#), Err(ContractError::Violation(_))));
         assert!(matches!(parse(r#"{"sections": 3}"#), Err(ContractError::Violation(_))));
+    }
+
+    #[test]
+    fn the_checks_verdict_is_read_or_is_none() {
+        assert_eq!(parse_verdict(r#"{"answers": false}"#), Some(false));
+        assert_eq!(parse_verdict(r#"Sure: {"answers": "yes"}"#), Some(true));
+        assert_eq!(parse_verdict("No."), Some(false));
+        assert_eq!(parse_verdict(r#"{"answerable": true, "sections": []}"#), None);
+        assert_eq!(verdict_schema()["required"], serde_json::json!(["answers"]));
     }
 
     #[test]

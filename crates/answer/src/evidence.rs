@@ -24,6 +24,10 @@ pub struct EvidenceUnit {
     /// What the model is shown: the sentence, or a table row labelled with
     /// its header ("Lợi nhuận gộp — 2022: 312,5; 2023: 351,9").
     pub text: String,
+    /// The Markdown heading right above the unit, shown before it as
+    /// context. A heading is not a unit of its own: it states nothing, and
+    /// a small model cited the heading above the sentence it meant.
+    pub heading: Option<String>,
 }
 
 /// The units of the chunks that fit the budget, in prompt order: grouped
@@ -62,6 +66,10 @@ impl Evidence {
                 out.push_str(&format!("Document: {name}, page {}\n", page + 1));
                 current = Some((chunk.document_id.as_str(), page));
             }
+            if let Some(h) = &u.heading {
+                out.push_str(h.trim());
+                out.push('\n');
+            }
             out.push_str(&format!("[{}] {}\n", u.id, u.text.split_whitespace().collect::<Vec<_>>().join(" ")));
         }
         out
@@ -87,8 +95,13 @@ pub fn build(chunks: &[SourceChunk], max_chars: usize) -> Evidence {
     for (ci, chunk) in chunks.iter().enumerate() {
         let chars: Vec<char> = chunk.content.chars().collect();
         let mut candidates = Vec::new();
+        let mut heading: Option<String> = None;
         for (s, e) in sentences(&chunk.content) {
             let sentence = text_of(&chars, (s, e));
+            if is_heading(&sentence) {
+                heading = Some(sentence);
+                continue;
+            }
             // The rule under a Markdown header says nothing; a header row is
             // shown inside every row it heads.
             if is_rule_row(&sentence) || is_header_row(&chars, s) {
@@ -105,7 +118,11 @@ pub fn build(chunks: &[SourceChunk], max_chars: usize) -> Evidence {
                 Some(h) => labelled_row(&text_of(&chars, h), &sentence),
                 None => sentence,
             };
-            candidates.push((abs_s, abs_e, EvidenceUnit { id: String::new(), chunk: ci, start: s, end: e, header, text }));
+            candidates.push((
+                abs_s,
+                abs_e,
+                EvidenceUnit { id: String::new(), chunk: ci, start: s, end: e, header, text, heading: heading.take() },
+            ));
         }
         let size: usize = candidates.iter().map(|(_, _, u)| u.text.chars().count() + 6).sum();
         if chunks_used > 0 && used_chars + size > max_chars {
@@ -192,6 +209,13 @@ fn push_trimmed(chars: &[char], mut s: usize, mut e: usize, out: &mut Vec<(usize
     if e > s {
         out.push((s, e));
     }
+}
+
+/// A Markdown heading (`# …`, `## …`).
+fn is_heading(line: &str) -> bool {
+    let t = line.trim_start();
+    let hashes = t.chars().take_while(|c| *c == '#').count();
+    (1..=6).contains(&hashes) && t.chars().nth(hashes).is_some_and(char::is_whitespace)
 }
 
 /// A line of a pipe table (Markdown, or cells joined by ` | ` as the HTML
@@ -339,6 +363,17 @@ mod tests {
         let shown = ev.render(&chunks);
         assert!(shown.starts_with("Document: doc-a.pdf, page 1\n[S1] Mưa lớn.\n"), "{shown}");
         assert!(shown.contains("\nDocument: doc-b.pdf, page 1\n[S4] Lãi suất giảm.\n"), "{shown}");
+    }
+
+    #[test]
+    fn a_heading_is_shown_as_context_not_as_a_unit() {
+        let c = chunk("h", "doc", 0, "# Nghỉ phép năm\n\nNhân viên được nghỉ 12 ngày. Thêm 1 ngày mỗi 5 năm.\n\n#hashtag là câu.");
+        let ev = build(std::slice::from_ref(&c), 10_000);
+        let texts: Vec<&str> = ev.units.iter().map(|u| u.text.as_str()).collect();
+        assert_eq!(texts, ["Nhân viên được nghỉ 12 ngày.", "Thêm 1 ngày mỗi 5 năm.", "#hashtag là câu."]);
+        assert_eq!(ev.units[0].heading.as_deref(), Some("# Nghỉ phép năm"));
+        assert_eq!(ev.units[1].heading, None);
+        assert_eq!(ev.render(&[c]), "Document: doc.pdf, page 1\n# Nghỉ phép năm\n[S1] Nhân viên được nghỉ 12 ngày.\n[S2] Thêm 1 ngày mỗi 5 năm.\n[S3] #hashtag là câu.\n");
     }
 
     #[test]

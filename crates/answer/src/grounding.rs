@@ -34,6 +34,23 @@ fn quote_in(chunk: &SourceChunk, unit: &EvidenceUnit, quote: &str) -> Option<(us
     Some((start, start + quote.chars().count()))
 }
 
+/// Lower case, whitespace runs as one space, without the final
+/// punctuation.
+fn normalised(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase().trim_end_matches(['.', '!', '?', ';', ':', '…']).to_string()
+}
+
+/// The unit whose whole text the section's text is (or holds), when that
+/// text is long enough to be a copy rather than a coincidence.
+fn copied_unit(text: &str, evidence: &Evidence) -> Option<usize> {
+    const MIN_CHARS: usize = 20;
+    let t = normalised(text);
+    evidence.units.iter().position(|u| {
+        let u = normalised(&u.text);
+        u.chars().count() >= MIN_CHARS && (t == u || t.contains(&u))
+    })
+}
+
 fn segment_of(chunk: &SourceChunk, chunk_pos: usize) -> Option<u32> {
     let pos = chunk.char_start + chunk_pos as u64;
     chunk.segments.iter().filter(|s| s.char_start <= pos).max_by_key(|s| s.char_start).map(|s| s.segment_index)
@@ -51,7 +68,19 @@ pub fn ground(answer: &ModelAnswer, evidence: &Evidence, chunks: &[SourceChunk],
         }
         // Valid units, in reading order, each once.
         let mut cited: Vec<usize> = Vec::new();
-        for id in &raw.cites {
+        // A section whose text is a sentence of the evidence copied whole
+        // cites that sentence, whatever ids came with it: small models copy
+        // the right sentence and name its neighbour.
+        if let Some(copied) = copied_unit(text, evidence) {
+            if !raw.cites.iter().any(|id| {
+                evidence.get(&id.trim().trim_start_matches('[').trim_end_matches(']').to_uppercase()).is_some_and(|(i, _)| i == copied)
+            }) {
+                report.recited_sections += 1;
+            }
+            cited.push(copied);
+        }
+        let recited = !cited.is_empty();
+        for id in raw.cites.iter().filter(|_| !recited) {
             let id = id.trim().trim_start_matches('[').trim_end_matches(']').to_uppercase();
             match evidence.get(&id) {
                 Some((i, _)) if !cited.contains(&i) => cited.push(i),
@@ -207,6 +236,28 @@ mod tests {
         for s in &out {
             assert!(s.citations.iter().all(|c| c.exact && slices_raw_text(c, &chunks)));
         }
+    }
+
+    #[test]
+    fn a_sentence_copied_whole_cites_itself_whatever_id_came_with_it() {
+        let chunks = chunks();
+        let ev = evidence::build(&chunks, usize::MAX);
+        let answer = ModelAnswer {
+            answerable: true,
+            sections: vec![
+                section("Lãi suất giảm xuống 5%", &["S1"], None),
+                section("Doanh thu đạt 1.245,6 tỷ đồng.", &["S1"], None),
+                section("Lãi suất giảm.", &["S5"], None),
+            ],
+        };
+        let mut report = CitationReport::default();
+        let out = ground(&answer, &ev, &chunks, &mut report);
+        assert_eq!(out[0].citations[0].text, "Lãi suất giảm xuống 5%.");
+        assert_eq!(out[0].source_ids, ["cb"]);
+        assert_eq!(out[1].citations[0].text, "Doanh thu đạt 1.245,6 tỷ đồng.");
+        // Too short to be a copy: the cited id stands.
+        assert_eq!(out[2].citations[0].text, "Lãi suất giảm xuống 5%.");
+        assert_eq!(report.recited_sections, 1);
     }
 
     #[test]

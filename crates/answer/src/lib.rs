@@ -88,6 +88,10 @@ pub struct CitationReport {
     /// exact part of a cited sentence (ignored).
     #[serde(default)]
     pub narrowed_quotes: usize,
+    /// Sections whose text copies an evidence sentence whole, cited by it
+    /// although the model named another.
+    #[serde(default)]
+    pub recited_sections: usize,
     #[serde(default)]
     pub rejected_quotes: usize,
     /// Replies read only leniently (the provider ignored the schema).
@@ -96,6 +100,13 @@ pub struct CitationReport {
     /// Replies that could not be read at all (each one asked again once).
     #[serde(default)]
     pub invalid_outputs: usize,
+    /// The check of the answer against what it cites: Some(false) turned
+    /// the answer into an abstention; None when not checked (off, no
+    /// answer to check, or the check itself failed: `verify_error`).
+    #[serde(default)]
+    pub verified: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify_error: Option<String>,
     /// Quote-based answers (before evidence ids): quotes found in no
     /// chunk. Always 0 now: kept so older answers' metadata still reads.
     #[serde(default)]
@@ -231,6 +242,15 @@ pub const EXTRACTIVE_SECTIONS: usize = 3;
 /// Earlier turns given to the model.
 pub const HISTORY_TURNS: usize = 6;
 
+/// How an answer is made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AnswerOptions {
+    /// Characters of evidence in the prompt.
+    pub evidence_chars: usize,
+    /// Check the answer against what it cites before showing it.
+    pub verify: bool,
+}
+
 /// What the answer says so far, while the model writes it.
 pub type OnPartial<'a> = &'a mut (dyn FnMut(&[contract::PartialSection]) + Send);
 
@@ -261,7 +281,7 @@ pub async fn answer_question(
     question: &str,
     history: &[prompt::Turn],
     chunks: &[SourceChunk],
-    evidence_chars: usize,
+    options: AnswerOptions,
     on_partial: OnPartial<'_>,
 ) -> Result<AnswerOutcome, String> {
     let extractive_or_abstain = |llm_error: Option<String>| {
@@ -280,7 +300,7 @@ pub async fn answer_question(
     if chunks.is_empty() {
         return Ok(AnswerOutcome::plain(AnswerMode::NoAnswer, abstention(question), true));
     }
-    let evidence = evidence::build(chunks, evidence_chars);
+    let evidence = evidence::build(chunks, options.evidence_chars);
     let messages = prompt::build(question, &evidence.render(chunks), history, HISTORY_TURNS);
     let ids: Vec<String> = evidence.units.iter().map(|u| u.id.clone()).collect();
     let schema = contract::schema(&ids);
@@ -304,6 +324,20 @@ pub async fn answer_question(
                         } else {
                             Vec::new()
                         };
+                        if !sections.is_empty() && options.verify {
+                            match verify(client, question, &sections).await {
+                                Ok((verdict, u)) => {
+                                    add_usage(&mut usage, &u);
+                                    report.verified = verdict;
+                                    if verdict == Some(false) {
+                                        sections.clear();
+                                    }
+                                }
+                                // The check is a guard, not the answer: an
+                                // answer it could not check is still shown.
+                                Err(e) => report.verify_error = Some(e.to_string()),
+                            }
+                        }
                         let abstained = sections.is_empty();
                         if abstained {
                             sections = abstention(question);
@@ -345,6 +379,21 @@ pub async fn answer_question(
         }
         LlmFallback::Fail => Err(error),
     }
+}
+
+/// Asks the model whether what `sections` cite answers `question`
+/// (`prompt::VERIFY`): the verdict (None when the reply says neither) and
+/// the call's usage.
+async fn verify(client: &llm::ChatClient, question: &str, sections: &[Section]) -> Result<(Option<bool>, llm::LlmUsage), llm::LlmError> {
+    let mut cited: Vec<&str> = Vec::new();
+    for c in sections.iter().flat_map(|s| &s.citations) {
+        if !cited.contains(&c.text.as_str()) && cited.len() < 6 {
+            cited.push(&c.text);
+        }
+    }
+    let schema = contract::verdict_schema();
+    let c = client.complete(&prompt::verify(question, &cited), llm::Format::Schema(&schema), &mut |_| {}).await?;
+    Ok((contract::parse_verdict(&c.content), c.usage))
 }
 
 /// The query to retrieve with: the question itself, or for a follow-up

@@ -51,6 +51,29 @@ pub fn build(question: &str, evidence: &str, history: &[Turn], max_turns: usize)
     messages
 }
 
+/// The check an answer passes before it is shown: a small model told to
+/// say when the evidence does not answer still answers nearly always (the
+/// 1.5B model abstained on 0 of 12 unanswerable questions of eval/vi-dev),
+/// but judges one short question about the sentences it cited well (11 of
+/// 12 rejected, 33 of 35 gold sentences accepted). docs/answers.md.
+pub const VERIFY: &str = "You check whether sentences answer a question. Reply {\"answers\": true} only if the sentences \
+themselves state the specific fact the question asks for (the number, place, person, date or reason). If they are about a \
+related topic but do not state that fact, reply {\"answers\": false}. The question and the sentences may be in different languages.";
+
+/// Characters of each cited sentence shown to the check.
+const VERIFY_SENTENCE_CHARS: usize = 400;
+
+/// The messages that ask whether `sentences` (what an answer cites)
+/// answer `question`.
+pub fn verify(question: &str, sentences: &[&str]) -> Vec<ChatMessage> {
+    let shown: Vec<String> = sentences
+        .iter()
+        .map(|s| s.split_whitespace().collect::<Vec<_>>().join(" ").chars().take(VERIFY_SENTENCE_CHARS).collect())
+        .collect();
+    let label = if shown.len() == 1 { "Sentence" } else { "Sentences" };
+    vec![ChatMessage::new("system", VERIFY), ChatMessage::new("user", format!("{label}: {}\nQuestion: {question}", shown.join(" ")))]
+}
+
 pub const CONDENSE: &str = "Rewrite the user's last question as one standalone search query that can be understood \
 without the conversation: resolve pronouns and ellipsis from the earlier turns, keep the question's language, \
 add nothing else. Reply with the query only.";

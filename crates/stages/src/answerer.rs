@@ -52,8 +52,8 @@ pub struct Answerer {
     pub llm: Option<ChatClient>,
     pub fallback: LlmFallback,
     pub top_k: usize,
-    /// Characters of evidence in a prompt.
-    pub evidence_chars: usize,
+    /// Evidence budget and the check of answers.
+    pub options: rag_answer::AnswerOptions,
     pub output: StageOutput,
 }
 
@@ -173,7 +173,7 @@ impl Answerer {
         let deltas = DeltaSender::start(self.retriever.pool.clone(), ws, conversation, assistant);
         let mut on_partial = deltas.callback();
         let answered =
-            answer_question(self.llm.as_ref(), self.fallback, &q.question, &history, &sources, self.evidence_chars, &mut on_partial).await;
+            answer_question(self.llm.as_ref(), self.fallback, &q.question, &history, &sources, self.options, &mut on_partial).await;
         drop(on_partial);
         deltas.finish().await;
         let asked = Asked { query: &query, query_source, retrieval_ms };

@@ -9,7 +9,10 @@ use std::time::Duration;
 
 use crate::contract::PartialSection;
 use crate::llm::{ChatClient, ChatConfig};
-use crate::{answer_question, retrieval_query, AnswerMode, LlmFallback, SegmentSpan, SourceChunk};
+use crate::{answer_question, retrieval_query, AnswerMode, AnswerOptions, LlmFallback, SegmentSpan, SourceChunk};
+
+/// No check: each test below gives the model's replies call by call.
+const UNCHECKED: AnswerOptions = AnswerOptions { evidence_chars: 10_000, verify: false };
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
@@ -157,7 +160,7 @@ async fn ask(
     question: &str,
 ) -> (Result<crate::AnswerOutcome, String>, Vec<Vec<PartialSection>>) {
     let mut partials = Vec::new();
-    let out = answer_question(Some(client), fallback, question, &[], &chunks(), 10_000, &mut |p| partials.push(p.to_vec())).await;
+    let out = answer_question(Some(client), fallback, question, &[], &chunks(), UNCHECKED, &mut |p| partials.push(p.to_vec())).await;
     (out, partials)
 }
 
@@ -297,12 +300,14 @@ async fn a_bad_request_is_not_retried() {
 #[tokio::test]
 async fn nothing_retrieved_or_nothing_relevant_is_an_abstention() {
     let (url, server) = serve(vec![Reply::Content(answer_json(&["S1"]))]).await;
-    let out = answer_question(Some(&client(&url, 5000)), LlmFallback::Extractive, QUESTION, &[], &[], 10_000, &mut |_| {}).await.unwrap();
+    let out =
+        answer_question(Some(&client(&url, 5000)), LlmFallback::Extractive, QUESTION, &[], &[], UNCHECKED, &mut |_| {}).await.unwrap();
     assert_eq!(out.mode, AnswerMode::NoAnswer);
     assert!(out.abstained && out.citations().is_empty());
     assert_eq!(server.calls.load(Ordering::SeqCst), 0);
-    let out =
-        answer_question(None, LlmFallback::Extractive, "What about quantum gravity?", &[], &chunks(), 10_000, &mut |_| {}).await.unwrap();
+    let out = answer_question(None, LlmFallback::Extractive, "What about quantum gravity?", &[], &chunks(), UNCHECKED, &mut |_| {})
+        .await
+        .unwrap();
     assert_eq!((out.mode, out.abstained, out.text().as_str()), (AnswerMode::NoAnswer, true, "Your documents do not say."));
 }
 
@@ -324,4 +329,34 @@ async fn a_follow_up_is_condensed_before_retrieval() {
     let (url, _) = serve(vec![Reply::Status(400)]).await;
     let (q, how) = retrieval_query(Some(&client(&url, 5000)), "Còn năm 2022 thì sao?", &history).await;
     assert_eq!((q.as_str(), how), ("Doanh thu năm 2023 là bao nhiêu? Còn năm 2022 thì sao?", "previous_turn"));
+}
+
+#[tokio::test]
+async fn an_answer_its_citations_do_not_support_becomes_an_abstention() {
+    let checked = AnswerOptions { evidence_chars: 10_000, verify: true };
+    let ask = |url: String| async move {
+        let c = client(&url, 5000);
+        answer_question(Some(&c), LlmFallback::Fail, "Cổ tức năm 2023 là bao nhiêu?", &[], &chunks(), checked, &mut |_| {}).await.unwrap()
+    };
+    // The check says the cited sentence does not state the dividend.
+    let (url, server) = serve(vec![Reply::Content(answer_json(&["S1"])), Reply::Content(r#"{"answers": false}"#.into())]).await;
+    let out = ask(url).await;
+    assert!(out.abstained && out.citations().is_empty());
+    assert_eq!((out.report.verified, out.usage.as_ref().unwrap().total_tokens), (Some(false), 300));
+    let check = server.requests.lock().unwrap()[1].clone();
+    assert_eq!(check["response_format"]["json_schema"]["schema"]["required"], serde_json::json!(["answers"]));
+    let shown = check["messages"][1]["content"].as_str().unwrap();
+    assert!(
+        shown.starts_with("Sentence: Doanh thu thuần năm 2023") && shown.ends_with("Question: Cổ tức năm 2023 là bao nhiêu?"),
+        "{shown}"
+    );
+    // It says they do: the answer stands.
+    let (url, _) = serve(vec![Reply::Content(answer_json(&["S1"])), Reply::Content(r#"{"answers": true}"#.into())]).await;
+    let out = ask(url).await;
+    assert!(!out.abstained && out.report.verified == Some(true));
+    // The check fails: the answer is shown unchecked, and the failure said.
+    let (url, _) = serve(vec![Reply::Content(answer_json(&["S1"])), Reply::Status(400)]).await;
+    let out = ask(url).await;
+    assert!(!out.abstained && out.report.verified.is_none());
+    assert!(out.report.verify_error.as_deref().unwrap().contains("400"));
 }

@@ -252,6 +252,9 @@ pub struct Settings {
     /// Context size of the answer model, in tokens (llama.cpp's `--ctx`): the evidence never makes the prompt longer than it.
     #[arg(long, env = "RAG_LLM_CONTEXT", default_value_t = 4096, global = true)]
     pub rag_llm_context: u32,
+    /// Check each LLM answer before it is shown: one short call asks the model whether the sentences the answer cites state what the question asks; if not, the answer abstains (docs/answers.md).
+    #[arg(long, env = "ANSWER_VERIFY", default_value_t = true, action = clap::ArgAction::Set, global = true)]
+    pub answer_verify: bool,
     /// Evidence given to the model, in tokens at most (the best-ranked chunks first; the rest left out). Prefill dominates latency on small machines.
     #[arg(long, env = "ANSWER_EVIDENCE_TOKENS", default_value_t = 1200, global = true)]
     pub answer_evidence_tokens: u32,

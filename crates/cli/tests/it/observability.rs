@@ -14,7 +14,12 @@ use axum::{Json, Router};
 async fn chat(Json(body): Json<serde_json::Value>) -> Json<serde_json::Value> {
     let context = body["messages"][1]["content"].as_str().unwrap_or_default();
     let id = context.lines().find(|l| l.starts_with("[S")).and_then(|l| l.split(']').next()).unwrap_or_default().trim_start_matches('[');
-    let answer = serde_json::json!({"answerable": true, "sections": [{"text": "The lighthouse stands on a cliff.", "cites": [id]}]});
+    let is_check = body["response_format"]["json_schema"]["schema"]["required"] == serde_json::json!(["answers"]);
+    let answer = if is_check {
+        serde_json::json!({"answers": true})
+    } else {
+        serde_json::json!({"answerable": true, "sections": [{"text": "The lighthouse stands on a cliff.", "cites": [id]}]})
+    };
     Json(serde_json::json!({
         "id": "cmpl-1", "object": "chat.completion", "model": "stub-llm",
         "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": answer.to_string()}}],
