@@ -63,7 +63,8 @@ pub fn schema(ids: &[String]) -> serde_json::Value {
                     "type": "object",
                     "properties": {
                         "text": {"type": "string"},
-                        "cites": {"type": "array", "items": cite, "minItems": 1, "maxItems": 4}
+                        "cites": {"type": "array", "items": cite, "minItems": 1, "maxItems": 4},
+                        "quote": {"type": "string"}
                     },
                     "required": ["text", "cites"],
                     "additionalProperties": false
@@ -127,27 +128,28 @@ pub fn parse(content: &str) -> Result<Parsed, ContractError> {
             answerable: s.answerable,
             sections: s.sections.into_iter().map(|s| ModelSection { text: s.text, cites: s.cites, quote: s.quote }).collect(),
         };
-        return check(answer).map(|answer| Parsed { answer, lenient: false });
+        return Ok(Parsed { answer: check(answer), lenient: false });
     }
     let mut last = String::from("empty answer");
     for candidate in [Some(trimmed.to_string()), unfence(trimmed), outermost_object(trimmed)].into_iter().flatten() {
         match serde_json::from_str::<serde_json::Value>(&candidate) {
-            Ok(v) => return check(lenient(&v)?).map(|answer| Parsed { answer, lenient: true }),
+            Ok(v) => return Ok(Parsed { answer: check(lenient(&v)?), lenient: true }),
             Err(e) => last = e.to_string(),
         }
     }
     Err(ContractError::NotJson(last))
 }
 
-fn check(mut a: ModelAnswer) -> Result<ModelAnswer, ContractError> {
+/// Sections without text are dropped; "answerable" with no section left
+/// says nothing, and is read as not answerable (the schema allows it, and
+/// asking again at temperature 0 would get it again).
+fn check(mut a: ModelAnswer) -> ModelAnswer {
     a.sections.retain(|s| !s.text.trim().is_empty());
-    if a.answerable && a.sections.is_empty() {
-        return Err(ContractError::Violation("answerable with no sections".into()));
-    }
-    if !a.answerable {
+    if !a.answerable || a.sections.is_empty() {
+        a.answerable = false;
         a.sections.clear();
     }
-    Ok(a)
+    a
 }
 
 fn lenient(v: &serde_json::Value) -> Result<ModelAnswer, ContractError> {
@@ -460,7 +462,8 @@ mod tests {
     fn what_cannot_be_read_is_an_error() {
         assert!(matches!(parse("I think it is 42."), Err(ContractError::NotJson(_))));
         assert!(matches!(parse(r#"{"answerable": true, "sections": [{"text": "a""#), Err(ContractError::NotJson(_))));
-        assert!(matches!(parse(r#"{"answerable": true, "sections": []}"#), Err(ContractError::Violation(_))));
+        // Answerable with nothing to say is read as not answerable.
+        assert!(!parse(r#"{"answerable": true, "sections": [{"text": " ", "cites": []}]}"#).unwrap().answer.answerable);
         assert!(matches!(parse(r#"{"sections": 3}"#), Err(ContractError::Violation(_))));
     }
 

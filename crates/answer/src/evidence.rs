@@ -249,16 +249,20 @@ fn text_of(chars: &[char], (s, e): (usize, usize)) -> String {
     chars[s..e].iter().collect()
 }
 
-/// The row starting at `row_start` is the first line of a table of at
-/// least two rows.
+/// The row starting at `row_start` heads a table: the first line of a run
+/// of at least two rows, and for a Markdown table (rows in `|`) followed by
+/// its `|---|` rule. A chunk that starts in the middle of a Markdown table
+/// has no header in it: its first row is a data row, not a header.
 fn is_header_row(chars: &[char], row_start: usize) -> bool {
     let line = line_at(chars, row_start);
     // At a line break, `line_at` gives the line it ends.
     let above = (line.0 > 0).then(|| line_at(chars, line.0 - 1));
     let below = (line.1 < chars.len()).then(|| line_at(chars, line.1 + 1));
-    is_table_row(&text_of(chars, line))
+    let text = text_of(chars, line);
+    let markdown = text.trim_start().starts_with('|');
+    is_table_row(&text)
         && !above.is_some_and(|a| is_table_row(&text_of(chars, a)))
-        && below.is_some_and(|b| is_table_row(&text_of(chars, b)))
+        && below.is_some_and(|b| is_table_row(&text_of(chars, b)) && (!markdown || is_rule_row(&text_of(chars, b))))
 }
 
 /// The span (in chars, trimmed) of the header row of the table whose row
@@ -274,7 +278,7 @@ fn table_header(chars: &[char], row_start: usize) -> Option<(usize, usize)> {
         top = prev;
     }
     let header = text_of(chars, top);
-    if top.0 >= line_at(chars, row_start).0 || is_rule_row(&header) {
+    if top.0 >= line_at(chars, row_start).0 || is_rule_row(&header) || !is_header_row(chars, top.0) {
         return None;
     }
     let start = top.0 + (header.chars().count() - header.trim_start().chars().count());
@@ -384,6 +388,16 @@ mod tests {
         assert!(ev.units.iter().all(|u| u.chunk == 0));
         // The best chunk is always in, whatever the budget.
         assert_eq!(build(&chunks, 0).chunks_used, 1);
+    }
+
+    #[test]
+    fn a_markdown_table_cut_by_its_chunk_has_no_header_in_that_chunk() {
+        // The chunk starts at a data row: it is no header, and rows under
+        // it are not labelled with its numbers.
+        let c = chunk("t", "doc", 0, "| Doanh thu thuần | 1.108,2 | 1.245,6 |\n| Lợi nhuận gộp | 312,5 | 351,9 |");
+        let ev = build(std::slice::from_ref(&c), 10_000);
+        assert!(ev.units.iter().all(|u| u.header.is_none()), "{:?}", ev.units);
+        assert_eq!(ev.units.len(), 2);
     }
 
     #[test]

@@ -48,6 +48,9 @@ pub fn answer(question: &str, chunks: &[SourceChunk], max_sections: usize) -> Ve
         .units
         .iter()
         .enumerate()
+        // A table row without its header is numbers with nothing to say
+        // what they measure: never an answer of its own.
+        .filter(|(_, u)| u.header.is_some() || !evidence::is_table_row(&u.text))
         .map(|(i, u)| (content_terms(&u.text).intersection(&wanted).count(), i))
         .filter(|(score, _)| *score > 0)
         .collect();
@@ -144,9 +147,9 @@ mod tests {
         let html = chunk_of("Chỉ tiêu | 2022 | 2023\nTổng tài sản | 2.310,4 | 2.590,1");
         let s = answer("tổng tài sản", &[html], 3);
         assert_eq!(s[0].text, "Tổng tài sản — 2022: 2.310,4; 2023: 2.590,1");
-        // A lone row (no header above it) is quoted as it is.
+        // A lone row (no header above it) is never an answer: bare numbers.
         let lone = chunk_of("Intro.\n\n| Tổng tài sản | 2.310,4 |");
-        assert_eq!(answer("tổng tài sản", &[lone], 3)[0].text, "| Tổng tài sản | 2.310,4 |");
+        assert!(answer("tổng tài sản", &[lone], 3).is_empty());
     }
 
     #[test]

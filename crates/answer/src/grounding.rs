@@ -157,7 +157,7 @@ mod tests {
     use crate::{evidence, SegmentSpan};
 
     fn chunks() -> Vec<SourceChunk> {
-        let a = "Doanh thu đạt 1.245,6 tỷ đồng. Lợi nhuận tăng 8%. Chi phí giảm.\n| Chỉ tiêu | 2023 |\n| Nợ vay | 92,0 |";
+        let a = "Doanh thu đạt 1.245,6 tỷ đồng. Lợi nhuận tăng 8%. Chi phí giảm.\n| Chỉ tiêu | 2023 |\n|---|---|\n| Nợ vay | 92,0 |";
         let b = "Lãi suất giảm xuống 5%.";
         vec![
             SourceChunk {

@@ -177,12 +177,17 @@ pub struct AnswerOutcome {
     pub llm_error: Option<String>,
     /// From asking the model to its first token / to its last.
     pub first_token: Option<std::time::Duration>,
-    /// When the first token arrived (wall clock), to compare with when the
-    /// page saw it.
+    /// When the first token arrived (wall clock).
     pub first_token_at: Option<std::time::SystemTime>,
+    /// When the answer's first words arrived (wall clock): the first token
+    /// of a section's text, after the JSON around it. What the page's first
+    /// words are compared with.
+    pub first_words_at: Option<std::time::SystemTime>,
     pub llm_elapsed: Option<std::time::Duration>,
     /// llama.cpp's timings of the answer's call, when given.
     pub timings: Option<serde_json::Value>,
+    /// The answer's call was streamed.
+    pub streamed: bool,
     /// Evidence units shown to the model and chunks they came from.
     pub evidence_units: usize,
     pub evidence_chunks: usize,
@@ -199,8 +204,10 @@ impl AnswerOutcome {
             llm_error: None,
             first_token: None,
             first_token_at: None,
+            first_words_at: None,
             llm_elapsed: None,
             timings: None,
+            streamed: false,
             evidence_units: 0,
             evidence_chunks: 0,
         }
@@ -241,6 +248,9 @@ pub const EXTRACTIVE_SECTIONS: usize = 3;
 
 /// Earlier turns given to the model.
 pub const HISTORY_TURNS: usize = 6;
+
+/// Evidence characters an answer keeps whatever the history takes.
+const MIN_EVIDENCE_CHARS: usize = 1_200;
 
 /// How an answer is made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -300,16 +310,22 @@ pub async fn answer_question(
     if chunks.is_empty() {
         return Ok(AnswerOutcome::plain(AnswerMode::NoAnswer, abstention(question), true));
     }
-    let evidence = evidence::build(chunks, options.evidence_chars);
-    let messages = prompt::build(question, &evidence.render(chunks), history, HISTORY_TURNS);
+    // The history shares the context with the evidence.
+    let history_chars: usize = history.iter().rev().take(HISTORY_TURNS).map(|t| t.content.chars().count().min(prompt::TURN_CHARS)).sum();
+    let evidence = evidence::build(chunks, options.evidence_chars.saturating_sub(history_chars).max(MIN_EVIDENCE_CHARS));
+    let mut messages = prompt::build(question, &evidence.render(chunks), history, HISTORY_TURNS);
     let ids: Vec<String> = evidence.units.iter().map(|u| u.id.clone()).collect();
     let schema = contract::schema(&ids);
     let mut usage: Option<llm::LlmUsage> = None;
     let mut report = CitationReport::default();
     let mut error = String::new();
     for attempt in 0..2 {
+        let mut first_words_at: Option<std::time::SystemTime> = None;
         let mut on_text = |so_far: &str| {
             let (_, sections) = contract::partial_sections(so_far);
+            if first_words_at.is_none() && sections.iter().any(|s| !s.text.trim().is_empty()) {
+                first_words_at = Some(std::time::SystemTime::now());
+            }
             on_partial(&sections);
         };
         let asked_at = std::time::SystemTime::now();
@@ -351,8 +367,10 @@ pub async fn answer_question(
                             llm_error: None,
                             first_token: c.first_token,
                             first_token_at: c.first_token.map(|d| asked_at + d),
+                            first_words_at,
                             llm_elapsed: Some(c.elapsed),
                             timings: c.timings,
+                            streamed: c.streamed,
                             evidence_units: evidence.units.len(),
                             evidence_chunks: evidence.chunks_used,
                         });
@@ -361,6 +379,10 @@ pub async fn answer_question(
                         tracing::warn!(attempt = attempt + 1, error = %e, "the model's answer does not follow the output contract");
                         report.invalid_outputs += 1;
                         error = e.to_string();
+                        // Deterministic sampling would repeat the same reply:
+                        // the second try is told what was wrong.
+                        messages.push(prompt::ChatMessage::new("assistant", c.content.chars().take(2000).collect::<String>()));
+                        messages.push(prompt::ChatMessage::new("user", prompt::retry(&error)));
                     }
                 }
             }

@@ -72,6 +72,8 @@ pub struct Completion {
     pub elapsed: Duration,
     /// llama.cpp's `timings` (prompt and decode tokens/s), when given.
     pub timings: Option<serde_json::Value>,
+    /// The answer came as server-sent events, piece by piece.
+    pub streamed: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -99,6 +101,8 @@ struct Choice {
     /// A streamed chunk's piece of the answer.
     #[serde(default)]
     delta: Option<Message>,
+    #[serde(default)]
+    finish_reason: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -227,7 +231,8 @@ impl ChatClient {
             .ok_or_else(|| LlmError::Failed("no choices in the completion".into()))?;
         on_text(&content);
         let elapsed = started.elapsed();
-        Ok(self.completion(content, r.model, r.usage, r.timings, Some(elapsed), elapsed))
+        let read = StreamRead { content, model: r.model, usage: r.usage, timings: r.timings, first_token: Some(elapsed), done: true };
+        Ok(self.completion(read, elapsed, false))
     }
 
     /// Server-sent events: `data: {chunk}` lines, `data: [DONE]` at the end.
@@ -240,9 +245,7 @@ impl ChatClient {
         on_text: &mut (dyn FnMut(&str) + Send),
     ) -> Result<Completion, LlmError> {
         let mut buf: Vec<u8> = Vec::new();
-        let mut content = String::new();
-        let (mut model, mut usage, mut timings, mut first_token) = (None, None, None, None);
-        let mut done = false;
+        let mut read = StreamRead::default();
         loop {
             let piece = resp
                 .chunk()
@@ -250,56 +253,73 @@ impl ChatClient {
                 .map_err(|e| LlmError::Unavailable(if e.is_timeout() { "timed out".into() } else { format!("stream: {e}") }))?;
             let Some(piece) = piece else { break };
             buf.extend_from_slice(&piece);
+            // Lines are cut at the newline byte, so a character split
+            // between two network pieces is decoded whole.
             while let Some(nl) = buf.iter().position(|b| *b == b'\n') {
                 let line: Vec<u8> = buf.drain(..=nl).collect();
-                let line = String::from_utf8_lossy(&line);
-                let Some(data) = line.trim().strip_prefix("data:") else { continue };
-                let data = data.trim();
-                if data == "[DONE]" {
-                    done = true;
-                    continue;
-                }
-                let chunk: Response =
-                    serde_json::from_str(data).map_err(|e| LlmError::Failed(format!("not a chat completion chunk: {e}")))?;
-                model = chunk.model.or(model);
-                usage = chunk.usage.or(usage);
-                timings = chunk.timings.or(timings);
-                if let Some(piece) = chunk.choices.into_iter().next().and_then(|c| c.delta.or(c.message)).and_then(|m| m.content) {
-                    if !piece.is_empty() {
-                        first_token.get_or_insert_with(|| started.elapsed());
-                        content.push_str(&piece);
-                        on_text(&content);
-                    }
-                }
+                read.line(&String::from_utf8_lossy(&line), started, on_text)?;
             }
         }
-        if !done {
+        // The last line, when the server did not end it with a newline.
+        if !buf.is_empty() {
+            read.line(&String::from_utf8_lossy(&buf), started, on_text)?;
+        }
+        if !read.done {
             return Err(LlmError::Unavailable("the stream ended before the answer did".into()));
         }
-        Ok(self.completion(content, model, usage, timings, first_token, started.elapsed()))
+        Ok(self.completion(read, started.elapsed(), true))
     }
 
-    fn completion(
-        &self,
-        content: String,
-        model: Option<String>,
-        usage: Option<Usage>,
-        timings: Option<serde_json::Value>,
-        first_token: Option<Duration>,
-        elapsed: Duration,
-    ) -> Completion {
-        let u = usage.unwrap_or_default();
+    fn completion(&self, read: StreamRead, elapsed: Duration, streamed: bool) -> Completion {
+        let u = read.usage.unwrap_or_default();
         Completion {
-            content,
+            content: read.content,
             usage: LlmUsage {
-                model: model.unwrap_or_else(|| self.cfg.model.clone()),
+                model: read.model.unwrap_or_else(|| self.cfg.model.clone()),
                 prompt_tokens: u.prompt_tokens,
                 completion_tokens: u.completion_tokens,
                 total_tokens: u.total_tokens,
             },
-            first_token,
+            first_token: read.first_token,
             elapsed,
-            timings,
+            timings: read.timings,
+            streamed,
         }
+    }
+}
+
+/// What a reply (a stream so far, or a whole completion) said.
+#[derive(Default)]
+struct StreamRead {
+    content: String,
+    model: Option<String>,
+    usage: Option<Usage>,
+    timings: Option<serde_json::Value>,
+    first_token: Option<Duration>,
+    /// `[DONE]` or a finish reason was seen.
+    done: bool,
+}
+
+impl StreamRead {
+    fn line(&mut self, line: &str, started: std::time::Instant, on_text: &mut (dyn FnMut(&str) + Send)) -> Result<(), LlmError> {
+        let Some(data) = line.trim().strip_prefix("data:") else { return Ok(()) };
+        let data = data.trim();
+        if data == "[DONE]" {
+            self.done = true;
+            return Ok(());
+        }
+        let chunk: Response = serde_json::from_str(data).map_err(|e| LlmError::Failed(format!("not a chat completion chunk: {e}")))?;
+        self.model = chunk.model.or(self.model.take());
+        self.usage = chunk.usage.or(self.usage.take());
+        self.timings = chunk.timings.or(self.timings.take());
+        if let Some(choice) = chunk.choices.into_iter().next() {
+            self.done |= choice.finish_reason.is_some();
+            if let Some(piece) = choice.delta.or(choice.message).and_then(|m| m.content).filter(|p| !p.is_empty()) {
+                self.first_token.get_or_insert_with(|| started.elapsed());
+                self.content.push_str(&piece);
+                on_text(&self.content);
+            }
+        }
+        Ok(())
     }
 }

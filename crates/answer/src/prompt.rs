@@ -34,7 +34,15 @@ in the language of the question (Vietnamese question: Vietnamese answer).\n\
 - cites lists the ids of the sentences that state the section's point. Cite only ids shown in the evidence.";
 
 /// Characters of history kept per earlier turn.
-const TURN_CHARS: usize = 1500;
+pub const TURN_CHARS: usize = 1500;
+
+/// What a second try is told about the first reply.
+pub fn retry(error: &str) -> String {
+    format!(
+        "That reply could not be used ({error}). Reply again with one JSON object only: \
+         {{\"answerable\": true, \"sections\": [{{\"text\": \"...\", \"cites\": [\"S1\"]}}]}}, or {{\"answerable\": false, \"sections\": []}}."
+    )
+}
 
 /// The messages of an answer: instructions, the evidence (numbered
 /// sentences grouped by document, [`crate::evidence::Evidence::render`]),

@@ -96,8 +96,9 @@ pub struct Scored {
     pub prompt_tokens: u64,
     pub prefill_tokens_per_s: f64,
     pub decode_tokens_per_s: f64,
-    /// From the model's first token to the page's first words (the delta
-    /// heard on the channel the API's streams listen to).
+    /// From the model's first words (the first token of a section's text,
+    /// as the answerer read it) to the page's first words (the delta heard
+    /// on the channel the API's streams listen to): what the system adds.
     pub stream_lag_ms: Option<u64>,
 }
 
@@ -215,7 +216,7 @@ pub fn score(
         prefill_tokens_per_s: metadata["retrieval"]["llm_timings"]["prompt_per_second"].as_f64().unwrap_or(0.0),
         decode_tokens_per_s: metadata["retrieval"]["llm_timings"]["predicted_per_second"].as_f64().unwrap_or(0.0),
         stream_lag_ms: first_words_at_ms
-            .zip(metadata["retrieval"]["llm_first_token_at_ms"].as_u64())
+            .zip(metadata["retrieval"]["llm_first_words_at_ms"].as_u64())
             .map(|(page, model)| page.saturating_sub(model)),
     }
 }
@@ -493,7 +494,7 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
         if all.llama_ms.p50 > 0 {
             println!(
                 "answerable, LLM: retrieval p50 {} ms; prompt p50 {} tokens; prefill {:.0} tokens/s, decode {:.1} tokens/s; \
-                 llama.cpp alone p50 {:.1} s, the whole answer {:.2}x that (p50); the page's first words {} ms (p50) / {} ms (p95) after the model's first token",
+                 llama.cpp alone p50 {:.1} s, the whole answer {:.2}x that (p50); the page's first words {} ms (p50) / {} ms (p95) after the model's",
                 all.retrieval_ms.p50,
                 all.prompt_tokens.p50,
                 all.prefill_tokens_per_s,
@@ -525,7 +526,7 @@ mod tests {
                 {"text": "Sai.", "citations": [{"document_id": "d1", "char_start": 0, "char_end": 5, "text": "khác"}]}
             ],
             "retrieval": {"citation_report": {"dropped_source_ids": ["S9"], "unsupported_sections": ["x", "y"]},
-                          "retrieval_ms": 30, "llm_first_token_at_ms": 10_000,
+                          "retrieval_ms": 30, "llm_first_words_at_ms": 10_000,
                           "llm_timings": {"prompt_n": 700, "prompt_ms": 700.0, "predicted_ms": 300.0, "prompt_per_second": 1000.0, "predicted_per_second": 20.0}},
             "llm_usage": {"total_tokens": 640}
         });

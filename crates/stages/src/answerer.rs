@@ -274,8 +274,11 @@ fn retrieval_json(r: &Retrieval, asked: &Asked<'_>, outcome: Option<&AnswerOutco
         v["answer_mode"] = o.mode.as_str().into();
         v["evidence"] = serde_json::json!({"units": o.evidence_units, "chunks": o.evidence_chunks});
         v["llm_first_token_ms"] = o.first_token.map(|d| d.as_millis() as u64).into();
-        v["llm_first_token_at_ms"] =
-            o.first_token_at.and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok()).map(|d| d.as_millis() as u64).into();
+        let epoch_ms =
+            |t: Option<std::time::SystemTime>| t.and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok()).map(|d| d.as_millis() as u64);
+        v["llm_first_token_at_ms"] = epoch_ms(o.first_token_at).into();
+        v["llm_first_words_at_ms"] = epoch_ms(o.first_words_at).into();
+        v["llm_streamed"] = o.streamed.into();
         v["llm_ms"] = o.llm_elapsed.map(|d| d.as_millis() as u64).into();
         if let Some(t) = &o.timings {
             v["llm_timings"] = t.clone();

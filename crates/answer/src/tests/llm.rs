@@ -258,12 +258,19 @@ async fn invalid_output_is_asked_once_more_then_falls_back_or_fails() {
     assert_eq!((out.mode, out.report.invalid_outputs), (AnswerMode::Extractive, 2));
     assert!(out.llm_error.as_deref().unwrap().contains("not JSON"));
     assert_eq!(out.usage.as_ref().unwrap().total_tokens, 300, "both calls are counted");
-    // A schema violation (answerable with no sections), then a valid reply.
-    let (url, server) =
-        serve(vec![Reply::Content(r#"{"answerable": true, "sections": []}"#.into()), Reply::Content(answer_json(&["S1"]))]).await;
+    // A schema violation, then a valid reply: the second try was told why.
+    let (url, server) = serve(vec![Reply::Content(r#"{"sections": 3}"#.into()), Reply::Content(answer_json(&["S1"]))]).await;
     let (out, _) = ask(&client(&url, 5000), LlmFallback::Fail, QUESTION).await;
     let out = out.unwrap();
     assert_eq!((server.calls.load(Ordering::SeqCst), out.report.invalid_outputs, out.mode), (2, 1, AnswerMode::Llm));
+    let retry = server.requests.lock().unwrap()[1].clone();
+    let msgs = retry["messages"].as_array().unwrap();
+    assert_eq!(msgs[msgs.len() - 2]["content"], r#"{"sections": 3}"#);
+    assert!(msgs.last().unwrap()["content"].as_str().unwrap().starts_with("That reply could not be used"));
+    // Answerable with no section says nothing: an abstention, not a retry.
+    let (url, server) = serve(vec![Reply::Content(r#"{"answerable": true, "sections": []}"#.into())]).await;
+    let (out, _) = ask(&client(&url, 5000), LlmFallback::Fail, QUESTION).await;
+    assert_eq!((server.calls.load(Ordering::SeqCst), out.unwrap().abstained), (1, true));
     let (url, _) = serve(vec![Reply::Content("not json".into())]).await;
     let (err, _) = ask(&client(&url, 5000), LlmFallback::Fail, QUESTION).await;
     assert!(err.unwrap_err().contains("not JSON"));
