@@ -5,7 +5,7 @@ use crate::{char_slice, preview, Citation, SourceChunk};
 
 /// The segment holding document offset `pos` (the last one starting at or
 /// before it).
-fn segment_at(chunk: &SourceChunk, pos: u64) -> (u32, u32) {
+pub(crate) fn segment_at(chunk: &SourceChunk, pos: u64) -> (u32, u32) {
     chunk
         .segments
         .iter()

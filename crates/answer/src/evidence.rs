@@ -42,7 +42,9 @@ pub struct Evidence {
 }
 
 impl Evidence {
+    /// The unit `id` names, however the model wrote it (`S4`, `s4`, `[S4]`).
     pub fn get(&self, id: &str) -> Option<(usize, &EvidenceUnit)> {
+        let id = normalise_id(id);
         self.units.iter().enumerate().find(|(_, u)| u.id == id)
     }
 
@@ -74,6 +76,11 @@ impl Evidence {
         }
         out
     }
+}
+
+/// A unit id as the prompt writes it: `[s4]` → `S4`.
+pub fn normalise_id(raw: &str) -> String {
+    raw.trim().trim_start_matches('[').trim_end_matches(']').trim().to_uppercase()
 }
 
 /// The zero-based page holding document offset `pos`.

@@ -6,9 +6,9 @@
 //! with its header row; an id the prompt did not show is dropped and
 //! counted; a section left with no valid citation is not shown as a fact.
 
-use crate::cite::citation;
+use crate::cite::{citation, segment_at};
 use crate::contract::ModelAnswer;
-use crate::evidence::{Evidence, EvidenceUnit};
+use crate::evidence::{self, Evidence, EvidenceUnit};
 use crate::{Citation, CitationReport, Section, SourceChunk};
 
 /// The citations of one unit: the unit (or the exact `quote` span inside
@@ -51,11 +51,6 @@ fn copied_unit(text: &str, evidence: &Evidence) -> Option<usize> {
     })
 }
 
-fn segment_of(chunk: &SourceChunk, chunk_pos: usize) -> Option<u32> {
-    let pos = chunk.char_start + chunk_pos as u64;
-    chunk.segments.iter().filter(|s| s.char_start <= pos).max_by_key(|s| s.char_start).map(|s| s.segment_index)
-}
-
 /// Sections with exact citations, and what was dropped on the way
 /// (`dropped_source_ids`, `unsupported_sections`, quotes narrowed or
 /// rejected) added to `report`.
@@ -72,20 +67,18 @@ pub fn ground(answer: &ModelAnswer, evidence: &Evidence, chunks: &[SourceChunk],
         // cites that sentence, whatever ids came with it: small models copy
         // the right sentence and name its neighbour.
         if let Some(copied) = copied_unit(text, evidence) {
-            if !raw.cites.iter().any(|id| {
-                evidence.get(&id.trim().trim_start_matches('[').trim_end_matches(']').to_uppercase()).is_some_and(|(i, _)| i == copied)
-            }) {
+            if !raw.cites.iter().any(|id| evidence.get(id).is_some_and(|(i, _)| i == copied)) {
                 report.recited_sections += 1;
             }
             cited.push(copied);
         }
         let recited = !cited.is_empty();
         for id in raw.cites.iter().filter(|_| !recited) {
-            let id = id.trim().trim_start_matches('[').trim_end_matches(']').to_uppercase();
-            match evidence.get(&id) {
+            match evidence.get(id) {
                 Some((i, _)) if !cited.contains(&i) => cited.push(i),
                 Some(_) => {}
                 None => {
+                    let id = evidence::normalise_id(id);
                     if !report.dropped_source_ids.contains(&id) {
                         report.dropped_source_ids.push(id);
                     }
@@ -125,7 +118,8 @@ pub fn ground(answer: &ModelAnswer, evidence: &Evidence, chunks: &[SourceChunk],
                 && first.header.is_none()
                 && evidence.units[cited[last + 1]].header.is_none()
                 && evidence.units[cited[last + 1]].chunk == first.chunk
-                && segment_of(chunk, evidence.units[cited[last + 1]].start) == segment_of(chunk, first.start)
+                && segment_at(chunk, chunk.char_start + evidence.units[cited[last + 1]].start as u64)
+                    == segment_at(chunk, chunk.char_start + first.start as u64)
             {
                 last += 1;
             }
