@@ -72,23 +72,41 @@ async fn each_limit_answers_429_with_retry_after() {
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
 
-    // Uploads at once: one still streaming in holds the only slot.
-    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Vec<u8>, std::io::Error>>(4);
-    let body = reqwest::Body::wrap_stream(tokio_stream_of(rx));
-    let part = reqwest::multipart::Part::stream(body).file_name("slow.txt").mime_str("text/plain").unwrap();
-    let form = reqwest::multipart::Form::new().part("file", part);
-    // A client of its own: a streamed body cannot be sent again on a
-    // fresh connection if a pooled one turns out closed.
-    let slow = tokio::spawn({
-        let req = reqwest::Client::new().post(format!("{}/v1/workspaces/{ws}/documents", api.base)).bearer_auth(&alice).multipart(form);
-        async move { req.send().await.unwrap().status() }
-    });
-    tx.send(Ok(b"The first half of a slow upload. ".to_vec())).await.unwrap();
-    let (s, v) = poll_status(&api, &ws, &alice, &slow).await;
+    // Uploads at once: one still streaming in holds the only slot. The
+    // slow upload takes its slot only once its request reaches the
+    // handler; a probe that gets there first holds the slot itself and the
+    // slow upload is refused. Then the race is run again: nothing tells the
+    // client when its request has reached the handler.
+    let mut attempts = 0;
+    let (tx, slow, s, v) = loop {
+        attempts += 1;
+        let (tx, rx) = tokio::sync::mpsc::channel::<Result<Vec<u8>, std::io::Error>>(4);
+        let body = reqwest::Body::wrap_stream(tokio_stream_of(rx));
+        let part = reqwest::multipart::Part::stream(body).file_name("slow.txt").mime_str("text/plain").unwrap();
+        let form = reqwest::multipart::Form::new().part("file", part);
+        // A client of its own: a streamed body cannot be sent again on a
+        // fresh connection if a pooled one turns out closed.
+        let slow = tokio::spawn({
+            let req = reqwest::Client::new().post(format!("{}/v1/workspaces/{ws}/documents", api.base)).bearer_auth(&alice).multipart(form);
+            async move {
+                let resp = req.send().await.unwrap();
+                (resp.status(), resp.json::<serde_json::Value>().await.unwrap_or_default())
+            }
+        });
+        tx.send(Ok(b"The first half of a slow upload. ".to_vec())).await.unwrap();
+        match poll_status(&api, &ws, &alice, &slow).await {
+            Some((s, v)) => break (tx, slow, s, v),
+            None => {
+                let (s, v) = slow.await.unwrap();
+                assert_eq!((s, v["error"]["code"].as_str()), (StatusCode::TOO_MANY_REQUESTS, Some("too_many_uploads")), "{v}");
+                assert!(attempts < 10, "the slow upload lost the race for its slot {attempts} times");
+            }
+        }
+    };
     assert_eq!((s, v["error"]["code"].as_str()), (StatusCode::TOO_MANY_REQUESTS, Some("too_many_uploads")), "{v}");
     tx.send(Ok(b"And the rest.".to_vec())).await.unwrap();
     drop(tx);
-    assert_eq!(slow.await.unwrap(), StatusCode::ACCEPTED);
+    assert_eq!(slow.await.unwrap().0, StatusCode::ACCEPTED);
 
     run.stop().await;
 
@@ -111,15 +129,24 @@ async fn each_limit_answers_429_with_retry_after() {
 }
 
 /// An upload by Alice while her only upload slot is held: retried until
-/// the first upload has reached the server.
-async fn poll_status(api: &Api, ws: &str, token: &str, slow: &tokio::task::JoinHandle<StatusCode>) -> (StatusCode, serde_json::Value) {
+/// the first upload has reached the server. None when the slow upload
+/// ended first: a probe took the slot before the slow upload reached the
+/// handler, and it was refused.
+async fn poll_status(
+    api: &Api,
+    ws: &str,
+    token: &str,
+    slow: &tokio::task::JoinHandle<(StatusCode, serde_json::Value)>,
+) -> Option<(StatusCode, serde_json::Value)> {
     let start = Instant::now();
     loop {
-        assert!(!slow.is_finished(), "the slow upload ended before its body was complete");
+        if slow.is_finished() {
+            return None;
+        }
         let (s, v) = api.upload(ws, token, "second.txt", "text/plain", b"second".to_vec()).await;
         if s == StatusCode::TOO_MANY_REQUESTS || start.elapsed() > Duration::from_secs(10) {
             // (A 202 meanwhile would mean the slot was not held: the assert says so.)
-            return (s, v);
+            return Some((s, v));
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
