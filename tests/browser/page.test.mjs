@@ -122,9 +122,18 @@ test("upload, watch the pipeline, ask, and open every citation on the raw text",
   await streaming.waitFor({ timeout: 60_000 });
   const partial = (await streaming.locator(".section").first().textContent()) ?? "";
   assert.ok(partial.length > 0, "partial text is shown");
-  assert.equal(await streaming.locator(".cite").count(), 0, "no citation before the section is grounded");
+  assert.equal(await streaming.locator(".section.open .cite").count(), 0, "no citation in a section still being written");
   await screenshot(page, "streaming.png");
+  // A closed section's bubbles come with it, while the next is written.
+  const early = page.locator(".message.assistant.streaming:has(.section.open) .section:not(.open) .cite").first();
+  await early.waitFor({ timeout: 60_000 });
+  const earlySpan = [await early.getAttribute("data-start"), await early.getAttribute("data-end")];
+  await screenshot(page, "streaming-cited.png");
   await page.locator(".message.assistant.done").waitFor({ timeout: 60_000 });
+  assert.deepEqual(
+    [await page.locator(".message.assistant.done .cite").first().getAttribute("data-start"),
+     await page.locator(".message.assistant.done .cite").first().getAttribute("data-end")],
+    earlySpan, "the bubble shown while streaming is the final answer's first citation");
   const final = await page.locator(".message.assistant.done .section").first().textContent();
   assert.ok(final.length > partial.length, `the streamed text (${partial.length} chars) was partial`);
   const bubbles = page.locator(".message.assistant.done .cite");

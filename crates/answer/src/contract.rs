@@ -19,7 +19,7 @@ pub struct ModelAnswer {
     pub sections: Vec<ModelSection>,
 }
 
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct ModelSection {
     pub text: String,
     /// Evidence unit ids as the model wrote them (`S4`).
@@ -160,31 +160,33 @@ fn lenient(v: &serde_json::Value) -> Result<ModelAnswer, ContractError> {
         serde_json::Value::Null => Vec::new(),
         other => return Err(ContractError::Violation(format!("sections is {other}"))),
     };
-    let mut sections = Vec::new();
-    for s in raw_sections {
-        let (text, cites, quote) = match &s {
-            serde_json::Value::String(t) => (t.clone(), Vec::new(), None),
-            serde_json::Value::Object(o) => {
-                let text = o.get("text").and_then(|t| t.as_str()).unwrap_or_default().to_string();
-                let cites =
-                    ["cites", "citations", "source_ids", "sources", "ids"].iter().find_map(|k| o.get(*k)).map(ids_of).unwrap_or_default();
-                let quote = match o.get("quote").or_else(|| o.get("quotes")) {
-                    Some(serde_json::Value::String(q)) => Some(q.clone()),
-                    Some(serde_json::Value::Array(qs)) => qs.iter().find_map(|q| q.as_str()).map(str::to_string),
-                    _ => None,
-                };
-                (text, cites, quote)
-            }
-            _ => continue,
-        };
-        sections.push(ModelSection { text, cites, quote });
-    }
+    let sections: Vec<ModelSection> = raw_sections.iter().filter_map(lenient_section).collect();
     let answerable = match obj.get("answerable") {
         Some(serde_json::Value::Bool(b)) => *b,
         Some(serde_json::Value::String(s)) => s.eq_ignore_ascii_case("true"),
         _ => sections.iter().any(|s| !s.text.trim().is_empty()),
     };
     Ok(ModelAnswer { answerable, sections })
+}
+
+/// One section read leniently: a bare string, or an object whose cites
+/// may be called `citations`, `source_ids`, ... and whose quote `quotes`.
+fn lenient_section(s: &serde_json::Value) -> Option<ModelSection> {
+    match s {
+        serde_json::Value::String(t) => Some(ModelSection { text: t.clone(), cites: Vec::new(), quote: None }),
+        serde_json::Value::Object(o) => {
+            let text = o.get("text").and_then(|t| t.as_str()).unwrap_or_default().to_string();
+            let cites =
+                ["cites", "citations", "source_ids", "sources", "ids"].iter().find_map(|k| o.get(*k)).map(ids_of).unwrap_or_default();
+            let quote = match o.get("quote").or_else(|| o.get("quotes")) {
+                Some(serde_json::Value::String(q)) => Some(q.clone()),
+                Some(serde_json::Value::Array(qs)) => qs.iter().find_map(|q| q.as_str()).map(str::to_string),
+                _ => None,
+            };
+            Some(ModelSection { text, cites, quote })
+        }
+        _ => None,
+    }
 }
 
 /// `["S4", 7, "[S9]"]` or `"S4, S7"` as ids (`S4`, `S7`, `S9`).
@@ -224,11 +226,14 @@ fn outermost_object(s: &str) -> Option<String> {
 }
 
 /// A section's text as generated so far.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct PartialSection {
     pub text: String,
     /// The section's object is closed: its text and cites are final.
     pub closed: bool,
+    /// Once closed: the section as written (its cites and quote, read
+    /// leniently), so its citations can be shown before the answer ends.
+    pub written: Option<ModelSection>,
 }
 
 /// What an unfinished answer says so far: `answerable` once written, and
@@ -260,8 +265,13 @@ pub fn partial_sections(prefix: &str) -> (Option<bool>, Vec<PartialSection>) {
                 if !scan.eat('[') {
                     break;
                 }
-                while scan.eat('{') {
-                    let mut section = PartialSection { text: String::new(), closed: false };
+                loop {
+                    scan.ws();
+                    let opened_at = scan.pos;
+                    if !scan.eat('{') {
+                        break;
+                    }
+                    let mut section = PartialSection::default();
                     let mut complete = true;
                     loop {
                         let Some(k) = scan.string() else {
@@ -288,6 +298,10 @@ pub fn partial_sections(prefix: &str) -> (Option<bool>, Vec<PartialSection>) {
                         }
                     }
                     section.closed = complete && scan.eat('}');
+                    if section.closed {
+                        let object: String = scan.chars[opened_at..scan.pos].iter().collect();
+                        section.written = serde_json::from_str::<serde_json::Value>(&object).ok().as_ref().and_then(lenient_section);
+                    }
                     let closed = section.closed;
                     sections.push(section);
                     if !closed || !scan.eat(',') {
@@ -498,17 +512,34 @@ mod tests {
         }
         let (answerable, sections) = partial_sections(full);
         assert_eq!(answerable, Some(true));
+        let written = |text: &str, cites: &[&str]| {
+            Some(ModelSection { text: text.into(), cites: cites.iter().map(|c| c.to_string()).collect(), quote: None })
+        };
         assert_eq!(
             sections,
             [
-                PartialSection { text: "Doanh thu \"tăng\"\n12,4%.".into(), closed: true },
-                PartialSection { text: "Lợi nhuận".into(), closed: true }
+                PartialSection {
+                    text: "Doanh thu \"tăng\"\n12,4%.".into(),
+                    closed: true,
+                    written: written("Doanh thu \"tăng\"\n12,4%.", &["S2"])
+                },
+                PartialSection { text: "Lợi nhuận".into(), closed: true, written: written("Lợi nhuận", &["S3"]) }
+            ]
+        );
+        // The first section closed, the second still being written: the
+        // first one's cites are known already.
+        let cut = r#"{"answerable": true, "sections": [{"text": "A.", "cites": ["S2", "S3"]}, {"text": "B"#;
+        assert_eq!(
+            partial_sections(cut).1,
+            [
+                PartialSection { text: "A.".into(), closed: true, written: written("A.", &["S2", "S3"]) },
+                PartialSection { text: "B".into(), ..Default::default() }
             ]
         );
         let cut = r#"{"answerable": true, "sections": [{"text": "Doanh thu tă"#;
-        assert_eq!(partial_sections(cut).1, [PartialSection { text: "Doanh thu tă".into(), closed: false }]);
+        assert_eq!(partial_sections(cut).1, [PartialSection { text: "Doanh thu tă".into(), ..Default::default() }]);
         let cut = r#"{"answerable": true, "sections": [{"text": "A.", "cites": ["S"#;
-        assert_eq!(partial_sections(cut).1, [PartialSection { text: "A.".into(), closed: false }]);
+        assert_eq!(partial_sections(cut).1, [PartialSection { text: "A.".into(), ..Default::default() }]);
         assert_eq!(partial_sections(r#"{"answerable": fal"#), (None, vec![]));
         assert_eq!(partial_sections("garbage"), (None, vec![]));
     }

@@ -261,8 +261,50 @@ pub struct AnswerOptions {
     pub verify: bool,
 }
 
+/// A section while the answer is written: its text so far and, once the
+/// model has closed it, its citations, grounded as the final answer's
+/// are (the check may still turn the whole answer into an abstention).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct StreamedSection {
+    pub text: String,
+    pub closed: bool,
+    pub citations: Vec<Citation>,
+}
+
 /// What the answer says so far, while the model writes it.
-pub type OnPartial<'a> = &'a mut (dyn FnMut(&[contract::PartialSection]) + Send);
+pub type OnPartial<'a> = &'a mut (dyn FnMut(&[StreamedSection]) + Send);
+
+/// The sections so far, each closed one with its citations. `grounded`
+/// keeps what earlier calls grounded, so a section is grounded once
+/// however many deltas follow it.
+fn streamed_sections(
+    partial: &[contract::PartialSection],
+    evidence: &evidence::Evidence,
+    chunks: &[SourceChunk],
+    grounded: &mut Vec<(contract::ModelSection, Vec<Citation>)>,
+) -> Vec<StreamedSection> {
+    partial
+        .iter()
+        .map(|p| {
+            let citations = match &p.written {
+                Some(written) => match grounded.iter().find(|(w, _)| w == written) {
+                    Some((_, c)) => c.clone(),
+                    None => {
+                        let one = contract::ModelAnswer { answerable: true, sections: vec![written.clone()] };
+                        let c: Vec<Citation> = grounding::ground(&one, evidence, chunks, &mut CitationReport::default())
+                            .into_iter()
+                            .flat_map(|s| s.citations)
+                            .collect();
+                        grounded.push((written.clone(), c.clone()));
+                        c
+                    }
+                },
+                None => Vec::new(),
+            };
+            StreamedSection { text: p.text.clone(), closed: p.closed, citations }
+        })
+        .collect()
+}
 
 fn add_usage(total: &mut Option<llm::LlmUsage>, u: &llm::LlmUsage) {
     *total = Some(match total.take() {
@@ -319,6 +361,7 @@ pub async fn answer_question(
     let mut usage: Option<llm::LlmUsage> = None;
     let mut report = CitationReport::default();
     let mut error = String::new();
+    let mut grounded = Vec::new();
     for attempt in 0..2 {
         let mut first_words_at: Option<std::time::SystemTime> = None;
         let mut on_text = |so_far: &str| {
@@ -326,7 +369,7 @@ pub async fn answer_question(
             if first_words_at.is_none() && sections.iter().any(|s| !s.text.trim().is_empty()) {
                 first_words_at = Some(std::time::SystemTime::now());
             }
-            on_partial(&sections);
+            on_partial(&streamed_sections(&sections, &evidence, chunks, &mut grounded));
         };
         let asked_at = std::time::SystemTime::now();
         match client.complete(&messages, llm::Format::Schema(&schema), &mut on_text).await {

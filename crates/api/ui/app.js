@@ -612,14 +612,22 @@ function renderMessage(m) {
   }
   const partial = m.status === "pending" ? (state.partials.get(m.id) ?? []).filter((s) => s.text) : [];
   if (partial.length) {
-    // The answer as the model writes it; citations come when it is done.
+    // The answer as the model writes it: a closed section's bubbles come
+    // with it (numbered as the final answer numbers them).
+    let n = 0;
     return el(
       "article",
       { class: "message assistant pending streaming", dataset: { id: m.id }, "aria-busy": "true" },
       ...partial.map((s, i) =>
-        el("p", { class: `section${s.closed ? "" : " open"}` }, s.text, i === partial.length - 1 && !s.closed ? el("span", { class: "caret", "aria-hidden": "true" }) : null),
+        el(
+          "p",
+          { class: `section${s.closed ? "" : " open"}` },
+          s.text,
+          ...(s.closed ? (s.citations ?? []) : []).map((c) => citationBubble(++n, c)),
+          i === partial.length - 1 && !s.closed ? el("span", { class: "caret", "aria-hidden": "true" }) : null,
+        ),
       ),
-      el("small", { class: "muted", text: "Writing the answer; citations follow…" }),
+      el("small", { class: "muted", text: "Writing the answer…" }),
     );
   }
   if (m.status === "pending") {

@@ -5,9 +5,9 @@
 //! While the model writes, the text so far goes out as ephemeral deltas
 //! (Postgres NOTIFY, see docs/answers.md); the event stays the record.
 
-use rag_answer::contract::PartialSection;
 use rag_answer::llm::ChatClient;
 use rag_answer::prompt::Turn;
+use rag_answer::StreamedSection;
 use rag_answer::{answer_question, retrieval_query, AnswerMode, AnswerOutcome, LlmFallback, SegmentSpan, SourceChunk};
 use rag_bus::{Inbound, Outcome, Positions, Stage, StageIdentity, StageOutput};
 use rag_events::{AnswerProduced, Envelope, EventType, Failure, QuestionAsked};
@@ -319,13 +319,13 @@ impl DeltaSender {
         DeltaSender { tx, task, template }
     }
 
-    fn callback(&self) -> impl FnMut(&[PartialSection]) + Send + 'static {
+    fn callback(&self) -> impl FnMut(&[StreamedSection]) + Send + 'static {
         let tx = self.tx.clone();
         let template = self.template.clone();
         let mut seq = 0u64;
         let mut last_sent: Option<std::time::Instant> = None;
         let mut last_shape: (usize, usize) = (0, 0);
-        move |sections: &[PartialSection]| {
+        move |sections: &[StreamedSection]| {
             let shape = (sections.len(), sections.iter().filter(|s| s.closed).count());
             // A retry starts the text again from nothing: say so at once.
             let restarted = shape.0 < last_shape.0;
@@ -337,7 +337,24 @@ impl DeltaSender {
             last_sent = Some(std::time::Instant::now());
             let delta = messages::AnswerDelta {
                 seq,
-                sections: sections.iter().map(|s| messages::DeltaSection { text: s.text.clone(), closed: s.closed }).collect(),
+                sections: sections
+                    .iter()
+                    .map(|s| messages::DeltaSection {
+                        text: s.text.clone(),
+                        closed: s.closed,
+                        citations: s
+                            .citations
+                            .iter()
+                            .map(|c| messages::DeltaCitation {
+                                document_id: c.document_id.clone(),
+                                page_idx: c.page_idx,
+                                char_start: c.char_start,
+                                char_end: c.char_end,
+                                snippet_preview: c.snippet_preview.clone(),
+                            })
+                            .collect(),
+                    })
+                    .collect(),
                 ..template.clone()
             };
             seq += 1;

@@ -350,8 +350,23 @@ pub struct AnswerDelta {
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct DeltaSection {
     pub text: String,
-    /// The section is complete (its citations come with the answer).
+    /// The section is complete: its text is final and its citations are
+    /// known (the final answer may still abstain, after the check).
     pub closed: bool,
+    /// A closed section's citations, as the final answer's are shaped
+    /// (without lines and boxes, which the final answer brings).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub citations: Vec<DeltaCitation>,
+}
+
+/// Where a citation of a section being written points.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct DeltaCitation {
+    pub document_id: String,
+    pub page_idx: u32,
+    pub char_start: u64,
+    pub char_end: u64,
+    pub snippet_preview: String,
 }
 
 /// Postgres refuses NOTIFY payloads of 8,000 bytes or more.

@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::contract::PartialSection;
 use crate::llm::{ChatClient, ChatConfig};
+use crate::StreamedSection;
 use crate::{answer_question, retrieval_query, AnswerMode, AnswerOptions, LlmFallback, SegmentSpan, SourceChunk};
 
 /// No check: each test below gives the model's replies call by call.
@@ -158,7 +158,7 @@ async fn ask(
     client: &ChatClient,
     fallback: LlmFallback,
     question: &str,
-) -> (Result<crate::AnswerOutcome, String>, Vec<Vec<PartialSection>>) {
+) -> (Result<crate::AnswerOutcome, String>, Vec<Vec<StreamedSection>>) {
     let mut partials = Vec::new();
     let out = answer_question(Some(client), fallback, question, &[], &chunks(), UNCHECKED, &mut |p| partials.push(p.to_vec())).await;
     (out, partials)
@@ -184,6 +184,12 @@ async fn a_streamed_answer_cites_whole_sentences_and_shows_its_text_as_it_comes(
     let first_texts: Vec<String> = partials.iter().filter_map(|p| p.first().map(|s| s.text.clone())).collect();
     assert!(first_texts.iter().any(|t| !t.is_empty() && t.len() < "Doanh thu tăng 12,4%.".len()), "{first_texts:?}");
     assert_eq!(partials.last().unwrap().len(), 2);
+    // The first section's citation came as it closed, while the second
+    // was still being written: the bubble shows before the answer ends.
+    let early = partials.iter().find(|p| p.len() == 2 && p[0].closed && !p[1].closed).expect("a delta with the second section open");
+    assert_eq!(early[0].citations.iter().map(|c| c.text.as_str()).collect::<Vec<_>>(), [cited[0]]);
+    assert!(early[1].citations.is_empty());
+    assert_eq!(partials.last().unwrap()[1].citations, out.sections[1].citations);
     // The request: the schema of this prompt's ids, deterministic, streamed.
     let req = server.requests.lock().unwrap()[0].clone();
     assert_eq!(req["response_format"]["type"], "json_schema");

@@ -7,7 +7,8 @@
 //!
 //! While an answer is written, `message.delta` events (no id: they are not
 //! part of the resumable record) carry its text so far
-//! (`{message_id, seq, from, sections: [{text, closed}]}`); the answer
+//! (`{message_id, seq, from, sections: [{text, closed, citations}]}`: a
+//! section's citations come as it closes); the answer
 //! itself always comes as `message.status_updated`.
 
 use std::collections::VecDeque;
