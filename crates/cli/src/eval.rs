@@ -42,6 +42,12 @@ pub struct RetrievalArgs {
     /// Print JSON: {"lexical": {...}, "dense": {...}, "hybrid": {...}, "by_language": {...}}.
     #[arg(long)]
     json: bool,
+    /// Also write each query's rankings to this file, one JSON object per
+    /// line (`id`, `text`, `language`, `qrels`, and per mode the ranked
+    /// chunks with corpus id, score, language and text): what tuning the
+    /// fusion offline needs.
+    #[arg(long)]
+    dump: Option<PathBuf>,
 }
 
 #[derive(Deserialize)]
@@ -58,6 +64,14 @@ pub(crate) struct Query {
     #[serde(rename = "_id")]
     pub(crate) id: String,
     pub(crate) text: String,
+}
+
+fn mode_name(mode: Mode) -> &'static str {
+    match mode {
+        Mode::Lexical => "lexical",
+        Mode::Dense => "dense",
+        Mode::Hybrid => "hybrid",
+    }
 }
 
 /// Each corpus entry becomes a Markdown document named `{id}.md`, its title
@@ -147,10 +161,28 @@ pub async fn eval(s: &Settings, cmd: EvalCommand) -> anyhow::Result<ExitCode> {
     type Runs<'a> = BTreeMap<&'static str, BTreeMap<&'static str, Vec<(Vec<String>, &'a HashMap<String, i32>)>>>;
     let mut runs: Runs = BTreeMap::new();
     let started = std::time::Instant::now();
+    let mut dump = match &args.dump {
+        Some(path) => Some(std::io::BufWriter::new(std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?)),
+        None => None,
+    };
     for q in &judged {
         let language = rag_retrieval::detect_language(&q.text).code();
+        let mut dumped = serde_json::json!({"id": q.id, "text": q.text, "language": language, "qrels": qrels[&q.id]});
         for mode in &modes {
             let result = retriever.retrieve(&workspace, &q.text, 100, &[], *mode).await?;
+            if dump.is_some() {
+                let ranked: Vec<serde_json::Value> = result
+                    .chunks
+                    .iter()
+                    .map(|c| {
+                        serde_json::json!({
+                            "doc": doc_to_corpus.get(&c.hit.document_id), "chunk": c.hit.chunk_id, "score": c.score,
+                            "language": c.language.code(), "text": c.hit.content,
+                        })
+                    })
+                    .collect();
+                dumped[mode_name(*mode)] = ranked.into();
+            }
             // Chunks -> corpus documents, first (best) occurrence wins.
             let mut ranking: Vec<String> = Vec::new();
             for c in &result.chunks {
@@ -160,17 +192,21 @@ pub async fn eval(s: &Settings, cmd: EvalCommand) -> anyhow::Result<ExitCode> {
                     }
                 }
             }
-            let name = match mode {
-                Mode::Lexical => "lexical",
-                Mode::Dense => "dense",
-                Mode::Hybrid => "hybrid",
-            };
+            let name = mode_name(*mode);
             let judged_q = &qrels[&q.id];
             let per_mode = runs.entry(name).or_default();
             per_mode.entry("all").or_default().push((ranking.clone(), judged_q));
             per_mode.entry(language).or_default().push((ranking, judged_q));
             bar.inc(1);
         }
+        if let Some(out) = dump.as_mut() {
+            use std::io::Write;
+            writeln!(out, "{dumped}")?;
+        }
+    }
+    if let Some(mut out) = dump {
+        use std::io::Write;
+        out.flush()?;
     }
     bar.finish_and_clear();
     let query_seconds = started.elapsed().as_secs_f64();

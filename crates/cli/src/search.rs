@@ -51,6 +51,22 @@ pub async fn search(s: &Settings, args: SearchArgs) -> anyhow::Result<ExitCode> 
         result.query_language.code(),
         if result.mode == Mode::Hybrid && !result.dense_used { ", lexical only: the embedder does not read it" } else { "" }
     );
+    if let Some(f) = &result.fusion {
+        println!(
+            "fusion: dense side {:.0}%, lexical side {:.0}% x {:.0}% of the query's words matched (of the dense candidates, {:.0}% in the query's language, {:.0}% readable by the embedder)",
+            f.dense_share * 100.0,
+            (1.0 - f.dense_share) * 100.0,
+            f.lexical_coverage * 100.0,
+            f.same_language_share * 100.0,
+            f.readable_share * 100.0
+        );
+    }
+    if let Some(r) = &result.rerank {
+        match &r.error {
+            None => println!("reranked by {} ({} candidates, {} ms)", r.model, r.candidates, r.ms),
+            Some(e) => println!("not reranked ({e}): the fused order"),
+        }
+    }
     for (i, c) in result.chunks.iter().enumerate() {
         let h = &c.hit;
         let pages = if h.page_start == h.page_end {

@@ -1,12 +1,14 @@
 //! Retrieval logic without I/O: what the query side decides.
 //!
 //! - [`detect_language`]: Vietnamese, English (or other ASCII Latin) or other.
-//! - [`fuse`]: reciprocal rank fusion of the lexical and dense rankings,
-//!   aware of what the embedder understands. all-MiniLM-L6-v2 is
-//!   English-only and strips diacritics, so on Vietnamese its neighbours are
-//!   noise: dense hits count only when both the query and the chunk are in
-//!   a language the embedder reads. When the query is not, the fused list is
-//!   exactly the lexical one.
+//! - [`fuse`]: the lexical and dense candidates combined by their
+//!   normalised scores, weighted by the query's language against the
+//!   candidates' and by how much of the query the lexical side matched;
+//!   aware of what the embedder understands (all-MiniLM-L6-v2 is
+//!   English-only and strips diacritics, so on Vietnamese its neighbours
+//!   are noise: dense hits count only when both the query and the chunk
+//!   are in a language the embedder reads; when the query is not, the
+//!   fused list is exactly the lexical one).
 //! - [`query_terms`]: the lexical terms of a query with their weights.
 //! - [`metrics`]: nDCG@k, Recall@k, MRR@k for `eval retrieval`.
 
@@ -225,8 +227,14 @@ pub fn query_terms(query: &str) -> Vec<QueryTerm> {
     out
 }
 
-/// The rank-fusion constant of Cormack et al. (2009).
-pub const RRF_K: f64 = 60.0;
+/// One side's candidate as the fusion sees it: the chunk, its score on
+/// that side (BM25 or cosine) and the chunk's language.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Candidate {
+    pub id: String,
+    pub score: f64,
+    pub language: Language,
+}
 
 /// A fused result: ranks are 1-based positions in each input list.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -237,39 +245,136 @@ pub struct Fused {
     pub dense_rank: Option<usize>,
 }
 
-/// Reciprocal rank fusion: `sum(weight / (RRF_K + rank))`. Dense hits whose
-/// chunk language the embedder does not understand are dropped (the rest
-/// move up), and none count when the query's language is not understood.
-/// Ties keep lexical order.
+/// What the fusion knew about a query and made of it (in a search's and an
+/// answer's metadata, so a ranking can be explained).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct FusionDecision {
+    /// Share of the dense candidates (the query's neighbourhood in the
+    /// workspace) written in the query's language: what the lexical side
+    /// can match at all.
+    pub same_language_share: f64,
+    /// Share of the dense candidates in a language the embedder reads:
+    /// what the dense side can rank at all.
+    pub readable_share: f64,
+    /// Share of the query's words the best lexical hit holds.
+    pub lexical_coverage: f64,
+    /// Weight of the dense side (the lexical side has `1 - dense_share`,
+    /// times `lexical_coverage`).
+    pub dense_share: f64,
+}
+
+/// Share of `query`'s distinct words (diacritics folded) found in `text`:
+/// how much of the question a lexical hit actually matched.
+pub fn query_coverage(query: &str, text: &str) -> f64 {
+    let folded = |t: &str| -> std::collections::HashSet<String> { rag_lexical::words(t).iter().map(|w| rag_lexical::fold(w)).collect() };
+    let wanted = folded(query);
+    if wanted.is_empty() {
+        return 0.0;
+    }
+    let have = folded(text);
+    wanted.iter().filter(|w| have.contains(*w)).count() as f64 / wanted.len() as f64
+}
+
+/// Hybrid fusion: a convex combination of each side's normalised scores,
+/// weighted by what is known at query time. Reciprocal rank fusion (what
+/// this replaced) lets any lexical hit that the dense side also ranks near
+/// the top beat the dense side's best, however weakly it matched: an
+/// English question about Vietnamese passages got the English passages
+/// sharing one word with it first (e5 dense 0.969, RRF hybrid 0.730 on
+/// eval/vi-dev; docs/performance.md has the comparison).
+///
+/// - **Languages.** The lexical side can only match text in the query's
+///   language, the dense side only text its embedder reads; the dense
+///   candidates sample the workspace around the query. With `s` the share
+///   of them in the query's language and `r` the share the embedder
+///   reads, the dense side weighs `a·r / (a·r + (1 - a)·s)`, where `a =
+///   dense_weight / (1 + dense_weight)` (one half by default): a query in
+///   the workspace's own language splits evenly, a cross-lingual one is
+///   ranked by a multilingual dense side.
+/// - **Matched terms.** The lexical side's weight is scaled by the share of
+///   the query's words its best hit holds (`lexical_top_coverage`): a best
+///   hit matching one word in eight is weak evidence whatever its rank.
+/// - **Score gaps.** Each side's scores are normalised, not ranked: BM25 by
+///   the best hit's score, cosines min-max over all the dense candidates.
+///   A clear winner on one side keeps its lead; near-ties stay near.
+///
+/// Dense hits on chunks in a language the embedder does not read are
+/// dropped, and none count when the query's language is not read: then the
+/// fused list is exactly the lexical one. Ties keep lexical-first order.
 pub fn fuse(
-    lexical: &[String],
-    dense: &[(String, Language)],
+    lexical: &[Candidate],
+    lexical_top_coverage: f64,
+    dense: &[Candidate],
     query_language: Language,
     embedder: &EmbedderLanguages,
     dense_weight: f64,
-) -> Vec<Fused> {
+) -> (Vec<Fused>, FusionDecision) {
+    let dense_on = embedder.understands(query_language) && dense_weight > 0.0 && !dense.is_empty();
+    let share = |keep: &dyn Fn(&Candidate) -> bool| -> f64 {
+        if dense.is_empty() {
+            1.0
+        } else {
+            dense.iter().filter(|c| keep(c)).count() as f64 / dense.len() as f64
+        }
+    };
+    let same_language_share = share(&|c| c.language == query_language);
+    let readable_share = share(&|c| embedder.understands(c.language));
+    // Never zero: with the dense side off, the lexical order must survive.
+    let lexical_coverage = lexical_top_coverage.clamp(0.0, 1.0).max(0.01);
+    let dense_share = if !dense_on {
+        0.0
+    } else if lexical.is_empty() {
+        1.0
+    } else {
+        // Each side weighs what it can see: the lexical side the text in
+        // the query's language, the dense side the text its embedder reads.
+        let base = dense_weight / (1.0 + dense_weight);
+        let (dense_sees, lexical_sees) = (base * readable_share, (1.0 - base) * same_language_share);
+        if dense_sees + lexical_sees > 0.0 {
+            dense_sees / (dense_sees + lexical_sees)
+        } else {
+            base
+        }
+    };
+    let decision = FusionDecision { same_language_share, readable_share, lexical_coverage, dense_share };
     let mut by_id: HashMap<&str, Fused> = HashMap::new();
     let mut order: Vec<&str> = Vec::new();
-    for (i, id) in lexical.iter().enumerate() {
-        if by_id.contains_key(id.as_str()) {
+    let lexical_top = lexical.iter().map(|c| c.score).fold(f64::MIN, f64::max);
+    for (i, c) in lexical.iter().enumerate() {
+        if by_id.contains_key(c.id.as_str()) {
             continue;
         }
-        order.push(id);
-        by_id.insert(id, Fused { id: id.clone(), score: 1.0 / (RRF_K + (i + 1) as f64), lexical_rank: Some(i + 1), dense_rank: None });
+        let normalised = if lexical_top > 0.0 { c.score / lexical_top } else { 1.0 };
+        order.push(&c.id);
+        by_id.insert(
+            &c.id,
+            Fused {
+                id: c.id.clone(),
+                score: (1.0 - dense_share) * lexical_coverage * normalised,
+                lexical_rank: Some(i + 1),
+                dense_rank: None,
+            },
+        );
     }
-    if embedder.understands(query_language) && dense_weight > 0.0 {
-        let usable = dense.iter().filter(|(_, lang)| embedder.understands(*lang));
-        for (i, (id, _)) in usable.enumerate() {
-            let add = dense_weight / (RRF_K + (i + 1) as f64);
-            match by_id.get_mut(id.as_str()) {
+    if dense_on {
+        // Scaled over every candidate, readable or not: the neighbourhood's
+        // spread is the measure of a gap, and a handful of readable chunks
+        // must not be stretched over the whole range.
+        let top = dense.iter().map(|c| c.score).fold(f64::MIN, f64::max);
+        let bottom = dense.iter().map(|c| c.score).fold(f64::MAX, f64::min);
+        let usable = dense.iter().filter(|c| embedder.understands(c.language));
+        for (i, c) in usable.enumerate() {
+            let normalised = if top > bottom { (c.score - bottom) / (top - bottom) } else { 1.0 };
+            let add = dense_share * normalised;
+            match by_id.get_mut(c.id.as_str()) {
                 Some(f) if f.dense_rank.is_none() => {
                     f.score += add;
                     f.dense_rank = Some(i + 1);
                 }
                 Some(_) => {}
                 None => {
-                    order.push(id);
-                    by_id.insert(id, Fused { id: id.clone(), score: add, lexical_rank: None, dense_rank: Some(i + 1) });
+                    order.push(&c.id);
+                    by_id.insert(&c.id, Fused { id: c.id.clone(), score: add, lexical_rank: None, dense_rank: Some(i + 1) });
                 }
             }
         }
@@ -277,7 +382,7 @@ pub fn fuse(
     let mut out: Vec<Fused> = order.into_iter().filter_map(|id| by_id.remove(id)).collect();
     // Stable: equal scores keep lexical-first order.
     out.sort_by(|a, b| b.score.partial_cmp(&a.score).unwrap_or(std::cmp::Ordering::Equal));
-    out
+    (out, decision)
 }
 
 #[cfg(test)]
@@ -318,35 +423,95 @@ mod tests {
         assert_eq!(t.iter().find(|q| q.term == "~tang").unwrap().weight, FOLDED_WEIGHT);
     }
 
-    fn ids(v: &[&str]) -> Vec<String> {
-        v.iter().map(|s| s.to_string()).collect()
+    fn cands(v: &[(&str, f64, Language)]) -> Vec<Candidate> {
+        v.iter().map(|(id, score, language)| Candidate { id: id.to_string(), score: *score, language: *language }).collect()
     }
+
+    fn order(f: &[Fused]) -> Vec<&str> {
+        f.iter().map(|x| x.id.as_str()).collect()
+    }
+
+    use Language::{En, Vi};
 
     #[test]
     fn fusion_rewards_agreement_and_adds_dense_only_hits() {
-        let en = EmbedderLanguages::Only(vec![Language::En]);
-        let dense = vec![("c".to_string(), Language::En), ("a".to_string(), Language::En), ("z".to_string(), Language::En)];
-        let f = fuse(&ids(&["a", "b", "c"]), &dense, Language::En, &en, 1.0);
-        let order: Vec<&str> = f.iter().map(|x| x.id.as_str()).collect();
-        assert_eq!(order[..2], ["a", "c"]);
-        assert!(order.contains(&"z"));
-        assert_eq!(f[0].lexical_rank, Some(1));
-        assert_eq!(f[0].dense_rank, Some(2));
+        let en = EmbedderLanguages::Only(vec![En]);
+        let lexical = cands(&[("a", 9.0, En), ("b", 4.0, En), ("c", 3.0, En)]);
+        let dense = cands(&[("c", 0.90, En), ("a", 0.89, En), ("z", 0.70, En)]);
+        let (f, d) = fuse(&lexical, 0.8, &dense, En, &en, 1.0);
+        assert_eq!(order(&f)[..2], ["a", "c"]);
+        assert!(order(&f).contains(&"z"));
+        assert_eq!((f[0].lexical_rank, f[0].dense_rank), (Some(1), Some(2)));
+        assert_eq!((d.same_language_share, d.readable_share, d.dense_share), (1.0, 1.0, 0.5));
     }
 
     #[test]
     fn a_query_the_embedder_cannot_read_gets_the_lexical_ranking() {
-        let en = EmbedderLanguages::Only(vec![Language::En]);
-        let dense = vec![("z".to_string(), Language::Vi), ("b".to_string(), Language::Vi)];
-        let lexical = ids(&["a", "b", "c"]);
-        let f = fuse(&lexical, &dense, Language::Vi, &en, 1.0);
-        assert_eq!(f.iter().map(|x| x.id.clone()).collect::<Vec<_>>(), lexical);
+        let en = EmbedderLanguages::Only(vec![En]);
+        let dense = cands(&[("z", 0.9, Vi), ("b", 0.8, Vi)]);
+        let lexical = cands(&[("a", 5.0, Vi), ("b", 4.0, Vi), ("c", 4.0, Vi)]);
+        // Even a best hit matching almost nothing keeps its order.
+        let (f, d) = fuse(&lexical, 0.0, &dense, Vi, &en, 1.0);
+        assert_eq!(order(&f), ["a", "b", "c"]);
+        assert_eq!(d.dense_share, 0.0);
         // An English query: Vietnamese chunks' dense hits are ignored.
-        let f = fuse(&lexical, &dense, Language::En, &en, 1.0);
-        assert_eq!(f.iter().map(|x| x.id.clone()).collect::<Vec<_>>(), lexical);
+        let (f, _) = fuse(&cands(&[("a", 5.0, En), ("b", 4.0, En)]), 0.5, &dense, En, &en, 1.0);
+        assert_eq!(order(&f), ["a", "b"]);
         assert!(f.iter().all(|x| x.dense_rank.is_none()));
     }
+
+    #[test]
+    fn a_cross_lingual_question_is_ranked_by_the_dense_side() {
+        // An English question over a mostly Vietnamese workspace (eval/vi-dev
+        // q31): the lexical side finds English passages sharing a word or
+        // two; the dense side's best is the Vietnamese passage, by a hair.
+        let all = EmbedderLanguages::All;
+        let lexical = cands(&[("p27", 3.4, En), ("p29", 2.9, En), ("p28", 2.7, En)]);
+        let mut dense = cands(&[("p05", 0.817, Vi), ("p27", 0.808, En), ("p06", 0.808, Vi), ("p28", 0.794, En)]);
+        dense.extend((0..16).map(|i| Candidate { id: format!("v{i}"), score: 0.70, language: Vi }));
+        let (f, d) = fuse(&lexical, 0.12, &dense, En, &all, 1.0);
+        assert_eq!(f[0].id, "p05", "{f:?}");
+        assert!(d.same_language_share < 0.2 && d.readable_share == 1.0 && d.dense_share > 0.8, "{d:?}");
+        // Under reciprocal rank fusion p27, second on the dense side and
+        // first on the lexical one, won.
+        // An English-only embedder sees no more of the workspace than the
+        // lexical side: an even split, over the English chunks it reads.
+        let en = EmbedderLanguages::Only(vec![En]);
+        let (f, d) = fuse(&lexical, 0.12, &dense, En, &en, 1.0);
+        assert!((d.dense_share - 0.5).abs() < 1e-9 && d.readable_share < 0.2, "{d:?}");
+        assert!(f.iter().all(|x| x.id != "p05"), "a Vietnamese chunk it cannot read is not fused");
+    }
+
+    #[test]
+    fn a_strong_lexical_match_wins_over_a_confused_dense_side() {
+        // eval/vi-sample q5, typed without diacritics: lexical finds the
+        // passage at once; the dense side ranks it sixth among near-ties.
+        let all = EmbedderLanguages::All;
+        let lexical = cands(&[("d6", 7.4, Vi), ("d10", 2.2, Vi), ("d8", 2.0, Vi)]);
+        let dense = cands(&[
+            ("d13", 0.802, Vi),
+            ("d9", 0.788, Vi),
+            ("d2", 0.782, Vi),
+            ("d1", 0.780, Vi),
+            ("d3", 0.779, Vi),
+            ("d6", 0.777, Vi),
+            ("d14", 0.70, En),
+        ]);
+        let (f, _) = fuse(&lexical, 0.67, &dense, Vi, &all, 1.0);
+        assert_eq!(f[0].id, "d6", "{f:?}");
+        // The same lexical list matching one word in ten is not trusted.
+        let (f, _) = fuse(&lexical, 0.1, &dense, Vi, &all, 1.0);
+        assert_eq!(f[0].id, "d13", "{f:?}");
+    }
+
+    #[test]
+    fn coverage_counts_the_querys_words_found_diacritics_folded() {
+        assert_eq!(query_coverage("doanh thu tang", "Doanh thu tăng 12%"), 1.0);
+        assert_eq!(query_coverage("How many paid vacation days", "Employees get 12 days"), 0.2);
+        assert_eq!(query_coverage("", "anything"), 0.0);
+    }
 }
+
 #[cfg(test)]
 mod detect_language_reference {
     use super::*;

@@ -268,6 +268,12 @@ fn retrieval_json(r: &Retrieval, asked: &Asked<'_>, outcome: Option<&AnswerOutco
         "mode": r.mode, "query_language": r.query_language, "dense_used": r.dense_used, "chunks": chunks,
         "query": asked.query, "query_source": asked.query_source, "retrieval_ms": asked.retrieval_ms,
     });
+    if let Some(fusion) = &r.fusion {
+        v["fusion"] = serde_json::to_value(fusion).unwrap_or_default();
+    }
+    if let Some(rerank) = &r.rerank {
+        v["rerank"] = serde_json::to_value(rerank).unwrap_or_default();
+    }
     if let Some(o) = outcome {
         v["citation_report"] = serde_json::to_value(&o.report).unwrap_or_default();
         v["llm_error"] = o.llm_error.clone().into();

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use rag_embed::Embedder;
-use rag_retrieval::{detect_language, fuse, EmbedderLanguages, Language};
+use rag_retrieval::{detect_language, fuse, query_coverage, Candidate, EmbedderLanguages, FusionDecision, Language};
 use rag_store::search::{self, Bm25, ChunkHit, QueryTerm, SearchScope};
 use rag_store::sqlx::PgPool;
 use serde::Serialize;
@@ -60,13 +60,28 @@ impl RetrieveError {
 pub struct RetrievedChunk {
     #[serde(flatten)]
     pub hit: ChunkHit,
-    /// Fused score (RRF) in hybrid mode; BM25 or cosine otherwise.
+    /// Fused score (`rag_retrieval::fuse`, 0..1) in hybrid mode; BM25 or cosine otherwise.
     pub score: f64,
     pub lexical_rank: Option<usize>,
     pub dense_rank: Option<usize>,
     pub bm25: Option<f64>,
     pub cosine: Option<f64>,
     pub language: Language,
+    /// The reranker's score, when one reordered the fused list.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rerank_score: Option<f64>,
+}
+
+/// What the optional reranker did with a hybrid query.
+#[derive(Debug, Clone, Serialize)]
+pub struct RerankReport {
+    pub model: String,
+    /// Fused candidates sent.
+    pub candidates: usize,
+    /// Why the fused order stands (timeout, HTTP status, unreadable answer).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub ms: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -77,6 +92,12 @@ pub struct Retrieval {
     /// query's language).
     pub dense_used: bool,
     pub chunks: Vec<RetrievedChunk>,
+    /// How a hybrid query's two sides were weighed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fusion: Option<FusionDecision>,
+    /// Set when a reranker is configured and the query was hybrid.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rerank: Option<RerankReport>,
 }
 
 #[derive(Clone)]
@@ -92,6 +113,11 @@ pub struct Retriever {
     pub dense_weight: f64,
     /// In-memory BM25 (the same ranking); None: the SQL scorer.
     pub search_index: Option<Arc<SearchIndexes>>,
+    /// Reorders the fused top candidates of a hybrid query (`RERANK_*`);
+    /// None by default: no reranker weights ship with the project.
+    pub reranker: Option<rag_embed::Reranker>,
+    /// Fused candidates the reranker sees (at least the query's top k).
+    pub rerank_candidates: usize,
 }
 
 impl Retriever {
@@ -151,16 +177,24 @@ impl Retriever {
             Ok(search::dense(&self.pool, &scope, model, &vector, pool_size).await?)
         };
         let (lexical, dense) = tokio::try_join!(lexical, dense)?;
-        let chunks = match mode {
+        // A reranker sees more than the top k: what it is for is lifting a
+        // chunk the fusion ranked just below.
+        let mut fusion = None;
+        let fused_wanted = if self.reranker.is_some() { top_k.max(self.rerank_candidates) } else { top_k };
+        let mut chunks: Vec<RetrievedChunk> = match mode {
             Mode::Lexical => lexical.into_iter().take(top_k).enumerate().map(|(i, h)| single(h, Some(i + 1), None)).collect(),
             Mode::Dense => dense.into_iter().take(top_k).enumerate().map(|(i, h)| single(h, None, Some(i + 1))).collect(),
             Mode::Hybrid => {
-                let lex_ids: Vec<String> = lexical.iter().map(|h| h.chunk_id.clone()).collect();
-                let dense_ids: Vec<(String, Language)> = dense.iter().map(|h| (h.chunk_id.clone(), detect_language(&h.content))).collect();
-                let fused = fuse(&lex_ids, &dense_ids, query_language, &self.languages, self.dense_weight);
+                let candidate = |h: &ChunkHit| Candidate { id: h.chunk_id.clone(), score: h.score, language: detect_language(&h.content) };
+                let lexical_candidates: Vec<Candidate> = lexical.iter().map(candidate).collect();
+                let dense_candidates: Vec<Candidate> = dense.iter().map(candidate).collect();
+                let top_coverage = lexical.first().map(|h| query_coverage(query, &h.content)).unwrap_or(0.0);
+                let (fused, decision) =
+                    fuse(&lexical_candidates, top_coverage, &dense_candidates, query_language, &self.languages, self.dense_weight);
+                fusion = Some(decision);
                 fused
                     .into_iter()
-                    .take(top_k)
+                    .take(fused_wanted)
                     .filter_map(|f| {
                         let lex = lexical.iter().find(|h| h.chunk_id == f.id);
                         let den = dense.iter().find(|h| h.chunk_id == f.id);
@@ -172,13 +206,26 @@ impl Retriever {
                             dense_rank: f.dense_rank,
                             bm25: lex.map(|h| h.score),
                             cosine: den.map(|h| h.score),
+                            rerank_score: None,
                             hit,
                         })
                     })
                     .collect()
             }
         };
-        Ok(Retrieval { mode, query_language, dense_used: wants_dense, chunks: one_version_per_document(chunks) })
+        let rerank_report = match (&self.reranker, mode) {
+            (Some(r), Mode::Hybrid) if chunks.len() > 1 => Some(rerank(r, query, &mut chunks).await),
+            _ => None,
+        };
+        chunks.truncate(top_k);
+        Ok(Retrieval {
+            mode,
+            query_language,
+            dense_used: wants_dense,
+            chunks: one_version_per_document(chunks),
+            fusion,
+            rerank: rerank_report,
+        })
     }
 }
 
@@ -241,6 +288,34 @@ fn single(hit: ChunkHit, lexical_rank: Option<usize>, dense_rank: Option<usize>)
         cosine: dense_rank.map(|_| hit.score),
         lexical_rank,
         dense_rank,
+        rerank_score: None,
         hit,
     }
+}
+
+/// Reorders `chunks` (the fused order) by `reranker`'s scores; on any
+/// failure leaves them as they are and says why. One try, bounded by the
+/// reranker's timeout: a query never waits on a reranker for long.
+pub(crate) async fn rerank(reranker: &rag_embed::Reranker, query: &str, chunks: &mut Vec<RetrievedChunk>) -> RerankReport {
+    let started = std::time::Instant::now();
+    let texts: Vec<String> = chunks.iter().map(|c| c.hit.content.clone()).collect();
+    let result = reranker.rerank(query, &texts).await;
+    let mut report = RerankReport { model: reranker.model().to_string(), candidates: texts.len(), error: None, ms: 0 };
+    match result {
+        Ok(order) => {
+            let mut slots: Vec<Option<RetrievedChunk>> = std::mem::take(chunks).into_iter().map(Some).collect();
+            for (index, score) in order {
+                if let Some(mut c) = slots.get_mut(index).and_then(Option::take) {
+                    c.rerank_score = score.is_finite().then_some(score);
+                    chunks.push(c);
+                }
+            }
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "reranking failed; the fused order stands");
+            report.error = Some(e.to_string());
+        }
+    }
+    report.ms = started.elapsed().as_millis() as u64;
+    report
 }
