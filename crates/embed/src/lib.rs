@@ -7,6 +7,7 @@
 
 mod local;
 mod openai;
+mod rerank;
 
 use std::time::Duration;
 
@@ -14,6 +15,7 @@ use local::LocalEncoder;
 
 pub use openai::{OpenAiConfig, OpenAiEmbedder};
 pub use rag_bert::{LoadError, SentenceEncoder};
+pub use rerank::{read_ranking, RerankConfig, RerankError, Reranker};
 
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum EmbedError {

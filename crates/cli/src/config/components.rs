@@ -65,6 +65,8 @@ impl Settings {
             bm25: rag_store::search::Bm25 { k1: self.bm25_k1, b: self.bm25_b },
             candidates: self.retrieval_candidates.max(1),
             dense_weight: self.retrieval_dense_weight,
+            reranker: self.reranker()?,
+            rerank_candidates: self.rerank_candidates.max(1),
             search_index: match self.lexical_index {
                 LexicalIndexChoice::Memory => Some(std::sync::Arc::new(rag_stages::search_index::SearchIndexes::new(
                     pool,
@@ -74,6 +76,26 @@ impl Settings {
                 LexicalIndexChoice::Postgres => None,
             },
         })
+    }
+
+    /// The reranker when RERANK_BASE_URL is set (with RERANK_MODEL).
+    pub fn reranker(&self) -> anyhow::Result<Option<rag_embed::Reranker>> {
+        let base_url = self.rerank_base_url.as_deref().map(str::trim).filter(|u| !u.is_empty());
+        let model = self.rerank_model.as_deref().map(str::trim).filter(|m| !m.is_empty());
+        match (base_url, model) {
+            (None, None) => Ok(None),
+            (Some(base_url), Some(model)) => {
+                let reranker = rag_embed::Reranker::new(rag_embed::RerankConfig {
+                    base_url: base_url.to_string(),
+                    model: model.to_string(),
+                    api_key: self.rerank_api_key.clone().filter(|k| !k.expose_secret().is_empty()),
+                    timeout: Duration::from_millis(self.rerank_timeout_ms.max(1)),
+                })?;
+                tracing::info!(model, "reranker configured");
+                Ok(Some(reranker))
+            }
+            _ => anyhow::bail!("the reranker needs RERANK_BASE_URL and RERANK_MODEL together"),
+        }
     }
 
     /// The answer LLM when ANSWER_LLM_BASE_URL, _MODEL and _API_KEY are all set.

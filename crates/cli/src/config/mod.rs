@@ -213,6 +213,21 @@ pub struct Settings {
     /// Weight of the dense ranking in the fusion (lexical weighs 1).
     #[arg(long, env = "RETRIEVAL_DENSE_WEIGHT", default_value_t = 1.0, global = true)]
     pub retrieval_dense_weight: f64,
+    /// Reranker (optional): base URL of a Cohere/Jina-style rerank API, version included (requests go to {base}/rerank; llama.cpp's server with a reranking model, TEI, Jina, Cohere). Unset: no reranking, the fused order.
+    #[arg(long, env = "RERANK_BASE_URL", global = true)]
+    pub rerank_base_url: Option<String>,
+    /// Reranker model name (required with RERANK_BASE_URL).
+    #[arg(long, env = "RERANK_MODEL", global = true)]
+    pub rerank_model: Option<String>,
+    /// Reranker API key, sent as a bearer token (local servers need none).
+    #[arg(long, env = "RERANK_API_KEY", global = true, hide_env_values = true)]
+    pub rerank_api_key: Option<SecretString>,
+    /// Longest a query waits for the reranker, in milliseconds; past it (or on any error) the fused order stands.
+    #[arg(long, env = "RERANK_TIMEOUT_MS", default_value_t = 2000, global = true)]
+    pub rerank_timeout_ms: u64,
+    /// Fused candidates sent to the reranker (at least the query's top k).
+    #[arg(long, env = "RERANK_CANDIDATES", default_value_t = 20, global = true)]
+    pub rerank_candidates: usize,
     /// Where BM25 is scored: `memory` (an inverted index per searched workspace held by the process, caught up with Postgres before each query; the same ranking) or `postgres` (one SQL statement; seconds at 100,000 chunks).
     #[arg(long, env = "LEXICAL_INDEX", default_value = "memory", global = true)]
     pub lexical_index: LexicalIndexChoice,

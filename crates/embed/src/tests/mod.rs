@@ -4,3 +4,4 @@
 
 mod local_queue;
 mod openai_wire;
+mod rerank_wire;

@@ -5,4 +5,5 @@
 mod answer_metadata;
 mod ocr_geometry;
 mod pg_offsets;
+mod rerank;
 mod search_index;
