@@ -310,6 +310,8 @@ pub(crate) async fn rerank(reranker: &rag_embed::Reranker, query: &str, chunks: 
                     chunks.push(c);
                 }
             }
+            // (read_ranking lists every index; nothing is lost if not.)
+            chunks.extend(slots.into_iter().flatten());
         }
         Err(e) => {
             tracing::warn!(error = %e, "reranking failed; the fused order stands");
