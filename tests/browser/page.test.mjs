@@ -109,6 +109,8 @@ test("upload, watch the pipeline, ask, and open every citation on the raw text",
     await page.waitForTimeout(100);
   }
   assert.ok(seen.has("ingested"), `the PDF reached ingested (seen: ${[...seen]})`);
+  // Pushed, not polled: the page follows the workspace's status stream.
+  assert.ok(requests.some((p) => p.endsWith("/documents/events")), "the page opened the document status stream");
   assert.match(await doc.textContent(), /2 pages/);
   await screenshot(page, "documents.png");
 

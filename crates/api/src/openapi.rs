@@ -14,7 +14,7 @@ use crate::routes;
         routes::documents::upload, routes::documents::list, routes::documents::get, routes::documents::delete, routes::documents::raw_text, routes::page_image::page_image,
         routes::conversations::create, routes::conversations::list, routes::conversations::get,
         routes::conversations::post_message, routes::conversations::get_message,
-        routes::events::stream,
+        routes::events::stream, routes::document_events::stream,
         routes::health::healthz, routes::health::readyz,
     ),
     modifiers(&BearerAuth),

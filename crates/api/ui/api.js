@@ -132,6 +132,11 @@ export class WorkspaceApi {
     });
   }
 
+  /** The workspace's document status stream (`ready`, then `document.status_updated`). */
+  documentEventsUrl() {
+    return `${this.base}/documents/events`;
+  }
+
   eventsUrl(conversationId) {
     return `${this.base}/conversations/${encodeURIComponent(conversationId)}/events`;
   }

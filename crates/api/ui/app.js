@@ -37,6 +37,7 @@ const state = {
   partials: new Map(), // assistant message id -> sections written so far (message.delta)
   stream: null, // AbortController of the open event stream
   docTimer: null,
+  docStream: null, // AbortController of the workspace's document status stream
   rawCache: new Map(), // document id -> raw text (this workspace only)
   pageImageUrl: null, // object URL of the page image shown in the viewer
   activeCite: null,
@@ -264,6 +265,8 @@ function leaveWorkspace() {
   state.gen += 1;
   state.stream?.abort();
   state.stream = null;
+  state.docStream?.abort();
+  state.docStream = null;
   clearTimeout(state.docTimer);
   state.ws = null;
   state.docs = new Map();
@@ -288,12 +291,16 @@ function selectWorkspace(id, { keepHash = false } = {}) {
   $("workspace-select").value = id;
   setHash({ ws: id, c: hash.c, doc: hash.doc, span: hash.span });
   const gen = state.gen;
-  pollDocuments(gen).then(() => {
-    // A deep link to a cited span (`#ws=..&doc=..&span=START-END`).
-    if (gen !== state.gen || !hash.doc) return;
-    const [s, e] = parseSpan(hash.span);
-    openViewer(hash.doc, s, e);
-  });
+  let first = true;
+  watchDocuments(gen, () =>
+    pollDocuments(gen).then(() => {
+      // A deep link to a cited span (`#ws=..&doc=..&span=START-END`), once.
+      if (gen !== state.gen || !hash.doc || !first) return;
+      first = false;
+      const [s, e] = parseSpan(hash.span);
+      openViewer(hash.doc, s, e);
+    }),
+  );
   loadConversations(gen, hash.c);
 }
 
@@ -316,6 +323,42 @@ $("new-workspace-form").addEventListener("submit", async (e) => {
 
 // ---------- documents ----------
 
+/**
+ * The workspace's document status stream: each status change is pushed
+ * (`document.status_updated`), so the list follows the pipeline without
+ * polling. `onReady` runs when the stream starts (`ready`): the list read
+ * after it misses nothing the stream will not bring. Reconnects resume
+ * with Last-Event-ID (sse.js).
+ */
+function watchDocuments(gen, onReady) {
+  state.docStream?.abort();
+  const abort = new AbortController();
+  state.docStream = abort;
+  streamEvents(
+    state.ws.documentEventsUrl(),
+    state.api.headers(),
+    abort.signal,
+    ({ event, data }) => {
+      if (gen !== state.gen) return;
+      if (event === "ready") return onReady();
+      if (event !== "document.status_updated") return;
+      try {
+        const d = JSON.parse(data);
+        const before = new Map(state.docs);
+        if (d.status === "deleted") state.docs.delete(d.id);
+        else state.docs.set(d.id, { ...(state.docs.get(d.id) ?? {}), ...d });
+        renderDocuments(before);
+      } catch {
+        /* a malformed event: the slow poll still brings the list */
+      }
+    },
+    (e) => {
+      // The stream is down: the list is polled until it is back.
+      if (gen === state.gen && e?.fatal) pollDocuments(gen);
+    },
+  );
+}
+
 async function pollDocuments(gen) {
   clearTimeout(state.docTimer);
   let busy = true;
@@ -334,7 +377,9 @@ async function pollDocuments(gen) {
     }
     toast(`Could not list documents: ${describeError(err)}`, true);
   }
-  if (gen === state.gen) state.docTimer = setTimeout(() => pollDocuments(gen), busy ? 1000 : 4000);
+  // A second path beside the stream (a proxy may hold events back): a slow
+  // poll, quicker while something is in flight.
+  if (gen === state.gen) state.docTimer = setTimeout(() => pollDocuments(gen), busy ? 5000 : 30000);
 }
 
 function renderDocuments(before) {

@@ -209,6 +209,51 @@ pub async fn page(
     .await?)
 }
 
+/// The horizon of a status stream and what changed at or above the
+/// previous one ([`status_changes_since`]).
+#[derive(Debug, Clone)]
+pub struct StatusChanges {
+    /// Every transaction below it has ended: a change not seen yet has a
+    /// transaction id at or above it.
+    pub horizon: i64,
+    /// Documents (deleted ones included) changed by a transaction at or
+    /// above `since`, as they are now, oldest update first.
+    pub documents: Vec<DocumentRow>,
+}
+
+/// The documents of a workspace changed at or above `since` (a horizon
+/// from an earlier call; None: none, only the horizon), and the new
+/// horizon, both from one snapshot. The change rows are the
+/// `search_changes` every documents insert and status change records
+/// (migrations 8 and 14); a document changed again later is read again, so
+/// a reader moving its horizon forward misses nothing, and may see a row
+/// twice while the transaction that wrote it is still open elsewhere. Not
+/// paged: the rows are at most the workspace's documents, and between two
+/// polls of a stream they are the few in flight.
+pub async fn status_changes_since(pool: &PgPool, workspace_id: &str, since: Option<i64>) -> Result<StatusChanges, StoreError> {
+    let mut tx = pool.begin().await?;
+    // One snapshot for the horizon and the rows (repeatable read takes it
+    // at the first statement).
+    sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY").execute(&mut *tx).await?;
+    let horizon: i64 = sqlx::query_scalar("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::int8").fetch_one(&mut *tx).await?;
+    let documents = match since {
+        None => Vec::new(),
+        Some(since) => {
+            sqlx::query_as(&format!(
+                "SELECT {COLUMNS} FROM documents WHERE workspace_id = $1
+                   AND id IN (SELECT document_id FROM search_changes WHERE workspace_id = $1 AND xid >= $2)
+                 ORDER BY updated_at, id"
+            ))
+            .bind(workspace_id)
+            .bind(since)
+            .fetch_all(&mut *tx)
+            .await?
+        }
+    };
+    tx.commit().await?;
+    Ok(StatusChanges { horizon, documents })
+}
+
 /// Bytes of originals the workspace holds (documents not deleted): what its
 /// storage quota counts.
 pub async fn stored_bytes(pool: &PgPool, workspace_id: &str) -> Result<i64, StoreError> {

@@ -1,4 +1,5 @@
 pub mod conversations;
+pub mod document_events;
 pub mod documents;
 pub mod events;
 pub mod health;

@@ -340,3 +340,73 @@ async fn the_page_is_served_embedded_and_the_development_sign_in_is_off_by_defau
     run.stop().await;
     t.cleanup().await;
 }
+
+/// Collects `document.status_updated` events until `id` reaches `status`;
+/// returns the statuses seen for it and the id of the last event.
+async fn statuses_until(events: &mut tokio::sync::mpsc::UnboundedReceiver<Sse>, id: &str, status: &str) -> (Vec<String>, String) {
+    let mut seen = Vec::new();
+    loop {
+        let e = next_event(events, Duration::from_secs(120)).await;
+        assert_eq!(e.event, "document.status_updated", "{e:?}");
+        assert!(!e.id.is_empty(), "every status event has an id to resume from");
+        if e.data["id"] == id {
+            let s = e.data["status"].as_str().unwrap().to_string();
+            let done = s == status;
+            seen.push(s);
+            if done {
+                return (seen, e.id);
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_document_stream_pushes_each_status_and_a_resumed_stream_misses_none() {
+    let t = TestEnv::new().await;
+    let run = TestApp::spawn(&t, &[]).await;
+    let api = Api::new(run.api_port);
+    api.wait_ready().await;
+    let (alice, bob) = (token(&t, "alice").await, token(&t, "bob").await);
+    let (_, ws) = api.post("/v1/workspaces", &alice, json!({"name": "status"})).await;
+    let ws = ws["id"].as_str().unwrap().to_string();
+    let path = format!("/v1/workspaces/{ws}/documents/events");
+    assert_eq!(api.call(Method::GET, &path, Some(&bob), None).await.0, StatusCode::NOT_FOUND, "only the owner sees it");
+
+    // A fresh stream says where it starts before anything else.
+    let mut events = open_events(&api, &path, &alice, None).await;
+    let ready = next_event(&mut events, Duration::from_secs(10)).await;
+    assert_eq!(ready.event, "ready");
+    assert!(ready.id.parse::<i64>().is_ok(), "{ready:?}");
+    let (_, a) = api.upload(&ws, &alice, "ha-noi.md", "text/markdown", HANOI.as_bytes().to_vec()).await;
+    let a = a["document_id"].as_str().unwrap().to_string();
+    let (seen, last) = statuses_until(&mut events, &a, "ingested").await;
+    // Pushed in pipeline order (a step may be passed between two reads).
+    let order = ["uploaded", "parsed", "chunked", "ingested"];
+    let ranks: Vec<usize> = seen.iter().map(|s| order.iter().position(|o| o == s).unwrap()).collect();
+    assert!(ranks.windows(2).all(|w| w[0] < w[1]), "{seen:?}");
+    assert_eq!(seen[0], "uploaded", "the upload itself is pushed: {seen:?}");
+
+    // Away while a second document goes through the whole pipeline: the
+    // resumed stream brings it.
+    drop(events);
+    let (_, b) = api.upload(&ws, &alice, "lighthouse.txt", "text/plain", LIGHTHOUSE.as_bytes().to_vec()).await;
+    let b = b["document_id"].as_str().unwrap().to_string();
+    wait_until("the second document to be ingested", Duration::from_secs(120), || async {
+        api.get(&format!("/v1/workspaces/{ws}/documents/{b}"), &alice).await.1["status"] == "ingested"
+    })
+    .await;
+    let mut resumed = open_events(&api, &path, &alice, Some(&last)).await;
+    let (seen, _) = statuses_until(&mut resumed, &b, "ingested").await;
+    assert_eq!(seen.last().map(String::as_str), Some("ingested"));
+    // A deletion is a status too.
+    let (s, _, _) = api.call(Method::DELETE, &format!("/v1/workspaces/{ws}/documents/{a}"), Some(&alice), None).await;
+    assert_eq!(s, StatusCode::ACCEPTED);
+    statuses_until(&mut resumed, &a, "deleted").await;
+    // An id this stream never gave is refused, not guessed at.
+    let refused =
+        api.http.get(format!("{}{path}", api.base)).bearer_auth(&alice).header("Last-Event-ID", "not-an-id").send().await.unwrap();
+    assert_eq!(refused.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(refused.json::<Value>().await.unwrap()["error"]["code"], "invalid_last_event_id");
+    run.stop().await;
+    t.cleanup().await;
+}
