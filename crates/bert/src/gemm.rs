@@ -5,8 +5,10 @@
 //! reads it contiguously; the left-hand side is read in place with a row
 //! stride, so attention can address one head of the fused QKV buffer without
 //! copying. On x86-64 with AVX-512 a register-tiled kernel does the work
-//! (`MR` rows x 32 columns of accumulators); elsewhere a portable kernel of
-//! the same shape, which the compiler vectorises for the baseline target.
+//! (`MR` rows x 64 columns of accumulators); with AVX2 and FMA one of
+//! `MR` rows x 16 columns, run over each 16-column strip of a panel (16
+//! registers hold no more); elsewhere a portable kernel of the same shape
+//! as the first, which the compiler vectorises for the baseline target.
 
 /// 16-lane vectors per row of a register tile.
 const NV: usize = 4;
@@ -132,7 +134,7 @@ pub fn matmul(a: &[f32], lda: usize, m: usize, b: &PackedMatrix, c: &mut [f32], 
     if let Some(bias) = bias {
         assert!(bias.len() >= n, "bias too short");
     }
-    let avx512 = has_avx512();
+    let kernel = Kernel::detect();
     let mut packed_a: Vec<f32> = Vec::new();
     if k == 0 {
         // An empty sum: C is the bias (or zero).
@@ -175,7 +177,7 @@ pub fn matmul(a: &[f32], lda: usize, m: usize, b: &PackedMatrix, c: &mut [f32], 
                         bias: &bias_panel,
                         accumulate: k0 > 0,
                     };
-                    tile.run(avx512);
+                    tile.run(kernel);
                 }
             }
         }
@@ -205,14 +207,26 @@ fn pack_a(a: &[f32], lda: usize, rows: usize, kc: usize, out: &mut Vec<f32>) {
     }
 }
 
-fn has_avx512() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::is_x86_feature_detected!("avx512f")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
+/// The widest kernel the CPU runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kernel {
+    Avx512,
+    Avx2,
+    Portable,
+}
+
+impl Kernel {
+    pub fn detect() -> Self {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::is_x86_feature_detected!("avx512f") {
+                return Kernel::Avx512;
+            }
+            if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+                return Kernel::Avx2;
+            }
+        }
+        Kernel::Portable
     }
 }
 
@@ -245,27 +259,34 @@ impl Tile<'_> {
         }
     }
 
-    fn run(mut self, avx512: bool) {
+    fn run(mut self, kernel: Kernel) {
         // The bounds the kernels rely on, checked once per tile.
         assert!((1..=MR).contains(&self.rows) && (1..=NR).contains(&self.cols));
         assert!(self.k >= 1 && self.b.len() >= self.k * NR);
         assert!(self.a.len() > (self.rows_read() - 1) * self.a_row + (self.k - 1) * self.a_depth);
         assert!(self.c.len() >= (self.rows - 1) * self.ldc + self.cols);
         #[cfg(target_arch = "x86_64")]
-        if avx512 {
+        match kernel {
             // SAFETY: AVX-512F is present (checked at runtime) and the
             // asserts above cover every address the kernel touches.
-            unsafe {
+            Kernel::Avx512 => unsafe {
                 match self.cols.div_ceil(16) {
                     1 => tile_avx512::<1>(&mut self),
                     2 => tile_avx512::<2>(&mut self),
                     3 => tile_avx512::<3>(&mut self),
                     _ => tile_avx512::<NV>(&mut self),
                 }
-            };
-            return;
+                return;
+            },
+            // SAFETY: AVX2 and FMA are present (checked at runtime) and
+            // the asserts above cover every address the kernel touches.
+            Kernel::Avx2 => unsafe {
+                tile_avx2(&mut self);
+                return;
+            },
+            Kernel::Portable => {}
         }
-        let _ = avx512;
+        let _ = kernel;
         tile_portable(&mut self);
     }
 }
@@ -330,6 +351,46 @@ unsafe fn tile_avx512<const V: usize>(t: &mut Tile<'_>) {
             let p = c.add(i * t.ldc + 16 * v);
             let base = if t.accumulate { _mm512_maskz_loadu_ps(mask, p) } else { _mm512_loadu_ps(t.bias.as_ptr().add(16 * v)) };
             _mm512_mask_storeu_ps(p, mask, _mm512_add_ps(*x, base));
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn tile_avx2(t: &mut Tile<'_>) {
+    use std::arch::x86_64::*;
+    let b = t.b.as_ptr();
+    let rows = t.rows_read();
+    // Rows past `rows` (in-place A) alias the last real row, as above.
+    let mut a_rows = [t.a.as_ptr(); MR];
+    for (i, p) in a_rows.iter_mut().enumerate() {
+        *p = t.a.as_ptr().add(i.min(rows - 1) * t.a_row);
+    }
+    for strip in 0..t.cols.div_ceil(16) {
+        let col0 = 16 * strip;
+        // SAFETY (whole loop): Tile::run checked that A holds the rows
+        // read at depth < k and B holds k rows of NR floats (col0 + 16 <=
+        // NR); C is written through a bounds-checked slice.
+        let mut acc = [[_mm256_setzero_ps(); 2]; MR];
+        for kk in 0..t.k {
+            let bp = b.add(kk * NR + col0);
+            let (b0, b1) = (_mm256_loadu_ps(bp), _mm256_loadu_ps(bp.add(8)));
+            let depth = kk * t.a_depth;
+            for (row, a_row) in acc.iter_mut().zip(&a_rows) {
+                let av = _mm256_set1_ps(*a_row.add(depth));
+                row[0] = _mm256_fmadd_ps(av, b0, row[0]);
+                row[1] = _mm256_fmadd_ps(av, b1, row[1]);
+            }
+        }
+        let lanes = (t.cols - col0).min(16);
+        for (i, row) in acc.iter().enumerate().take(t.rows) {
+            let mut sums = [0f32; 16];
+            _mm256_storeu_ps(sums.as_mut_ptr(), row[0]);
+            _mm256_storeu_ps(sums.as_mut_ptr().add(8), row[1]);
+            let out = &mut t.c[i * t.ldc + col0..i * t.ldc + col0 + lanes];
+            for ((o, x), bias) in out.iter_mut().zip(sums).zip(&t.bias[col0..]) {
+                *o = if t.accumulate { *o + x } else { x + bias };
+            }
         }
     }
 }

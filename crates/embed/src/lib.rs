@@ -125,7 +125,8 @@ impl Embedder {
         Embedder { backend: Backend::None, convention: InputConvention::None, identity: None }
     }
 
-    /// Loads an in-process model directory (sentence-transformers layout).
+    /// Loads an in-process model directory: multilingual-e5-small's packed
+    /// file or a sentence-transformers layout (see `rag_bert`).
     /// The encoder has no request to carry an input type, so that
     /// convention is refused.
     pub fn local(
@@ -168,9 +169,15 @@ impl Embedder {
         }
     }
 
-    /// The in-process encoder (all-MiniLM-L6-v2 here: English only).
+    /// The in-process encoder.
     pub fn is_local(&self) -> bool {
         matches!(self.backend, Backend::Local(_))
+    }
+
+    /// An in-process encoder that reads every language (multilingual-e5);
+    /// false for all-MiniLM-L6-v2 (English only) and other backends.
+    pub fn is_multilingual(&self) -> bool {
+        matches!(&self.backend, Backend::Local(e) if e.encoder().is_multilingual())
     }
 
     /// One L2-normalised vector per input, in order.

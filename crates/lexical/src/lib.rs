@@ -1,11 +1,18 @@
 //! Lexical analysis shared by the indexer and the query side, so both see
 //! the same terms.
 //!
-//! No stemming (it would mangle Vietnamese syllables); terms are lower-cased
-//! NFC words with their diacritics kept. Each term with diacritics also
-//! yields a folded variant (`~` prefix: "tăng" -> "~tang", "đồng" ->
-//! "~dong") so a query typed without diacritics still matches, at a lower
-//! weight decided by the ranker.
+//! Terms are lower-cased NFC words with their diacritics kept. Each term
+//! with diacritics also yields a folded variant (`~` prefix: "tăng" ->
+//! "~tang", "đồng" -> "~dong") so a query typed without diacritics still
+//! matches, at a lower weight decided by the ranker.
+//!
+//! English text ([`Analysis::English`], chosen per chunk and per query by
+//! its detected language) also yields the Snowball stem of every word the
+//! stemmer changes (`^` prefix: "proteins" -> "^protein"), so "protein"
+//! meets "proteins". Vietnamese is never stemmed (the stemmer would mangle
+//! its syllables). Stems are extra terms beside the words, never instead of
+//! them: an index written before stems existed still answers every query,
+//! its chunks just lack the stem matches until they are indexed again.
 
 use std::collections::BTreeMap;
 
@@ -14,6 +21,8 @@ use unicode_segmentation::UnicodeSegmentation;
 
 /// Prefix of diacritic-folded variant terms.
 pub const FOLDED_PREFIX: char = '~';
+/// Prefix of English stem variant terms.
+pub const STEM_PREFIX: char = '^';
 /// Longest term kept (longer tokens are noise: hashes, base64, ...).
 pub const MAX_TERM_CHARS: usize = 40;
 
@@ -39,9 +48,34 @@ fn is_combining(c: char) -> bool {
     matches!(c as u32, 0x0300..=0x036F | 0x1AB0..=0x1AFF | 0x1DC0..=0x1DFF | 0x20D0..=0x20FF | 0xFE20..=0xFE2F)
 }
 
-/// Terms of an indexed text with their frequencies: every word, and the
-/// folded variant of every word that has diacritics.
-pub fn document_terms(text: &str) -> (BTreeMap<String, u32>, u32) {
+/// How a text's words are analysed, by its language.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Analysis {
+    /// Words and their folded variants (Vietnamese, and anything not
+    /// English).
+    Plain,
+    /// Also the English stem of every word the stemmer changes.
+    English,
+}
+
+static ENGLISH: std::sync::LazyLock<rust_stemmers::Stemmer> =
+    std::sync::LazyLock::new(|| rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English));
+
+/// The Snowball English stem of a lower-cased ASCII word, when it differs
+/// from the word ("proteins" -> "protein"; numbers and other scripts have
+/// none).
+pub fn english_stem(word: &str) -> Option<String> {
+    if !word.bytes().all(|b| b.is_ascii_lowercase()) || word.len() < 3 {
+        return None;
+    }
+    let stem = ENGLISH.stem(word);
+    (stem != word).then(|| stem.into_owned())
+}
+
+/// Terms of an indexed text with their frequencies: every word, the
+/// folded variant of every word that has diacritics, and with
+/// [`Analysis::English`] the stem variant of every word that has one.
+pub fn document_terms(text: &str, analysis: Analysis) -> (BTreeMap<String, u32>, u32) {
     let mut tf: BTreeMap<String, u32> = BTreeMap::new();
     let words = words(text);
     let len = words.len() as u32;
@@ -50,9 +84,37 @@ pub fn document_terms(text: &str) -> (BTreeMap<String, u32>, u32) {
         if folded != w {
             *tf.entry(format!("{FOLDED_PREFIX}{folded}")).or_default() += 1;
         }
+        if analysis == Analysis::English {
+            if let Some(stem) = english_stem(&w) {
+                *tf.entry(format!("{STEM_PREFIX}{stem}")).or_default() += 1;
+            }
+        }
         *tf.entry(w).or_default() += 1;
     }
     (tf, len)
+}
+
+/// Frequent English words that say nothing of a question's subject; an
+/// English query drops them unless nothing else is left.
+pub const ENGLISH_STOPWORDS: &[&str] = &[
+    "a", "an", "the", "of", "to", "in", "on", "for", "by", "with", "and", "or", "is", "are", "was", "were", "be", "been", "being", "what",
+    "which", "who", "whom", "how", "why", "when", "where", "does", "do", "did", "it", "its", "this", "that", "these", "those", "as", "at",
+    "from", "there", "any", "can", "could", "about", "has", "have", "had", "into", "than", "then", "so", "such", "some", "i", "my", "me",
+    "we", "our", "you", "your", "they", "their", "them", "he", "she", "his", "her", "if", "not", "no", "also", "would", "should", "will",
+    "shall", "may", "might", "must", "one", "been", "much", "many", "very", "more", "most", "other", "only", "own", "same", "both", "each",
+];
+
+/// How a query term matches its word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Variant {
+    /// The word as written.
+    Exact,
+    /// Its folded variant (a query word without diacritics, or the folded
+    /// form of one with diacritics).
+    Folded,
+    /// Its English stem: the stem variant of inflected indexed words, and
+    /// the bare stem as a word.
+    Stem,
 }
 
 /// A query term and how to match it.
@@ -60,21 +122,33 @@ pub fn document_terms(text: &str) -> (BTreeMap<String, u32>, u32) {
 pub struct QueryTerm {
     /// The term as indexed.
     pub term: String,
-    /// True for a folded variant (a query word without diacritics, or the
-    /// folded form of one with diacritics).
-    pub folded: bool,
+    pub variant: Variant,
 }
 
-/// Terms of a query: each word exactly, plus its folded variant, so
-/// "doanh thu tang" finds "doanh thu tăng".
-pub fn query_terms(query: &str) -> Vec<QueryTerm> {
-    let mut out: Vec<QueryTerm> = Vec::new();
-    for w in words(query) {
-        let folded = format!("{FOLDED_PREFIX}{}", fold(&w));
-        for t in [QueryTerm { term: w.clone(), folded: false }, QueryTerm { term: folded, folded: true }] {
-            if !out.contains(&t) {
-                out.push(t);
-            }
+/// Terms of a query, word by word: each word exactly, plus its folded
+/// variant, so "doanh thu tang" finds "doanh thu tăng"; with
+/// [`Analysis::English`], English stopwords are dropped (unless only they
+/// are there) and each word also matches through its stem ("protein" finds
+/// "^protein" of "proteins"; "proteins" finds "^protein" and "protein").
+/// A term is listed once, under the first word that yields it.
+pub fn query_terms(query: &str, analysis: Analysis) -> Vec<Vec<QueryTerm>> {
+    let mut words = words(query);
+    if analysis == Analysis::English && words.iter().any(|w| !ENGLISH_STOPWORDS.contains(&w.as_str())) {
+        words.retain(|w| !ENGLISH_STOPWORDS.contains(&w.as_str()));
+    }
+    let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
+    let mut out: Vec<Vec<QueryTerm>> = Vec::new();
+    for w in words {
+        let mut variants = vec![(w.clone(), Variant::Exact), (format!("{FOLDED_PREFIX}{}", fold(&w)), Variant::Folded)];
+        if analysis == Analysis::English {
+            let stem = english_stem(&w).unwrap_or_else(|| w.clone());
+            variants.push((format!("{STEM_PREFIX}{stem}"), Variant::Stem));
+            variants.push((stem, Variant::Stem));
+        }
+        let terms: Vec<QueryTerm> =
+            variants.into_iter().filter(|(t, _)| seen.insert(t.clone())).map(|(term, variant)| QueryTerm { term, variant }).collect();
+        if !terms.is_empty() {
+            out.push(terms);
         }
     }
     out
@@ -86,7 +160,7 @@ mod tests {
 
     #[test]
     fn vietnamese_words_keep_diacritics_and_fold() {
-        let (tf, len) = document_terms("Doanh thu TĂNG 12,4%; đồng Việt Nam tăng.");
+        let (tf, len) = document_terms("Doanh thu TĂNG 12,4%; đồng Việt Nam tăng.", Analysis::Plain);
         assert_eq!(len, 8);
         assert_eq!(tf["tăng"], 2);
         assert_eq!(tf["~tang"], 2);
@@ -100,10 +174,37 @@ mod tests {
 
     #[test]
     fn queries_match_with_or_without_diacritics() {
-        let q: Vec<String> = query_terms("doanh thu tang").into_iter().map(|t| t.term).collect();
-        assert!(q.contains(&"~tang".to_string()));
-        let q: Vec<String> = query_terms("Tăng").into_iter().map(|t| t.term).collect();
-        assert_eq!(q, vec!["tăng", "~tang"]);
+        let terms = |q: &str| -> Vec<Vec<String>> {
+            query_terms(q, Analysis::Plain).into_iter().map(|w| w.into_iter().map(|t| t.term).collect()).collect()
+        };
+        assert!(terms("doanh thu tang")[2].contains(&"~tang".to_string()));
+        assert_eq!(terms("Tăng"), vec![vec!["tăng", "~tang"]]);
         assert_eq!(fold("Đường"), "Duong");
+    }
+
+    #[test]
+    fn english_words_meet_their_inflections_through_stems() {
+        let (tf, len) = document_terms("Proteins were measured; the protein binds.", Analysis::English);
+        assert_eq!(len, 6);
+        assert_eq!((tf["proteins"], tf["protein"], tf["^protein"]), (1, 1, 1), "{tf:?}");
+        assert_eq!(tf["^measur"], 1);
+        assert!(tf.contains_key("^bind") && !tf.contains_key("^the"), "{tf:?}");
+        // Plain analysis (Vietnamese) has no stems.
+        assert!(!document_terms("Proteins", Analysis::Plain).0.contains_key("^protein"));
+        assert_eq!(english_stem("việt"), None);
+        assert_eq!(english_stem("12"), None);
+
+        let q = query_terms("What are the proteins?", Analysis::English);
+        assert_eq!(q.len(), 1, "stopwords dropped: {q:?}");
+        let terms: Vec<(&str, Variant)> = q[0].iter().map(|t| (t.term.as_str(), t.variant)).collect();
+        assert_eq!(
+            terms,
+            vec![("proteins", Variant::Exact), ("~proteins", Variant::Folded), ("^protein", Variant::Stem), ("protein", Variant::Stem)]
+        );
+        // Only stopwords: kept.
+        assert_eq!(query_terms("what is it", Analysis::English).len(), 3);
+        // "protein" reaches "^protein" (its own stem is itself).
+        let q = query_terms("protein", Analysis::English);
+        assert!(q[0].iter().any(|t| t.term == "^protein" && t.variant == Variant::Stem));
     }
 }

@@ -200,6 +200,10 @@ impl EmbedderLanguages {
 /// diacritics, or matched through its folded form) relative to exact ones.
 pub const FOLDED_WEIGHT: f64 = 0.6;
 
+/// Weight of stem-variant matches ("protein" meeting "proteins") relative
+/// to exact ones; chosen on Cranfield and an English set (docs/performance.md).
+pub const STEM_WEIGHT: f64 = 0.8;
+
 /// A lexical query term: the indexed term, the index of the query word it
 /// comes from, and its weight.
 #[derive(Debug, Clone, PartialEq)]
@@ -209,19 +213,40 @@ pub struct QueryTerm {
     pub weight: f64,
 }
 
-/// Lexical terms of a query: each word exactly (weight 1) and its folded
-/// variant (weight [`FOLDED_WEIGHT`]); the ranker keeps the best-matching
-/// term per word so the two never add up.
+/// How a query is analysed: English for an English query, and when unsure
+/// (stems and English stopwords only touch English words); plain for a
+/// Vietnamese one.
+pub fn query_analysis(query: &str) -> rag_lexical::Analysis {
+    match detect_language(query) {
+        Language::Vi => rag_lexical::Analysis::Plain,
+        Language::En | Language::Other => rag_lexical::Analysis::English,
+    }
+}
+
+/// How an indexed chunk is analysed: English only when it is detected
+/// English (a Vietnamese syllable typed without diacritics is never
+/// stemmed).
+pub fn document_analysis(text: &str) -> rag_lexical::Analysis {
+    match detect_language(text) {
+        Language::En => rag_lexical::Analysis::English,
+        Language::Vi | Language::Other => rag_lexical::Analysis::Plain,
+    }
+}
+
+/// Lexical terms of a query: each word exactly (weight 1), its folded
+/// variant (weight [`FOLDED_WEIGHT`]) and for an English query its stem
+/// (weight [`STEM_WEIGHT`]); the ranker keeps the best-matching term per
+/// word so they never add up.
 pub fn query_terms(query: &str) -> Vec<QueryTerm> {
     let mut out: Vec<QueryTerm> = Vec::new();
-    let mut word = 0usize;
-    for t in rag_lexical::query_terms(query) {
-        if !t.folded {
-            word = out.iter().map(|q| q.word + 1).max().unwrap_or(0);
-        }
-        let exists = out.iter().any(|q| q.term == t.term);
-        if !exists {
-            out.push(QueryTerm { term: t.term, word, weight: if t.folded { FOLDED_WEIGHT } else { 1.0 } });
+    for (word, terms) in rag_lexical::query_terms(query, query_analysis(query)).into_iter().enumerate() {
+        for t in terms {
+            let weight = match t.variant {
+                rag_lexical::Variant::Exact => 1.0,
+                rag_lexical::Variant::Folded => FOLDED_WEIGHT,
+                rag_lexical::Variant::Stem => STEM_WEIGHT,
+            };
+            out.push(QueryTerm { term: t.term, word, weight });
         }
     }
     out
@@ -421,6 +446,21 @@ mod tests {
         assert!(words.contains(&("tăng".into(), 2)) && words.contains(&("~tang".into(), 2)));
         assert!(words.contains(&("doanh".into(), 0)) && words.contains(&("thu".into(), 1)));
         assert_eq!(t.iter().find(|q| q.term == "~tang").unwrap().weight, FOLDED_WEIGHT);
+    }
+
+    #[test]
+    fn english_queries_are_stemmed_and_vietnamese_ones_are_not() {
+        let t = query_terms("What are the effects of proteins?");
+        let terms: Vec<(&str, usize, f64)> = t.iter().map(|q| (q.term.as_str(), q.word, q.weight)).collect();
+        assert!(terms.contains(&("effects", 0, 1.0)) && terms.contains(&("^effect", 0, STEM_WEIGHT)), "{terms:?}");
+        assert!(terms.contains(&("^protein", 1, STEM_WEIGHT)) && terms.contains(&("protein", 1, STEM_WEIGHT)));
+        assert!(!terms.iter().any(|(t, _, _)| *t == "the" || *t == "what"), "stopwords dropped: {terms:?}");
+        // Vietnamese without diacritics: no stems, nothing dropped.
+        let t = query_terms("doanh thu tang bao nhieu");
+        assert!(t.iter().all(|q| !q.term.starts_with(rag_lexical::STEM_PREFIX)));
+        assert_eq!(t.iter().map(|q| q.word).max(), Some(4));
+        assert_eq!(document_analysis("Doanh thu tăng 12% so với cùng kỳ."), rag_lexical::Analysis::Plain);
+        assert_eq!(document_analysis("Revenue grew twelve percent."), rag_lexical::Analysis::English);
     }
 
     fn cands(v: &[(&str, f64, Language)]) -> Vec<Candidate> {

@@ -101,7 +101,7 @@ impl Stage for Indexer {
         let indexed: Vec<IndexedChunk<'_>> = chunks
             .iter()
             .map(|c| {
-                let (terms, term_count) = rag_lexical::document_terms(&c.text);
+                let (terms, term_count) = rag_lexical::document_terms(&c.text, rag_retrieval::document_analysis(&c.text));
                 IndexedChunk { chunk: c, terms, term_count, embedding: embeddings.next() }
             })
             .collect();

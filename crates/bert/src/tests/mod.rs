@@ -2,4 +2,5 @@
 //! real local stack); compiled into its unit-test binary, not a binary of
 //! their own.
 
+mod e5;
 mod reference;

@@ -213,13 +213,19 @@ async fn audit(s: &Settings, args: &IngestArgs, run: &IngestRun) -> anyhow::Resu
         let documents = rag_store::operations::chunk_contents(pool, workspace).await?;
         let dir = std::path::PathBuf::from(&s.embedding_model_dir);
         let (threads, precision) = (s.embedding_threads, s.embedding_precision.resolve());
+        // As the indexer gives them (`passage: ` first for e5).
+        let convention = s.embedding_input_convention.resolve(rag_bert::is_packed_model_dir(&dir));
+        let documents: Vec<Vec<String>> = documents
+            .iter()
+            .map(|d| d.iter().map(|t| convention.text(rag_embed::InputKind::Passage, t.trim()).into_owned()).collect())
+            .collect();
         let (pieces, standalone) = tokio::task::spawn_blocking(move || -> anyhow::Result<(u64, f64)> {
             let encoder = rag_bert::SentenceEncoder::load_with(&dir, threads, precision)?;
             let mut pieces = 0u64;
             for t in documents.iter().flatten() {
-                pieces += encoder.token_ids(t.trim())?.len() as u64;
+                pieces += encoder.token_ids(t)?.len() as u64;
             }
-            let calls: Vec<Vec<&str>> = documents.iter().map(|d| d.iter().map(|t| t.trim()).collect()).collect();
+            let calls: Vec<Vec<&str>> = documents.iter().map(|d| d.iter().map(String::as_str).collect()).collect();
             if let Some(first) = calls.first() {
                 encoder.encode(first)?;
             }

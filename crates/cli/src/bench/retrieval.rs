@@ -323,7 +323,7 @@ async fn ensure_workspace(
             let indexed: Vec<IndexedChunk<'_>> = owned
                 .iter()
                 .map(|(chunk, embedding)| {
-                    let (terms, term_count) = rag_lexical::document_terms(&chunk.text);
+                    let (terms, term_count) = rag_lexical::document_terms(&chunk.text, rag_retrieval::document_analysis(&chunk.text));
                     IndexedChunk { chunk, terms, term_count, embedding: embedding.clone() }
                 })
                 .collect();

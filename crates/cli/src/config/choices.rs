@@ -88,6 +88,8 @@ impl EncoderPrecisionChoice {
 /// `EMBEDDING_INPUT_CONVENTION`: how the model tells a query from a passage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum InputConventionChoice {
+    /// `prefix` for the in-process e5 model, `none` otherwise.
+    Auto,
     /// The text as is (symmetric models).
     None,
     /// `query: ` / `passage: ` prepended.
@@ -96,10 +98,13 @@ pub enum InputConventionChoice {
     InputType,
 }
 
-impl From<InputConventionChoice> for rag_embed::InputConvention {
-    fn from(choice: InputConventionChoice) -> Self {
-        match choice {
-            InputConventionChoice::None => rag_embed::InputConvention::None,
+impl InputConventionChoice {
+    /// `e5_in_process`: the in-process model is the packed e5 (trained
+    /// with the prefixes).
+    pub fn resolve(self, e5_in_process: bool) -> rag_embed::InputConvention {
+        match self {
+            InputConventionChoice::Auto if e5_in_process => rag_embed::InputConvention::Prefix,
+            InputConventionChoice::Auto | InputConventionChoice::None => rag_embed::InputConvention::None,
             InputConventionChoice::Prefix => rag_embed::InputConvention::Prefix,
             InputConventionChoice::InputType => rag_embed::InputConvention::InputType,
         }

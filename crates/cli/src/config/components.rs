@@ -53,7 +53,7 @@ impl Settings {
     ) -> anyhow::Result<rag_stages::retriever::Retriever> {
         let languages = match self.embedding_languages.as_str() {
             "auto" => match &embedder {
-                e if e.is_local() => rag_retrieval::EmbedderLanguages::Only(vec![rag_retrieval::Language::En]),
+                e if e.is_local() && !e.is_multilingual() => rag_retrieval::EmbedderLanguages::Only(vec![rag_retrieval::Language::En]),
                 _ => rag_retrieval::EmbedderLanguages::All,
             },
             spec => rag_retrieval::EmbedderLanguages::parse(spec).map_err(|e| anyhow::anyhow!("EMBEDDING_LANGUAGES: {e}"))?,
@@ -181,8 +181,11 @@ impl Settings {
             tracing::warn!("EMBEDDING_MODEL_DIR is not set: chunk budgets are counted in words, not word pieces");
             return Ok(std::sync::Arc::new(rag_chunking::WordCounter));
         }
-        let path = std::path::Path::new(&self.embedding_model_dir).join("tokenizer.json");
-        Ok(std::sync::Arc::new(rag_chunking::WordPieceCounter::from_file(&path)?))
+        let dir = std::path::Path::new(&self.embedding_model_dir);
+        if rag_bert::is_packed_model_dir(dir) {
+            return Ok(std::sync::Arc::new(E5PieceCounter(rag_bert::PieceCounter::load(dir)?)));
+        }
+        Ok(std::sync::Arc::new(rag_chunking::WordPieceCounter::from_file(&dir.join("tokenizer.json"))?))
     }
 
     pub fn embedder(&self) -> anyhow::Result<rag_embed::Embedder> {
@@ -210,7 +213,7 @@ impl Settings {
                         max_retries: self.stage_max_retries,
                         retry_backoff: Duration::from_millis(self.stage_retry_backoff_ms),
                     },
-                    self.embedding_input_convention.into(),
+                    self.embedding_input_convention.resolve(false),
                 )?;
                 Ok(embedder)
             }
@@ -219,12 +222,13 @@ impl Settings {
                     anyhow::bail!("EMBEDDER=local needs EMBEDDING_MODEL_DIR (a sentence-transformers model directory)");
                 }
                 let precision = self.embedding_precision.resolve();
-                let embedder = rag_embed::Embedder::local(
-                    std::path::Path::new(&self.embedding_model_dir),
-                    self.embedding_threads,
-                    precision,
-                    self.embedding_input_convention.into(),
-                )?;
+                let dir = std::path::Path::new(&self.embedding_model_dir);
+                let e5 = rag_bert::is_packed_model_dir(dir);
+                let convention = self.embedding_input_convention.resolve(e5);
+                if e5 && convention == rag_embed::InputConvention::None {
+                    tracing::warn!("EMBEDDING_INPUT_CONVENTION=none with multilingual-e5: it was trained with `query: ` / `passage: ` prefixes (auto or prefix)");
+                }
+                let embedder = rag_embed::Embedder::local(dir, self.embedding_threads, precision, convention)?;
                 if !embedder.is_accelerated() {
                     tracing::warn!(
                         "EMBEDDING_PRECISION=int8 on a CPU without AVX-512 VNNI: the portable integer kernel is slower than fp32"
@@ -237,5 +241,16 @@ impl Settings {
             }
             EmbedderChoice::None => Ok(rag_embed::Embedder::none()),
         }
+    }
+}
+
+/// Chunk budgets in multilingual-e5's own pieces.
+struct E5PieceCounter(rag_bert::PieceCounter);
+
+impl rag_chunking::TokenCounter for E5PieceCounter {
+    fn count(&self, text: &str) -> usize {
+        // The unigram search has a piece or <unk> for every character, so
+        // it does not fail on text; a word count is the safe side if it did.
+        self.0.count(text).unwrap_or_else(|_| text.split_whitespace().count())
     }
 }

