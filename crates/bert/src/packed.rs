@@ -91,6 +91,9 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<PackedModel<'_>, String> {
     if heads == 0 || !hidden.is_multiple_of(heads) || !hidden.is_multiple_of(QK) || !intermediate.is_multiple_of(QK) {
         return Err(format!("hidden size {hidden}, {heads} heads, intermediate {intermediate}: not a shape this reader knows"));
     }
+    if positions < 2 || token_types == 0 {
+        return Err(format!("{positions} positions and {token_types} token types: not a shape this reader knows"));
+    }
     let header = Header { hidden, layers, heads, intermediate, word_rows, positions, token_types, eps };
 
     let n_pieces = r.count()?;
@@ -110,11 +113,16 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<PackedModel<'_>, String> {
     if [bos, eos, unk].iter().any(|id| *id as usize >= n_pieces) {
         return Err("a special token id is outside the vocabulary".into());
     }
+    // Every piece id must have its word-embedding row.
+    if n_pieces > word_rows {
+        return Err(format!("{n_pieces} pieces but {word_rows} word-embedding rows"));
+    }
 
     let n_norm = r.count()?;
     let norm_len = r.u32()? as usize;
     let mut nr = Reader { bytes: r.take(norm_len)?, pos: 0 };
-    let mut normalization = HashMap::with_capacity(n_norm);
+    // Capacities bounded by the bytes there (an entry takes at least 5).
+    let mut normalization = HashMap::with_capacity(n_norm.min(norm_len / 5));
     for _ in 0..n_norm {
         let from = nr.char()?;
         let n = nr.take(1)?[0];
@@ -123,7 +131,7 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<PackedModel<'_>, String> {
     }
 
     let n_tensors = r.count()?;
-    let mut tensors = HashMap::with_capacity(n_tensors);
+    let mut tensors = HashMap::with_capacity(n_tensors.min(bytes.len().saturating_sub(r.pos) / 23));
     for _ in 0..n_tensors {
         let name_len = r.u16()? as usize;
         let name = std::str::from_utf8(r.take(name_len)?).map_err(|_| "tensor name not UTF-8".to_string())?.to_string();

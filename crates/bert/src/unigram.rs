@@ -21,6 +21,7 @@ const METASPACE: char = '\u{2581}';
 
 pub(crate) struct UnigramTokenizer {
     model: Unigram,
+    unk: u32,
     normalization: HashMap<char, String>,
     bos: u32,
     eos: u32,
@@ -30,9 +31,14 @@ pub(crate) struct UnigramTokenizer {
 
 impl UnigramTokenizer {
     pub(crate) fn new(vocabulary: Vocabulary, max_tokens: usize) -> Result<Self, String> {
-        let Vocabulary { pieces, bos, eos, unk, normalization } = vocabulary;
+        let Vocabulary { mut pieces, bos, eos, unk, normalization } = vocabulary;
+        // The engine never matches the text `<unk>` as that piece: given a
+        // space (which never reaches the lattice), it cannot match.
+        if let Some((piece, _)) = pieces.get_mut(unk as usize) {
+            piece.push(' ');
+        }
         let model = Unigram::from(pieces, Some(unk as usize), false).map_err(|e| e.to_string())?;
-        Ok(UnigramTokenizer { model, normalization, bos, eos, max_tokens: max_tokens.max(2) })
+        Ok(UnigramTokenizer { model, unk, normalization, bos, eos, max_tokens: max_tokens.max(2) })
     }
 
     /// The text as the lattice sees it.
@@ -60,17 +66,30 @@ impl UnigramTokenizer {
         folded
     }
 
+    /// The pieces' ids of `text`, uncut, without `<s>` and `</s>`. The
+    /// Unigram model fuses a run of unknown characters into one `<unk>`;
+    /// the engine has one per character, and so has this.
+    fn pieces(&self, text: &str) -> Result<Vec<u32>, String> {
+        let tokens = self.model.tokenize(&self.normalize(text)).map_err(|e| e.to_string())?;
+        let mut ids = Vec::with_capacity(tokens.len());
+        for t in tokens {
+            let n = if t.id == self.unk { t.value.chars().count().max(1) } else { 1 };
+            ids.extend(std::iter::repeat_n(t.id, n));
+        }
+        Ok(ids)
+    }
+
     /// Pieces of `text`, uncut, without `<s>` and `</s>`.
     pub(crate) fn count(&self, text: &str) -> Result<usize, String> {
-        Ok(self.model.tokenize(&self.normalize(text)).map_err(|e| e.to_string())?.len())
+        Ok(self.pieces(text)?.len())
     }
 
     /// `<s>`, the pieces' ids (cut to fit), `</s>`.
     pub(crate) fn ids(&self, text: &str) -> Result<Vec<u32>, String> {
-        let tokens = self.model.tokenize(&self.normalize(text)).map_err(|e| e.to_string())?;
-        let mut ids = Vec::with_capacity(tokens.len().min(self.max_tokens - 2) + 2);
+        let pieces = self.pieces(text)?;
+        let mut ids = Vec::with_capacity(pieces.len().min(self.max_tokens - 2) + 2);
         ids.push(self.bos);
-        ids.extend(tokens.iter().take(self.max_tokens - 2).map(|t| t.id));
+        ids.extend(pieces.iter().take(self.max_tokens - 2));
         ids.push(self.eos);
         Ok(ids)
     }
@@ -99,8 +118,12 @@ mod tests {
     fn ids_are_framed_unknowns_are_unk_and_long_texts_are_cut() {
         let t = tokenizer();
         assert_eq!(t.ids("doanh thu").unwrap(), vec![0, 5, 6, 2]);
-        // "x" is no piece: one <unk>.
+        // "x" is no piece: one <unk>; "xy", one per character; the text
+        // "<unk>" is not the piece.
         assert_eq!(t.ids("doanh x").unwrap(), vec![0, 5, 4, 3, 2]);
+        assert_eq!(t.ids("doanh xy").unwrap(), vec![0, 5, 4, 3, 3, 2]);
+        // ("▁", then "<", "u", "n", "k", ">" one by one, not "▁" "<unk>".)
+        assert_eq!(t.count("<unk>").unwrap(), 6);
         assert_eq!(t.ids("doanh thu tăng doanh thu").unwrap(), vec![0, 5, 6, 7, 5, 2]);
     }
 }

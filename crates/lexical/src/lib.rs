@@ -94,16 +94,6 @@ pub fn document_terms(text: &str, analysis: Analysis) -> (BTreeMap<String, u32>,
     (tf, len)
 }
 
-/// Frequent English words that say nothing of a question's subject; an
-/// English query drops them unless nothing else is left.
-pub const ENGLISH_STOPWORDS: &[&str] = &[
-    "a", "an", "the", "of", "to", "in", "on", "for", "by", "with", "and", "or", "is", "are", "was", "were", "be", "been", "being", "what",
-    "which", "who", "whom", "how", "why", "when", "where", "does", "do", "did", "it", "its", "this", "that", "these", "those", "as", "at",
-    "from", "there", "any", "can", "could", "about", "has", "have", "had", "into", "than", "then", "so", "such", "some", "i", "my", "me",
-    "we", "our", "you", "your", "they", "their", "them", "he", "she", "his", "her", "if", "not", "no", "also", "would", "should", "will",
-    "shall", "may", "might", "must", "one", "been", "much", "many", "very", "more", "most", "other", "only", "own", "same", "both", "each",
-];
-
 /// How a query term matches its word.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Variant {
@@ -125,31 +115,32 @@ pub struct QueryTerm {
     pub variant: Variant,
 }
 
-/// Terms of a query, word by word: each word exactly, plus its folded
-/// variant, so "doanh thu tang" finds "doanh thu tăng"; with
-/// [`Analysis::English`], English stopwords are dropped (unless only they
-/// are there) and each word also matches through its stem ("protein" finds
-/// "^protein" of "proteins"; "proteins" finds "^protein" and "protein").
-/// A term is listed once, under the first word that yields it.
+/// Terms of a query, word by word (a repeated word once): each word
+/// exactly, plus its folded variant, so "doanh thu tang" finds "doanh thu
+/// tăng"; with [`Analysis::English`] each word also matches through its
+/// stem ("protein" finds "^protein" of "proteins"; "proteins" finds
+/// "^protein" and "protein"). No word is dropped as a stopword: an
+/// unaccented Vietnamese query ("the tin dung", "no xau") can look English,
+/// and BM25's idf already makes frequent words weigh little.
 pub fn query_terms(query: &str, analysis: Analysis) -> Vec<Vec<QueryTerm>> {
-    let mut words = words(query);
-    if analysis == Analysis::English && words.iter().any(|w| !ENGLISH_STOPWORDS.contains(&w.as_str())) {
-        words.retain(|w| !ENGLISH_STOPWORDS.contains(&w.as_str()));
-    }
-    let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
+    let mut seen_words: std::collections::HashSet<String> = std::collections::HashSet::new();
     let mut out: Vec<Vec<QueryTerm>> = Vec::new();
-    for w in words {
-        let mut variants = vec![(w.clone(), Variant::Exact), (format!("{FOLDED_PREFIX}{}", fold(&w)), Variant::Folded)];
+    for w in words(query) {
+        if !seen_words.insert(w.clone()) {
+            continue;
+        }
+        let mut terms = vec![
+            QueryTerm { term: w.clone(), variant: Variant::Exact },
+            QueryTerm { term: format!("{FOLDED_PREFIX}{}", fold(&w)), variant: Variant::Folded },
+        ];
         if analysis == Analysis::English {
             let stem = english_stem(&w).unwrap_or_else(|| w.clone());
-            variants.push((format!("{STEM_PREFIX}{stem}"), Variant::Stem));
-            variants.push((stem, Variant::Stem));
+            terms.push(QueryTerm { term: format!("{STEM_PREFIX}{stem}"), variant: Variant::Stem });
+            if stem != w {
+                terms.push(QueryTerm { term: stem, variant: Variant::Stem });
+            }
         }
-        let terms: Vec<QueryTerm> =
-            variants.into_iter().filter(|(t, _)| seen.insert(t.clone())).map(|(term, variant)| QueryTerm { term, variant }).collect();
-        if !terms.is_empty() {
-            out.push(terms);
-        }
+        out.push(terms);
     }
     out
 }
@@ -195,14 +186,19 @@ mod tests {
         assert_eq!(english_stem("12"), None);
 
         let q = query_terms("What are the proteins?", Analysis::English);
-        assert_eq!(q.len(), 1, "stopwords dropped: {q:?}");
-        let terms: Vec<(&str, Variant)> = q[0].iter().map(|t| (t.term.as_str(), t.variant)).collect();
+        assert_eq!(q.len(), 4, "no word dropped: {q:?}");
+        let terms: Vec<(&str, Variant)> = q[3].iter().map(|t| (t.term.as_str(), t.variant)).collect();
         assert_eq!(
             terms,
             vec![("proteins", Variant::Exact), ("~proteins", Variant::Folded), ("^protein", Variant::Stem), ("protein", Variant::Stem)]
         );
-        // Only stopwords: kept.
-        assert_eq!(query_terms("what is it", Analysis::English).len(), 3);
+        // An unaccented Vietnamese query that looks English loses no word.
+        assert_eq!(query_terms("the tin dung", Analysis::English).len(), 3);
+        // A repeated word is one word; each word keeps its own exact term
+        // even when another word's stem is that term.
+        let q = query_terms("proteins protein protein", Analysis::English);
+        assert_eq!(q.len(), 2);
+        assert!(q[1].iter().any(|t| t.term == "protein" && t.variant == Variant::Exact));
         // "protein" reaches "^protein" (its own stem is itself).
         let q = query_terms("protein", Analysis::English);
         assert!(q[0].iter().any(|t| t.term == "^protein" && t.variant == Variant::Stem));
