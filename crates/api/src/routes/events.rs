@@ -97,8 +97,7 @@ pub async fn stream(
 async fn next_event(mut feed: Feed) -> Option<(Result<Event, Infallible>, Feed)> {
     let shutdown = feed.state.0.shutdown.clone();
     loop {
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(u64::MAX);
-        if now >= feed.expires_at {
+        if super::token_expired(feed.expires_at) {
             tracing::debug!(conversation_id = %feed.conversation, "event stream closed: its token expired");
             return None;
         }

@@ -97,6 +97,13 @@ pub(crate) enum Recorded<'a> {
     Asked(&'a rag_events::QuestionAsked),
 }
 
+/// True once a token expiring at `expires_at` (seconds since the epoch)
+/// has expired: an event stream opened with it ends then.
+pub(crate) fn token_expired(expires_at: u64) -> bool {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(u64::MAX);
+    now >= expires_at
+}
+
 /// Applies an event the API just recorded to the read models, through the
 /// projector's own idempotent functions, so the client's next read sees
 /// it. Best effort: the projector applies the same event later, so a
