@@ -155,7 +155,7 @@ pub fn chunk_id(document_id: &str, chunking_version: &str, char_start: u64, text
 /// the budget becomes a chunk of its own (the embedder reads it in windows).
 pub fn chunk(document_id: &str, segments: &[Segment], profile: &ChunkingProfile, counter: &dyn TokenCounter) -> Vec<Chunk> {
     // Segments parsed before line ranges existed get them from the tiling.
-    let segments = rag_docparse::geometry::with_line_ranges(segments);
+    let segments = rag_docparse::segments::with_line_ranges(segments);
     let segments = &segments[..];
     let budget = profile.max_tokens.saturating_sub(counter.special_tokens()).max(1);
     let counts: Vec<usize> = segments.iter().map(|s| counter.count(&s.text)).collect();

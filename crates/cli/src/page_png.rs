@@ -5,7 +5,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Context;
-use rag_docparse::geometry::SpanGeometry;
+use rag_docparse::segments::SpanGeometry;
 use rag_docparse::{PageSize, Rect};
 use rag_store::documents::DocumentRow;
 use serde::Serialize;

@@ -1,6 +1,6 @@
-//! Where text is on the page, and which lines of the full text it spans.
+//! Where text is on the page.
 //!
-//! **Boxes.** Coordinates are on the page *as displayed* (its `/Rotate`
+//! Coordinates are on the page *as displayed* (its `/Rotate`
 //! applied, the crop box if there is one), origin at the top-left corner,
 //! x to the right and y downward, in the page's unit: PDF points (1/72 in)
 //! for PDFs and OCR'd pages, the unit Document AI states for its pages.
@@ -9,15 +9,10 @@
 //! boxes of any character span ([`span_boxes`]) are exact, not the whole
 //! line's.
 //!
-//! **Lines.** Lines are counted in the document's full text the same way
-//! for every format: line 1 starts at character 0 and every `\n` starts a
-//! new one (blank lines between paragraphs count). A segment's
-//! `line_start` is the line of its first character, `line_end` the line of
-//! its last character that is not part of the trailing paragraph separator.
+//! Line ranges, and the geometry of a span of segments, are in
+//! [`crate::segments`]: boxes know nothing of segments.
 
 use serde::{Deserialize, Serialize};
-
-use crate::segments::Segment;
 
 /// An axis-aligned rectangle, `x0 <= x1`, `y0 <= y1`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -254,64 +249,6 @@ pub fn span_boxes<'a>(fragments: impl IntoIterator<Item = &'a LineFragment>, sta
     out
 }
 
-/// Where a span of the full text is: its boxes and its lines.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct SpanGeometry {
-    pub boxes: Vec<PageBox>,
-    pub line_start: Option<u32>,
-    pub line_end: Option<u32>,
-}
-
-/// The geometry of the characters `[start, end)` from the segments that
-/// overlap them (in order, each with its line range).
-pub fn span_geometry(segments: &[Segment], start: u64, end: u64) -> SpanGeometry {
-    let boxes = span_boxes(segments.iter().flat_map(|s| &s.boxes), start, end);
-    // The line of a character: its segment's first line plus the newlines
-    // before it in the segment.
-    let line_of = |at: u64| -> Option<u32> {
-        let s = segments.iter().find(|s| s.char_start <= at && at < s.char_end)?;
-        let before = s.text.chars().take((at - s.char_start) as usize).filter(|c| *c == '\n').count() as u32;
-        Some(s.line_start? + before)
-    };
-    let last = (start..end).rev().find(|at| {
-        segments.iter().find(|s| s.char_start <= *at && *at < s.char_end).and_then(|s| s.text.chars().nth((*at - s.char_start) as usize))
-            != Some('\n')
-    });
-    SpanGeometry { boxes, line_start: line_of(start), line_end: last.and_then(line_of) }
-}
-
-/// Fills in every segment's line range from the tiling (segments are
-/// contiguous from offset 0, so their texts are the full text). Idempotent;
-/// used for segments written before line ranges existed too.
-pub fn number_lines(segments: &mut [Segment]) {
-    let mut line: u32 = 1;
-    for s in segments.iter_mut() {
-        let start = line;
-        let body = s.text.trim_end_matches('\n');
-        let end = start + body.matches('\n').count() as u32;
-        line += s.text.matches('\n').count() as u32;
-        s.line_start = Some(start);
-        s.line_end = Some(end);
-    }
-}
-
-/// The segments with line ranges: as they are, or numbered from the
-/// tiling when they were parsed before line ranges existed.
-pub fn with_line_ranges(segments: &[Segment]) -> std::borrow::Cow<'_, [Segment]> {
-    if segments.iter().all(|s| s.line_start.is_some() && s.line_end.is_some()) {
-        return std::borrow::Cow::Borrowed(segments);
-    }
-    let mut v = segments.to_vec();
-    number_lines(&mut v);
-    std::borrow::Cow::Owned(v)
-}
-
-/// The line range of a run of segments (a chunk): first segment's start,
-/// last segment's end.
-pub fn line_range(segments: &[Segment]) -> Option<(u32, u32)> {
-    Some((segments.first()?.line_start?, segments.last()?.line_end?))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -346,28 +283,6 @@ mod tests {
         assert_eq!(fragments(0, &chars, &glyphs).len(), 2);
         glyphs[2] = Some((1, Glyph::new(Rect { x0: 305., y0: 0., x1: 310., y1: 10. }, Axis::X)));
         assert_eq!(fragments(0, &chars, &glyphs).len(), 3);
-    }
-
-    #[test]
-    fn lines_count_every_newline_and_end_before_the_separator() {
-        let mut segs =
-            vec![Segment::new(0, 0, 0, "Title\n\n"), Segment::new(1, 0, 7, "Line one\nline two\n\n"), Segment::new(2, 1, 27, "Last")];
-        number_lines(&mut segs);
-        let ranges: Vec<_> = segs.iter().map(|s| (s.line_start.unwrap(), s.line_end.unwrap())).collect();
-        assert_eq!(ranges, [(1, 1), (3, 4), (6, 6)]);
-        assert_eq!(line_range(&segs[1..]), Some((3, 6)));
-    }
-
-    #[test]
-    fn a_span_knows_its_lines_without_a_trailing_newline() {
-        let mut segs = vec![Segment::new(0, 0, 0, "Title\n\n"), Segment::new(1, 0, 7, "Line one\nline two\n\n")];
-        number_lines(&mut segs);
-        // "one\nline" -> lines 3..4; "two\n\n" ends on line 4.
-        let g = span_geometry(&segs, 12, 20);
-        assert_eq!((g.line_start, g.line_end), (Some(3), Some(4)));
-        let g = span_geometry(&segs, 21, 26);
-        assert_eq!((g.line_start, g.line_end), (Some(4), Some(4)));
-        assert!(g.boxes.is_empty());
     }
 
     #[test]

@@ -5,12 +5,18 @@
 //! is the segment's text. Segments are contiguous and cover the whole text,
 //! so concatenating their texts gives `full_text` back. Each segment carries
 //! the separator that follows it (`"\n\n"` between paragraphs and pages).
+//!
+//! **Lines.** Lines are counted in the document's full text the same way
+//! for every format: line 1 starts at character 0 and every `\n` starts a
+//! new one (blank lines between paragraphs count). A segment's
+//! `line_start` is the line of its first character, `line_end` the line of
+//! its last character that is not part of the trailing paragraph separator.
 
 use serde::{Deserialize, Serialize};
 use unicode_normalization::UnicodeNormalization;
 use unicode_segmentation::UnicodeSegmentation;
 
-use crate::geometry::{self, Glyph, LineFragment};
+use crate::geometry::{self, span_boxes, Glyph, LineFragment, PageBox};
 
 /// One paragraph-level unit of the raw text.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -23,8 +29,8 @@ pub struct Segment {
     pub char_end: u64,
     pub text: String,
     /// Lines of the full text the segment spans, 1-based and inclusive
-    /// (see [`crate::geometry`]). Absent in segments written before v3 of
-    /// the parser; [`geometry::number_lines`] fills them in.
+    /// (see the module's documentation). Absent in segments written before
+    /// v3 of the parser; [`number_lines`] fills them in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub line_start: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -212,7 +218,7 @@ pub fn assemble(blocks: &[Block], max_segment_chars: usize) -> (String, Vec<Segm
         }
         i = j;
     }
-    geometry::number_lines(&mut segments);
+    number_lines(&mut segments);
     (full, segments)
 }
 
@@ -269,4 +275,89 @@ fn align(block: &Block, out: &[char]) -> Option<Vec<Option<Glyph>>> {
 /// `text[start..end)` in Unicode scalar values.
 pub fn char_slice(text: &str, start: u64, end: u64) -> String {
     text.chars().skip(start as usize).take(end.saturating_sub(start) as usize).collect()
+}
+
+/// Where a span of the full text is: its boxes and its lines.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SpanGeometry {
+    pub boxes: Vec<PageBox>,
+    pub line_start: Option<u32>,
+    pub line_end: Option<u32>,
+}
+
+/// The geometry of the characters `[start, end)` from the segments that
+/// overlap them (in order, each with its line range).
+pub fn span_geometry(segments: &[Segment], start: u64, end: u64) -> SpanGeometry {
+    let boxes = span_boxes(segments.iter().flat_map(|s| &s.boxes), start, end);
+    // The line of a character: its segment's first line plus the newlines
+    // before it in the segment.
+    let line_of = |at: u64| -> Option<u32> {
+        let s = segments.iter().find(|s| s.char_start <= at && at < s.char_end)?;
+        let before = s.text.chars().take((at - s.char_start) as usize).filter(|c| *c == '\n').count() as u32;
+        Some(s.line_start? + before)
+    };
+    let last = (start..end).rev().find(|at| {
+        segments.iter().find(|s| s.char_start <= *at && *at < s.char_end).and_then(|s| s.text.chars().nth((*at - s.char_start) as usize))
+            != Some('\n')
+    });
+    SpanGeometry { boxes, line_start: line_of(start), line_end: last.and_then(line_of) }
+}
+
+/// Fills in every segment's line range from the tiling (segments are
+/// contiguous from offset 0, so their texts are the full text). Idempotent;
+/// used for segments written before line ranges existed too.
+pub fn number_lines(segments: &mut [Segment]) {
+    let mut line: u32 = 1;
+    for s in segments.iter_mut() {
+        let start = line;
+        let body = s.text.trim_end_matches('\n');
+        let end = start + body.matches('\n').count() as u32;
+        line += s.text.matches('\n').count() as u32;
+        s.line_start = Some(start);
+        s.line_end = Some(end);
+    }
+}
+
+/// The segments with line ranges: as they are, or numbered from the
+/// tiling when they were parsed before line ranges existed.
+pub fn with_line_ranges(segments: &[Segment]) -> std::borrow::Cow<'_, [Segment]> {
+    if segments.iter().all(|s| s.line_start.is_some() && s.line_end.is_some()) {
+        return std::borrow::Cow::Borrowed(segments);
+    }
+    let mut v = segments.to_vec();
+    number_lines(&mut v);
+    std::borrow::Cow::Owned(v)
+}
+
+/// The line range of a run of segments (a chunk): first segment's start,
+/// last segment's end.
+pub fn line_range(segments: &[Segment]) -> Option<(u32, u32)> {
+    Some((segments.first()?.line_start?, segments.last()?.line_end?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_count_every_newline_and_end_before_the_separator() {
+        let mut segs =
+            vec![Segment::new(0, 0, 0, "Title\n\n"), Segment::new(1, 0, 7, "Line one\nline two\n\n"), Segment::new(2, 1, 27, "Last")];
+        number_lines(&mut segs);
+        let ranges: Vec<_> = segs.iter().map(|s| (s.line_start.unwrap(), s.line_end.unwrap())).collect();
+        assert_eq!(ranges, [(1, 1), (3, 4), (6, 6)]);
+        assert_eq!(line_range(&segs[1..]), Some((3, 6)));
+    }
+
+    #[test]
+    fn a_span_knows_its_lines_without_a_trailing_newline() {
+        let mut segs = vec![Segment::new(0, 0, 0, "Title\n\n"), Segment::new(1, 0, 7, "Line one\nline two\n\n")];
+        number_lines(&mut segs);
+        // "one\nline" -> lines 3..4; "two\n\n" ends on line 4.
+        let g = span_geometry(&segs, 12, 20);
+        assert_eq!((g.line_start, g.line_end), (Some(3), Some(4)));
+        let g = span_geometry(&segs, 21, 26);
+        assert_eq!((g.line_start, g.line_end), (Some(4), Some(4)));
+        assert!(g.boxes.is_empty());
+    }
 }

@@ -136,7 +136,7 @@ pub async fn apply_parsed(tx: &mut Transaction<'_, Postgres>, e: &DocumentParsed
     .await?;
     sqlx::query("DELETE FROM segments WHERE document_id = $1").bind(id).execute(&mut **tx).await?;
     // Segments parsed before line ranges existed get them from the tiling.
-    let segments = rag_docparse::geometry::with_line_ranges(segments);
+    let segments = rag_docparse::segments::with_line_ranges(segments);
     let segments = &segments[..];
     for batch in segments.chunks(1000) {
         let idx: Vec<i32> = batch.iter().map(|s| s.segment_index as i32).collect();

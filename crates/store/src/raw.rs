@@ -2,7 +2,7 @@
 //! boxes), its pages, its chunk mappings, and where a cited span is.
 //! Everything is read within one workspace.
 
-use rag_docparse::geometry::{span_geometry, SpanGeometry};
+use rag_docparse::segments::{span_geometry, SpanGeometry};
 use rag_docparse::{LineFragment, PageSize, Segment};
 use serde::Serialize;
 use sqlx::types::Json;
