@@ -6,77 +6,10 @@ use serde::Serialize;
 use sqlx::{PgPool, Postgres, Transaction};
 use uuid::Uuid;
 
+// The status rule has its own module; callers keep finding it here.
+pub use crate::status::DocumentStatus;
+use crate::status::{contiguous_rank, status_of_rank};
 use crate::StoreError;
-
-/// Lifecycle of a document. The rank only grows: a late, earlier event fills
-/// in what it carries but never moves the status back.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum DocumentStatus {
-    Uploaded,
-    Parsed,
-    Chunked,
-    Ingested,
-    Failed,
-    Deleted,
-}
-
-impl DocumentStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DocumentStatus::Uploaded => "uploaded",
-            DocumentStatus::Parsed => "parsed",
-            DocumentStatus::Chunked => "chunked",
-            DocumentStatus::Ingested => "ingested",
-            DocumentStatus::Failed => "failed",
-            DocumentStatus::Deleted => "deleted",
-        }
-    }
-
-    /// Still moving through the pipeline (not ingested, failed or deleted).
-    pub fn in_progress(self) -> bool {
-        matches!(self, DocumentStatus::Uploaded | DocumentStatus::Parsed | DocumentStatus::Chunked)
-    }
-
-    pub fn rank(self) -> i16 {
-        match self {
-            DocumentStatus::Uploaded => 0,
-            DocumentStatus::Parsed => 1,
-            DocumentStatus::Chunked => 2,
-            DocumentStatus::Ingested => 3,
-            DocumentStatus::Failed => 10,
-            DocumentStatus::Deleted => 20,
-        }
-    }
-}
-
-impl std::str::FromStr for DocumentStatus {
-    type Err = StoreError;
-    fn from_str(s: &str) -> Result<Self, StoreError> {
-        Ok(match s {
-            "uploaded" => DocumentStatus::Uploaded,
-            "parsed" => DocumentStatus::Parsed,
-            "chunked" => DocumentStatus::Chunked,
-            "ingested" => DocumentStatus::Ingested,
-            "failed" => DocumentStatus::Failed,
-            "deleted" => DocumentStatus::Deleted,
-            other => return Err(StoreError::Invalid(format!("unknown document status {other:?}"))),
-        })
-    }
-}
-
-impl TryFrom<String> for DocumentStatus {
-    type Error = StoreError;
-    fn try_from(s: String) -> Result<Self, StoreError> {
-        s.parse()
-    }
-}
-
-impl std::fmt::Display for DocumentStatus {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 fn millis(ms: i64) -> DateTime<Utc> {
     Utc.timestamp_millis_opt(ms).single().unwrap_or_else(Utc::now)
@@ -94,8 +27,8 @@ pub async fn apply_uploaded(tx: &mut Transaction<'_, Postgres>, e: &DocumentUplo
     let at = millis(e.envelope.occurred_at);
     // Later steps projected first (a row they created) show once the
     // upload joins them: the status moves to the end of the unbroken run.
-    let reached = crate::pipeline::contiguous_rank("(documents.projected_steps | 1)");
-    let status = crate::pipeline::status_of_rank(&reached);
+    let reached = contiguous_rank("(documents.projected_steps | 1)");
+    let status = status_of_rank(&reached);
     sqlx::query(&format!(
         "INSERT INTO documents (id, workspace_id, filename, content_type, size_bytes, sha256, blob_uri, uploaded_by,
                                 metadata, status, status_rank, correlation_id, uploaded_at, updated_at, projected_steps)

@@ -16,6 +16,7 @@ pub mod parse_attempts;
 pub mod pipeline;
 pub mod raw;
 pub mod search;
+pub mod status;
 pub mod testing;
 pub mod workspaces;
 

@@ -9,7 +9,8 @@ use rag_events::{DocumentChunked, DocumentIngested, DocumentParsed, Failure};
 use sqlx::{PgPool, Postgres, Transaction};
 use uuid::Uuid;
 
-use crate::documents::{parse_id as doc_id, DocumentStatus};
+use crate::documents::parse_id as doc_id;
+use crate::status::{contiguous_rank, status_of_rank, DocumentStatus};
 use crate::StoreError;
 
 /// Moves the status forward only; a late earlier event changes nothing
@@ -68,19 +69,6 @@ async fn advance_status(
     .execute(&mut **tx)
     .await?;
     Ok(())
-}
-
-/// SQL: the rank of the last success step of the unbroken run from the
-/// upload in the step bits `bits` (-1: the upload itself is missing).
-pub(crate) fn contiguous_rank(bits: &str) -> String {
-    format!(
-        "(CASE WHEN {bits} & 15 = 15 THEN 3 WHEN {bits} & 7 = 7 THEN 2 WHEN {bits} & 3 = 3 THEN 1 WHEN {bits} & 1 = 1 THEN 0 ELSE -1 END)"
-    )
-}
-
-/// SQL: the success status of a rank from [`contiguous_rank`].
-pub(crate) fn status_of_rank(rank: &str) -> String {
-    format!("(CASE {rank} WHEN 3 THEN 'ingested' WHEN 2 THEN 'chunked' WHEN 1 THEN 'parsed' ELSE 'uploaded' END)")
 }
 
 fn occurred(e: &rag_events::Envelope) -> DateTime<Utc> {
