@@ -20,7 +20,8 @@ pub mod stage;
 pub use config::BusConfig;
 pub use producer::EventProducer;
 pub use stage::{
-    DeadLetterLimit, ErrorSource, Inbound, Outcome, Positions, ProcessError, Stage, StageIdentity, StageOutput, StageRunner, StartAt,
+    DeadLetterLimit, ErrorSource, FailureCode, Inbound, Outcome, Positions, ProcessError, Stage, StageIdentity, StageOutput, StageRunner,
+    StartAt,
 };
 
 /// Header names. Every event carries its type, schema fingerprint, id and

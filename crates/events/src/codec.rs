@@ -12,6 +12,8 @@ use crate::types::*;
 pub const MAGIC: [u8; 2] = [0xC3, 0x01];
 const HEADER_LEN: usize = 10;
 
+/// Why bytes could not be encoded or decoded; a record that fails so is
+/// dead-lettered with the code `rag_bus::FailureCode::from` gives it.
 #[derive(Debug, thiserror::Error)]
 pub enum CodecError {
     #[error("not Avro single-object encoded (missing C3 01 marker, {0} bytes)")]
@@ -38,20 +40,6 @@ pub enum CodecError {
         #[source]
         source: apache_avro::Error,
     },
-}
-
-impl CodecError {
-    /// Stable code for dead-letter headers and failure reasons.
-    pub fn code(&self) -> &'static str {
-        match self {
-            CodecError::NotSingleObject(_) => "not_single_object",
-            CodecError::UnknownFingerprint(_) => "unknown_schema",
-            CodecError::WrongEventType { .. } => "wrong_event_type",
-            CodecError::Schema { .. } => "invalid_schema",
-            CodecError::Encode { .. } => "encode_failed",
-            CodecError::Decode { .. } => "undecodable",
-        }
-    }
 }
 
 /// Finds the schema a datum was written with. The embedded implementation

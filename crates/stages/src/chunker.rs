@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use rag_blobs::BlobStore;
-use rag_bus::{Inbound, Outcome, Positions, ProcessError, Stage, StageIdentity, StageOutput};
+use rag_bus::{FailureCode, Inbound, Outcome, Positions, ProcessError, Stage, StageIdentity, StageOutput};
 use rag_chunking::{ChunkingProfile, TokenCounter};
 use rag_docparse::Segment;
 use rag_events::{DocumentChunked, DocumentParsed, Envelope, EventType, Failure};
@@ -64,8 +64,8 @@ impl Stage for Chunker {
             failure: None,
         };
         let segments: Result<Vec<Segment>, StageError> = async {
-            let uri = input.segments_uri.as_deref().ok_or_else(|| StageError::invalid("invalid_event", "no segments_uri"))?;
-            fetch_json(&self.blobs, uri, input.segments_sha256.as_deref(), "invalid_segments").await
+            let uri = input.segments_uri.as_deref().ok_or_else(|| StageError::invalid(FailureCode::InvalidEvent, "no segments_uri"))?;
+            fetch_json(&self.blobs, uri, input.segments_sha256.as_deref(), FailureCode::InvalidSegments).await
         }
         .await;
         // Segments that cannot be read are the document's failure: it is
@@ -73,7 +73,7 @@ impl Stage for Chunker {
         let segments = match segments.map_err(ProcessError::from) {
             Ok(s) => s,
             Err(ProcessError::Permanent { code, reason, .. }) => {
-                out.failure = Some(Failure { code, message: reason });
+                out.failure = Some(Failure { code: code.as_str().into(), message: reason });
                 self.output.send(&out).await?;
                 return Ok(Outcome::Applied);
             }
@@ -82,8 +82,8 @@ impl Stage for Chunker {
         let (doc_id, profile, counter) = (input.document_id.clone(), self.profile.clone(), self.counter.clone());
         let chunks = tokio::task::spawn_blocking(move || rag_chunking::chunk(&doc_id, &segments, &profile, counter.as_ref()))
             .await
-            .map_err(|source| StageError::Crashed { code: "chunker_crashed", source })?;
-        let json = serde_json::to_vec(&chunks).map_err(|e| StageError::invalid("encode", e))?;
+            .map_err(|source| StageError::Crashed { code: FailureCode::ChunkerCrashed, source })?;
+        let json = serde_json::to_vec(&chunks).map_err(|e| StageError::invalid(FailureCode::Encode, e))?;
         // Object keys stay plain ASCII without '@' (some S3 servers map keys to file names).
         let kind = format!("chunks-{}-v{}", self.profile.name, self.profile.version);
         let (uri, sha) =

@@ -1,7 +1,7 @@
 //! Helpers shared by the stage processors.
 
 use rag_blobs::BlobStore;
-use rag_bus::Inbound;
+use rag_bus::{FailureCode, Inbound};
 use rag_events::{Codec, Event};
 use sha2::{Digest, Sha256};
 
@@ -26,7 +26,7 @@ pub async fn fetch_verified(blobs: &BlobStore, uri: &str, sha256: Option<&str>) 
     if let Some(expected) = sha256 {
         let actual = sha256_hex(&bytes);
         if actual != expected {
-            return Err(StageError::invalid("checksum_mismatch", format!("{uri}: sha256 {actual}, the event says {expected}")));
+            return Err(StageError::invalid(FailureCode::ChecksumMismatch, format!("{uri}: sha256 {actual}, the event says {expected}")));
         }
     }
     Ok(bytes)
@@ -37,7 +37,7 @@ pub async fn fetch_json<T: serde::de::DeserializeOwned>(
     blobs: &BlobStore,
     uri: &str,
     sha256: Option<&str>,
-    code: &'static str,
+    code: FailureCode,
 ) -> Result<T, StageError> {
     let bytes = fetch_verified(blobs, uri, sha256).await?;
     serde_json::from_slice(&bytes).map_err(|e| StageError::invalid(code, format!("{uri}: {e}")))

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use rag_blobs::BlobError;
-use rag_bus::{BusError, ProcessError};
+use rag_bus::{BusError, FailureCode, ProcessError};
 use rag_embed::EmbedError;
 use rag_events::CodecError;
 use rag_store::StoreError;
@@ -30,12 +30,12 @@ pub enum StageError {
     /// The input itself is unusable (a malformed id, a checksum mismatch,
     /// an unreadable claim-checked payload): retrying cannot help.
     #[error("{reason}")]
-    Invalid { code: &'static str, reason: String },
+    Invalid { code: FailureCode, reason: String },
     /// CPU work on a blocking thread panicked (a parser or chunker bug hit
     /// by this input).
     #[error("{code}: {source}")]
     Crashed {
-        code: &'static str,
+        code: FailureCode,
         #[source]
         source: tokio::task::JoinError,
     },
@@ -45,7 +45,7 @@ pub enum StageError {
 }
 
 impl StageError {
-    pub fn invalid(code: &'static str, reason: impl std::fmt::Display) -> Self {
+    pub fn invalid(code: FailureCode, reason: impl std::fmt::Display) -> Self {
         StageError::Invalid { code, reason: reason.to_string() }
     }
 }
@@ -61,24 +61,24 @@ impl From<StageError> for ProcessError {
         let code = match &e {
             StageError::Classified(p) => return p.clone(),
             StageError::Store(s) if s.is_transient() => None,
-            StageError::Store(_) => Some("invalid_event"),
+            StageError::Store(_) => Some(FailureCode::InvalidEvent),
             StageError::Blob(b) if b.is_transient() => None,
-            StageError::Blob(_) => Some("blob_unreadable"),
+            StageError::Blob(_) => Some(FailureCode::BlobUnreadable),
             // The producer already retried through broker restarts for
             // minutes; the record stays unprocessed and a restart resumes.
             StageError::Produce(_) => None,
             StageError::Embed(x) if x.is_transient() => None,
-            StageError::Embed(_) => Some("embedding_failed"),
+            StageError::Embed(_) => Some(FailureCode::EmbeddingFailed),
             StageError::Retrieve(r) if r.is_transient() => None,
-            StageError::Retrieve(_) => Some("retrieval_failed"),
-            StageError::Decode(c) => Some(c.code()),
+            StageError::Retrieve(_) => Some(FailureCode::RetrievalFailed),
+            StageError::Decode(c) => Some(FailureCode::from(c)),
             StageError::Invalid { code, .. } | StageError::Crashed { code, .. } => Some(*code),
         };
         let reason = e.to_string();
         let source = Some(Arc::new(e) as rag_bus::ErrorSource);
         match code {
             None => ProcessError::Transient { reason, source },
-            Some(code) => ProcessError::Permanent { code: code.to_string(), reason, source },
+            Some(code) => ProcessError::Permanent { code, reason, source },
         }
     }
 }
@@ -89,14 +89,14 @@ mod tests {
 
     #[test]
     fn the_input_is_permanent_the_infrastructure_transient() {
-        let p = ProcessError::from(StageError::invalid("checksum_mismatch", "s3://b/k: sha256 a, the event says b"));
-        assert_eq!(p.code(), Some("checksum_mismatch"));
+        let p = ProcessError::from(StageError::invalid(FailureCode::ChecksumMismatch, "s3://b/k: sha256 a, the event says b"));
+        assert_eq!(p.code(), Some(FailureCode::ChecksumMismatch));
         let p = ProcessError::from(StageError::Blob(BlobError::BadUri { uri: "x".into(), bucket: "b".into() }));
-        assert_eq!(p.code(), Some("blob_unreadable"));
+        assert_eq!(p.code(), Some(FailureCode::BlobUnreadable));
         let p = ProcessError::from(StageError::Embed(EmbedError::Transient("429 Too Many Requests".into())));
         assert!(p.is_transient());
         let p = ProcessError::from(StageError::Store(StoreError::Invalid("chunk without text".into())));
-        assert_eq!(p.code(), Some("invalid_event"));
+        assert_eq!(p.code(), Some(FailureCode::InvalidEvent));
     }
 
     #[test]
@@ -110,7 +110,7 @@ mod tests {
 
     #[test]
     fn an_already_classified_error_passes_through() {
-        let p = ProcessError::from(StageError::Classified(ProcessError::permanent("poison", "never")));
-        assert_eq!((p.code(), p.reason()), (Some("poison"), "never"));
+        let p = ProcessError::from(StageError::Classified(ProcessError::permanent(FailureCode::WrongTopic, "never")));
+        assert_eq!((p.code(), p.reason()), (Some(FailureCode::WrongTopic), "never"));
     }
 }

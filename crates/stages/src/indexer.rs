@@ -8,7 +8,7 @@
 //! delivered.
 
 use rag_blobs::BlobStore;
-use rag_bus::{Inbound, Outcome, Positions, Stage, StageIdentity, StageOutput, StartAt};
+use rag_bus::{FailureCode, Inbound, Outcome, Positions, Stage, StageIdentity, StageOutput, StartAt};
 use rag_chunking::Chunk;
 use rag_embed::Embedder;
 use rag_events::{DocumentChunked, DocumentIngested, Envelope, EventType};
@@ -85,7 +85,7 @@ impl Stage for Indexer {
     async fn process(&self, msg: &Inbound) -> Result<Outcome, StageError> {
         let input: DocumentChunked = decode(self.output.codec(), msg)?;
         // A deleted document is not indexed again (its blobs are gone too).
-        let document = uuid::Uuid::parse_str(&input.document_id).map_err(|e| StageError::invalid("invalid_event", e))?;
+        let document = uuid::Uuid::parse_str(&input.document_id).map_err(|e| StageError::invalid(FailureCode::InvalidEvent, e))?;
         let pool = self.offsets.pool();
         if documents::status_of(pool, document).await? == Some(DocumentStatus::Deleted) {
             self.offsets.skip(msg).await?;
@@ -93,7 +93,7 @@ impl Stage for Indexer {
             return Ok(Outcome::Applied);
         }
         let chunks: Vec<Chunk> = match (&input.failure, &input.chunks_uri) {
-            (None, Some(uri)) => fetch_json(&self.blobs, uri, input.chunks_sha256.as_deref(), "invalid_chunks").await?,
+            (None, Some(uri)) => fetch_json(&self.blobs, uri, input.chunks_sha256.as_deref(), FailureCode::InvalidChunks).await?,
             _ => Vec::new(),
         };
         let texts: Vec<String> = chunks.iter().map(|c| c.text.trim().to_string()).collect();
@@ -144,7 +144,7 @@ impl Stage for Indexer {
         Ok(Outcome::Applied)
     }
 
-    async fn dead_lettered(&self, msg: &Inbound, _code: &str, _reason: &str) -> Result<(), StageError> {
+    async fn dead_lettered(&self, msg: &Inbound, _code: FailureCode, _reason: &str) -> Result<(), StageError> {
         self.offsets.skip(msg).await
     }
 

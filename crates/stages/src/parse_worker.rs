@@ -16,6 +16,7 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
+use rag_bus::FailureCode;
 use rag_docparse::{Limits, ParsedDocument};
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -56,7 +57,7 @@ pub enum WorkOutcome {
     /// The worker died or ran out of time on this document: `too_deep`,
     /// `out_of_memory`, `parser_timeout` or `parser_crashed`.
     Crashed {
-        code: &'static str,
+        code: FailureCode,
         message: String,
     },
 }
@@ -211,26 +212,32 @@ impl ParseWorkers {
             _ = tokio::time::sleep(self.limits.timeout) => {
                 kill_group(pid);
                 return Ok(WorkOutcome::Crashed {
-                    code: "parser_timeout",
+                    code: FailureCode::ParserTimeout,
                     message: format!("parsing took longer than {} s and was stopped", self.limits.timeout.as_secs()),
                 });
             }
         };
         let stderr = String::from_utf8_lossy(&err);
         match status {
-            _ if out.len() as u64 > max_reply => {
-                Ok(WorkOutcome::Crashed { code: "output_too_large", message: format!("the parsed document is over {max_reply} bytes") })
-            }
+            _ if out.len() as u64 > max_reply => Ok(WorkOutcome::Crashed {
+                code: FailureCode::OutputTooLarge,
+                message: format!("the parsed document is over {max_reply} bytes"),
+            }),
             Ok(s) if s.success() => match serde_json::from_slice::<WorkReply>(&out) {
                 Ok(WorkReply::Parsed(doc)) => Ok(WorkOutcome::Parsed(doc)),
                 Ok(WorkReply::Refused { code, message }) => Ok(WorkOutcome::Refused { code, message }),
-                Err(e) => Ok(WorkOutcome::Crashed { code: "parser_crashed", message: format!("the parser's answer was unreadable: {e}") }),
+                Err(e) => Ok(WorkOutcome::Crashed {
+                    code: FailureCode::ParserCrashed,
+                    message: format!("the parser's answer was unreadable: {e}"),
+                }),
             },
             // Our own kills (deadline, shutdown) returned above: a SIGKILL
             // here came from outside.
             Ok(s) if s.signal() == Some(libc::SIGKILL) && !stderr.contains("memory allocation of") => Err(WorkerError::Killed),
             Ok(s) => Ok(classify_death(s, &stderr, self.limits.memory_bytes)),
-            Err(e) => Ok(WorkOutcome::Crashed { code: "parser_crashed", message: format!("the parser could not be waited for: {e}") }),
+            Err(e) => {
+                Ok(WorkOutcome::Crashed { code: FailureCode::ParserCrashed, message: format!("the parser could not be waited for: {e}") })
+            }
         }
     }
 }
@@ -240,16 +247,16 @@ impl ParseWorkers {
 fn classify_death(status: std::process::ExitStatus, stderr: &str, memory_bytes: u64) -> WorkOutcome {
     let mib = memory_bytes >> 20;
     if stderr.contains("has overflowed its stack") {
-        return WorkOutcome::Crashed { code: "too_deep", message: "the document is nested too deeply to be read".into() };
+        return WorkOutcome::Crashed { code: FailureCode::TooDeep, message: "the document is nested too deeply to be read".into() };
     }
     if stderr.contains("memory allocation of") || stderr.contains("out of memory") {
         return WorkOutcome::Crashed {
-            code: "out_of_memory",
+            code: FailureCode::OutOfMemory,
             message: format!("reading the document needs more than the parser's {mib} MiB of memory"),
         };
     }
     if status.signal() == Some(libc::SIGXCPU) {
-        return WorkOutcome::Crashed { code: "parser_timeout", message: "parsing used up its CPU time and was stopped".into() };
+        return WorkOutcome::Crashed { code: FailureCode::ParserTimeout, message: "parsing used up its CPU time and was stopped".into() };
     }
     let last = stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").chars().take(300).collect::<String>();
     let how = match status.signal() {
@@ -257,7 +264,7 @@ fn classify_death(status: std::process::ExitStatus, stderr: &str, memory_bytes: 
         None => format!("exit status {}", status.code().unwrap_or(-1)),
     };
     WorkOutcome::Crashed {
-        code: "parser_crashed",
+        code: FailureCode::ParserCrashed,
         message: if last.is_empty() {
             format!("the parser stopped on this document ({how})")
         } else {
@@ -357,12 +364,12 @@ mod tests {
         };
         assert_eq!(
             code(classify_death(abort, "\nthread 'main' has overflowed its stack\nfatal runtime error: stack overflow\n", 1 << 30)),
-            "too_deep"
+            FailureCode::TooDeep
         );
-        assert_eq!(code(classify_death(abort, "memory allocation of 4096 bytes failed\n", 1 << 30)), "out_of_memory");
-        assert_eq!(code(classify_death(std::process::ExitStatus::from_raw(libc::SIGXCPU), "", 1 << 30)), "parser_timeout");
+        assert_eq!(code(classify_death(abort, "memory allocation of 4096 bytes failed\n", 1 << 30)), FailureCode::OutOfMemory);
+        assert_eq!(code(classify_death(std::process::ExitStatus::from_raw(libc::SIGXCPU), "", 1 << 30)), FailureCode::ParserTimeout);
         match classify_death(std::process::ExitStatus::from_raw(libc::SIGSEGV), "boom\n\n", 1 << 30) {
-            WorkOutcome::Crashed { code: "parser_crashed", message } => {
+            WorkOutcome::Crashed { code: FailureCode::ParserCrashed, message } => {
                 assert!(message.contains("signal 11") && message.contains("boom"), "{message}")
             }
             other => panic!("{other:?}"),

@@ -14,7 +14,7 @@
 //! `max_attempts` instead of taking it down on every restart.
 
 use rag_blobs::BlobStore;
-use rag_bus::{Inbound, Outcome, Positions, ProcessError, Stage, StageIdentity, StageOutput};
+use rag_bus::{FailureCode, Inbound, Outcome, Positions, ProcessError, Stage, StageIdentity, StageOutput};
 use rag_docparse::{Limits, ParseError, ParsedDocument};
 use rag_events::{DocumentParsed, DocumentUploaded, Envelope, EventType, Failure};
 use rag_store::sqlx::PgPool;
@@ -64,7 +64,7 @@ enum Handled {
     Judged(DocumentParsed),
     /// The parser died on it (or gave up after too many attempts): the
     /// document's failure, and a dead letter with the same code.
-    Crashed(DocumentParsed, String, String),
+    Crashed(DocumentParsed, FailureCode, String),
 }
 
 impl Parser {
@@ -105,13 +105,13 @@ impl Parser {
         let attempts = rag_store::parse_attempts::begin(&self.pool, event_id).await?;
         if attempts as u32 > self.max_attempts.max(1) {
             let message = format!("the parser stopped on this document {} times; it is not tried again", attempts - 1);
-            return Ok(crashed(out, "parser_crashed", message));
+            return Ok(crashed(out, FailureCode::ParserCrashed, message));
         }
         // An original that cannot be read is the document's failure, not
         // the stage's: it is marked failed with the reason.
         let bytes = match fetch_verified(&self.blobs, &input.blob_uri, Some(&input.sha256)).await.map_err(ProcessError::from) {
             Ok(b) => b,
-            Err(ProcessError::Permanent { code, reason, .. }) => return fail(out, &code, reason),
+            Err(ProcessError::Permanent { code, reason, .. }) => return fail(out, code.as_str(), reason),
             Err(e) => {
                 // Not a try: the parser never saw it.
                 rag_store::parse_attempts::interrupted(&self.pool, event_id).await?;
@@ -148,7 +148,7 @@ impl Parser {
                     rag_docparse::parse_with_ocr(&bytes, &content_type, &filename, &limits, ocr)
                 })
                 .await
-                .map_err(|source| StageError::Crashed { code: "parser_crashed", source })?
+                .map_err(|source| StageError::Crashed { code: FailureCode::ParserCrashed, source })?
                 .map_err(|e| (e.code().to_string(), e.to_string()))
             }
         };
@@ -177,7 +177,7 @@ impl Parser {
                   "pages without text: marked as such, their content is not searchable");
         }
         let ws = &input.envelope.workspace_id;
-        let segments_json = serde_json::to_vec(&doc.segments).map_err(|e| StageError::invalid("encode", e))?;
+        let segments_json = serde_json::to_vec(&doc.segments).map_err(|e| StageError::invalid(FailureCode::Encode, e))?;
         let (text_uri, text_sha) = store_derived(
             &self.blobs,
             ws,
@@ -209,9 +209,9 @@ impl Parser {
     }
 }
 
-fn crashed(mut out: DocumentParsed, code: &str, message: String) -> Handled {
-    out.failure = Some(Failure { code: code.to_string(), message: message.clone() });
-    Handled::Crashed(out, code.to_string(), message)
+fn crashed(mut out: DocumentParsed, code: FailureCode, message: String) -> Handled {
+    out.failure = Some(Failure { code: code.as_str().to_string(), message: message.clone() });
+    Handled::Crashed(out, code, message)
 }
 
 impl Stage for Parser {

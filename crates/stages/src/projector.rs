@@ -6,7 +6,7 @@
 //! re-delivery is recognised and skipped.
 
 use rag_blobs::BlobStore;
-use rag_bus::{Inbound, Outcome, Positions, Stage, StageIdentity, StartAt};
+use rag_bus::{FailureCode, Inbound, Outcome, Positions, Stage, StageIdentity, StartAt};
 use rag_chunking::Chunk;
 use rag_docparse::Segment;
 use rag_events::{AnyEvent, Codec, EventType, Topics};
@@ -145,7 +145,10 @@ impl Stage for Projector {
     async fn process(&self, msg: &Inbound) -> Result<Outcome, StageError> {
         let event = self.codec.decode_any(msg.payload.as_deref().unwrap_or_default())?;
         if self.topics.event_of(&msg.topic) != Some(event.event_type()) {
-            return Err(StageError::invalid("wrong_topic", format!("a {} event does not belong on {}", event.event_type(), msg.topic)));
+            return Err(StageError::invalid(
+                FailureCode::WrongTopic,
+                format!("a {} event does not belong on {}", event.event_type(), msg.topic),
+            ));
         }
         // A deleted document's later events (and replays of its earlier
         // ones) change nothing: their blobs are gone with it.
@@ -171,12 +174,12 @@ impl Stage for Projector {
         match &event {
             AnyEvent::DocumentParsed(e) if e.failure.is_none() => {
                 if let Some(uri) = &e.segments_uri {
-                    segments = fetch_json(&self.blobs, uri, e.segments_sha256.as_deref(), "invalid_segments").await?;
+                    segments = fetch_json(&self.blobs, uri, e.segments_sha256.as_deref(), FailureCode::InvalidSegments).await?;
                 }
             }
             AnyEvent::DocumentChunked(e) if e.failure.is_none() => {
                 if let Some(uri) = &e.chunks_uri {
-                    chunks = fetch_json(&self.blobs, uri, e.chunks_sha256.as_deref(), "invalid_chunks").await?;
+                    chunks = fetch_json(&self.blobs, uri, e.chunks_sha256.as_deref(), FailureCode::InvalidChunks).await?;
                 }
             }
             _ => {}
@@ -205,7 +208,7 @@ impl Stage for Projector {
             }
             AnyEvent::DocumentDeleted(e) => {
                 documents::apply_deleted(&mut tx, e).await?;
-                let id = uuid::Uuid::parse_str(&e.document_id).map_err(|err| StageError::invalid("invalid_event", err))?;
+                let id = uuid::Uuid::parse_str(&e.document_id).map_err(|err| StageError::invalid(FailureCode::InvalidEvent, err))?;
                 let purged = documents::purge(&mut tx, &e.envelope.workspace_id, id).await?;
                 info!(workspace_id = %e.envelope.workspace_id, document_id = %e.document_id,
                       event_id = %e.envelope.event_id, search_chunks = purged.search_chunks,
@@ -254,7 +257,7 @@ impl Stage for Projector {
         Ok(Outcome::Applied)
     }
 
-    async fn dead_lettered(&self, msg: &Inbound, code: &str, reason: &str) -> Result<(), StageError> {
+    async fn dead_lettered(&self, msg: &Inbound, code: FailureCode, reason: &str) -> Result<(), StageError> {
         let mut tx = self.pool.begin().await?;
         if let Claim::Apply = self.offsets.claim(&mut tx, msg).await? {
             // Document topics are keyed by document id: mark it failed so the
@@ -264,7 +267,7 @@ impl Stage for Projector {
                 Some(EventType::DocumentUploaded | EventType::DocumentParsed | EventType::DocumentChunked | EventType::DocumentIngested)
             );
             if let (true, Some(key)) = (is_document_topic, msg.key_str()) {
-                documents::mark_failed(&mut tx, key, code, reason).await?;
+                documents::mark_failed(&mut tx, key, code.as_str(), reason).await?;
             }
         }
         tx.commit().await?;

@@ -7,6 +7,8 @@ use std::sync::Arc;
 
 use rag_events::EventType;
 
+pub use super::failure_code::FailureCode;
+
 use rdkafka::message::{Headers, Message, OwnedMessage};
 
 /// A consumed record, detached from the consumer.
@@ -62,7 +64,7 @@ pub enum Outcome {
     /// operator to inspect. It does not count toward the dead-letter limit:
     /// the input is at fault, not the stage, and a user who uploads many
     /// such inputs must not be able to stop the stage for everyone.
-    DeadLetter { code: String, reason: String },
+    DeadLetter { code: FailureCode, reason: String },
 }
 
 /// Any error, kept whole as the source of a [`ProcessError`].
@@ -77,7 +79,7 @@ pub enum ProcessError {
     /// without storing the offset, so a restart resumes at this message.
     Transient { reason: String, source: Option<ErrorSource> },
     /// Will never succeed: the message goes to `<topic>.dlq` with `code`.
-    Permanent { code: String, reason: String, source: Option<ErrorSource> },
+    Permanent { code: FailureCode, reason: String, source: Option<ErrorSource> },
 }
 
 impl ProcessError {
@@ -85,8 +87,8 @@ impl ProcessError {
         ProcessError::Transient { reason: reason.into(), source: None }
     }
 
-    pub fn permanent(code: impl Into<String>, reason: impl Into<String>) -> Self {
-        ProcessError::Permanent { code: code.into(), reason: reason.into(), source: None }
+    pub fn permanent(code: FailureCode, reason: impl Into<String>) -> Self {
+        ProcessError::Permanent { code, reason: reason.into(), source: None }
     }
 
     /// Transient, caused by `source` (its message becomes the reason).
@@ -95,8 +97,8 @@ impl ProcessError {
     }
 
     /// Permanent with `code`, caused by `source`.
-    pub fn permanent_from<E: std::error::Error + Send + Sync + 'static>(code: impl Into<String>, source: E) -> Self {
-        ProcessError::Permanent { code: code.into(), reason: source.to_string(), source: Some(Arc::new(source)) }
+    pub fn permanent_from<E: std::error::Error + Send + Sync + 'static>(code: FailureCode, source: E) -> Self {
+        ProcessError::Permanent { code, reason: source.to_string(), source: Some(Arc::new(source)) }
     }
 
     pub fn is_transient(&self) -> bool {
@@ -104,10 +106,10 @@ impl ProcessError {
     }
 
     /// The dead-letter code (`None` for a transient error).
-    pub fn code(&self) -> Option<&str> {
+    pub fn code(&self) -> Option<FailureCode> {
         match self {
             ProcessError::Transient { .. } => None,
-            ProcessError::Permanent { code, .. } => Some(code),
+            ProcessError::Permanent { code, .. } => Some(*code),
         }
     }
 
@@ -215,7 +217,7 @@ pub trait Stage: Send + Sync + 'static {
 
     /// Called once a message is in the dead-letter topic, e.g. to mark the
     /// document failed and, for database-owned offsets, to move past it.
-    fn dead_lettered(&self, _msg: &Inbound, _code: &str, _reason: &str) -> impl Future<Output = Result<(), Self::Error>> + Send {
+    fn dead_lettered(&self, _msg: &Inbound, _code: FailureCode, _reason: &str) -> impl Future<Output = Result<(), Self::Error>> + Send {
         async { Ok(()) }
     }
 

@@ -13,7 +13,7 @@ use rag_telemetry::InternalEvent;
 use tokio_util::sync::CancellationToken;
 use tracing::warn;
 
-use super::contract::Inbound;
+use super::contract::{FailureCode, Inbound};
 use crate::producer::EventProducer;
 use crate::{headers, BusConfig, BusError};
 
@@ -79,14 +79,14 @@ impl DeadLetterBudget {
 
 /// The headers of a dead letter: the original ones (minus any earlier
 /// `dlq-*`), then where it came from and why.
-pub fn dead_letter_headers(msg: &Inbound, stage: &str, code: &str, reason: &str, failed_at_ms: i64) -> Vec<(String, Vec<u8>)> {
+pub fn dead_letter_headers(msg: &Inbound, stage: &str, code: FailureCode, reason: &str, failed_at_ms: i64) -> Vec<(String, Vec<u8>)> {
     let mut hdrs = msg.headers.clone();
     hdrs.retain(|(k, _)| !k.starts_with("dlq-"));
     hdrs.push((headers::DLQ_ORIGINAL_TOPIC.into(), msg.topic.clone().into_bytes()));
     hdrs.push((headers::DLQ_ORIGINAL_PARTITION.into(), msg.partition.to_string().into_bytes()));
     hdrs.push((headers::DLQ_ORIGINAL_OFFSET.into(), msg.offset.to_string().into_bytes()));
     hdrs.push((headers::DLQ_STAGE.into(), stage.as_bytes().to_vec()));
-    hdrs.push((headers::DLQ_REASON_CODE.into(), code.as_bytes().to_vec()));
+    hdrs.push((headers::DLQ_REASON_CODE.into(), code.as_str().as_bytes().to_vec()));
     hdrs.push((headers::DLQ_REASON.into(), reason.as_bytes().to_vec()));
     hdrs.push((headers::DLQ_FAILED_AT.into(), failed_at_ms.to_string().into_bytes()));
     hdrs
@@ -109,7 +109,7 @@ impl DeadLetters {
         &self,
         cfg: &BusConfig,
         msg: &Inbound,
-        code: &str,
+        code: FailureCode,
         reason: &str,
         shutdown: &CancellationToken,
     ) -> Result<(), BusError> {
@@ -128,7 +128,7 @@ impl DeadLetters {
                 Err(e) => return Err(BusError::StageFailed { stage: self.stage.clone(), reason: format!("dead-letter produce: {e}") }),
             }
         }
-        DeadLettered { stage: &self.stage, topic: &msg.topic, dlq_topic: &dlq_topic, code }.emit();
+        DeadLettered { stage: &self.stage, topic: &msg.topic, dlq_topic: &dlq_topic, code: code.as_str() }.emit();
         Ok(())
     }
 }
@@ -198,10 +198,11 @@ mod tests {
             headers: vec![("event-id".into(), b"e1".to_vec()), ("dlq-reason".into(), b"old".to_vec())],
             timestamp_ms: None,
         };
-        let h = dead_letter_headers(&msg, "parser", "corrupt_pdf", "bad xref", 5);
+        let h = dead_letter_headers(&msg, "parser", FailureCode::ParserCrashed, "exit status 101", 5);
         let get = |k: &str| h.iter().filter(|(n, _)| n == k).map(|(_, v)| String::from_utf8_lossy(v).into_owned()).collect::<Vec<_>>();
         assert_eq!(get("event-id"), vec!["e1"]);
-        assert_eq!(get("dlq-reason"), vec!["bad xref"]);
+        assert_eq!(get("dlq-reason"), vec!["exit status 101"]);
+        assert_eq!(get("dlq-reason-code"), vec!["parser_crashed"]);
         assert_eq!(get("dlq-original-offset"), vec!["41"]);
         assert_eq!(get("dlq-original-partition"), vec!["2"]);
         assert_eq!(get("dlq-stage"), vec!["parser"]);

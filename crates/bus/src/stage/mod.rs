@@ -2,6 +2,7 @@
 //!
 //! - [`contract`]: what a stage is ([`Stage`], [`StageIdentity`]), what it
 //!   is given and what it answers.
+//! - [`failure_code`]: [`FailureCode`], why a record was dead-lettered.
 //! - [`output`]: [`StageOutput`], how a stage produces (and counts) events.
 //! - [`runner`]: [`StageRunner`], the loop: retries, dead letters, offsets.
 //! - `positioning`: where each assigned partition resumes.
@@ -14,6 +15,7 @@
 mod consumer;
 pub mod contract;
 pub mod dead_letter;
+pub mod failure_code;
 mod lag;
 pub mod lanes;
 pub mod output;
@@ -21,7 +23,7 @@ mod positioning;
 pub mod positions;
 pub mod runner;
 
-pub use contract::{ErrorSource, Inbound, Outcome, Positions, ProcessError, Stage, StageIdentity, StartAt};
+pub use contract::{ErrorSource, FailureCode, Inbound, Outcome, Positions, ProcessError, Stage, StageIdentity, StartAt};
 pub use dead_letter::DeadLetterLimit;
 pub use output::StageOutput;
 pub use runner::{run_stage, StageRunner};

@@ -30,7 +30,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, info_span, warn, Instrument};
 
 use super::consumer::{self, Shared, StageConsumer};
-use super::contract::{Inbound, Outcome, ProcessError, Stage};
+use super::contract::{FailureCode, Inbound, Outcome, ProcessError, Stage};
 use super::dead_letter::{backoff, DeadLetterBudget, DeadLetters};
 use super::lanes::{Admitted, Lanes};
 use super::positions::{Arrival, PartitionKey};
@@ -310,7 +310,7 @@ impl<S: Stage> StageRunner<S> {
                         _ = tokio::time::sleep(wait) => {}
                     }
                 }
-                Err(e @ ProcessError::Permanent { .. }) => break Err(e),
+                Err(e @ ProcessError::Permanent { code, .. }) => break Err((code, e)),
             }
         };
         let dead_lettered = result.is_err();
@@ -318,12 +318,12 @@ impl<S: Stage> StageRunner<S> {
             Ok(Outcome::Applied) => {}
             Ok(Outcome::Duplicate) => DuplicateSkipped { stage, topic, partition: msg.partition, offset: msg.offset }.emit(),
             Ok(Outcome::DeadLetter { code, reason }) => {
-                PermanentFailure { stage, topic, code: &code, error: &reason }.emit();
-                self.dead_letters.send(&self.cfg, msg, &code, &reason, &self.shutdown).await?;
+                PermanentFailure { stage, topic, code: code.as_str(), error: &reason }.emit();
+                self.dead_letters.send(&self.cfg, msg, code, &reason, &self.shutdown).await?;
             }
-            Err(e) => {
-                let (code, error) = (e.code().unwrap_or("unknown"), e.chain());
-                PermanentFailure { stage, topic, code, error: &error }.emit();
+            Err((code, e)) => {
+                let error = e.chain();
+                PermanentFailure { stage, topic, code: code.as_str(), error: &error }.emit();
                 self.dead_letter(msg, code, &error).await?;
             }
         }
@@ -332,7 +332,7 @@ impl<S: Stage> StageRunner<S> {
         Ok(true)
     }
 
-    async fn dead_letter(&self, msg: &Inbound, code: &str, reason: &str) -> Result<(), BusError> {
+    async fn dead_letter(&self, msg: &Inbound, code: FailureCode, reason: &str) -> Result<(), BusError> {
         let within = self.budget.lock().unwrap_or_else(|p| p.into_inner()).allows_another();
         if !within {
             let limit = self.cfg.dead_letter_limit;

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use crate::admin::{committed_offsets, ensure_topics, watermarks};
 use crate::{
-    BusConfig, BusError, DeadLetterLimit, EventProducer, Inbound, Outcome, Positions, ProcessError, Stage, StageIdentity, StageRunner,
-    StartAt,
+    BusConfig, BusError, DeadLetterLimit, EventProducer, FailureCode, Inbound, Outcome, Positions, ProcessError, Stage, StageIdentity,
+    StageRunner, StartAt,
 };
 use rag_events::{Codec, EventType, Topics};
 use tokio::task::JoinHandle;
@@ -133,7 +133,7 @@ impl Recorder {
             *next = msg.offset + 1;
         }
         if payload.starts_with("poison") {
-            return Err(ProcessError::permanent("poison", "a record that can never be processed"));
+            return Err(ProcessError::permanent(FailureCode::InvalidEvent, "a record that can never be processed"));
         }
         self.seen.lock().unwrap().push((msg.partition, msg.offset, payload));
         if *self.hang_after.lock().unwrap() == Some((msg.partition, msg.offset)) {
