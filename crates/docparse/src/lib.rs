@@ -17,7 +17,7 @@ pub mod segments;
 use serde::{Deserialize, Serialize};
 
 pub use geometry::{Axis, LineFragment, PageBox, PageSize, Rect};
-pub use ocr::{OcrPage, OcrWord};
+pub use ocr::{OcrError, OcrPage, OcrWord};
 pub use segments::{char_slice, Block, Segment};
 
 pub const PARSER_NAME: &str = "rag-docparse";
@@ -137,7 +137,7 @@ pub trait PageOcr: Send + Sync {
     /// their boxes in points on the page as displayed.
     /// `size` is the page's displayed size in points when the parser knows
     /// it (a recogniser bounds its rendering by it).
-    fn recognize(&self, pdf: &[u8], page_idx: u32, size: Option<&PageSize>) -> Result<OcrPage, String>;
+    fn recognize(&self, pdf: &[u8], page_idx: u32, size: Option<&PageSize>) -> Result<OcrPage, OcrError>;
 }
 
 impl ParsedDocument {
@@ -377,7 +377,7 @@ pub fn parse_with_ocr(
                     ocr_pages.push(page);
                 }
                 Ok(_) => {}
-                Err(e) => ocr_failures.push((page, e)),
+                Err(e) => ocr_failures.push((page, e.to_string())),
             }
         }
         // Stable: a page's own blocks keep their order.

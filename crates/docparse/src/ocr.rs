@@ -18,6 +18,41 @@ pub struct OcrWord {
     pub rect: Option<Rect>,
 }
 
+/// Why a page could not be recognised. The page stays without text, and
+/// the message is its OCR failure (`ParsedDocument::ocr_failures`).
+#[derive(Debug, thiserror::Error)]
+pub enum OcrError {
+    /// A working file of the recogniser could not be written.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// A working file or directory of the recogniser (`what`) could not be
+    /// made or read.
+    #[error("{what}: {source}")]
+    File {
+        what: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A program the recogniser runs could not be started or waited for.
+    #[error("{program}: {source}")]
+    Run {
+        program: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A program the recogniser runs failed; `stderr` is the start of what
+    /// it said.
+    #[error("{program} failed ({status}): {stderr}")]
+    Failed { program: String, status: std::process::ExitStatus, stderr: String },
+    /// A program the recogniser runs did not finish in the time for a page.
+    #[error("{program} timed out")]
+    TimedOut { program: String },
+    /// The recogniser's output (in `format`) has `value` where a number
+    /// belongs, on line `line`.
+    #[error("{format} line {line}: bad number {value:?}")]
+    BadNumber { format: &'static str, line: usize, value: String },
+}
+
 /// The words of one page in reading order.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct OcrPage {

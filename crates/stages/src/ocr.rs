@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use rag_docparse::{OcrPage, OcrWord, PageOcr, PageSize, Rect};
+use rag_docparse::{OcrError, OcrPage, OcrWord, PageOcr, PageSize, Rect};
 
 /// Longest side of a page rendered for OCR, in pixels: 300 dpi of a
 /// 23-inch side. A page declared larger (200 × 200 inches is two numbers
@@ -51,21 +51,22 @@ impl TesseractOcr {
 }
 
 /// Runs a command to completion or kills it at the deadline.
-fn run(mut cmd: Command, deadline: Instant, stderr_file: &Path) -> Result<(), String> {
-    let what = format!("{:?}", cmd.get_program());
-    let stderr = std::fs::File::create(stderr_file).map_err(|e| e.to_string())?;
-    let mut child = cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(stderr).spawn().map_err(|e| format!("{what}: {e}"))?;
+fn run(mut cmd: Command, deadline: Instant, stderr_file: &Path) -> Result<(), OcrError> {
+    let program = format!("{:?}", cmd.get_program());
+    let stderr = std::fs::File::create(stderr_file)?;
+    let ran = |source| OcrError::Run { program: program.clone(), source };
+    let mut child = cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(stderr).spawn().map_err(ran)?;
     loop {
-        match child.try_wait().map_err(|e| format!("{what}: {e}"))? {
+        match child.try_wait().map_err(ran)? {
             Some(status) if status.success() => return Ok(()),
             Some(status) => {
                 let err = std::fs::read_to_string(stderr_file).unwrap_or_default();
-                return Err(format!("{what} failed ({status}): {}", err.trim().chars().take(300).collect::<String>()));
+                return Err(OcrError::Failed { program, status, stderr: err.trim().chars().take(300).collect() });
             }
             None if Instant::now() >= deadline => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(format!("{what} timed out"));
+                return Err(OcrError::TimedOut { program });
             }
             None => std::thread::sleep(Duration::from_millis(20)),
         }
@@ -73,12 +74,12 @@ fn run(mut cmd: Command, deadline: Instant, stderr_file: &Path) -> Result<(), St
 }
 
 impl PageOcr for TesseractOcr {
-    fn recognize(&self, pdf: &[u8], page_idx: u32, size: Option<&PageSize>) -> Result<OcrPage, String> {
+    fn recognize(&self, pdf: &[u8], page_idx: u32, size: Option<&PageSize>) -> Result<OcrPage, OcrError> {
         let dir = std::env::temp_dir().join(format!("rag-engine-ocr-{}", uuid::Uuid::new_v4()));
-        std::fs::create_dir_all(&dir).map_err(|e| format!("temporary directory: {e}"))?;
+        std::fs::create_dir_all(&dir).map_err(|source| OcrError::File { what: "temporary directory", source })?;
         let result = (|| {
             let deadline = Instant::now() + self.timeout;
-            std::fs::write(dir.join("in.pdf"), pdf).map_err(|e| e.to_string())?;
+            std::fs::write(dir.join("in.pdf"), pdf)?;
             let page = (page_idx + 1).to_string();
             // Points per pixel of the rendering: 72/dpi, unless the page is
             // so large that its long side is scaled to MAX_RENDER_SIDE.
@@ -105,7 +106,7 @@ impl PageOcr for TesseractOcr {
             // TSV: every word with its block, paragraph, line and box.
             read.arg(dir.join("page.png")).arg(dir.join("out")).args(["-l", &self.languages, "tsv"]);
             run(read, deadline, &dir.join("tesseract.err"))?;
-            let tsv = std::fs::read_to_string(dir.join("out.tsv")).map_err(|e| format!("tesseract output: {e}"))?;
+            let tsv = std::fs::read_to_string(dir.join("out.tsv")).map_err(|source| OcrError::File { what: "tesseract output", source })?;
             parse_tsv(&tsv, scale)
         })();
         let _ = std::fs::remove_dir_all(&dir);
@@ -116,14 +117,20 @@ impl PageOcr for TesseractOcr {
 /// Tesseract's TSV (`level page block par line word left top width height
 /// conf text`): the words (level 5) in reading order, boxes scaled from
 /// pixels by `scale` (points per pixel at the rendering resolution).
-fn parse_tsv(tsv: &str, scale: f32) -> Result<OcrPage, String> {
+fn parse_tsv(tsv: &str, scale: f32) -> Result<OcrPage, OcrError> {
     let mut words = Vec::new();
     for (n, line) in tsv.lines().enumerate().skip(1) {
         let cols: Vec<&str> = line.splitn(12, '\t').collect();
         if cols.len() < 12 || cols[0] != "5" || cols[11].trim().is_empty() {
             continue;
         }
-        let num = |i: usize| cols[i].trim().parse::<f32>().map_err(|_| format!("tesseract TSV line {}: bad number {:?}", n + 1, cols[i]));
+        let num = |i: usize| {
+            cols[i].trim().parse::<f32>().map_err(|_| OcrError::BadNumber {
+                format: "tesseract TSV",
+                line: n + 1,
+                value: cols[i].to_string(),
+            })
+        };
         let (block, par, line_no) = (num(2)? as u32, num(3)? as u32, num(4)? as u32);
         let (left, top, width, height) = (num(6)?, num(7)?, num(8)?, num(9)?);
         words.push(OcrWord {
@@ -156,6 +163,25 @@ mod tests {
         let r = page.words[0].rect.unwrap();
         assert_eq!((r.x0, r.y0, r.x1), (36.0, 36.0, 108.0));
         assert!((r.y1 - 50.4).abs() < 1e-3);
-        assert!(parse_tsv("h\n5\t1\t1\t1\t1\t1\tx\t1\t1\t1\t1\tw\n", 1.0).is_err());
+        let bad = parse_tsv("h\n5\t1\t1\t1\t1\t1\tx\t1\t1\t1\t1\tw\n", 1.0).unwrap_err();
+        assert_eq!(bad.to_string(), "tesseract TSV line 2: bad number \"x\"");
+    }
+
+    #[test]
+    fn a_program_that_fails_or_cannot_start_says_which_and_why() {
+        let dir = std::env::temp_dir().join(format!("rag-engine-ocr-test-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut fails = Command::new("sh");
+        fails.args(["-c", "echo broken >&2; exit 3"]);
+        let err = run(fails, deadline, &dir.join("sh.err")).unwrap_err();
+        assert_eq!(err.to_string(), "\"sh\" failed (exit status: 3): broken");
+        let err = run(Command::new("/nonexistent/pdftoppm"), deadline, &dir.join("x.err")).unwrap_err();
+        assert!(err.to_string().starts_with("\"/nonexistent/pdftoppm\": No such file"), "{err}");
+        let mut sleeps = Command::new("sleep");
+        sleeps.arg("5");
+        let err = run(sleeps, Instant::now(), &dir.join("sleep.err")).unwrap_err();
+        assert_eq!(err.to_string(), "\"sleep\" timed out");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -146,7 +146,7 @@ fn ocr_words_give_boxes_split_among_their_characters() {
     let bytes = std::fs::read(fixture_path("scanned-text-page.pdf")).unwrap();
     struct Words;
     impl crate::PageOcr for Words {
-        fn recognize(&self, _pdf: &[u8], _page: u32, _size: Option<&crate::PageSize>) -> Result<OcrPage, String> {
+        fn recognize(&self, _pdf: &[u8], _page: u32, _size: Option<&crate::PageSize>) -> Result<OcrPage, crate::OcrError> {
             let w = |text: &str, line, x0: f32| OcrWord {
                 text: text.into(),
                 paragraph: 1,

@@ -2,7 +2,7 @@
 //! with its code, or read as far as it can be.
 
 use super::hostile_inputs::*;
-use crate::{parse, parse_with_ocr, Limits, OcrPage, PageOcr, PageSize};
+use crate::{parse, parse_with_ocr, Limits, OcrError, OcrPage, PageOcr, PageSize};
 
 const DOCX_TYPE: &str = "application/vnd.openxmlformats-officedocument.wordprocessingml.document";
 
@@ -62,7 +62,7 @@ fn too_many_pages_are_refused_before_reading_them() {
 struct CountingOcr(std::sync::atomic::AtomicU32);
 
 impl PageOcr for CountingOcr {
-    fn recognize(&self, _pdf: &[u8], _page: u32, _size: Option<&PageSize>) -> Result<OcrPage, String> {
+    fn recognize(&self, _pdf: &[u8], _page: u32, _size: Option<&PageSize>) -> Result<OcrPage, OcrError> {
         self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         Ok(OcrPage::default())
     }

@@ -115,10 +115,10 @@ fn a_page_without_text_layer_is_reported() {
 struct FakeOcr(Result<&'static str, &'static str>);
 
 impl crate::PageOcr for FakeOcr {
-    fn recognize(&self, pdf: &[u8], page_idx: u32, _size: Option<&crate::PageSize>) -> Result<crate::OcrPage, String> {
+    fn recognize(&self, pdf: &[u8], page_idx: u32, _size: Option<&crate::PageSize>) -> Result<crate::OcrPage, crate::OcrError> {
         assert!(pdf.starts_with(b"%PDF"));
         assert_eq!(page_idx, 1, "only the page without a text layer goes to OCR");
-        self.0.map(crate::OcrPage::from_text).map_err(str::to_string)
+        self.0.map(crate::OcrPage::from_text).map_err(|program| crate::OcrError::TimedOut { program: program.to_string() })
     }
 }
 
@@ -135,10 +135,11 @@ fn pages_without_text_layer_go_through_ocr_in_page_order() {
     assert!(doc.full_text.find("Trang một").unwrap() < doc.full_text.find("Lợi nhuận").unwrap());
 
     // OCR that fails or reads nothing leaves the page marked, never silent.
-    for ocr in [FakeOcr(Err("tesseract crashed")), FakeOcr(Ok("  \n"))] {
+    for ocr in [FakeOcr(Err("tesseract")), FakeOcr(Ok("  \n"))] {
         let doc = crate::parse_with_ocr(&bytes, "application/pdf", "s.pdf", &Limits::default(), Some(&ocr)).unwrap();
         assert_eq!((doc.ocr_pages.clone(), doc.pages_without_text.clone()), (vec![], vec![1]));
-        assert_eq!(doc.ocr_failures.len(), usize::from(ocr.0.is_err()));
+        let expected: Vec<(u32, String)> = ocr.0.err().map(|_| (1, "tesseract timed out".to_string())).into_iter().collect();
+        assert_eq!(doc.ocr_failures, expected, "the failure is kept as its message");
     }
     // Without OCR the picture page is marked too.
     let doc = parse(&bytes, "application/pdf", "s.pdf", &Limits::default()).unwrap();
