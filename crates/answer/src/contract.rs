@@ -86,6 +86,41 @@ pub fn verdict_schema() -> serde_json::Value {
     })
 }
 
+/// How sure the check was that the sentences answer: P(true) over
+/// P(true) + P(false) at the token where the reply's `answers` value
+/// begins, from the candidates the model weighed there. None when the
+/// provider gave no token probabilities or the reply has no such token.
+/// A threshold on this, rather than the model's greedy choice, sets how
+/// strict the check is (`ANSWER_VERIFY_THRESHOLD`).
+pub fn verdict_probability(tokens: &[crate::llm::TokenLogprobs]) -> Option<f64> {
+    let mut before = String::new();
+    for t in tokens {
+        let word = t.token.trim().to_ascii_lowercase();
+        if before.contains(':') && !word.is_empty() {
+            let is = |w: &str, value: &str| !w.is_empty() && value.starts_with(w);
+            if !is(&word, "true") && !is(&word, "false") {
+                return None;
+            }
+            let mut candidates: Vec<(&str, f64)> = t.top_logprobs.iter().map(|c| (c.token.as_str(), c.logprob)).collect();
+            if !candidates.iter().any(|(c, _)| *c == t.token) {
+                candidates.push((&t.token, t.logprob));
+            }
+            let (mut yes, mut no) = (0.0, 0.0);
+            for (c, lp) in candidates {
+                let c = c.trim().to_ascii_lowercase();
+                if is(&c, "true") {
+                    yes += lp.exp();
+                } else if is(&c, "false") {
+                    no += lp.exp();
+                }
+            }
+            return (yes + no > 0.0).then(|| yes / (yes + no));
+        }
+        before.push_str(&t.token);
+    }
+    None
+}
+
 /// The check's verdict; None when the reply says neither.
 pub fn parse_verdict(content: &str) -> Option<bool> {
     let t = content.trim();
@@ -488,6 +523,35 @@ mod tests {
         assert_eq!(parse_verdict("No."), Some(false));
         assert_eq!(parse_verdict(r#"{"answerable": true, "sections": []}"#), None);
         assert_eq!(verdict_schema()["required"], serde_json::json!(["answers"]));
+    }
+
+    #[test]
+    fn the_checks_certainty_is_read_where_its_value_begins() {
+        use crate::llm::{TokenLogprob, TokenLogprobs};
+        let tok = |token: &str, top: &[(&str, f64)]| TokenLogprobs {
+            token: token.into(),
+            logprob: top.first().map_or(0.0, |t| t.1),
+            top_logprobs: top.iter().map(|(t, l)| TokenLogprob { token: (*t).into(), logprob: *l }).collect(),
+        };
+        // As llama.cpp gave it for a cross-lingual question: " true" 0.81, " false" 0.19.
+        let reply = [
+            tok("{\"", &[("{\"", -0.09)]),
+            tok("answers", &[("answers", -0.001)]),
+            tok("\":", &[("\":", -0.0001)]),
+            tok(" true", &[(" true", -0.215), (" false", -1.652), ("true", -7.19), (" \"", -8.0)]),
+            tok("}", &[("}", -0.003)]),
+        ];
+        let p = verdict_probability(&reply).unwrap();
+        let expected = (-0.215f64).exp() + (-7.19f64).exp();
+        assert!((p - expected / (expected + (-1.652f64).exp())).abs() < 1e-9, "{p}");
+        // No probabilities (a provider that ignores logprobs), or a reply
+        // whose value is not a boolean: no certainty, the verdict decides.
+        assert_eq!(verdict_probability(&[]), None);
+        let odd = [tok("{\"answers\":", &[]), tok(" maybe", &[(" maybe", -0.1)])];
+        assert_eq!(verdict_probability(&odd), None);
+        // The chosen token counts even when the provider left it out of its top list.
+        let bare = [tok("{\"answers\":", &[]), TokenLogprobs { token: "false".into(), logprob: -0.1, top_logprobs: vec![] }];
+        assert_eq!(verdict_probability(&bare), Some(0.0));
     }
 
     #[test]

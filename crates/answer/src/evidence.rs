@@ -88,6 +88,21 @@ fn page_of(chunk: &SourceChunk, pos: u64) -> u32 {
     chunk.segments.iter().filter(|s| s.char_start <= pos).max_by_key(|s| s.char_start).map_or(chunk.page_start, |s| s.page_idx)
 }
 
+/// How many of the best-ranked chunks (their retrieval `scores`, best
+/// first) are worth showing a model: those scoring at least `ratio` of the
+/// best one, and always the best. A small model given eight passages of
+/// which one answers tends to cite a passage that merely shares words with
+/// the question (eval/vi-dev: an insurance question answered from the
+/// library's opening hours, ranked second at 0.62 of the first); and every
+/// passage left out is prompt the model need not read before its first
+/// words. `ratio` 0 keeps every chunk.
+pub fn within_best(scores: &[f64], ratio: f64) -> usize {
+    let Some(best) = scores.first().copied().filter(|b| *b > 0.0 && ratio > 0.0) else {
+        return scores.len();
+    };
+    1 + scores[1..].iter().take_while(|s| **s >= ratio * best).count()
+}
+
 /// Cuts `chunks` (best ranked first) into units. Chunks are taken in rank
 /// order while their units fit `max_chars` (the first always does), so the
 /// lowest-ranked chunks are the first left out. A sentence that overlaps
@@ -312,6 +327,18 @@ pub fn labelled_row(header: &str, row: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn chunks_far_below_the_best_are_left_out() {
+        use super::within_best;
+        assert_eq!(within_best(&[0.95, 0.59, 0.48], 0.7), 1);
+        assert_eq!(within_best(&[0.77, 0.75, 0.52, 0.5], 0.7), 2);
+        // Ranks are kept: a chunk is not taken back after one left out.
+        assert_eq!(within_best(&[1.0, 0.5, 0.9], 0.7), 1);
+        assert_eq!(within_best(&[0.8, 0.7], 0.0), 2, "0 keeps every chunk");
+        assert_eq!(within_best(&[0.0, 0.0], 0.7), 2, "scores that say nothing keep every chunk");
+        assert_eq!(within_best(&[], 0.7), 0);
+    }
+
     use super::*;
     use crate::SegmentSpan;
 

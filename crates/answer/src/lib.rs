@@ -105,6 +105,20 @@ pub struct CitationReport {
     /// answer to check, or the check itself failed: `verify_error`).
     #[serde(default)]
     pub verified: Option<bool>,
+    /// How sure the check was that the cited sentences answer (0 to 1,
+    /// `contract::verdict_probability`), when the provider gave token
+    /// probabilities; compared with `ANSWER_VERIFY_THRESHOLD`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify_score: Option<f64>,
+    /// The sections of an answer the check rejected (not shown), so an
+    /// operator can see what was held back.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rejected_sections: Vec<String>,
+    /// The check call's time inside the model server (prefill + decode, its
+    /// `timings`), when the server reports it: with the answer's own, what
+    /// the model server alone took for this answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify_llm_ms: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify_error: Option<String>,
     /// Quote-based answers (before evidence ids): quotes found in no
@@ -253,13 +267,34 @@ pub const HISTORY_TURNS: usize = 6;
 const MIN_EVIDENCE_CHARS: usize = 1_200;
 
 /// How an answer is made.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct AnswerOptions {
     /// Characters of evidence in the prompt.
     pub evidence_chars: usize,
     /// Check the answer against what it cites before showing it.
     pub verify: bool,
+    /// The check's certainty (0 to 1) below which an answer is held back,
+    /// when the provider gives token probabilities; otherwise the check's
+    /// own true/false decides.
+    pub verify_threshold: f64,
 }
+
+/// The default of the answerer's evidence cutoff: chunks scoring below
+/// this fraction of the best one are not shown to a model
+/// (`evidence::within_best`, docs/answers.md).
+pub const EVIDENCE_CUTOFF: f64 = 0.7;
+
+/// The default of `verify_threshold`. 0.5 would be the model's own
+/// choice; on eval/vi-dev the 1.5B model's certainty for right answers ran
+/// from 0.35 up (most above 0.54) and for answers to questions the
+/// passages do not answer from 0.01 to 0.33 (two it cannot tell apart at
+/// 0.85 and 0.92), so the model's choice held back right answers it was
+/// merely unsure of. docs/answers.md has the sweep.
+pub const VERIFY_THRESHOLD: f64 = 0.4;
+
+/// Candidates asked for at each token of the check's reply: enough for
+/// both `true` and `false` to be among them.
+const VERIFY_CANDIDATES: u8 = 5;
 
 /// A section while the answer is written: its text so far and, once the
 /// model has closed it, its citations, grounded as the final answer's
@@ -385,10 +420,17 @@ pub async fn answer_question(
                         };
                         if !sections.is_empty() && options.verify {
                             match verify(client, question, &sections).await {
-                                Ok((verdict, u)) => {
+                                Ok((verdict, score, u, llm_ms)) => {
                                     add_usage(&mut usage, &u);
-                                    report.verified = verdict;
-                                    if verdict == Some(false) {
+                                    report.verify_llm_ms = llm_ms;
+                                    report.verify_score = score;
+                                    let held_back = match score {
+                                        Some(p) => p < options.verify_threshold,
+                                        None => verdict == Some(false),
+                                    };
+                                    report.verified = Some(!held_back).filter(|_| score.is_some() || verdict.is_some());
+                                    if held_back {
+                                        report.rejected_sections = sections.iter().map(|s| s.text.clone()).collect();
                                         sections.clear();
                                     }
                                 }
@@ -447,9 +489,14 @@ pub async fn answer_question(
 }
 
 /// Asks the model whether what `sections` cite answers `question`
-/// (`prompt::VERIFY`): the verdict (None when the reply says neither) and
-/// the call's usage.
-async fn verify(client: &llm::ChatClient, question: &str, sections: &[Section]) -> Result<(Option<bool>, llm::LlmUsage), llm::LlmError> {
+/// (`prompt::VERIFY`): the verdict (None when the reply says neither), how
+/// sure the model was (None without token probabilities), the call's
+/// usage and its time inside the model server.
+async fn verify(
+    client: &llm::ChatClient,
+    question: &str,
+    sections: &[Section],
+) -> Result<(Option<bool>, Option<f64>, llm::LlmUsage, Option<u64>), llm::LlmError> {
     let mut cited: Vec<&str> = Vec::new();
     for c in sections.iter().flat_map(|s| &s.citations) {
         if !cited.contains(&c.text.as_str()) && cited.len() < 6 {
@@ -457,8 +504,9 @@ async fn verify(client: &llm::ChatClient, question: &str, sections: &[Section]) 
         }
     }
     let schema = contract::verdict_schema();
-    let c = client.complete(&prompt::verify(question, &cited), llm::Format::Schema(&schema), &mut |_| {}).await?;
-    Ok((contract::parse_verdict(&c.content), c.usage))
+    let c = client.complete_with_logprobs(&prompt::verify(question, &cited), llm::Format::Schema(&schema), VERIFY_CANDIDATES).await?;
+    let llm_ms = c.timings.as_ref().and_then(|t| Some(t["prompt_ms"].as_f64()? + t["predicted_ms"].as_f64()?)).map(|ms| ms as u64);
+    Ok((contract::parse_verdict(&c.content), contract::verdict_probability(&c.logprobs), c.usage, llm_ms))
 }
 
 /// The query to retrieve with: the question itself, or for a follow-up

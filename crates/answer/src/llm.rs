@@ -74,6 +74,26 @@ pub struct Completion {
     pub timings: Option<serde_json::Value>,
     /// The answer came as server-sent events, piece by piece.
     pub streamed: bool,
+    /// Each generated token with its most likely alternatives, when asked
+    /// for ([`ChatClient::complete_with_logprobs`]) and the provider gives
+    /// them (llama.cpp and OpenAI do; others may not).
+    pub logprobs: Vec<TokenLogprobs>,
+}
+
+/// One generated token and the candidates the model weighed for its place.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct TokenLogprobs {
+    pub token: String,
+    #[serde(default)]
+    pub logprob: f64,
+    #[serde(default)]
+    pub top_logprobs: Vec<TokenLogprob>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct TokenLogprob {
+    pub token: String,
+    pub logprob: f64,
 }
 
 #[derive(Debug, Clone)]
@@ -103,6 +123,14 @@ struct Choice {
     delta: Option<Message>,
     #[serde(default)]
     finish_reason: Option<String>,
+    #[serde(default)]
+    logprobs: Option<ChoiceLogprobs>,
+}
+
+#[derive(Deserialize)]
+struct ChoiceLogprobs {
+    #[serde(default)]
+    content: Option<Vec<TokenLogprobs>>,
 }
 
 #[derive(Deserialize)]
@@ -140,6 +168,23 @@ impl ChatClient {
         format: Format<'_>,
         on_text: &mut (dyn FnMut(&str) + Send),
     ) -> Result<Completion, LlmError> {
+        self.request(messages, format, None, on_text).await
+    }
+
+    /// As [`Self::complete`], also asking for the `top` most likely
+    /// candidates of each generated token (`logprobs`, `top_logprobs`): how
+    /// sure the model was, not only what it chose.
+    pub async fn complete_with_logprobs(&self, messages: &[ChatMessage], format: Format<'_>, top: u8) -> Result<Completion, LlmError> {
+        self.request(messages, format, Some(top), &mut |_| {}).await
+    }
+
+    async fn request(
+        &self,
+        messages: &[ChatMessage],
+        format: Format<'_>,
+        top_logprobs: Option<u8>,
+        on_text: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<Completion, LlmError> {
         let url = format!("{}/chat/completions", self.cfg.base_url.trim_end_matches('/'));
         let mut body = serde_json::json!({
             "model": self.cfg.model,
@@ -162,6 +207,10 @@ impl ChatClient {
         }
         if self.cfg.cache_prompt {
             body["cache_prompt"] = true.into();
+        }
+        if let Some(top) = top_logprobs {
+            body["logprobs"] = true.into();
+            body["top_logprobs"] = top.into();
         }
         if self.cfg.stream {
             body["stream"] = true.into();
@@ -222,16 +271,13 @@ impl ChatClient {
     ) -> Result<Completion, LlmError> {
         let text = resp.text().await.map_err(|e| LlmError::Unavailable(if e.is_timeout() { "timed out".into() } else { e.to_string() }))?;
         let r = serde_json::from_str::<Response>(&text).map_err(|e| LlmError::Failed(format!("not a chat completion: {e}")))?;
-        let content = r
-            .choices
-            .into_iter()
-            .next()
-            .and_then(|c| c.message)
-            .and_then(|m| m.content)
-            .ok_or_else(|| LlmError::Failed("no choices in the completion".into()))?;
+        let choice = r.choices.into_iter().next().ok_or_else(|| LlmError::Failed("no choices in the completion".into()))?;
+        let logprobs = choice.logprobs.and_then(|l| l.content).unwrap_or_default();
+        let content = choice.message.and_then(|m| m.content).ok_or_else(|| LlmError::Failed("no message in the completion".into()))?;
         on_text(&content);
         let elapsed = started.elapsed();
-        let read = StreamRead { content, model: r.model, usage: r.usage, timings: r.timings, first_token: Some(elapsed), done: true };
+        let read =
+            StreamRead { content, model: r.model, usage: r.usage, timings: r.timings, first_token: Some(elapsed), done: true, logprobs };
         Ok(self.completion(read, elapsed, false))
     }
 
@@ -284,6 +330,7 @@ impl ChatClient {
             elapsed,
             timings: read.timings,
             streamed,
+            logprobs: read.logprobs,
         }
     }
 }
@@ -298,6 +345,7 @@ struct StreamRead {
     first_token: Option<Duration>,
     /// `[DONE]` or a finish reason was seen.
     done: bool,
+    logprobs: Vec<TokenLogprobs>,
 }
 
 impl StreamRead {
@@ -314,6 +362,7 @@ impl StreamRead {
         self.timings = chunk.timings.or(self.timings.take());
         if let Some(choice) = chunk.choices.into_iter().next() {
             self.done |= choice.finish_reason.is_some();
+            self.logprobs.extend(choice.logprobs.and_then(|l| l.content).unwrap_or_default());
             if let Some(piece) = choice.delta.or(choice.message).and_then(|m| m.content).filter(|p| !p.is_empty()) {
                 self.first_token.get_or_insert_with(|| started.elapsed());
                 self.content.push_str(&piece);

@@ -89,8 +89,8 @@ pub struct Scored {
     pub llm_tokens: u64,
     /// The parts of the latency, when an LLM answered (0 otherwise):
     /// condensing, retrieval and reading segments; llama.cpp's own time for
-    /// the answer's prompt (prefill + decode, its `timings`); the prompt's
-    /// tokens; prefill and decode speed.
+    /// the answer's prompt and the check's (prefill + decode, their
+    /// `timings`); the answer prompt's tokens; its prefill and decode speed.
     pub retrieval_ms: u64,
     pub llama_ms: u64,
     pub prompt_tokens: u64,
@@ -100,6 +100,15 @@ pub struct Scored {
     /// as the answerer read it) to the page's first words (the delta heard
     /// on the channel the API's streams listen to): what the system adds.
     pub stream_lag_ms: Option<u64>,
+    /// The check's certainty that the cited sentences answer (0 to 1), when
+    /// the provider gave token probabilities: sweeping
+    /// `ANSWER_VERIFY_THRESHOLD` over a run made with it at 0 shows what
+    /// each threshold would hold back.
+    pub verify_score: Option<f64>,
+    /// What the answer said (its sections, or the check's rejected ones)
+    /// and the text of each citation: to read why a question missed.
+    pub answer_text: String,
+    pub cited: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
@@ -210,7 +219,13 @@ pub fn score(
         retrieval_ms: metadata["retrieval"]["retrieval_ms"].as_u64().unwrap_or(0),
         llama_ms: {
             let t = &metadata["retrieval"]["llm_timings"];
-            (t["prompt_ms"].as_f64().unwrap_or(0.0) + t["predicted_ms"].as_f64().unwrap_or(0.0)) as u64
+            let answer = (t["prompt_ms"].as_f64().unwrap_or(0.0) + t["predicted_ms"].as_f64().unwrap_or(0.0)) as u64;
+            // Unknown (0) when the server gave no timings for the answer.
+            if answer == 0 {
+                0
+            } else {
+                answer + report["verify_llm_ms"].as_u64().unwrap_or(0)
+            }
         },
         prompt_tokens: metadata["retrieval"]["llm_timings"]["prompt_n"].as_u64().unwrap_or(0),
         prefill_tokens_per_s: metadata["retrieval"]["llm_timings"]["prompt_per_second"].as_f64().unwrap_or(0.0),
@@ -218,6 +233,13 @@ pub fn score(
         stream_lag_ms: first_words_at_ms
             .zip(metadata["retrieval"]["llm_first_words_at_ms"].as_u64())
             .map(|(page, model)| page.saturating_sub(model)),
+        verify_score: report["verify_score"].as_f64(),
+        answer_text: {
+            let shown = sections.iter().filter_map(|s| s["text"].as_str());
+            let held_back = report["rejected_sections"].as_array().into_iter().flatten().filter_map(|s| s.as_str());
+            shown.chain(held_back).collect::<Vec<_>>().join(" | ")
+        },
+        cited: citations.iter().filter_map(|c| c["text"].as_str().map(str::to_string)).collect(),
     }
 }
 

@@ -142,7 +142,12 @@ pub async fn start_stages(
                 llm: answer_llm.clone(),
                 fallback: s.answer_fallback(),
                 top_k: s.retrieval_top_k.max(1),
-                options: rag_answer::AnswerOptions { evidence_chars: s.evidence_chars(), verify: s.answer_verify },
+                options: rag_answer::AnswerOptions {
+                    evidence_chars: s.evidence_chars(),
+                    verify: s.answer_verify,
+                    verify_threshold: s.answer_verify_threshold,
+                },
+                evidence_cutoff: s.answer_evidence_cutoff,
                 output: StageOutput::new(producer.clone(), answerer::STAGE),
             };
             spawn_stage(&mut tasks, &bus, &producer, a, shutdown);

@@ -54,6 +54,9 @@ pub struct Answerer {
     pub top_k: usize,
     /// Evidence budget and the check of answers.
     pub options: rag_answer::AnswerOptions,
+    /// A model sees only the chunks scoring at least this fraction of the
+    /// best one (`rag_answer::evidence::within_best`; 0: all of them).
+    pub evidence_cutoff: f64,
     pub output: StageOutput,
 }
 
@@ -168,7 +171,11 @@ impl Answerer {
                 return Ok(self.failed(q, "retrieval_failed", "the documents could not be searched for this question".into()));
             }
         };
-        let sources = self.sources(ws, &retrieval).await?;
+        let mut sources = self.sources(ws, &retrieval).await?;
+        if self.llm.is_some() {
+            let scores: Vec<f64> = retrieval.chunks.iter().map(|c| c.score).collect();
+            sources.truncate(rag_answer::evidence::within_best(&scores, self.evidence_cutoff));
+        }
         let retrieval_ms = retrieval_started.elapsed().as_millis() as u64;
         let deltas = DeltaSender::start(self.retriever.pool.clone(), ws, conversation, assistant);
         let mut on_partial = deltas.callback();

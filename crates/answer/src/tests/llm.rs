@@ -12,7 +12,7 @@ use crate::StreamedSection;
 use crate::{answer_question, retrieval_query, AnswerMode, AnswerOptions, LlmFallback, SegmentSpan, SourceChunk};
 
 /// No check: each test below gives the model's replies call by call.
-const UNCHECKED: AnswerOptions = AnswerOptions { evidence_chars: 10_000, verify: false };
+const UNCHECKED: AnswerOptions = AnswerOptions { evidence_chars: 10_000, verify: false, verify_threshold: crate::VERIFY_THRESHOLD };
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
@@ -33,6 +33,9 @@ enum Reply {
     },
     Status(u16),
     Sleep(Duration),
+    /// The check's reply `{"answers": true}` with token probabilities as
+    /// llama.cpp gives them: P(" true") at the value's token.
+    Judged(f64),
 }
 
 struct Server {
@@ -68,6 +71,19 @@ async fn completions(State(s): State<Arc<Server>>, headers: HeaderMap, Json(body
             "usage": usage()
         }))
         .into_response(),
+        Reply::Judged(p_true) => {
+            let token = |t: &str, top: serde_json::Value| serde_json::json!({"token": t, "logprob": -0.01, "top_logprobs": top});
+            let value =
+                serde_json::json!([{"token": " true", "logprob": p_true.ln()}, {"token": " false", "logprob": (1.0 - p_true).ln()}]);
+            Json(serde_json::json!({
+                "object": "chat.completion", "model": body["model"],
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": "{\"answers\": true}"}, "finish_reason": "stop",
+                    "logprobs": {"content": [token("{\"", serde_json::json!([])), token("answers", serde_json::json!([])),
+                        token("\":", serde_json::json!([])), token(" true", value), token("}", serde_json::json!([]))]}}],
+                "usage": usage()
+            }))
+            .into_response()
+        }
         Reply::Stream { content, piece, cut } => {
             let chars: Vec<char> = content.chars().collect();
             let pieces: Vec<String> = chars.chunks(piece.max(1)).map(|c| c.iter().collect()).collect();
@@ -346,7 +362,7 @@ async fn a_follow_up_is_condensed_before_retrieval() {
 
 #[tokio::test]
 async fn an_answer_its_citations_do_not_support_becomes_an_abstention() {
-    let checked = AnswerOptions { evidence_chars: 10_000, verify: true };
+    let checked = AnswerOptions { evidence_chars: 10_000, verify: true, verify_threshold: crate::VERIFY_THRESHOLD };
     let ask = |url: String| async move {
         let c = client(&url, 5000);
         answer_question(Some(&c), LlmFallback::Fail, "Cổ tức năm 2023 là bao nhiêu?", &[], &chunks(), checked, &mut |_| {}).await.unwrap()
@@ -372,4 +388,31 @@ async fn an_answer_its_citations_do_not_support_becomes_an_abstention() {
     let out = ask(url).await;
     assert!(!out.abstained && out.report.verified.is_none());
     assert!(out.report.verify_error.as_deref().unwrap().contains("400"));
+}
+
+#[tokio::test]
+async fn how_sure_the_check_must_be_is_a_threshold_on_its_token_probabilities() {
+    let ask = |url: String, verify_threshold: f64| async move {
+        let c = client(&url, 5000);
+        let options = AnswerOptions { evidence_chars: 10_000, verify: true, verify_threshold };
+        answer_question(Some(&c), LlmFallback::Fail, QUESTION, &[], &chunks(), options, &mut |_| {}).await.unwrap()
+    };
+    // The model chose "true", at 0.3 against "false": held back at the
+    // default threshold, shown at a lower one; the certainty is recorded.
+    let replies = || vec![Reply::Content(answer_json(&["S1"])), Reply::Judged(0.3)];
+    let (url, server) = serve(replies()).await;
+    let out = ask(url, crate::VERIFY_THRESHOLD).await;
+    assert!(out.abstained && out.citations().is_empty());
+    assert_eq!(out.report.verified, Some(false));
+    assert!((out.report.verify_score.unwrap() - 0.3).abs() < 1e-9);
+    assert_eq!(out.report.rejected_sections, vec!["Doanh thu tăng 12,4%.".to_string()]);
+    let check = server.requests.lock().unwrap()[1].clone();
+    assert_eq!((check["logprobs"].clone(), check["top_logprobs"].clone()), (serde_json::json!(true), serde_json::json!(5)));
+    let (url, _) = serve(replies()).await;
+    let out = ask(url, 0.2).await;
+    assert!(!out.abstained && out.report.verified == Some(true) && out.report.rejected_sections.is_empty());
+    // A provider without token probabilities is taken at its word.
+    let (url, _) = serve(vec![Reply::Content(answer_json(&["S1"])), Reply::Content(r#"{"answers": true}"#.into())]).await;
+    let out = ask(url, 0.99).await;
+    assert!(!out.abstained && out.report.verify_score.is_none());
 }

@@ -270,6 +270,12 @@ pub struct Settings {
     /// Check each LLM answer before it is shown: one short call asks the model whether the sentences the answer cites state what the question asks; if not, the answer abstains (docs/answers.md).
     #[arg(long, env = "ANSWER_VERIFY", default_value_t = true, action = clap::ArgAction::Set, global = true)]
     pub answer_verify: bool,
+    /// How sure the check must be (0 to 1, from the token probabilities of its reply) for an answer to be shown; 0.5 is the model's own yes/no; 0.4 by default (docs/answers.md). Providers that give no token probabilities are taken at their yes/no.
+    #[arg(long, env = "ANSWER_VERIFY_THRESHOLD", default_value_t = rag_answer::VERIFY_THRESHOLD, value_parser = parse_fraction, global = true)]
+    pub answer_verify_threshold: f64,
+    /// An LLM is shown only the retrieved chunks scoring at least this fraction of the best one (0: all of them): a small model cites a passage that merely shares words with the question less often, and reads less before its first words. The extractive answer reads every chunk.
+    #[arg(long, env = "ANSWER_EVIDENCE_CUTOFF", default_value_t = rag_answer::EVIDENCE_CUTOFF, value_parser = parse_fraction, global = true)]
+    pub answer_evidence_cutoff: f64,
     /// Evidence given to the model, in tokens at most (the best-ranked chunks first; the rest left out). Prefill dominates latency on small machines.
     #[arg(long, env = "ANSWER_EVIDENCE_TOKENS", default_value_t = 1200, global = true)]
     pub answer_evidence_tokens: u32,
@@ -433,5 +439,15 @@ pub fn validate_workspace(ws: &str) -> anyhow::Result<()> {
         Ok(())
     } else {
         anyhow::bail!("invalid workspace id {ws:?}: use 1-64 characters of A-Z a-z 0-9 - _ . starting with a letter or digit")
+    }
+}
+
+/// A number from 0 to 1 (a probability threshold).
+fn parse_fraction(s: &str) -> Result<f64, String> {
+    let v: f64 = s.trim().parse().map_err(|e| format!("{s:?} is not a number: {e}"))?;
+    if (0.0..=1.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("{v} is not between 0 and 1"))
     }
 }
