@@ -127,6 +127,18 @@ pub struct CitationReport {
     pub unlocated_quotes: usize,
 }
 
+/// Why the model gave no answer (with `LlmFallback::Fail`; otherwise the
+/// extractive answer is given and this is its `llm_error`).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum AnswerError {
+    /// The model could not be reached, or refused the request.
+    #[error(transparent)]
+    Llm(#[from] llm::LlmError),
+    /// Its reply could not be read as an answer, twice.
+    #[error(transparent)]
+    Contract(#[from] contract::ContractError),
+}
+
 /// Characters of text shown in a citation preview.
 pub const SNIPPET_CHARS: usize = 160;
 
@@ -370,7 +382,7 @@ pub async fn answer_question(
     chunks: &[SourceChunk],
     options: AnswerOptions,
     on_partial: OnPartial<'_>,
-) -> Result<AnswerOutcome, String> {
+) -> Result<AnswerOutcome, AnswerError> {
     let extractive_or_abstain = |llm_error: Option<String>| {
         let sections = extractive::answer(question, chunks, EXTRACTIVE_SECTIONS);
         let mut out = if sections.is_empty() {
@@ -395,7 +407,8 @@ pub async fn answer_question(
     let schema = contract::schema(&ids);
     let mut usage: Option<llm::LlmUsage> = None;
     let mut report = CitationReport::default();
-    let mut error = String::new();
+    // Set by the loop below before it can end without an answer.
+    let mut error = AnswerError::Contract(contract::ContractError::Violation("no reply".into()));
     let mut grounded = Vec::new();
     for attempt in 0..2 {
         let mut first_words_at: Option<std::time::SystemTime> = None;
@@ -463,23 +476,23 @@ pub async fn answer_question(
                     Err(e) => {
                         tracing::warn!(attempt = attempt + 1, error = %e, "the model's answer does not follow the output contract");
                         report.invalid_outputs += 1;
-                        error = e.to_string();
                         // Deterministic sampling would repeat the same reply:
                         // the second try is told what was wrong.
                         messages.push(prompt::ChatMessage::new("assistant", c.content.chars().take(2000).collect::<String>()));
-                        messages.push(prompt::ChatMessage::new("user", prompt::retry(&error)));
+                        messages.push(prompt::ChatMessage::new("user", prompt::retry(&e.to_string())));
+                        error = AnswerError::Contract(e);
                     }
                 }
             }
             Err(e) => {
-                error = e.to_string();
+                error = AnswerError::Llm(e);
                 break; // transport errors were already retried by the client
             }
         }
     }
     match fallback {
         LlmFallback::Extractive => {
-            let mut out = extractive_or_abstain(Some(error));
+            let mut out = extractive_or_abstain(Some(error.to_string()));
             out.usage = usage;
             out.report.invalid_outputs = report.invalid_outputs;
             Ok(out)

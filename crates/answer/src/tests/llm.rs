@@ -174,7 +174,7 @@ async fn ask(
     client: &ChatClient,
     fallback: LlmFallback,
     question: &str,
-) -> (Result<crate::AnswerOutcome, String>, Vec<Vec<StreamedSection>>) {
+) -> (Result<crate::AnswerOutcome, crate::AnswerError>, Vec<Vec<StreamedSection>>) {
     let mut partials = Vec::new();
     let out = answer_question(Some(client), fallback, question, &[], &chunks(), UNCHECKED, &mut |p| partials.push(p.to_vec())).await;
     (out, partials)
@@ -295,7 +295,8 @@ async fn invalid_output_is_asked_once_more_then_falls_back_or_fails() {
     assert_eq!((server.calls.load(Ordering::SeqCst), out.unwrap().abstained), (1, true));
     let (url, _) = serve(vec![Reply::Content("not json".into())]).await;
     let (err, _) = ask(&client(&url, 5000), LlmFallback::Fail, QUESTION).await;
-    assert!(err.unwrap_err().contains("not JSON"));
+    let err = err.unwrap_err();
+    assert!(matches!(err, crate::AnswerError::Contract(_)) && err.to_string().contains("not JSON"), "{err}");
 }
 
 #[tokio::test]
@@ -315,7 +316,8 @@ async fn timeouts_fall_back_or_fail() {
     assert_eq!(out.mode, AnswerMode::Extractive);
     assert!(out.llm_error.as_deref().unwrap().contains("timed out"));
     let (err, _) = ask(&client(&url, 200), LlmFallback::Fail, QUESTION).await;
-    assert!(err.unwrap_err().contains("unavailable"));
+    let err = err.unwrap_err();
+    assert!(matches!(err, crate::AnswerError::Llm(_)) && err.to_string().contains("unavailable"), "{err}");
 }
 
 #[tokio::test]
@@ -323,7 +325,7 @@ async fn a_bad_request_is_not_retried() {
     let (url, server) = serve(vec![Reply::Status(400)]).await;
     let (err, _) = ask(&client(&url, 5000), LlmFallback::Fail, QUESTION).await;
     assert_eq!(server.calls.load(Ordering::SeqCst), 1);
-    assert!(err.unwrap_err().contains("400"));
+    assert!(err.unwrap_err().to_string().contains("400"));
 }
 
 #[tokio::test]
