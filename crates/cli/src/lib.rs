@@ -10,7 +10,6 @@ pub mod config;
 pub mod dlq;
 pub mod docs;
 pub mod eval;
-pub mod eval_answers;
 pub mod ingest;
 pub mod page_png;
 pub mod rebuild;

@@ -22,8 +22,8 @@ use rag_events::{Codec, Envelope, QuestionAsked};
 use rag_store::messages::MessageStatus;
 use serde::{Deserialize, Serialize};
 
+use super::dataset::{corpus_items, documents_by_corpus_id, read_jsonl, CorpusDoc, Query};
 use crate::config::Settings;
-use crate::eval::{corpus_items, documents_by_corpus_id, read_jsonl, CorpusDoc, Query};
 use crate::ingest::{ingest, IngestOptions};
 
 #[derive(Args, Debug)]

@@ -8,22 +8,14 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
-use clap::{Args, Subcommand};
+use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rag_retrieval::metrics::Summary;
 use rag_stages::retriever::Mode;
-use serde::Deserialize;
 
+use super::dataset::{corpus_items, documents_by_corpus_id, read_jsonl, CorpusDoc, Query};
 use crate::config::Settings;
-use crate::ingest::{ingest, CorpusItem, IngestOptions};
-
-#[derive(Subcommand, Debug)]
-pub enum EvalCommand {
-    /// Retrieval quality on a BEIR-format dataset (corpus.jsonl, queries.jsonl, qrels/test.tsv).
-    Retrieval(RetrievalArgs),
-    /// Answer quality on a SQuAD-style set (corpus.jsonl, queries.jsonl, answers.jsonl): every question through the real pipeline.
-    Answers(crate::eval_answers::AnswersArgs),
-}
+use crate::ingest::{ingest, IngestOptions};
 
 #[derive(Args, Debug)]
 pub struct RetrievalArgs {
@@ -50,55 +42,12 @@ pub struct RetrievalArgs {
     dump: Option<PathBuf>,
 }
 
-#[derive(Deserialize)]
-pub(crate) struct CorpusDoc {
-    #[serde(rename = "_id")]
-    pub(crate) id: String,
-    #[serde(default)]
-    title: String,
-    text: String,
-}
-
-#[derive(Deserialize)]
-pub(crate) struct Query {
-    #[serde(rename = "_id")]
-    pub(crate) id: String,
-    pub(crate) text: String,
-}
-
 fn mode_name(mode: Mode) -> &'static str {
     match mode {
         Mode::Lexical => "lexical",
         Mode::Dense => "dense",
         Mode::Hybrid => "hybrid",
     }
-}
-
-/// Each corpus entry becomes a Markdown document named `{id}.md`, its title
-/// as heading.
-pub(crate) fn corpus_items(corpus: &[CorpusDoc]) -> Vec<CorpusItem> {
-    corpus
-        .iter()
-        .map(|d| {
-            let body = if d.title.trim().is_empty() { d.text.clone() } else { format!("# {}\n\n{}", d.title.trim(), d.text) };
-            CorpusItem { filename: format!("{}.md", d.id), content_type: "text/markdown", bytes: body.into_bytes() }
-        })
-        .collect()
-}
-
-/// The workspace's documents by corpus id (through their `{id}.md` names).
-pub(crate) async fn documents_by_corpus_id(pool: &rag_store::sqlx::PgPool, workspace: &str) -> anyhow::Result<HashMap<String, uuid::Uuid>> {
-    let names = rag_store::documents::list(pool, workspace).await?;
-    Ok(names.into_iter().filter_map(|d| Some((d.filename?.strip_suffix(".md")?.to_string(), d.id))).collect())
-}
-
-pub(crate) fn read_jsonl<T: for<'de> Deserialize<'de>>(path: &Path) -> anyhow::Result<Vec<T>> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    text.lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(i, l)| serde_json::from_str(l).with_context(|| format!("{}:{}", path.display(), i + 1)))
-        .collect()
 }
 
 fn read_qrels(path: &Path) -> anyhow::Result<HashMap<String, HashMap<String, i32>>> {
@@ -115,11 +64,7 @@ fn read_qrels(path: &Path) -> anyhow::Result<HashMap<String, HashMap<String, i32
     Ok(out)
 }
 
-pub async fn eval(s: &Settings, cmd: EvalCommand) -> anyhow::Result<ExitCode> {
-    let args = match cmd {
-        EvalCommand::Retrieval(args) => args,
-        EvalCommand::Answers(args) => return crate::eval_answers::eval_answers(s, args).await,
-    };
+pub(super) async fn eval_retrieval(s: &Settings, args: RetrievalArgs) -> anyhow::Result<ExitCode> {
     let corpus: Vec<CorpusDoc> = read_jsonl(&args.dir.join("corpus.jsonl"))?;
     let queries: Vec<Query> = read_jsonl(&args.dir.join("queries.jsonl"))?;
     let qrels = read_qrels(&args.dir.join("qrels/test.tsv"))?;
