@@ -96,7 +96,10 @@ pub fn verdict_probability(tokens: &[crate::llm::TokenLogprobs]) -> Option<f64> 
     let mut before = String::new();
     for t in tokens {
         let word = t.token.trim().to_ascii_lowercase();
-        if before.contains(':') && !word.is_empty() {
+        // The value's token: the first one with text after `"answers"` and
+        // its colon (not any colon: a reasoning model may write some first).
+        let after_key = before.rfind("answers").is_some_and(|i| before[i..].contains(':'));
+        if after_key && !word.is_empty() {
             let is = |w: &str, value: &str| !w.is_empty() && value.starts_with(w);
             if !is(&word, "true") && !is(&word, "false") {
                 return None;

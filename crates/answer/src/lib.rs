@@ -289,6 +289,10 @@ pub struct AnswerOptions {
     /// when the provider gives token probabilities; otherwise the check's
     /// own true/false decides.
     pub verify_threshold: f64,
+    /// A model is shown only the first this many chunks (the answerer's
+    /// evidence cutoff, `evidence::within_best`); an extractive answer
+    /// (no model, or the model failed) reads every chunk.
+    pub llm_chunks: usize,
 }
 
 /// The default of the answerer's evidence cutoff: chunks scoring below
@@ -399,6 +403,8 @@ pub async fn answer_question(
     if chunks.is_empty() {
         return Ok(AnswerOutcome::plain(AnswerMode::NoAnswer, abstention(question), true));
     }
+    // What the model is shown; the extractive fallback above keeps them all.
+    let chunks = &chunks[..options.llm_chunks.clamp(1, chunks.len())];
     // The history shares the context with the evidence.
     let history_chars: usize = history.iter().rev().take(HISTORY_TURNS).map(|t| t.content.chars().count().min(prompt::TURN_CHARS)).sum();
     let evidence = evidence::build(chunks, options.evidence_chars.saturating_sub(history_chars).max(MIN_EVIDENCE_CHARS));
@@ -517,7 +523,16 @@ async fn verify(
         }
     }
     let schema = contract::verdict_schema();
-    let c = client.complete_with_logprobs(&prompt::verify(question, &cited), llm::Format::Schema(&schema), VERIFY_CANDIDATES).await?;
+    let messages = prompt::verify(question, &cited);
+    let c = match client.complete_with_logprobs(&messages, llm::Format::Schema(&schema), VERIFY_CANDIDATES).await {
+        // Some providers refuse `logprobs` (HTTP 400) rather than ignore it:
+        // asked again without, the check still gives its yes/no.
+        Err(llm::LlmError::Failed(e)) => {
+            tracing::debug!(error = %e, "the check was refused with token probabilities; asking without");
+            client.complete(&messages, llm::Format::Schema(&schema), &mut |_| {}).await?
+        }
+        other => other?,
+    };
     let llm_ms = c.timings.as_ref().and_then(|t| Some(t["prompt_ms"].as_f64()? + t["predicted_ms"].as_f64()?)).map(|ms| ms as u64);
     Ok((contract::parse_verdict(&c.content), contract::verdict_probability(&c.logprobs), c.usage, llm_ms))
 }

@@ -81,16 +81,14 @@ pub struct Completion {
 }
 
 /// One generated token and the candidates the model weighed for its place.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TokenLogprobs {
     pub token: String,
-    #[serde(default)]
     pub logprob: f64,
-    #[serde(default)]
     pub top_logprobs: Vec<TokenLogprob>,
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TokenLogprob {
     pub token: String,
     pub logprob: f64,
@@ -123,14 +121,29 @@ struct Choice {
     delta: Option<Message>,
     #[serde(default)]
     finish_reason: Option<String>,
+    /// Read best-effort ([`token_logprobs`]): a shape this client does not
+    /// know costs the probabilities, never the answer.
     #[serde(default)]
-    logprobs: Option<ChoiceLogprobs>,
+    logprobs: Option<serde_json::Value>,
 }
 
-#[derive(Deserialize)]
-struct ChoiceLogprobs {
-    #[serde(default)]
-    content: Option<Vec<TokenLogprobs>>,
+/// `choices[0].logprobs.content` as OpenAI and llama.cpp give it; tokens or
+/// candidates that do not read are skipped.
+fn token_logprobs(logprobs: Option<serde_json::Value>) -> Vec<TokenLogprobs> {
+    let Some(serde_json::Value::Array(tokens)) = logprobs.and_then(|mut l| l.get_mut("content").map(serde_json::Value::take)) else {
+        return Vec::new();
+    };
+    let candidate = |c: &serde_json::Value| Some(TokenLogprob { token: c["token"].as_str()?.to_string(), logprob: c["logprob"].as_f64()? });
+    tokens
+        .iter()
+        .filter_map(|t| {
+            Some(TokenLogprobs {
+                token: t["token"].as_str()?.to_string(),
+                logprob: t["logprob"].as_f64().unwrap_or(f64::NEG_INFINITY),
+                top_logprobs: t["top_logprobs"].as_array().map(|a| a.iter().filter_map(candidate).collect()).unwrap_or_default(),
+            })
+        })
+        .collect()
 }
 
 #[derive(Deserialize)]
@@ -272,7 +285,7 @@ impl ChatClient {
         let text = resp.text().await.map_err(|e| LlmError::Unavailable(if e.is_timeout() { "timed out".into() } else { e.to_string() }))?;
         let r = serde_json::from_str::<Response>(&text).map_err(|e| LlmError::Failed(format!("not a chat completion: {e}")))?;
         let choice = r.choices.into_iter().next().ok_or_else(|| LlmError::Failed("no choices in the completion".into()))?;
-        let logprobs = choice.logprobs.and_then(|l| l.content).unwrap_or_default();
+        let logprobs = token_logprobs(choice.logprobs);
         let content = choice.message.and_then(|m| m.content).ok_or_else(|| LlmError::Failed("no message in the completion".into()))?;
         on_text(&content);
         let elapsed = started.elapsed();
@@ -362,7 +375,7 @@ impl StreamRead {
         self.timings = chunk.timings.or(self.timings.take());
         if let Some(choice) = chunk.choices.into_iter().next() {
             self.done |= choice.finish_reason.is_some();
-            self.logprobs.extend(choice.logprobs.and_then(|l| l.content).unwrap_or_default());
+            self.logprobs.extend(token_logprobs(choice.logprobs));
             if let Some(piece) = choice.delta.or(choice.message).and_then(|m| m.content).filter(|p| !p.is_empty()) {
                 self.first_token.get_or_insert_with(|| started.elapsed());
                 self.content.push_str(&piece);
@@ -370,5 +383,39 @@ impl StreamRead {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn token_probabilities_are_read_across_streamed_chunks_and_best_effort() {
+        let started = std::time::Instant::now();
+        let mut read = StreamRead::default();
+        let chunk = |content: &str, lp: serde_json::Value| {
+            format!("data: {}", serde_json::json!({"choices": [{"delta": {"content": content}, "logprobs": lp}]}))
+        };
+        let lines = [
+            chunk("{\"answers\":", serde_json::json!({"content": [{"token": "{\"answers\":", "logprob": -0.01, "top_logprobs": null}]})),
+            chunk(
+                " true",
+                serde_json::json!({"content": [{"token": " true", "logprob": -0.2,
+                "top_logprobs": [{"token": " true", "logprob": -0.2}, {"token": " false", "logprob": -1.7}, {"logprob": -3.0}]}]}),
+            ),
+            // Shapes this client does not know cost the probabilities only.
+            chunk("}", serde_json::json!("unexpected")),
+            "data: [DONE]".to_string(),
+        ];
+        for l in &lines {
+            read.line(l, started, &mut |_| {}).unwrap();
+        }
+        assert_eq!(read.content, "{\"answers\": true}");
+        assert_eq!(read.logprobs.len(), 2);
+        assert!(read.logprobs[0].top_logprobs.is_empty());
+        assert_eq!(read.logprobs[1].top_logprobs.len(), 2, "the candidate without a token is skipped");
+        let p = crate::contract::verdict_probability(&read.logprobs).unwrap();
+        assert!((p - 1.0 / (1.0 + (-1.5f64).exp())).abs() < 1e-9, "{p}");
     }
 }

@@ -146,6 +146,8 @@ pub async fn start_stages(
                     evidence_chars: s.evidence_chars(),
                     verify: s.answer_verify,
                     verify_threshold: s.answer_verify_threshold,
+                    // Set per question by the evidence cutoff.
+                    llm_chunks: usize::MAX,
                 },
                 evidence_cutoff: s.answer_evidence_cutoff,
                 output: StageOutput::new(producer.clone(), answerer::STAGE),

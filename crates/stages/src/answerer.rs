@@ -171,16 +171,17 @@ impl Answerer {
                 return Ok(self.failed(q, "retrieval_failed", "the documents could not be searched for this question".into()));
             }
         };
-        let mut sources = self.sources(ws, &retrieval).await?;
-        if self.llm.is_some() {
-            let scores: Vec<f64> = retrieval.chunks.iter().map(|c| c.score).collect();
-            sources.truncate(rag_answer::evidence::within_best(&scores, self.evidence_cutoff));
-        }
+        let sources = self.sources(ws, &retrieval).await?;
+        // A reranker's order is not the fused scores' order, and its own
+        // scores are on its own scale: the cutoff applies to fused lists.
+        let reranked = retrieval.chunks.iter().any(|c| c.rerank_score.is_some());
+        let scores: Vec<f64> = retrieval.chunks.iter().map(|c| c.score).collect();
+        let llm_chunks = if reranked { sources.len() } else { rag_answer::evidence::within_best(&scores, self.evidence_cutoff) };
+        let options = rag_answer::AnswerOptions { llm_chunks, ..self.options };
         let retrieval_ms = retrieval_started.elapsed().as_millis() as u64;
         let deltas = DeltaSender::start(self.retriever.pool.clone(), ws, conversation, assistant);
         let mut on_partial = deltas.callback();
-        let answered =
-            answer_question(self.llm.as_ref(), self.fallback, &q.question, &history, &sources, self.options, &mut on_partial).await;
+        let answered = answer_question(self.llm.as_ref(), self.fallback, &q.question, &history, &sources, options, &mut on_partial).await;
         drop(on_partial);
         deltas.finish().await;
         let asked = Asked { query: &query, query_source, retrieval_ms };

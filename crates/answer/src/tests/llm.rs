@@ -12,7 +12,8 @@ use crate::StreamedSection;
 use crate::{answer_question, retrieval_query, AnswerMode, AnswerOptions, LlmFallback, SegmentSpan, SourceChunk};
 
 /// No check: each test below gives the model's replies call by call.
-const UNCHECKED: AnswerOptions = AnswerOptions { evidence_chars: 10_000, verify: false, verify_threshold: crate::VERIFY_THRESHOLD };
+const UNCHECKED: AnswerOptions =
+    AnswerOptions { evidence_chars: 10_000, verify: false, verify_threshold: crate::VERIFY_THRESHOLD, llm_chunks: usize::MAX };
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
@@ -364,7 +365,7 @@ async fn a_follow_up_is_condensed_before_retrieval() {
 
 #[tokio::test]
 async fn an_answer_its_citations_do_not_support_becomes_an_abstention() {
-    let checked = AnswerOptions { evidence_chars: 10_000, verify: true, verify_threshold: crate::VERIFY_THRESHOLD };
+    let checked = AnswerOptions { evidence_chars: 10_000, verify: true, verify_threshold: crate::VERIFY_THRESHOLD, llm_chunks: usize::MAX };
     let ask = |url: String| async move {
         let c = client(&url, 5000);
         answer_question(Some(&c), LlmFallback::Fail, "Cổ tức năm 2023 là bao nhiêu?", &[], &chunks(), checked, &mut |_| {}).await.unwrap()
@@ -396,7 +397,7 @@ async fn an_answer_its_citations_do_not_support_becomes_an_abstention() {
 async fn how_sure_the_check_must_be_is_a_threshold_on_its_token_probabilities() {
     let ask = |url: String, verify_threshold: f64| async move {
         let c = client(&url, 5000);
-        let options = AnswerOptions { evidence_chars: 10_000, verify: true, verify_threshold };
+        let options = AnswerOptions { evidence_chars: 10_000, verify: true, verify_threshold, llm_chunks: usize::MAX };
         answer_question(Some(&c), LlmFallback::Fail, QUESTION, &[], &chunks(), options, &mut |_| {}).await.unwrap()
     };
     // The model chose "true", at 0.3 against "false": held back at the
@@ -413,6 +414,12 @@ async fn how_sure_the_check_must_be_is_a_threshold_on_its_token_probabilities() 
     let (url, _) = serve(replies()).await;
     let out = ask(url, 0.2).await;
     assert!(!out.abstained && out.report.verified == Some(true) && out.report.rejected_sections.is_empty());
+    // A provider that refuses `logprobs` (HTTP 400) is asked again without.
+    let (url, server) =
+        serve(vec![Reply::Content(answer_json(&["S1"])), Reply::Status(400), Reply::Content(r#"{"answers": false}"#.into())]).await;
+    let out = ask(url, crate::VERIFY_THRESHOLD).await;
+    assert!(out.abstained && out.report.verified == Some(false) && out.report.verify_error.is_none());
+    assert!(server.requests.lock().unwrap()[2].get("logprobs").is_none());
     // A provider without token probabilities is taken at its word.
     let (url, _) = serve(vec![Reply::Content(answer_json(&["S1"])), Reply::Content(r#"{"answers": true}"#.into())]).await;
     let out = ask(url, 0.99).await;
