@@ -42,11 +42,18 @@ async fn advance_status(
     let reached = contiguous_rank("(documents.projected_steps | $7)");
     let new_rank = format!("(CASE WHEN $5 THEN {reached} ELSE {} END)", DocumentStatus::Failed.rank());
     let new_status = format!("(CASE WHEN $5 THEN {} ELSE 'failed' END)", status_of_rank(&reached));
-    let recovers = format!("($5 AND documents.status = 'failed' AND documents.failed_at < $6 AND {reached} >= 0)");
+    // Recovery needs an unbroken run and a step of it that occurred after
+    // the failure, whichever arrives last: a redriven DocumentParsed (before
+    // the failure) may be projected after the DocumentChunked it led to
+    // (after the failure) (migration 20261126000015).
+    let recovers = format!(
+        "($5 AND documents.status = 'failed' AND {reached} >= 0
+          AND GREATEST(documents.succeeded_at, $6) > documents.failed_at)"
+    );
     sqlx::query(&format!(
-        "INSERT INTO documents (id, workspace_id, status, status_rank, updated_at, failed_at, projected_steps)
+        "INSERT INTO documents (id, workspace_id, status, status_rank, updated_at, failed_at, projected_steps, succeeded_at)
          VALUES ($1, $2, CASE WHEN $5 THEN {own_status} ELSE $3 END, CASE WHEN $5 THEN GREATEST({own}, 0) ELSE $4 END,
-                 $6, CASE WHEN $5 THEN NULL ELSE $6 END, $7)
+                 $6, CASE WHEN $5 THEN NULL ELSE $6 END, $7, CASE WHEN $5 THEN $6 END)
          ON CONFLICT (id) DO UPDATE SET
             status = CASE WHEN documents.status_rank < {new_rank} OR {recovers} THEN {new_status} ELSE documents.status END,
             status_rank = CASE WHEN documents.status_rank < {new_rank} OR {recovers} THEN {new_rank} ELSE documents.status_rank END,
@@ -56,6 +63,7 @@ async fn advance_status(
                              WHEN NOT $5 AND documents.status_rank < {new_rank} THEN $6
                              ELSE documents.failed_at END,
             projected_steps = documents.projected_steps | $7,
+            succeeded_at = CASE WHEN $5 THEN GREATEST(documents.succeeded_at, $6) ELSE documents.succeeded_at END,
             updated_at = GREATEST(documents.updated_at, $6)
          WHERE documents.workspace_id = EXCLUDED.workspace_id"
     ))
