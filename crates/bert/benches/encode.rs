@@ -2,7 +2,7 @@
 //!
 //! Prints sentences/s and word pieces/s for chunk-like texts of about 128
 //! and 256 word pieces at several batch sizes, with one thread and with all
-//! of them. Needs `EMBEDDING_MODEL_DIR` (see .local/env).
+//! of them. Needs `MINILM_MODEL_DIR` (see .local/env).
 
 use std::time::{Duration, Instant};
 
@@ -10,8 +10,8 @@ use rag_bert::sample::text_with_pieces;
 use rag_bert::SentenceEncoder;
 
 fn main() {
-    let dir = std::env::var("EMBEDDING_MODEL_DIR").unwrap_or_else(|_| {
-        eprintln!("EMBEDDING_MODEL_DIR is not set (source .local/env after scripts/stack up)");
+    let dir = std::env::var("MINILM_MODEL_DIR").unwrap_or_else(|_| {
+        eprintln!("MINILM_MODEL_DIR is not set (source .local/env after scripts/stack up)");
         std::process::exit(2)
     });
     matmul_gflops();

@@ -2,7 +2,7 @@
 //! (reference computed once with Python, see
 //! scripts/fixtures/make_embedding_reference.py).
 //!
-//! Needs the model directory: `EMBEDDING_MODEL_DIR` (written to .local/env
+//! Needs the model directory: `MINILM_MODEL_DIR` (written to .local/env
 //! by scripts/stack). Without it the test fails rather than passing silently.
 
 use std::path::PathBuf;
@@ -25,8 +25,8 @@ struct Item {
 
 fn model_dir() -> PathBuf {
     PathBuf::from(
-        std::env::var("EMBEDDING_MODEL_DIR")
-            .expect("EMBEDDING_MODEL_DIR must point at all-MiniLM-L6-v2 (scripts/stack writes it to .local/env)"),
+        std::env::var("MINILM_MODEL_DIR")
+            .expect("MINILM_MODEL_DIR must point at all-MiniLM-L6-v2 (scripts/stack writes it to .local/env)"),
     )
 }
 

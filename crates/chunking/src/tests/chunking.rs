@@ -61,8 +61,8 @@ fn chunk_ids_are_deterministic_and_scoped() {
 
 #[test]
 fn wordpiece_counter_matches_the_model_tokenizer() {
-    let Ok(dir) = std::env::var("EMBEDDING_MODEL_DIR") else {
-        panic!("EMBEDDING_MODEL_DIR is not set: run `scripts/stack up` (it installs all-MiniLM-L6-v2) and source .local/env");
+    let Ok(dir) = std::env::var("MINILM_MODEL_DIR") else {
+        panic!("MINILM_MODEL_DIR is not set: run `scripts/stack up` (it installs all-MiniLM-L6-v2) and source .local/env");
     };
     let counter = WordPieceCounter::from_file(&std::path::Path::new(&dir).join("tokenizer.json")).unwrap();
     // Known WordPiece results of the BERT uncased vocabulary.

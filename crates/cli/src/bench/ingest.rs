@@ -209,7 +209,7 @@ async fn audit(s: &Settings, args: &IngestArgs, run: &IngestRun) -> anyhow::Resu
     // them), at the ingest's threads and precision: "bound by the encoder"
     // compares with the encoder's own speed on this work, whose chunks are
     // longer than the encoder part's 128 pieces (attention grows with it).
-    let (embedded_word_pieces, standalone) = if s.embedder == EmbedderChoice::Local {
+    let (embedded_word_pieces, standalone) = if s.embedder_choice() == EmbedderChoice::Local {
         let documents = rag_store::operations::chunk_contents(pool, workspace).await?;
         let dir = std::path::PathBuf::from(&s.embedding_model_dir);
         let (threads, precision) = (s.embedding_threads, s.embedding_precision.resolve());
@@ -263,7 +263,7 @@ async fn audit(s: &Settings, args: &IngestArgs, run: &IngestRun) -> anyhow::Resu
         embedded_word_pieces,
         embedded_word_pieces_per_second: embedded_word_pieces.map(|p| p as f64 / settled),
         standalone_word_pieces_per_second: standalone,
-        encoder_precision: (s.embedder == EmbedderChoice::Local).then(|| s.embedding_precision.resolve().as_str().to_string()),
+        encoder_precision: (s.embedder_choice() == EmbedderChoice::Local).then(|| s.embedding_precision.resolve().as_str().to_string()),
         replay: None,
         replay_events_per_second: None,
     })

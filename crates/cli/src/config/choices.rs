@@ -53,6 +53,9 @@ pub enum ParserIsolationChoice {
 /// `EMBEDDER`: what the indexer embeds chunks with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum EmbedderChoice {
+    /// `local` when EMBEDDING_MODEL_DIR is set (scripts/stack and the
+    /// container image set it to multilingual-e5-small), else `none`.
+    Auto,
     /// Lexical search only.
     None,
     /// The model in EMBEDDING_MODEL_DIR, in process.
@@ -166,6 +169,29 @@ mod tests {
         let err = crate::config::Settings::from_vars(&vars).expect_err("openia is not an embedder");
         let text = err.to_string();
         assert!(text.contains("openia") && text.contains("openai") && text.contains("local"), "{text}");
+    }
+
+    #[test]
+    fn the_default_embedder_is_the_installed_model_in_process() {
+        // The default as declared (the process environment of a developer
+        // who sourced .local/models.env must not decide this test).
+        use clap::CommandFactory;
+        #[derive(clap::Parser)]
+        struct Only {
+            #[command(flatten)]
+            settings: crate::config::Settings,
+        }
+        let command = Only::command();
+        let embedder = command.get_arguments().find(|a| a.get_id() == "embedder").expect("the EMBEDDER setting");
+        assert_eq!(embedder.get_default_values(), ["auto"]);
+        let with_dir = |dir: &str, choice: &str| {
+            let vars = [("EMBEDDER".to_string(), choice.to_string()), ("EMBEDDING_MODEL_DIR".to_string(), dir.to_string())];
+            crate::config::Settings::from_vars(&vars.into_iter().collect()).expect("valid settings").embedder_choice()
+        };
+        assert_eq!(with_dir("/opt/models/multilingual-e5-small", "auto"), EmbedderChoice::Local);
+        assert_eq!(with_dir("", "auto"), EmbedderChoice::None);
+        assert_eq!(with_dir("/opt/models/multilingual-e5-small", "none"), EmbedderChoice::None);
+        assert_eq!(with_dir("", "openai"), EmbedderChoice::Openai);
     }
 
     #[test]

@@ -188,8 +188,23 @@ impl Settings {
         Ok(std::sync::Arc::new(rag_chunking::WordPieceCounter::from_file(&dir.join("tokenizer.json"))?))
     }
 
-    pub fn embedder(&self) -> anyhow::Result<rag_embed::Embedder> {
+    /// What `EMBEDDER` means here: `auto` resolved against
+    /// EMBEDDING_MODEL_DIR.
+    pub fn embedder_choice(&self) -> EmbedderChoice {
         match self.embedder {
+            EmbedderChoice::Auto if self.embedding_model_dir.is_empty() => EmbedderChoice::None,
+            EmbedderChoice::Auto => EmbedderChoice::Local,
+            chosen => chosen,
+        }
+    }
+
+    pub fn embedder(&self) -> anyhow::Result<rag_embed::Embedder> {
+        if self.embedder == EmbedderChoice::Auto && self.embedding_model_dir.is_empty() {
+            tracing::warn!(
+                "no embedding model (EMBEDDING_MODEL_DIR is not set): lexical search only; scripts/stack up installs multilingual-e5-small and sets it in .local/env"
+            );
+        }
+        match self.embedder_choice() {
             EmbedderChoice::Openai => {
                 let missing: Vec<&str> = [
                     ("EMBEDDING_BASE_URL", self.embedding_base_url.is_empty()),
@@ -239,7 +254,7 @@ impl Settings {
                 }
                 Ok(embedder)
             }
-            EmbedderChoice::None => Ok(rag_embed::Embedder::none()),
+            EmbedderChoice::None | EmbedderChoice::Auto => Ok(rag_embed::Embedder::none()),
         }
     }
 }

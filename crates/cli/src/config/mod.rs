@@ -165,8 +165,8 @@ pub struct Settings {
     /// OCR time of one document, all pages together, in seconds; pages after it stay without text.
     #[arg(long, env = "OCR_BUDGET_SECS", default_value_t = 300, global = true)]
     pub ocr_budget_secs: u64,
-    /// Embedder of the indexer: `none` (lexical search only), `local` (the model in EMBEDDING_MODEL_DIR, in process) or `openai` (any OpenAI-compatible /v1/embeddings).
-    #[arg(long, env = "EMBEDDER", default_value = "none", global = true)]
+    /// Embedder of the indexer and of queries: `auto` (`local` when EMBEDDING_MODEL_DIR is set, as scripts/stack and the container image set it to multilingual-e5-small; else `none`), `none` (lexical search only), `local` (the model in EMBEDDING_MODEL_DIR, in process) or `openai` (any OpenAI-compatible /v1/embeddings).
+    #[arg(long, env = "EMBEDDER", default_value = "auto", global = true)]
     pub embedder: EmbedderChoice,
     /// Threads of the in-process embedder (0: one per core).
     #[arg(long, env = "EMBEDDING_THREADS", default_value_t = 0, global = true)]

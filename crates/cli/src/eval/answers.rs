@@ -461,7 +461,7 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
             serde_json::to_string_pretty(&serde_json::json!({
                 "all": all, "by_language": by_language, "unanswerable": none, "questions": scored,
                 "run": {"passages": corpus.len(), "questions": asked.len(), "answers_by": answers_by,
-                        "llm_model": s.answer_llm_model, "embedder": s.embedder.to_string(),
+                        "llm_model": s.answer_llm_model, "embedder": s.embedder_choice().to_string(),
                         "evidence_chars": s.evidence_chars(),
                         "ingest_seconds": run.total_seconds, "question_seconds": question_seconds, "workspace": run.workspace},
             }))?
@@ -472,7 +472,7 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
             args.dir.display(),
             corpus.len(),
             asked.len(),
-            s.embedder
+            s.embedder_choice()
         );
         println!(
             "{:<8} {:>9} {:>6} {:>9} {:>11} {:>12} {:>9} {:>10} {:>11} {:>14} {:>14} {:>10}",

@@ -73,7 +73,7 @@ pub(super) async fn eval_retrieval(s: &Settings, args: RetrievalArgs) -> anyhow:
         judged.truncate(n);
     }
     anyhow::ensure!(!corpus.is_empty() && !judged.is_empty(), "the dataset has no documents or no judged queries");
-    eprintln!("eval: {} documents, {} judged queries, embedder {}", corpus.len(), judged.len(), s.embedder);
+    eprintln!("eval: {} documents, {} judged queries, embedder {}", corpus.len(), judged.len(), s.embedder_choice());
 
     let (workspace, pool, ingest_seconds) = match &args.workspace {
         Some(w) => (w.clone(), rag_store::connect(&s.store()).await.context("connecting to Postgres (DATABASE_URL)")?, 0.0),
@@ -180,7 +180,7 @@ pub(super) async fn eval_retrieval(s: &Settings, args: RetrievalArgs) -> anyhow:
     json.insert(
         "run".into(),
         serde_json::json!({
-            "documents": corpus.len(), "queries": judged.len(), "embedder": s.embedder.to_string(),
+            "documents": corpus.len(), "queries": judged.len(), "embedder": s.embedder_choice().to_string(),
             "embedding_model": retriever.embedder.identity().map(|(m, _)| m.to_string()),
             "chunking_profile": s.chunking_profile, "ingest_seconds": ingest_seconds,
             "query_seconds": query_seconds, "workspace": workspace,

@@ -99,6 +99,14 @@ impl TestEnv {
         env.insert("DATABASE_URL".into(), db.url.clone());
         env.insert("TOPIC_PREFIX".into(), prefix.clone());
         env.insert("TOPIC_PARTITIONS".into(), PARTITIONS.to_string());
+        // Lexical only unless a test asks for an embedder (the product's
+        // default embeds with multilingual-e5 wherever .local/env points
+        // EMBEDDING_MODEL_DIR at it), and chunk budgets in all-MiniLM-L6-v2's
+        // word pieces, which the tests' chunk expectations were written in.
+        env.insert("EMBEDDER".into(), "none".into());
+        if let Some(minilm) = env.get("MINILM_MODEL_DIR").cloned() {
+            env.insert("EMBEDDING_MODEL_DIR".into(), minilm);
+        }
         env.insert("DATABASE_MAX_CONNECTIONS".into(), "4".into());
         env.insert("LAG_INTERVAL_SECS".into(), "1".into());
         // The integration tests run the stages with several records in flight.

@@ -92,7 +92,7 @@ async fn chunks_are_embedded_with_the_configured_model() {
 /// paraphrased question is the one that answers it.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_local_encoder_embeds_chunks_in_the_pipeline() {
-    let model_dir = stack_env().get("EMBEDDING_MODEL_DIR").cloned().expect("scripts/stack writes EMBEDDING_MODEL_DIR");
+    let model_dir = stack_env().get("MINILM_MODEL_DIR").cloned().expect("scripts/stack writes MINILM_MODEL_DIR");
     let t = TestEnv::new().await;
     let _all = TestApp::spawn(&t, &[("EMBEDDER", "local"), ("EMBEDDING_MODEL_DIR", &model_dir), ("EMBEDDING_THREADS", "1")]).await;
     let dir = std::env::temp_dir().join(format!("rag-engine-local-embed-{}", uuid::Uuid::new_v4()));
@@ -128,9 +128,11 @@ async fn the_local_encoder_embeds_chunks_in_the_pipeline() {
 #[tokio::test]
 async fn multilingual_e5_in_process_embeds_and_retrieves_vietnamese() {
     // The default embedder: multilingual-e5-small in process, installed by
-    // scripts/stack (no Python server in the path).
+    // scripts/stack (no Python server in the path). `auto` is EMBEDDER's
+    // default (the tests' environment says `none` unless a test asks), and
+    // .local/env points EMBEDDING_MODEL_DIR at e5 as here.
     let e5_dir = std::env::var("E5_MODEL_DIR").expect("E5_MODEL_DIR (scripts/stack writes it to .local/env)");
-    let profile = [("EMBEDDER", "local".to_string()), ("EMBEDDING_MODEL_DIR", e5_dir)];
+    let profile = [("EMBEDDER", "auto".to_string()), ("EMBEDDING_MODEL_DIR", e5_dir)];
     let t = TestEnv::new().await;
     let vars: Vec<(&str, &str)> = profile.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let _all = TestApp::spawn(&t, &vars).await;

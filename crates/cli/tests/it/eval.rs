@@ -7,7 +7,7 @@ use crate::common::*;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn eval_retrieval_reports_every_mode_per_language() {
-    let model_dir = stack_env().get("EMBEDDING_MODEL_DIR").cloned().expect("EMBEDDING_MODEL_DIR");
+    let model_dir = stack_env().get("MINILM_MODEL_DIR").cloned().expect("MINILM_MODEL_DIR");
     let t = TestEnv::new().await.with_env(&[("EMBEDDING_MODEL_DIR", &model_dir), ("EMBEDDING_THREADS", "1")]);
     let dir = repo_root().join("eval/vi-sample");
     let (ok, out, err) = t.run(&["eval", "retrieval", dir.to_str().unwrap(), "--embedder", "local", "--json"]).await;

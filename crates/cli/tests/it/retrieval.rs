@@ -26,7 +26,7 @@ const EN_EXTRA: &[(&str, &str)] = &[("EMBEDDER", "local"), ("EMBEDDING_THREADS",
 
 #[tokio::test(flavor = "multi_thread")]
 async fn hybrid_search_ranks_scopes_and_isolates_workspaces() {
-    let model_dir = stack_env().get("EMBEDDING_MODEL_DIR").cloned().expect("EMBEDDING_MODEL_DIR");
+    let model_dir = stack_env().get("MINILM_MODEL_DIR").cloned().expect("MINILM_MODEL_DIR");
     let t = TestEnv::new().await.with_env(&[("EMBEDDING_MODEL_DIR", &model_dir), EN_EXTRA[0], EN_EXTRA[1]]);
     let _all = TestApp::spawn(&t, &[]).await;
     let other = format!("{}-other", t.workspace);

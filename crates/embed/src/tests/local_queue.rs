@@ -1,6 +1,6 @@
 //! The in-process encoder's queue: callers at once get their own vectors,
 //! in their order, the same as the encoder gives each alone; queries do
-//! not queue. Needs `EMBEDDING_MODEL_DIR` (scripts/stack writes it).
+//! not queue. Needs `MINILM_MODEL_DIR` (scripts/stack writes it).
 
 use std::path::PathBuf;
 
@@ -8,8 +8,8 @@ use crate::{Embedder, InputConvention, InputKind, SentenceEncoder};
 
 fn model_dir() -> PathBuf {
     PathBuf::from(
-        std::env::var("EMBEDDING_MODEL_DIR")
-            .expect("EMBEDDING_MODEL_DIR must point at all-MiniLM-L6-v2 (scripts/stack writes it to .local/env)"),
+        std::env::var("MINILM_MODEL_DIR")
+            .expect("MINILM_MODEL_DIR must point at all-MiniLM-L6-v2 (scripts/stack writes it to .local/env)"),
     )
 }
 
