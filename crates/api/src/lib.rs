@@ -24,6 +24,7 @@ use axum::Router;
 use rag_blobs::BlobStore;
 use rag_bus::EventProducer;
 use rag_store::sqlx::PgPool;
+use rag_telemetry::InternalEvent;
 use tokio_util::sync::CancellationToken;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
@@ -206,6 +207,7 @@ pub async fn serve(listener: tokio::net::TcpListener, state: AppState) -> std::i
     let shutdown = state.0.shutdown.clone();
     let header_timeout = state.config().header_timeout;
     let app = router(state.clone());
+    rag_telemetry::events::HttpRoutesServed { routes: &openapi::served_routes() }.emit();
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut forget = tokio::time::interval(Duration::from_secs(60));
     loop {

@@ -33,6 +33,25 @@ impl Modify for BearerAuth {
     }
 }
 
+/// Every documented operation with the first success status it documents:
+/// its request series exist from zero when the API starts (routes the
+/// document leaves out, the page's assets and sign-in, appear on first use).
+pub fn served_routes() -> Vec<rag_telemetry::events::ServedRoute> {
+    let doc = ApiDoc::openapi();
+    let mut routes = Vec::new();
+    for (path, item) in &doc.paths.paths {
+        let operations = [("GET", &item.get), ("POST", &item.post), ("PUT", &item.put), ("DELETE", &item.delete)];
+        for (method, operation) in operations {
+            let Some(operation) = operation else { continue };
+            let success = operation.responses.responses.keys().filter_map(|code| code.parse::<u16>().ok()).find(|code| (200..300).contains(code));
+            if let Some(success_status) = success {
+                routes.push(rag_telemetry::events::ServedRoute { method: method.into(), route: path.clone(), success_status });
+            }
+        }
+    }
+    routes
+}
+
 /// The document as JSON text.
 pub fn document_json() -> String {
     ApiDoc::openapi().to_pretty_json().unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))

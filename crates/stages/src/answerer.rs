@@ -13,7 +13,7 @@ use rag_bus::{Inbound, Outcome, Positions, Stage, StageIdentity, StageOutput};
 use rag_events::{AnswerProduced, Envelope, EventType, Failure, QuestionAsked};
 use rag_store::messages;
 use rag_store::search::{self, ChunkHit};
-use rag_telemetry::events::LlmTokensUsed;
+use rag_telemetry::events::{AnswererStarted, LlmTokensUsed};
 use rag_telemetry::InternalEvent;
 use tracing::warn;
 use uuid::Uuid;
@@ -389,6 +389,13 @@ impl Stage for Answerer {
         identity()
     }
 
+    fn started(&self) {
+        // "failed": an answer produced for a question that could not be
+        // answered (`Answerer::failed`).
+        let modes = [AnswerMode::Llm.as_str(), AnswerMode::Extractive.as_str(), AnswerMode::NoAnswer.as_str(), "failed"];
+        AnswererStarted { modes: &modes, llm_model: self.llm.as_ref().map(|c| c.model()) }.emit();
+    }
+
     async fn process(&self, msg: &Inbound) -> Result<Outcome, StageError> {
         let q: QuestionAsked = decode(self.output.codec(), msg)?;
         let out = self.answer(&q).await?;
@@ -396,10 +403,11 @@ impl Stage for Answerer {
             warn!(workspace_id = %q.envelope.workspace_id, conversation_id = %q.conversation_id,
                   message_id = %q.assistant_message_id, code = %f.code, reason = %f.message, "question not answered");
         }
-        if out.mode == AnswerMode::Llm.as_str() {
-            if let Some(u) = &out.llm_usage {
-                LlmTokensUsed { model: &u.model, prompt: u.prompt_tokens, completion: u.completion_tokens }.emit();
-            }
+        if let (true, Some(u), Some(llm)) = (out.mode == AnswerMode::Llm.as_str(), &out.llm_usage, &self.llm) {
+            // Labelled with the configured model, not the one the server
+            // reports (a path, a dated snapshot): the series is the one
+            // registered at start, and the label set stays bounded.
+            LlmTokensUsed { model: llm.model(), prompt: u.prompt_tokens, completion: u.completion_tokens }.emit();
         }
         self.output.send(&out).await?;
         let waited = (out.envelope.occurred_at - q.envelope.occurred_at).max(0) as u64;

@@ -13,7 +13,7 @@ use rag_events::{AnyEvent, Codec, EventType, Topics};
 use rag_store::documents::{self, DocumentStatus};
 use rag_store::offsets::Claim;
 use rag_store::{messages, pipeline, sqlx::PgPool};
-use rag_telemetry::events::FirstIngestion;
+use rag_telemetry::events::{FirstIngestion, ProjectorStarted};
 use rag_telemetry::InternalEvent;
 use tracing::{debug, info};
 
@@ -140,6 +140,10 @@ impl Stage for Projector {
 
     fn identity(&self) -> StageIdentity {
         StageIdentity { consumes: self.consumes.clone(), ..identity() }
+    }
+
+    fn started(&self) {
+        ProjectorStarted.emit();
     }
 
     async fn process(&self, msg: &Inbound) -> Result<Outcome, StageError> {

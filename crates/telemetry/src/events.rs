@@ -30,11 +30,15 @@ pub trait InternalEvent {
     fn emit(self);
 }
 
-/// A stage starts counting for a topic: every per-topic counter exists
-/// from zero, so rates and alerts work before the first failure.
+/// A stage starts counting for a topic: every per-topic series exists from
+/// zero (a dashboard shows 0, not "No data", and rates and alerts work
+/// before the first failure).
 pub struct StageTopicRegistered<'a> {
     pub stage: &'a str,
     pub topic: &'a str,
+    /// Every reason a record can be dead-lettered for (the wire strings of
+    /// the bus's failure codes).
+    pub dead_letter_reasons: &'a [&'a str],
 }
 
 impl InternalEvent for StageTopicRegistered<'_> {
@@ -46,7 +50,69 @@ impl InternalEvent for StageTopicRegistered<'_> {
         for kind in ["transient", "permanent"] {
             counter!(names::EVENTS_FAILED, STAGE => s.clone(), TOPIC => t.clone(), KIND => kind).increment(0);
         }
+        for reason in self.dead_letter_reasons {
+            counter!(names::DEAD_LETTERS, STAGE => s.clone(), TOPIC => t.clone(), REASON => reason.to_string()).increment(0);
+        }
+        // A registered histogram renders with zero counts.
+        let _ = histogram!(names::PROCESSING_SECONDS, STAGE => s.clone(), TOPIC => t);
         counter!(names::STAGE_FAILURES, STAGE => s).increment(0);
+    }
+}
+
+/// The projector starts: the upload-to-ingestion histogram exists from
+/// zero.
+pub struct ProjectorStarted;
+
+impl InternalEvent for ProjectorStarted {
+    fn emit(self) {
+        let _ = histogram!(names::UPLOAD_TO_INGESTED_SECONDS);
+    }
+}
+
+/// The answerer starts: its answer times per mode and, with a language
+/// model, that model's token counters exist from zero.
+pub struct AnswererStarted<'a> {
+    /// Every mode an answer can have.
+    pub modes: &'a [&'a str],
+    pub llm_model: Option<&'a str>,
+}
+
+impl InternalEvent for AnswererStarted<'_> {
+    fn emit(self) {
+        for mode in self.modes {
+            let _ = histogram!(names::QUESTION_TO_ANSWER_SECONDS, MODE => mode.to_string());
+        }
+        if let Some(model) = self.llm_model {
+            for kind in ["prompt", "completion"] {
+                counter!(names::LLM_TOKENS, "model" => model.to_string(), KIND => kind).increment(0);
+            }
+        }
+    }
+}
+
+/// A route the API serves, with the status it answers when all goes well.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServedRoute {
+    pub method: String,
+    /// The route template, as [`HttpRequestAnswered::route`] has it.
+    pub route: String,
+    pub success_status: u16,
+}
+
+/// The API starts: each route's request counter (at its success status)
+/// and latency histogram exist from zero.
+pub struct HttpRoutesServed<'a> {
+    pub routes: &'a [ServedRoute],
+}
+
+impl InternalEvent for HttpRoutesServed<'_> {
+    fn emit(self) {
+        for r in self.routes {
+            counter!(names::HTTP_REQUESTS, "method" => r.method.clone(), "route" => r.route.clone(),
+                "status" => r.success_status.to_string())
+            .increment(0);
+            let _ = histogram!(names::HTTP_SECONDS, "method" => r.method.clone(), "route" => r.route.clone());
+        }
     }
 }
 
@@ -406,6 +472,38 @@ impl InternalEvent for HttpRequestAnswered<'_> {
 mod tests {
     use super::*;
     use crate::catalog::METRICS;
+
+    /// What a fresh process exports after its start-up events, before
+    /// anything happened: every series at zero.
+    #[test]
+    fn start_up_events_export_their_series_at_zero() {
+        let recorder = metrics_exporter_prometheus::PrometheusBuilder::new()
+            .set_buckets_for_metric(metrics_exporter_prometheus::Matcher::Suffix("_seconds".into()), &[0.1, 1.0])
+            .expect("buckets")
+            .build_recorder();
+        let handle = recorder.handle();
+        metrics::with_local_recorder(&recorder, || {
+            StageTopicRegistered { stage: "chunker", topic: "documents.parsed", dead_letter_reasons: &["invalid_event", "encode"] }.emit();
+            ProjectorStarted.emit();
+            AnswererStarted { modes: &["llm", "extractive"], llm_model: Some("qwen") }.emit();
+            let routes = [ServedRoute { method: "GET".into(), route: "/v1/workspaces".into(), success_status: 200 }];
+            HttpRoutesServed { routes: &routes }.emit();
+        });
+        let text = handle.render();
+        for series in [
+            r#"rag_stage_dead_letters_total{stage="chunker",topic="documents.parsed",reason="encode"} 0"#,
+            r#"rag_stage_processing_seconds_count{stage="chunker",topic="documents.parsed"} 0"#,
+            r#"rag_stage_events_in_total{stage="chunker",topic="documents.parsed"} 0"#,
+            "rag_upload_to_ingested_seconds_count 0",
+            r#"rag_upload_to_ingested_seconds_bucket{le="+Inf"} 0"#,
+            r#"rag_question_to_answer_seconds_count{mode="extractive"} 0"#,
+            r#"rag_llm_tokens_total{model="qwen",kind="completion"} 0"#,
+            r#"rag_http_requests_total{method="GET",route="/v1/workspaces",status="200"} 0"#,
+            r#"rag_http_request_seconds_count{method="GET",route="/v1/workspaces"} 0"#,
+        ] {
+            assert!(text.lines().any(|l| l == series), "{series} missing from:\n{text}");
+        }
+    }
 
     /// Every label an event sets is one the table declares for that metric.
     #[test]

@@ -228,4 +228,9 @@ pub trait Stage: Send + Sync + 'static {
     fn start_at(&self, _topic: &str, _partition: i32) -> impl Future<Output = Result<StartAt, Self::Error>> + Send {
         async { Ok(StartAt::Committed) }
     }
+
+    /// Called once when the runner starts, before anything is fetched: a
+    /// stage registers its own metric series at zero here (the runner
+    /// registers the per-topic ones), so a fresh process exports them.
+    fn started(&self) {}
 }

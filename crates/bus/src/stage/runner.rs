@@ -97,9 +97,11 @@ impl<S: Stage> StageRunner<S> {
     /// the failed record).
     pub async fn run(self) -> Result<(), BusError> {
         info!(stage = %self.name, group = %self.group, topics = %self.topics.join(","), "stage started");
+        let dead_letter_reasons: Vec<&str> = FailureCode::ALL.iter().map(|c| c.as_str()).collect();
         for topic in &self.topics {
-            StageTopicRegistered { stage: self.name, topic }.emit();
+            StageTopicRegistered { stage: self.name, topic, dead_letter_reasons: &dead_letter_reasons }.emit();
         }
+        self.stage.started();
         // The lag reporter stops with this stage only: `shutdown` is shared by
         // every stage of the process and is not ours to cancel.
         let lag_stop = self.shutdown.child_token();

@@ -102,3 +102,52 @@ async fn every_metric_the_dashboard_queries_is_exported() {
     run.stop().await;
     t.cleanup().await;
 }
+
+/// A process that has done nothing yet exports every series a dashboard
+/// panel queries, at zero: a new Grafana shows 0, not "No data".
+#[tokio::test]
+async fn a_fresh_process_exports_every_queried_metric_at_zero() {
+    let t = TestEnv::new().await.with_env(&[
+        ("ANSWER_LLM_BASE_URL", "http://127.0.0.1:9/v1"),
+        ("ANSWER_LLM_MODEL", "stub-llm"),
+        ("ANSWER_LLM_API_KEY", "test-key"),
+    ]);
+    let run = TestApp::spawn(&t, &[]).await;
+    let dashboard: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(repo_root().join("dashboards/rag-engine-stages.json")).unwrap()).unwrap();
+    let wanted = queried_metrics(&dashboard);
+    let mut missing = wanted.clone();
+    // Lag gauges are refreshed every LAG_INTERVAL_SECS (1 s in tests).
+    for _ in 0..100 {
+        let text = run.metrics();
+        missing.retain(|m| !text.lines().any(|l| l.starts_with(m.as_str()) && l[m.len()..].starts_with(['{', ' '])));
+        if missing.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(missing.is_empty(), "a fresh process does not export: {missing:?}");
+    let text = run.metrics();
+    for (series, labels) in [
+        ("rag_stage_dead_letters_total", &["stage=\"parser\"", "reason=\"invalid_event\""][..]),
+        ("rag_stage_processing_seconds_count", &["stage=\"indexer\""][..]),
+        ("rag_upload_to_ingested_seconds_count", &[][..]),
+        ("rag_question_to_answer_seconds_count", &["mode=\"llm\""][..]),
+        ("rag_llm_tokens_total", &["model=\"stub-llm\"", "kind=\"prompt\""][..]),
+        ("rag_http_requests_total", &["route=\"/v1/workspaces/{ws}/documents\"", "method=\"POST\""][..]),
+    ] {
+        let present = text.lines().any(|l| l.starts_with(series) && labels.iter().all(|want| l.contains(want)));
+        assert!(present, "{series} {labels:?} missing");
+        assert_eq!(sum_metric(&text, series, labels), 0.0, "{series} {labels:?} is not zero");
+    }
+    // The zero series is the one a request then counts (the same labels).
+    let healthz = ["method=\"GET\"", "route=\"/healthz\"", "status=\"200\""];
+    assert_eq!(sum_metric(&text, "rag_http_requests_total", &healthz), 0.0);
+    let health = reqwest::get(format!("http://127.0.0.1:{}/healthz", run.api_port)).await.unwrap();
+    assert!(health.status().is_success());
+    let text = run.metrics();
+    assert_eq!(sum_metric(&text, "rag_http_requests_total", &healthz), 1.0);
+    assert_eq!(text.lines().filter(|l| l.starts_with("rag_http_requests_total") && l.contains("route=\"/healthz\"")).count(), 1);
+    run.stop().await;
+    t.cleanup().await;
+}
