@@ -47,6 +47,28 @@ pub fn identity() -> StageIdentity {
     }
 }
 
+/// Why a question was answered `failed` (the answer's `failure.code`; the
+/// wire strings are what the API, the page and stored messages know).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AnswerFailure {
+    /// A document or conversation id in the question is not a UUID.
+    InvalidQuestion,
+    /// The workspace's documents could not be searched.
+    RetrievalFailed,
+    /// The language model did not answer (and the fallback is `fail`).
+    LlmFailed,
+}
+
+impl AnswerFailure {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AnswerFailure::InvalidQuestion => "invalid_question",
+            AnswerFailure::RetrievalFailed => "retrieval_failed",
+            AnswerFailure::LlmFailed => "llm_failed",
+        }
+    }
+}
+
 pub struct Answerer {
     pub retriever: Retriever,
     pub llm: Option<ChatClient>,
@@ -77,9 +99,9 @@ impl Answerer {
         }
     }
 
-    fn failed(&self, q: &QuestionAsked, code: &str, message: String) -> AnswerProduced {
+    fn failed(&self, q: &QuestionAsked, code: AnswerFailure, message: String) -> AnswerProduced {
         let mut out = self.produced(q);
-        out.failure = Some(Failure { code: code.into(), message });
+        out.failure = Some(Failure { code: code.as_str().into(), message });
         out
     }
 
@@ -143,13 +165,13 @@ impl Answerer {
         for d in &q.document_ids {
             match Uuid::parse_str(d) {
                 Ok(id) => document_ids.push(id),
-                Err(_) => return Ok(self.failed(q, "invalid_question", format!("document id {d:?} is not a UUID"))),
+                Err(_) => return Ok(self.failed(q, AnswerFailure::InvalidQuestion, format!("document id {d:?} is not a UUID"))),
             }
         }
         let (Ok(conversation), Ok(user), Ok(assistant)) =
             (Uuid::parse_str(&q.conversation_id), Uuid::parse_str(&q.user_message_id), Uuid::parse_str(&q.assistant_message_id))
         else {
-            return Ok(self.failed(q, "invalid_question", "conversation or message id is not a UUID".into()));
+            return Ok(self.failed(q, AnswerFailure::InvalidQuestion, "conversation or message id is not a UUID".into()));
         };
         let top_k = q.top_k.filter(|k| *k > 0).map(|k| k as usize).unwrap_or(self.top_k).clamp(1, MAX_TOP_K);
         self.wait_for_projected_question(ws, user).await?;
@@ -168,7 +190,7 @@ impl Answerer {
                 // The message is read by the user: the details (hosts,
                 // statements) go to the log only.
                 warn!(workspace_id = %ws, event_id = %q.envelope.event_id, error = %e, "retrieval failed for a question");
-                return Ok(self.failed(q, "retrieval_failed", "the documents could not be searched for this question".into()));
+                return Ok(self.failed(q, AnswerFailure::RetrievalFailed, "the documents could not be searched for this question".into()));
             }
         };
         let sources = self.sources(ws, &retrieval).await?;
@@ -189,7 +211,7 @@ impl Answerer {
             Ok(o) => o,
             Err(e) => {
                 warn!(workspace_id = %ws, event_id = %q.envelope.event_id, error = %e, "the language model failed for a question");
-                let mut out = self.failed(q, "llm_failed", "the language model did not answer this question".into());
+                let mut out = self.failed(q, AnswerFailure::LlmFailed, "the language model did not answer this question".into());
                 out.retrieval_json = retrieval_json(&retrieval, &asked, None);
                 return Ok(out);
             }
