@@ -83,37 +83,31 @@ const WORDS: &[&str] = &[
     "quarter", "risk", "interest", "rate", "board", "approved", "dividend",
 ];
 
-/// Deterministic text (xorshift), Vietnamese and English mixed.
-fn paragraph(seed: &mut u64, sentences: usize) -> String {
-    let mut next = || {
-        *seed ^= *seed << 13;
-        *seed ^= *seed >> 7;
-        *seed ^= *seed << 17;
-        *seed
-    };
+/// Deterministic text, Vietnamese and English mixed.
+fn paragraph(rng: &mut fastrand::Rng, sentences: usize) -> String {
     let mut out = String::new();
     for _ in 0..sentences {
-        let n = 8 + (next() % 12) as usize;
-        let words: Vec<&str> = (0..n).map(|_| WORDS[(next() % WORDS.len() as u64) as usize]).collect();
+        let n = rng.usize(8..20);
+        let words: Vec<&str> = (0..n).map(|_| WORDS[rng.usize(..WORDS.len())]).collect();
         let mut s = words.join(" ");
         if let Some(first) = s.get(..1) {
             s = first.to_uppercase() + &s[1..];
         }
         out.push_str(&s);
-        out.push_str(&format!(" {}.{},{}%. ", next() % 2000, next() % 1000, next() % 100));
+        out.push_str(&format!(" {}.{},{}%. ", rng.u32(..2000), rng.u32(..1000), rng.u32(..100)));
     }
     out.trim_end().to_string()
 }
 
 /// A Document AI `Document` with `pages` pages of `paragraphs` paragraphs.
 pub(crate) fn docai_document(seed: u64, pages: usize, paragraphs: usize) -> Vec<u8> {
-    let mut seed = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut rng = fastrand::Rng::with_seed(seed);
     let mut text = String::new();
     let mut json_pages = Vec::new();
     for _ in 0..pages {
         let mut paras = Vec::new();
         for _ in 0..paragraphs {
-            let p = paragraph(&mut seed, 3);
+            let p = paragraph(&mut rng, 3);
             let start = text.chars().count();
             text.push_str(&p);
             text.push('\n');

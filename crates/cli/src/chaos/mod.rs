@@ -92,18 +92,6 @@ impl Profile {
     }
 }
 
-/// Small deterministic generator: the harness needs variety, not crypto.
-struct Dice(u64);
-
-impl Dice {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 % n.max(1) as u64) as usize
-    }
-}
-
 const STAGES: [&str; 6] = ["parser", "parser", "chunker", "indexer", "projector", "answerer"];
 
 struct Member {
@@ -289,7 +277,8 @@ async fn run_trial(s: &Settings, args: &ChaosArgs, plan: &Plan, trial: u32) -> a
     anyhow::ensure!(expected.len() == files.len(), "only {} of {} files were uploaded", expected.len(), files.len());
 
     // Faults, with questions asked along the way.
-    let mut dice = Dice(u64::from_str_radix(&id[..15], 16).unwrap_or(0x9e37_79b9) | 1);
+    // Seeded by the trial id: a trial's faults can be replayed.
+    let mut dice = fastrand::Rng::with_seed(u64::from_str_radix(&id[..15], 16).unwrap_or(0x9e37_79b9));
     let (mut sigkills, mut sigterms) = (0u32, 0u32);
     let mut restarted: Vec<&str> = Vec::new();
     let mut questions = Vec::new();
@@ -314,8 +303,8 @@ async fn run_trial(s: &Settings, args: &ChaosArgs, plan: &Plan, trial: u32) -> a
             restarted.push(service);
         }
         if Instant::now() >= next_fault {
-            let victim = dice.below(fleet.members.len());
-            let kill = dice.below(4) != 0;
+            let victim = dice.usize(..fleet.members.len().max(1));
+            let kill = dice.usize(..4) != 0;
             fleet.strike(victim, kill);
             if kill {
                 sigkills += 1
