@@ -187,3 +187,87 @@ async fn multilingual_e5_in_process_embeds_and_retrieves_vietnamese() {
     }
     t.cleanup().await;
 }
+
+/// Moving a workspace onto multilingual-e5 (issue 34: the new default)
+/// without downtime: the pipeline restarts with e5, `replay chunking`
+/// builds a new version (chunked in e5's pieces, embedded by e5) beside the
+/// MiniLM one, searches keep finding the documents throughout, and at the
+/// end every document and chunk is on e5 and a cross-lingual question is
+/// found by the dense side alone.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_workspace_moves_onto_e5_by_replay_while_search_keeps_working() {
+    let minilm = stack_env().get("MINILM_MODEL_DIR").cloned().expect("scripts/stack writes MINILM_MODEL_DIR");
+    let e5 = std::env::var("E5_MODEL_DIR").expect("E5_MODEL_DIR (scripts/stack writes it to .local/env)");
+    let t = TestEnv::new().await.with_env(&[("EMBEDDING_THREADS", "1")]);
+    let ws = t.workspace.clone();
+    let before = TestApp::spawn(&t, &[("EMBEDDER", "local"), ("EMBEDDING_MODEL_DIR", &minilm)]).await;
+    let docs = [
+        ("bao.txt", "Bão số 3 gây ngập lụt nghiêm trọng tại các tỉnh ven biển miền Bắc vào tháng Chín."),
+        ("co-tuc.txt", "Đại hội cổ đông thông qua việc chia cổ tức bằng tiền mặt với tỷ lệ 12%."),
+        ("badges.txt", "Visitors collect their badges at the reception desk on the ground floor."),
+    ];
+    t.upload_files(&ws, &docs).await;
+    let models = || async {
+        sqlx::query_scalar::<_, String>(
+            "SELECT DISTINCT coalesce(d.embedding_model, '-') FROM documents d WHERE d.status = 'ingested'
+             UNION SELECT DISTINCT coalesce(c.embedding_model, '-') FROM search_chunks c",
+        )
+        .fetch_all(&t.pool)
+        .await
+        .unwrap()
+    };
+    wait_until("three documents ingested with MiniLM", Duration::from_secs(120), || async {
+        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM documents WHERE status = 'ingested'").fetch_one(&t.pool).await.unwrap() == 3
+    })
+    .await;
+    assert_eq!(models().await, ["all-MiniLM-L6-v2"]);
+    before.stop().await;
+
+    // The pipeline now runs e5 (what a bare `run all` does after scripts/stack up).
+    let e5_env = [("EMBEDDER", "auto"), ("EMBEDDING_MODEL_DIR", e5.as_str())];
+    let _after = TestApp::spawn(&t, &e5_env).await;
+    let search = |query: &'static str, mode: &'static str| {
+        let mut cmd = t.command(&["search", query, "--workspace", &ws, "--mode", mode, "--json"]);
+        for (k, v) in e5_env {
+            cmd.env(k, v);
+        }
+        async move {
+            let out = cmd.output().await.unwrap();
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+        }
+    };
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let searcher = {
+        let stop = stop.clone();
+        async move {
+            let mut found = 0;
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) || found < 3 {
+                // A word of the passage: the lexical side finds it on either version.
+                let hits = search("badges reception", "hybrid").await;
+                assert_eq!(hits["chunks"][0]["filename"], "badges.txt", "during the move: {hits}");
+                found += 1;
+            }
+            found
+        }
+    };
+    let replay = async {
+        let mut cmd = t.command(&["replay", "chunking", "--profile", "fine@1", "--workspace", &ws, "--json", "--timeout", "300"]);
+        for (k, v) in e5_env {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().await.unwrap();
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        out
+    };
+    let (out, searches) = tokio::join!(replay, searcher);
+    assert!(out.status.success(), "{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["documents_on_new_version"], 3, "{summary}");
+    assert!(searches >= 3);
+    assert_eq!(models().await, ["multilingual-e5-small+prefix"], "every document and chunk embedded by e5");
+    // English about a Vietnamese passage, no word in common: dense only.
+    let dense = search("Where did the storm cause flooding?", "dense").await;
+    assert_eq!(dense["chunks"][0]["filename"], "bao.txt", "{dense}");
+    t.cleanup().await;
+}
