@@ -106,7 +106,9 @@ pub struct DocumentList {
 #[derive(Debug, ToSchema)]
 #[allow(dead_code)]
 pub struct UploadForm {
-    /// The document (PDF, DOCX, HTML, Markdown, plain text or Document AI JSON).
+    /// The document; its accepted content types are listed below (the
+    /// OpenAPI document's description of this field names each with its
+    /// file extensions).
     #[schema(value_type = String, format = Binary)]
     pub file: Vec<u8>,
 }
@@ -149,6 +151,13 @@ pub struct Segment {
     /// Where the segment is on its page: one box per piece of line; empty
     /// for formats without pages.
     pub boxes: Vec<LineBox>,
+    /// In a spreadsheet, the row's sheet and cells: `Doanh thu!A5:D5` (its
+    /// sheet is its page). Absent for other formats.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cell_range: Option<String>,
+    /// In a spreadsheet, the row is the sheet's header row (column names).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub header_row: bool,
 }
 
 /// A piece of one line: characters `[char_start, char_end)` of the full
@@ -197,6 +206,7 @@ impl From<SegmentRow> for Segment {
                 y1: f.rect.y1,
             })
             .collect();
+        let cells = r.cells.map(|c| c.0);
         Segment {
             segment_index: r.segment_index,
             page_idx: r.page_idx,
@@ -206,6 +216,8 @@ impl From<SegmentRow> for Segment {
             line_start: r.line_start,
             line_end: r.line_end,
             boxes,
+            cell_range: cells.as_ref().map(rag_docparse::CellRange::label),
+            header_row: cells.is_some_and(|c| c.header),
         }
     }
 }
@@ -281,7 +293,8 @@ pub struct PostMessage {
 
 /// A message; an assistant message's metadata holds `sections` (each with
 /// its `citations`), the flat `citations`, `llm_usage`, `mode`,
-/// `abstained` and, when failed, `failure`.
+/// `abstained` and, when failed, `failure`. A citation of a spreadsheet
+/// carries `cell_range`, the sheet and cells of its rows (`Doanh thu!A5:D5`).
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct Message {
     pub id: Uuid,

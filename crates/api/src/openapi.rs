@@ -17,9 +17,29 @@ use crate::routes;
         routes::events::stream, routes::document_events::stream,
         routes::health::healthz, routes::health::readyz,
     ),
-    modifiers(&BearerAuth),
+    modifiers(&BearerAuth, &AcceptedTypes),
 )]
 pub struct ApiDoc;
+
+/// The upload's `file` field lists the content types the parser reads,
+/// from the parser's own list, so the document cannot fall behind it.
+struct AcceptedTypes;
+
+impl Modify for AcceptedTypes {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::{RefOr, Schema};
+        let Some(components) = openapi.components.as_mut() else { return };
+        let Some(RefOr::T(Schema::Object(form))) = components.schemas.get_mut("UploadForm") else { return };
+        let Some(RefOr::T(Schema::Object(file))) = form.properties.get_mut("file") else { return };
+        let listed: Vec<String> =
+            rag_docparse::Format::ALL.iter().map(|f| format!("`{}` (.{})", f.content_type(), f.extensions().join(", ."))).collect();
+        file.description = Some(format!(
+            "The document. Accepted content types, each with the file extensions that stand for it when the part is sent as \
+             `application/octet-stream`: {}. Anything else is refused with 415.",
+            listed.join("; ")
+        ));
+    }
+}
 
 struct BearerAuth;
 
@@ -43,7 +63,8 @@ pub fn served_routes() -> Vec<rag_telemetry::events::ServedRoute> {
         let operations = [("GET", &item.get), ("POST", &item.post), ("PUT", &item.put), ("DELETE", &item.delete)];
         for (method, operation) in operations {
             let Some(operation) = operation else { continue };
-            let success = operation.responses.responses.keys().filter_map(|code| code.parse::<u16>().ok()).find(|code| (200..300).contains(code));
+            let success =
+                operation.responses.responses.keys().filter_map(|code| code.parse::<u16>().ok()).find(|code| (200..300).contains(code));
             if let Some(success_status) = success {
                 routes.push(rag_telemetry::events::ServedRoute { method: method.into(), route: path.clone(), success_status });
             }

@@ -181,7 +181,7 @@ pub fn blocks(json: &str, budget: &mut OutputBudget) -> Result<(Vec<Block>, u32,
                 glyphs.clear();
             }
             if !s.trim().is_empty() {
-                blocks.push(Block { page_idx: page_idx as u32, text: s, glyphs });
+                blocks.push(Block { page_idx: page_idx as u32, text: s, glyphs, cells: None });
             }
         }
     }

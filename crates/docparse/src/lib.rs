@@ -1,8 +1,8 @@
 //! Document parsing without I/O: bytes in, the full raw text and the
 //! paragraph-level segments that tile it out.
 //!
-//! Supported: plain text, Markdown, HTML, PDF with a text layer, DOCX and
-//! Google Document AI JSON. Every failure is a [`ParseError`] with a stable
+//! Supported: plain text, Markdown, HTML, PDF with a text layer, DOCX,
+//! Google Document AI JSON, and spreadsheets (CSV, TSV, XLSX, XLS, ODS). Every failure is a [`ParseError`] with a stable
 //! [`ParseError::code`]; nothing here panics on hostile input (PDF
 //! extraction is additionally isolated with `catch_unwind`).
 
@@ -13,12 +13,14 @@ mod html;
 mod ocr;
 mod pdf;
 pub mod segments;
+pub mod sheet;
 
 use serde::{Deserialize, Serialize};
 
 pub use geometry::{Axis, LineFragment, PageBox, PageSize, Rect};
 pub use ocr::{OcrError, OcrPage, OcrWord};
 pub use segments::{char_slice, Block, Segment};
+pub use sheet::CellRange;
 
 pub const PARSER_NAME: &str = "rag-docparse";
 /// Bump when the output for the same input changes.
@@ -52,6 +54,9 @@ pub struct Limits {
     pub ocr_max_pages: u32,
     /// OCR time for one document, in seconds, all pages together.
     pub ocr_budget_secs: u64,
+    /// Most non-empty cells one sheet of a spreadsheet may have; a larger
+    /// sheet is refused (`too_many_cells`), never read into memory whole.
+    pub max_sheet_cells: u64,
 }
 
 impl Default for Limits {
@@ -67,6 +72,7 @@ impl Default for Limits {
             min_output_chars: 4 * 1024 * 1024,
             ocr_max_pages: 100,
             ocr_budget_secs: 600,
+            max_sheet_cells: 1_000_000,
         }
     }
 }
@@ -155,9 +161,47 @@ pub enum Format {
     Pdf,
     Docx,
     DocAi,
+    Csv,
+    Tsv,
+    Xlsx,
+    Xls,
+    Ods,
 }
 
 impl Format {
+    /// Every format, in the order the documentation lists them.
+    pub const ALL: &'static [Format] = &[
+        Format::Pdf,
+        Format::Docx,
+        Format::Html,
+        Format::Markdown,
+        Format::Text,
+        Format::DocAi,
+        Format::Xlsx,
+        Format::Xls,
+        Format::Ods,
+        Format::Csv,
+        Format::Tsv,
+    ];
+
+    /// The file extensions that name the format when the client sends no
+    /// specific content type (`application/octet-stream` or none).
+    pub fn extensions(self) -> &'static [&'static str] {
+        match self {
+            Format::Text => &["txt", "text"],
+            Format::Markdown => &["md", "markdown"],
+            Format::Html => &["html", "htm"],
+            Format::Pdf => &["pdf"],
+            Format::Docx => &["docx"],
+            Format::DocAi => &["json"],
+            Format::Csv => &["csv"],
+            Format::Tsv => &["tsv", "tab"],
+            Format::Xlsx => &["xlsx"],
+            Format::Xls => &["xls"],
+            Format::Ods => &["ods"],
+        }
+    }
+
     /// The canonical content type of the format (what an upload records
     /// when the client sent only a generic type).
     pub fn content_type(self) -> &'static str {
@@ -168,9 +212,16 @@ impl Format {
             Format::Pdf => "application/pdf",
             Format::Docx => "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
             Format::DocAi => "application/json",
+            Format::Csv => "text/csv",
+            Format::Tsv => "text/tab-separated-values",
+            Format::Xlsx => XLSX_TYPE,
+            Format::Xls => "application/vnd.ms-excel",
+            Format::Ods => "application/vnd.oasis.opendocument.spreadsheet",
         }
     }
 }
+
+const XLSX_TYPE: &str = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet";
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ParseError {
@@ -198,6 +249,12 @@ pub enum ParseError {
     TooManyPages { pages: u64, limit: u32 },
     #[error("the document expands to more than {limit} characters of text, out of proportion to its size")]
     OutputTooLarge { limit: u64 },
+    #[error("corrupt spreadsheet: {0}")]
+    CorruptSpreadsheet(String),
+    #[error("the workbook is password-protected (encrypted) and cannot be read without its password")]
+    EncryptedSpreadsheet,
+    #[error("sheet {sheet:?} has {cells} or more non-empty cells, over the limit of {limit} (PARSE_MAX_SHEET_CELLS)")]
+    TooManyCells { sheet: String, cells: u64, limit: u64 },
 }
 
 impl ParseError {
@@ -216,6 +273,9 @@ impl ParseError {
             ParseError::NoText(_) => "no_text",
             ParseError::TooManyPages { .. } => "too_many_pages",
             ParseError::OutputTooLarge { .. } => "output_too_large",
+            ParseError::CorruptSpreadsheet(_) => "corrupt_spreadsheet",
+            ParseError::EncryptedSpreadsheet => "encrypted_spreadsheet",
+            ParseError::TooManyCells { .. } => "too_many_cells",
         }
     }
 }
@@ -231,24 +291,29 @@ pub fn detect_format(content_type: &str, filename: &str) -> Option<Format> {
         "application/pdf" => Some(Format::Pdf),
         "application/vnd.openxmlformats-officedocument.wordprocessingml.document" => Some(Format::Docx),
         "application/json" | "application/vnd.google.documentai+json" => Some(Format::DocAi),
+        "text/csv" | "application/csv" | "text/x-csv" | "text/comma-separated-values" => Some(Format::Csv),
+        "text/tab-separated-values" => Some(Format::Tsv),
+        XLSX_TYPE => Some(Format::Xlsx),
+        "application/vnd.ms-excel" => Some(Format::Xls),
+        "application/vnd.oasis.opendocument.spreadsheet" => Some(Format::Ods),
         _ => None,
     };
+    let ext = filename.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()).unwrap_or_default();
+    // A type that is generic for tables: browsers on Windows with Excel
+    // installed send every .csv as application/vnd.ms-excel, and many
+    // clients send it as text/plain. The extension says which table it is.
+    if matches!(by_type, Some(Format::Xls | Format::Text)) {
+        if let Some(table) = [Format::Csv, Format::Tsv].into_iter().find(|f| f.extensions().contains(&ext.as_str())) {
+            return Some(table);
+        }
+    }
     if by_type.is_some() {
         return by_type;
     }
     if !(ct.is_empty() || ct == "application/octet-stream" || ct == "binary/octet-stream") {
         return None;
     }
-    let ext = filename.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()).unwrap_or_default();
-    match ext.as_str() {
-        "txt" | "text" => Some(Format::Text),
-        "md" | "markdown" => Some(Format::Markdown),
-        "html" | "htm" => Some(Format::Html),
-        "pdf" => Some(Format::Pdf),
-        "docx" => Some(Format::Docx),
-        "json" => Some(Format::DocAi),
-        _ => None,
-    }
+    Format::ALL.iter().copied().find(|f| f.extensions().contains(&ext.as_str()))
 }
 
 /// Extensions of files that are never documents (programs, scripts,
@@ -277,6 +342,9 @@ const BINARY_MAGIC: &[&[u8]] = &[
     b"\xd0\xcf\x11\xe0",
 ];
 
+/// The signature of an OLE compound file (XLS, and encrypted OOXML).
+pub(crate) const OLE_MAGIC: &[u8] = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1";
+
 /// Whether the first bytes of an upload (`head`, the first few KiB) and
 /// its filename agree with the format its declared type or name gave:
 /// uploads are judged by their bytes too, so a wrong type is refused at
@@ -291,7 +359,16 @@ pub fn sniff(format: Format, filename: &str, head: &[u8]) -> Result<(), String> 
         Format::Pdf => Err("the file does not start like a PDF (no %PDF header)".into()),
         Format::Docx if head.starts_with(b"PK\x03\x04") => Ok(()),
         Format::Docx => Err("the file is not a zip archive, as a DOCX is".into()),
-        Format::Text | Format::Markdown | Format::Html | Format::DocAi => {
+        Format::Ods if head.starts_with(b"PK\x03\x04") => Ok(()),
+        Format::Ods => Err("the file is not a zip archive, as an ODS spreadsheet is".into()),
+        // A password-protected XLSX is an OLE compound file holding the
+        // encrypted package: let it through, so the parser says why it
+        // cannot be read instead of a vague refusal here.
+        Format::Xlsx if head.starts_with(b"PK\x03\x04") || head.starts_with(OLE_MAGIC) => Ok(()),
+        Format::Xlsx => Err("the file is not a zip archive, as an XLSX workbook is".into()),
+        Format::Xls if head.starts_with(OLE_MAGIC) => Ok(()),
+        Format::Xls => Err("the file is not an OLE compound file, as an XLS workbook is".into()),
+        Format::Text | Format::Markdown | Format::Html | Format::DocAi | Format::Csv | Format::Tsv => {
             let body = head.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(head);
             if let Some(magic) = BINARY_MAGIC.iter().find(|m| body.starts_with(m)) {
                 return Err(format!("the file is binary (it starts with {:?}), not text", String::from_utf8_lossy(magic)));
@@ -345,6 +422,10 @@ pub fn parse_with_ocr(
             (b, n, Vec::new())
         }
         Format::DocAi => docai::blocks(utf8(bytes)?, &mut budget)?,
+        Format::Csv | Format::Tsv | Format::Xlsx | Format::Xls | Format::Ods => {
+            let (b, n) = sheet::blocks(format, bytes, filename, limits, &mut budget)?;
+            (b, n, Vec::new())
+        }
     };
     if page_count > limits.max_pages {
         return Err(ParseError::TooManyPages { pages: page_count.into(), limit: limits.max_pages });
@@ -389,6 +470,9 @@ pub fn parse_with_ocr(
         return Err(ParseError::NoText(match format {
             Format::Pdf if ocr.is_some() => format!("{page_count} page(s) without a text layer, and OCR found no text"),
             Format::Pdf => format!("{page_count} page(s) without a text layer (OCR is not available)"),
+            Format::Csv | Format::Tsv | Format::Xlsx | Format::Xls | Format::Ods => {
+                format!("{page_count} sheet(s), none with a non-empty cell")
+            }
             _ => "the document holds only whitespace or markup".to_string(),
         }));
     }

@@ -107,6 +107,6 @@ impl OcrPage {
             prev = Some(w);
         }
         let any = glyphs.iter().any(Option::is_some);
-        Block { page_idx, text, glyphs: if any { glyphs } else { Vec::new() } }
+        Block { page_idx, text, glyphs: if any { glyphs } else { Vec::new() }, cells: None }
     }
 }

@@ -58,7 +58,7 @@ pub fn blocks(bytes: &[u8], limits: &Limits, budget: &mut OutputBudget) -> Resul
         }
         if !out.text.trim().is_empty() {
             budget.take(out.text.chars().count())?;
-            blocks.push(Block { page_idx: i as u32, text: out.text, glyphs: out.glyphs });
+            blocks.push(Block { page_idx: i as u32, text: out.text, glyphs: out.glyphs, cells: None });
         }
     }
     Ok((blocks, page_count, sizes))

@@ -17,6 +17,7 @@ use unicode_normalization::UnicodeNormalization;
 use unicode_segmentation::UnicodeSegmentation;
 
 use crate::geometry::{self, span_boxes, Glyph, LineFragment, PageBox};
+use crate::sheet::CellRange;
 
 /// One paragraph-level unit of the raw text.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -39,6 +40,11 @@ pub struct Segment {
     /// empty for formats without pages.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub boxes: Vec<LineFragment>,
+    /// The sheet and cells the segment holds (spreadsheets only: one row,
+    /// or the header row). Absent for other formats and in segments
+    /// written before spreadsheets were read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cells: Option<CellRange>,
 }
 
 impl Segment {
@@ -54,6 +60,7 @@ impl Segment {
             line_start: None,
             line_end: None,
             boxes: Vec::new(),
+            cells: None,
         }
     }
 }
@@ -66,11 +73,14 @@ pub struct Block {
     /// The box of each character of `text` (None: no box, e.g. a space the
     /// extractor inserted); empty when the source has no geometry.
     pub glyphs: Vec<Option<Glyph>>,
+    /// The cells the block's text comes from (a spreadsheet row); every
+    /// segment cut from the block carries them.
+    pub cells: Option<CellRange>,
 }
 
 impl Block {
     pub fn new(page_idx: u32, text: impl Into<String>) -> Block {
-        Block { page_idx, text: text.into(), glyphs: Vec::new() }
+        Block { page_idx, text: text.into(), glyphs: Vec::new(), cells: None }
     }
 }
 
@@ -212,6 +222,7 @@ pub fn assemble(blocks: &[Block], max_segment_chars: usize) -> (String, Vec<Segm
             let mut seg = Segment::new(n as u32, page_idx, offset, &text);
             let chars: Vec<char> = text.chars().collect();
             seg.boxes = geometry::fragments(offset, &chars, &glyphs[offset as usize..(offset + len) as usize]);
+            seg.cells = blocks[block].cells.clone();
             full.push_str(&text);
             segments.push(seg);
             offset += len;
@@ -277,12 +288,15 @@ pub fn char_slice(text: &str, start: u64, end: u64) -> String {
     text.chars().skip(start as usize).take(end.saturating_sub(start) as usize).collect()
 }
 
-/// Where a span of the full text is: its boxes and its lines.
+/// Where a span of the full text is: its boxes, its lines, and for a
+/// spreadsheet its sheet and cells.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SpanGeometry {
     pub boxes: Vec<PageBox>,
     pub line_start: Option<u32>,
     pub line_end: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cells: Option<CellRange>,
 }
 
 /// The geometry of the characters `[start, end)` from the segments that
@@ -300,7 +314,10 @@ pub fn span_geometry(segments: &[Segment], start: u64, end: u64) -> SpanGeometry
         segments.iter().find(|s| s.char_start <= *at && *at < s.char_end).and_then(|s| s.text.chars().nth((*at - s.char_start) as usize))
             != Some('\n')
     });
-    SpanGeometry { boxes, line_start: line_of(start), line_end: last.and_then(line_of) }
+    // The rows the span touches (an empty span: the row it is in).
+    let touched = segments.iter().filter(|s| s.char_start < end.max(start + 1) && start < s.char_end);
+    let cells = CellRange::spanning(touched.filter_map(|s| s.cells.as_ref()));
+    SpanGeometry { boxes, line_start: line_of(start), line_end: last.and_then(line_of), cells }
 }
 
 /// Fills in every segment's line range from the tiling (segments are

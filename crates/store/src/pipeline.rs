@@ -147,11 +147,16 @@ pub async fn apply_parsed(tx: &mut Transaction<'_, Postgres>, e: &DocumentParsed
             .map(|s| serde_json::to_value(&s.boxes))
             .collect::<Result<_, _>>()
             .map_err(|err| StoreError::Invalid(err.to_string()))?;
+        let cells: Vec<Option<serde_json::Value>> = batch
+            .iter()
+            .map(|s| s.cells.as_ref().map(serde_json::to_value).transpose())
+            .collect::<Result<_, _>>()
+            .map_err(|err| StoreError::Invalid(err.to_string()))?;
         sqlx::query(
             "INSERT INTO segments (document_id, workspace_id, segment_index, page_idx, char_start, char_end, text,
-                                   line_start, line_end, boxes)
+                                   line_start, line_end, boxes, cells)
              SELECT $1, $2, * FROM UNNEST($3::int[], $4::int[], $5::bigint[], $6::bigint[], $7::text[], $8::int[],
-                                          $9::int[], $10::jsonb[])",
+                                          $9::int[], $10::jsonb[], $11::jsonb[])",
         )
         .bind(id)
         .bind(ws)
@@ -163,6 +168,7 @@ pub async fn apply_parsed(tx: &mut Transaction<'_, Postgres>, e: &DocumentParsed
         .bind(&ls)
         .bind(&le)
         .bind(&boxes)
+        .bind(&cells)
         .execute(&mut **tx)
         .await?;
     }

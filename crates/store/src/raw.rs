@@ -3,7 +3,7 @@
 //! Everything is read within one workspace.
 
 use rag_docparse::segments::{span_geometry, SpanGeometry};
-use rag_docparse::{LineFragment, PageSize, Segment};
+use rag_docparse::{CellRange, LineFragment, PageSize, Segment};
 use serde::Serialize;
 use sqlx::types::Json;
 use sqlx::PgPool;
@@ -21,6 +21,8 @@ pub struct SegmentRow {
     pub line_start: Option<i32>,
     pub line_end: Option<i32>,
     pub boxes: Json<Vec<LineFragment>>,
+    /// A spreadsheet row's sheet and cells; None for other formats.
+    pub cells: Option<Json<CellRange>>,
 }
 
 impl From<SegmentRow> for Segment {
@@ -34,11 +36,12 @@ impl From<SegmentRow> for Segment {
             line_start: r.line_start.map(|l| l as u32),
             line_end: r.line_end.map(|l| l as u32),
             boxes: r.boxes.0,
+            cells: r.cells.map(|c| c.0),
         }
     }
 }
 
-const SEGMENT_COLUMNS: &str = "segment_index, page_idx, char_start, char_end, text, line_start, line_end, boxes";
+const SEGMENT_COLUMNS: &str = "segment_index, page_idx, char_start, char_end, text, line_start, line_end, boxes, cells";
 
 /// A document's segments in order, only within its workspace.
 pub async fn segments(pool: &PgPool, workspace_id: &str, document_id: Uuid) -> Result<Vec<SegmentRow>, StoreError> {
@@ -71,7 +74,8 @@ pub async fn pages(pool: &PgPool, workspace_id: &str, document_id: Uuid) -> Resu
 }
 
 /// Where the characters `[start, end)` of a document are: their boxes
-/// (exactly those characters, one per piece of line) and their lines.
+/// (exactly those characters, one per piece of line), their lines, and in
+/// a spreadsheet the sheet and cells of the rows they are in.
 pub async fn span(pool: &PgPool, workspace_id: &str, document_id: Uuid, start: u64, end: u64) -> Result<SpanGeometry, StoreError> {
     let rows: Vec<SegmentRow> = sqlx::query_as(&format!(
         "SELECT {SEGMENT_COLUMNS} FROM segments

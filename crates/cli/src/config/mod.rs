@@ -117,6 +117,9 @@ pub struct Settings {
     /// Most pages of a document (more fail with `too_many_pages`).
     #[arg(long, env = "PARSE_MAX_PAGES", default_value_t = 2_000, global = true)]
     pub parse_max_pages: u32,
+    /// Most non-empty cells of one spreadsheet sheet (XLSX, XLS, ODS, CSV, TSV); a larger sheet fails with `too_many_cells`.
+    #[arg(long, env = "PARSE_MAX_SHEET_CELLS", default_value_t = 1_000_000, global = true)]
+    pub parse_max_sheet_cells: u64,
     /// Text a document may produce, as a multiple of its size in bytes (and at least 4 Mi characters); more fails with `output_too_large`.
     #[arg(long, env = "PARSE_MAX_OUTPUT_RATIO", default_value_t = 16, global = true)]
     pub parse_max_output_ratio: u64,

@@ -6,3 +6,5 @@ mod geometry;
 mod hostile;
 pub(crate) mod hostile_inputs;
 mod parse;
+mod sheet;
+pub(crate) mod sheet_inputs;

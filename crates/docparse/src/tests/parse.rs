@@ -299,7 +299,7 @@ proptest! {
                 let glyphs = (0..text.chars().count())
                     .map(|i| Some(Glyph::new(Rect { x0: i as f32, y0: 0.0, x1: i as f32 + 1.0, y1: 1.0 }, Axis::X)))
                     .collect();
-                Block { page_idx, text, glyphs }
+                Block { page_idx, text, glyphs, cells: None }
             })
             .collect();
         blocks.sort_by_key(|b| b.page_idx);
