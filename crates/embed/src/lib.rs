@@ -66,13 +66,18 @@ pub enum InputConvention {
     InputType,
 }
 
+/// An input convention [`InputConvention::parse`] does not know.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown input convention {0:?} (none, prefix or input-type)")]
+pub struct UnknownInputConvention(pub String);
+
 impl InputConvention {
-    pub fn parse(s: &str) -> Result<Self, String> {
+    pub fn parse(s: &str) -> Result<Self, UnknownInputConvention> {
         match s {
             "none" | "" => Ok(InputConvention::None),
             "prefix" => Ok(InputConvention::Prefix),
             "input-type" => Ok(InputConvention::InputType),
-            other => Err(format!("unknown input convention {other:?} (none, prefix or input-type)")),
+            other => Err(UnknownInputConvention(other.to_string())),
         }
     }
 

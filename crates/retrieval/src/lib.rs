@@ -169,9 +169,21 @@ pub enum EmbedderLanguages {
     Only(Vec<Language>),
 }
 
+/// A language code [`EmbedderLanguages::parse`] does not know.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownLanguage(pub String);
+
+impl std::fmt::Display for UnknownLanguage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "unknown language {:?} (vi, en, other or *)", self.0)
+    }
+}
+
+impl std::error::Error for UnknownLanguage {}
+
 impl EmbedderLanguages {
     /// `*` or a comma-separated list of `vi`, `en`, `other`.
-    pub fn parse(spec: &str) -> Result<Self, String> {
+    pub fn parse(spec: &str) -> Result<Self, UnknownLanguage> {
         let spec = spec.trim();
         if spec == "*" || spec.eq_ignore_ascii_case("all") {
             return Ok(EmbedderLanguages::All);
@@ -182,7 +194,7 @@ impl EmbedderLanguages {
                 "vi" => Language::Vi,
                 "en" => Language::En,
                 "other" => Language::Other,
-                other => return Err(format!("unknown language {other:?} (vi, en, other or *)")),
+                other => return Err(UnknownLanguage(other.to_string())),
             });
         }
         Ok(EmbedderLanguages::Only(langs))

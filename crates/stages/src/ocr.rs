@@ -29,18 +29,30 @@ fn find_in_path(name: &str) -> Option<PathBuf> {
     std::env::var_os("PATH").map(|p| std::env::split_paths(&p).map(|d| d.join(name)).find(|f| f.is_file())).unwrap_or(None)
 }
 
+/// Why OCR cannot run on this machine.
+#[derive(Debug, thiserror::Error)]
+pub enum OcrUnavailable {
+    #[error("{program} not found (Debian: {package})")]
+    ProgramMissing { program: &'static str, package: &'static str },
+    #[error("tesseract --list-langs: {0}")]
+    ListingLanguages(#[source] std::io::Error),
+    #[error("none of the OCR languages {wanted} is installed (have: {})", installed.join(", "))]
+    NoLanguage { wanted: String, installed: Vec<String> },
+}
+
 impl TesseractOcr {
     /// The recogniser when both programs are installed, with the wanted
     /// languages (`+`-separated) narrowed to those tesseract has; otherwise
     /// why not.
-    pub fn detect(languages: &str, dpi: u32, timeout: Duration) -> Result<Self, String> {
-        let pdftoppm = find_in_path("pdftoppm").ok_or("pdftoppm not found (Debian: poppler-utils)")?;
-        let tesseract = find_in_path("tesseract").ok_or("tesseract not found (Debian: tesseract-ocr)")?;
-        let listed = Command::new(&tesseract).arg("--list-langs").output().map_err(|e| format!("tesseract --list-langs: {e}"))?;
+    pub fn detect(languages: &str, dpi: u32, timeout: Duration) -> Result<Self, OcrUnavailable> {
+        let pdftoppm = find_in_path("pdftoppm").ok_or(OcrUnavailable::ProgramMissing { program: "pdftoppm", package: "poppler-utils" })?;
+        let tesseract =
+            find_in_path("tesseract").ok_or(OcrUnavailable::ProgramMissing { program: "tesseract", package: "tesseract-ocr" })?;
+        let listed = Command::new(&tesseract).arg("--list-langs").output().map_err(OcrUnavailable::ListingLanguages)?;
         let installed: Vec<String> = String::from_utf8_lossy(&listed.stdout).lines().skip(1).map(|l| l.trim().to_string()).collect();
         let usable: Vec<&str> = languages.split('+').filter(|l| installed.iter().any(|i| i == l)).collect();
         if usable.is_empty() {
-            return Err(format!("none of the OCR languages {languages} is installed (have: {})", installed.join(", ")));
+            return Err(OcrUnavailable::NoLanguage { wanted: languages.to_string(), installed });
         }
         Ok(TesseractOcr { pdftoppm, tesseract, languages: usable.join("+"), dpi, timeout })
     }

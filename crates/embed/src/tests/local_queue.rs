@@ -8,8 +8,7 @@ use crate::{Embedder, InputConvention, InputKind, SentenceEncoder};
 
 fn model_dir() -> PathBuf {
     PathBuf::from(
-        std::env::var("MINILM_MODEL_DIR")
-            .expect("MINILM_MODEL_DIR must point at all-MiniLM-L6-v2 (scripts/stack writes it to .local/env)"),
+        std::env::var("MINILM_MODEL_DIR").expect("MINILM_MODEL_DIR must point at all-MiniLM-L6-v2 (scripts/stack writes it to .local/env)"),
     )
 }
 
