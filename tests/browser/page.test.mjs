@@ -6,8 +6,10 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { createRequire } from "node:module";
-import { writeFileSync } from "node:fs";
+import { readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import en from "../../crates/api/ui/i18n-en.js";
+import vi from "../../crates/api/ui/i18n-vi.js";
 
 const { BASE, CHROMIUM, PLAYWRIGHT_DIR, SHOTS, WORK, BOB_TOKEN } = process.env;
 const { chromium } = createRequire(join(PLAYWRIGHT_DIR, "node_modules") + "/")("playwright-core");
@@ -66,7 +68,7 @@ let aliceWorkspace;
 let aliceToken;
 
 test("upload, watch the pipeline, ask, and open every citation on the raw text", async () => {
-  const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+  const context = await browser.newContext({ viewport: { width: 1440, height: 900 }, locale: "en-US" });
   const page = await context.newPage();
   const requests = [];
   page.on("request", (r) => requests.push(new URL(r.url()).pathname));
@@ -111,7 +113,8 @@ test("upload, watch the pipeline, ask, and open every citation on the raw text",
   assert.ok(seen.has("ingested"), `the PDF reached ingested (seen: ${[...seen]})`);
   // Pushed, not polled: the page follows the workspace's status stream.
   assert.ok(requests.some((p) => p.endsWith("/documents/events")), "the page opened the document status stream");
-  assert.match(await doc.textContent(), /2 pages/);
+  assert.equal(await doc.getAttribute("data-page-count"), "2");
+  assert.match(await doc.textContent(), /2 pages/, "an English browser gets the English page");
   await screenshot(page, "documents.png");
 
   // The question shows at once, the answer as pending.
@@ -238,7 +241,7 @@ test("upload, watch the pipeline, ask, and open every citation on the raw text",
 
 test("another user sees nothing of the first user's workspace", async () => {
   assert.ok(aliceWorkspace, "the first test created the workspace");
-  const context = await browser.newContext({ viewport: { width: 1200, height: 800 } });
+  const context = await browser.newContext({ viewport: { width: 1200, height: 800 }, locale: "en-US" });
   const page = await context.newPage();
   const requests = [];
   page.on("request", (r) => requests.push(new URL(r.url()).pathname));
@@ -248,6 +251,7 @@ test("another user sees nothing of the first user's workspace", async () => {
   await page.fill("#token-input", BOB_TOKEN);
   await page.click("#token-form button[type=submit]");
   await page.locator("#workspace-error").waitFor();
+  assert.equal(await page.getAttribute("#workspace-error", "data-i18n"), "ws.notFound");
   assert.match(await page.textContent("#workspace-error"), /not found/i);
   assert.equal(await page.$$eval("#workspace-select option", (o) => o.length), 0);
   assert.equal(await page.locator(".document").count(), 0);
@@ -261,7 +265,7 @@ test("another user sees nothing of the first user's workspace", async () => {
 });
 
 test("a link carrying a token signs in only when the person agrees", async () => {
-  const context = await browser.newContext({ viewport: { width: 1200, height: 800 } });
+  const context = await browser.newContext({ viewport: { width: 1200, height: 800 }, locale: "en-US" });
   const page = await context.newPage();
   const asked = [];
   // Declined: the page stays signed out, and the token leaves the address bar.
@@ -289,7 +293,7 @@ test("a link carrying a token signs in only when the person agrees", async () =>
 
 test("files dropped on the page upload into the selected workspace, and switching leaves nothing behind", async () => {
   assert.ok(aliceWorkspace, "the first test created the workspace");
-  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, locale: "en-US" });
   const page = await context.newPage();
   const requests = [];
   page.on("request", (r) => requests.push(new URL(r.url()).pathname));
@@ -330,5 +334,153 @@ test("files dropped on the page upload into the selected workspace, and switchin
   await page.selectOption("#workspace-select", aliceWorkspace);
   await page.locator(".document", { hasText: "bao-cao-2023.pdf" }).waitFor();
   assert.equal(await page.locator(".document", { hasText: "ghi-chu.md" }).count(), 0);
+  await context.close();
+});
+
+// ---------- the page in Vietnamese and English ----------
+
+const UI = new URL("../../crates/api/ui/", import.meta.url);
+
+test("the catalogues: the same keys in Vietnamese and English, and every key the page uses", () => {
+  assert.deepEqual(Object.keys(vi).sort(), Object.keys(en).sort(), "i18n-vi.js and i18n-en.js hold the same keys");
+  for (const [k, v] of Object.entries(vi)) {
+    assert.equal(typeof v, typeof en[k], `${k}: a string in one, a function in the other`);
+    if (typeof v === "string") assert.ok(v.trim() && v !== en[k] || /^[A-Z]+$/.test(v), `${k} is translated`);
+  }
+  // Keys named in the page's code and markup (data-i18n*, t(), tr(), toast() ...).
+  const used = new Set();
+  const html = readFileSync(new URL("index.html", UI), "utf8");
+  for (const m of html.matchAll(/data-i18n(?:-[a-z-]+)?="([^"]+)"/g)) used.add(m[1]);
+  const prefixes = "signIn|signOut|ws|docs|status|upload|conv|chat|ask|cite|viewer|lang|error";
+  for (const f of readdirSync(UI).filter((f) => f.endsWith(".js") && !f.startsWith("i18n-"))) {
+    const src = readFileSync(new URL(f, UI), "utf8");
+    for (const m of src.matchAll(new RegExp(`["'](((?:${prefixes})\\.[A-Za-z_]+)|signOut)["']`, "g"))) used.add(m[1]);
+  }
+  assert.ok(used.size > 60, `found the keys the page uses (${used.size})`);
+  for (const k of used) assert.ok(k in en && k in vi, `${k} is in both catalogues`);
+  // Every document status, and the error codes the page is expected to translate.
+  for (const s of ["uploaded", "parsed", "chunked", "ingested", "failed", "deleted"]) assert.ok(`status.${s}` in vi);
+  const codes = [
+    "network", "unauthorized", "not_found", "invalid_field", "payload_too_large", "unsupported_media_type", "rate_limited",
+    "storage_quota_exceeded", "empty_file", "not_parsed", "document_failed", "corrupt_pdf", "encrypted_pdf", "corrupt_docx",
+    "decompression_bomb", "no_text", "too_many_pages", "parser_crashed", "parser_timeout", "out_of_memory",
+    "invalid_question", "retrieval_failed", "llm_failed",
+  ];
+  for (const c of codes) assert.ok(`error.${c}` in vi && `error.${c}` in en, `error code ${c} is translated`);
+});
+
+/**
+ * The page's own words (user content left out: answers, document text and
+ * names, conversation titles), and which of them are catalogue strings of
+ * the other language (`other`, `mine`: the two catalogues). A string that
+ * is part of one of the language's own is not counted ("Document" in
+ * "Document AI JSON").
+ */
+async function leftovers(page, other, mine) {
+  const text = await page.evaluate(() => {
+    const body = document.body.cloneNode(true);
+    const content = ".message .section, .message .abstention, .message.user p, .sources q, #viewer-text, #viewer-title, "
+      + ".doc-open, .upload-name, #workspace-select, #user-name, #cite-tip, .conversations li button";
+    body.querySelectorAll(content).forEach((n) => n.remove());
+    body.querySelectorAll("script").forEach((n) => n.remove());
+    return body.textContent;
+  });
+  const own = Object.values(mine).filter((v) => typeof v === "string");
+  return Object.entries(other)
+    .filter(([k, v]) => typeof v === "string" && v !== mine[k] && v.length > 3)
+    .filter(([, v]) => text.includes(v) && !own.some((o) => o.includes(v)))
+    .map(([k]) => k);
+}
+
+test("the page in Vietnamese for a Vietnamese browser, switched to English, kept across visits; error codes translated", async () => {
+  assert.ok(aliceWorkspace, "the first test created the workspace");
+  const context = await browser.newContext({ viewport: { width: 1440, height: 900 }, locale: "vi-VN" });
+  const page = await context.newPage();
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(e.message));
+
+  // Signed out, from the browser's language alone.
+  await page.goto(`${BASE}/#ws=${aliceWorkspace}`);
+  await page.locator("#dev-form").waitFor();
+  assert.equal(await page.getAttribute("html", "lang"), "vi");
+  assert.equal(await page.getAttribute("#lang-vi", "aria-pressed"), "true");
+  assert.equal(await page.textContent("#sign-in h1"), "Đăng nhập");
+  assert.equal(await page.textContent("#dev-form button[type=submit]"), vi["signIn.devSubmit"]);
+  assert.deepEqual(await leftovers(page, en, vi), [], "no English on the sign-in screen");
+  await screenshot(page, "vi-sign-in.png");
+
+  await page.fill("#dev-user", "alice");
+  await page.click("#dev-form button[type=submit]");
+  const doc = page.locator('.document[data-status="ingested"]', { hasText: "bao-cao-2023.pdf" });
+  await doc.waitFor();
+  assert.equal(await doc.locator(".badge").textContent(), "sẵn sàng");
+  assert.match(await doc.locator(".facts").textContent(), /2 trang/);
+  assert.equal(await page.getAttribute("#question", "placeholder"), vi["ask.placeholder"]);
+  // A document's failure code, translated (the server's text on hover).
+  const failed = page.locator('.document[data-status="failed"]', { hasText: "hong.pdf" });
+  assert.equal(await failed.locator(".failure").textContent(), "tệp PDF bị hỏng hoặc không phải PDF (corrupt_pdf)");
+  assert.ok((await failed.locator(".failure").getAttribute("title"))?.length > 0, "the server's reason is kept as the tooltip");
+  // An API error code, translated: an empty file is refused at upload.
+  await page.setInputFiles("#file-input", [join(WORK, "rong.txt")]);
+  const refused = page.locator('.upload.error[data-name="rong.txt"]');
+  await refused.waitFor();
+  assert.equal(await refused.getAttribute("data-code"), "empty_file");
+  assert.equal(await refused.locator(".upload-status").textContent(), "bị từ chối: tệp trống (empty_file)");
+  assert.equal(await refused.locator("button").textContent(), "Bỏ qua");
+  // An answer with its citations, opened on the raw text.
+  await page.locator(".conversations li").first().click();
+  const answer = page.locator(".message.assistant.done:not(.abstained)").first();
+  await answer.waitFor();
+  const when = await page.locator(".conversations li small").first().textContent();
+  assert.match(when, /^\d{1,2}:\d{2},? \d{1,2}\/\d{1,2}\/\d{2,4}$/, `a Vietnamese date and time: ${when}`);
+  assert.match(await answer.locator(".cite").first().getAttribute("aria-label"), /^Trích dẫn 1: bao-cao-2023\.pdf, trang \d$/);
+  await answer.locator(".cite").first().click();
+  await page.locator("#viewer mark.cited").first().waitFor();
+  assert.match(await page.textContent("#viewer-status"), /^Ký tự được trích: /);
+  assert.equal(await page.locator("#viewer .page-break").first().textContent(), "Trang 1");
+  await page.locator("#viewer .page-image img").waitFor({ timeout: 30_000 });
+  await page.mouse.move(5, 880);
+  assert.deepEqual(await leftovers(page, en, vi), [], "no English left on the Vietnamese page");
+  assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= innerWidth), "no horizontal scrolling");
+  await screenshot(page, "vi.png");
+
+  // Switched to English with the switch: everything shown follows.
+  await page.click("#lang-en");
+  assert.equal(await page.getAttribute("html", "lang"), "en");
+  assert.equal(await page.getAttribute("#lang-en", "aria-pressed"), "true");
+  assert.equal(await page.textContent("#documents-heading"), "Documents");
+  assert.equal(await doc.locator(".badge").textContent(), "ingested");
+  assert.match(await doc.locator(".facts").textContent(), /2 pages/);
+  assert.equal(await failed.locator(".failure").textContent(), "the PDF is damaged or not a PDF (corrupt_pdf)");
+  assert.equal(await refused.locator(".upload-status").textContent(), "refused: the file is empty (empty_file)");
+  assert.match(await page.textContent("#viewer-status"), /^Cited characters /);
+  assert.equal(await page.locator("#viewer .page-break").first().textContent(), "Page 1");
+  const whenEn = await page.locator(".conversations li small").first().textContent();
+  assert.match(whenEn, /^\d{1,2}\/\d{1,2}\/\d{2,4}, \d{1,2}:\d{2}\s?[AP]M$/, `an English date and time: ${whenEn}`);
+  assert.equal(await page.getAttribute("#question", "placeholder"), en["ask.placeholder"]);
+  assert.deepEqual(await leftovers(page, vi, en), [], "no Vietnamese left on the English page");
+  await screenshot(page, "en.png");
+
+  // The choice outlives a reload, though the browser still prefers Vietnamese.
+  assert.equal(await page.evaluate(() => localStorage.getItem("rag-engine.lang")), "en");
+  await page.reload();
+  await page.locator('.document[data-status="ingested"]', { hasText: "bao-cao-2023.pdf" }).waitFor();
+  assert.equal(await page.getAttribute("html", "lang"), "en");
+  assert.equal(await page.textContent("#documents-heading"), "Documents");
+  assert.equal(await page.getAttribute("#lang-en", "aria-pressed"), "true");
+  // And back: Vietnamese again, also after a reload.
+  await page.click("#lang-vi");
+  await page.reload();
+  await page.locator('.document[data-status="ingested"]', { hasText: "bao-cao-2023.pdf" }).waitFor();
+  assert.equal(await page.getAttribute("html", "lang"), "vi");
+  assert.equal(await page.textContent("#documents-heading"), "Tài liệu");
+
+  // A narrow window in Vietnamese (longer strings): one column, nothing wider.
+  await page.setViewportSize({ width: 400, height: 800 });
+  await page.goto(`${BASE}/#ws=${aliceWorkspace}`);
+  await page.locator('.document[data-status="ingested"]').first().waitFor();
+  assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= 400), "no horizontal scrolling");
+  await screenshot(page, "vi-narrow.png");
+  assert.deepEqual(errors, [], "no script errors");
   await context.close();
 });

@@ -26,11 +26,21 @@ const INDEX_HTML: &str = include_str!("../../ui/index.html");
 /// Every file under `/ui/`; the names are the whole list (no file system).
 const ASSETS: &[Asset] = &[
     Asset { name: "app.css", content_type: "text/css; charset=utf-8", body: include_str!("../../ui/app.css") },
-    Asset { name: "app.js", content_type: "text/javascript; charset=utf-8", body: include_str!("../../ui/app.js") },
-    Asset { name: "api.js", content_type: "text/javascript; charset=utf-8", body: include_str!("../../ui/api.js") },
-    Asset { name: "spans.js", content_type: "text/javascript; charset=utf-8", body: include_str!("../../ui/spans.js") },
-    Asset { name: "sse.js", content_type: "text/javascript; charset=utf-8", body: include_str!("../../ui/sse.js") },
+    Asset { name: "app.js", content_type: JS, body: include_str!("../../ui/app.js") },
+    Asset { name: "api.js", content_type: JS, body: include_str!("../../ui/api.js") },
+    Asset { name: "chat.js", content_type: JS, body: include_str!("../../ui/chat.js") },
+    Asset { name: "documents.js", content_type: JS, body: include_str!("../../ui/documents.js") },
+    Asset { name: "dom.js", content_type: JS, body: include_str!("../../ui/dom.js") },
+    Asset { name: "i18n.js", content_type: JS, body: include_str!("../../ui/i18n.js") },
+    Asset { name: "i18n-en.js", content_type: JS, body: include_str!("../../ui/i18n-en.js") },
+    Asset { name: "i18n-vi.js", content_type: JS, body: include_str!("../../ui/i18n-vi.js") },
+    Asset { name: "spans.js", content_type: JS, body: include_str!("../../ui/spans.js") },
+    Asset { name: "sse.js", content_type: JS, body: include_str!("../../ui/sse.js") },
+    Asset { name: "state.js", content_type: JS, body: include_str!("../../ui/state.js") },
+    Asset { name: "viewer.js", content_type: JS, body: include_str!("../../ui/viewer.js") },
 ];
+
+const JS: &str = "text/javascript; charset=utf-8";
 
 /// The page may only load its own files and talk to its own origin: a
 /// cited document's text is rendered as text, and nothing else can run.
@@ -131,6 +141,20 @@ mod tests {
         }
         for name in ["app.css", "app.js"] {
             assert!(INDEX_HTML.contains(&format!("/ui/{name}")), "index.html does not load {name}");
+        }
+    }
+
+    /// A module added to `ui/` and not to [`ASSETS`] would be a 404 for
+    /// the browser (tests only the page's own files, not `*.test.mjs`).
+    #[test]
+    fn every_file_of_the_ui_directory_is_served() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/ui");
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let name = entry.unwrap().file_name().into_string().unwrap();
+            if name == "index.html" || name.ends_with(".test.mjs") {
+                continue;
+            }
+            assert!(ASSETS.iter().any(|a| a.name == name), "ui/{name} is not in ASSETS");
         }
     }
 

@@ -1,0 +1,344 @@
+// Conversations and answers: the question shows at once and the answer
+// as pending, its text streams in as the model writes it, and each
+// section ends with citation bubbles that open the cited span.
+
+import { ApiError } from "./api.js";
+import { streamEvents } from "./sse.js";
+import { preview } from "./spans.js";
+import { $, el, toast } from "./dom.js";
+import { t, num, date, errorArg, onLanguageChange, translateTree } from "./i18n.js";
+import { state, updateHash, docName } from "./state.js";
+import { openViewer } from "./viewer.js";
+
+const chatHint = $("chat-hint");
+// Out of the page while messages are shown, so translated here on a switch.
+onLanguageChange(() => translateTree(chatHint));
+
+// ---------- conversations ----------
+
+export async function loadConversations(gen, open) {
+  try {
+    const list = await state.ws.conversations();
+    if (gen !== state.gen) return;
+    state.conversations = list;
+    renderConversations();
+    if (open && list.some((c) => c.id === open)) openConversation(open);
+  } catch (err) {
+    if (gen === state.gen && !(err instanceof ApiError && err.status === 404)) {
+      toast("conv.listFailed", { err: errorArg(err) }, true);
+    }
+  }
+}
+
+export function renderConversations() {
+  $("conversations").replaceChildren(
+    ...state.conversations.map((c) =>
+      el(
+        "li",
+        { class: c.id === state.conversationId ? "active" : "" },
+        el(
+          "button",
+          { type: "button", onclick: () => openConversation(c.id), "aria-current": c.id === state.conversationId ? "true" : null },
+          c.title || t("conv.untitled"),
+          el("small", { class: "muted", text: date(c.created_at) }),
+        ),
+      ),
+    ),
+  );
+}
+
+function newConversation() {
+  state.stream?.abort();
+  state.stream = null;
+  state.conversationId = null;
+  state.messages = [];
+  updateHash({ c: null });
+  renderConversations();
+  renderMessages();
+  $("question").focus();
+}
+$("new-conversation").addEventListener("click", newConversation);
+
+export async function openConversation(id) {
+  const gen = state.gen;
+  state.stream?.abort();
+  state.conversationId = id;
+  state.messages = [];
+  updateHash({ c: id });
+  renderConversations();
+  renderMessages();
+  try {
+    const conv = await state.ws.conversation(id);
+    if (gen !== state.gen || state.conversationId !== id) return;
+    state.messages = conv.messages;
+    renderMessages();
+    listen(id, gen);
+    for (const m of conv.messages) if (m.status === "pending") watchPending(id, m.id, gen);
+  } catch (err) {
+    if (gen === state.gen) toast("conv.openFailed", { err: errorArg(err) }, true);
+  }
+}
+
+/**
+ * Applies a `message.delta`: the answer's text so far, from section `from`
+ * on (each delta holds the whole text: replace, never append).
+ */
+function applyDelta(d) {
+  const before = state.partials.get(d.message_id) ?? [];
+  state.partials.set(d.message_id, [...before.slice(0, d.from), ...d.sections]);
+  const shown = state.messages.find((m) => m.id === d.message_id);
+  if (shown && shown.status === "pending") renderMessages();
+}
+
+/**
+ * The conversation's event stream: answers arrive as `message.status_updated`,
+ * their text as it is written as `message.delta`.
+ */
+function listen(conversationId, gen) {
+  state.stream?.abort();
+  const abort = new AbortController();
+  state.stream = abort;
+  streamEvents(
+    state.ws.eventsUrl(conversationId),
+    state.api.headers(),
+    abort.signal,
+    ({ event, data }) => {
+      if (gen !== state.gen || state.conversationId !== conversationId) return;
+      try {
+        if (event === "message.status_updated") upsertMessage(JSON.parse(data));
+        else if (event === "message.delta") applyDelta(JSON.parse(data));
+      } catch {
+        /* a malformed event: the pending poll still delivers the answer */
+      }
+    },
+    () => {},
+  );
+}
+
+/** Polls a pending answer too, in case the stream is down when it lands. */
+async function watchPending(conversationId, messageId, gen) {
+  for (let i = 0; i < 600; i++) {
+    await new Promise((r) => setTimeout(r, i < 5 ? 1000 : 2000));
+    if (gen !== state.gen || state.conversationId !== conversationId) return;
+    const shown = state.messages.find((m) => m.id === messageId);
+    if (shown && shown.status !== "pending") return;
+    try {
+      const m = await state.ws.message(conversationId, messageId);
+      if (gen !== state.gen || state.conversationId !== conversationId) return;
+      if (m.status !== "pending") return upsertMessage(m);
+    } catch {
+      /* keep waiting; the stream may still deliver it */
+    }
+  }
+}
+
+function upsertMessage(m) {
+  if (m.status !== "pending") state.partials.delete(m.id);
+  const i = state.messages.findIndex((x) => x.id === m.id);
+  if (i >= 0) state.messages[i] = m;
+  else state.messages.push(m);
+  renderMessages();
+}
+
+async function ask(content) {
+  const ws = state.ws;
+  const gen = state.gen;
+  if (!ws) return toast("ws.pickFirst", {}, true);
+  // The question shows at once, the answer as pending, before any request.
+  const local = { id: `local-${Date.now()}`, role: "user", content, status: "sending" };
+  const pending = { id: `local-${Date.now()}-a`, role: "assistant", content: "", status: "pending" };
+  state.messages.push(local, pending);
+  renderMessages();
+  try {
+    let conversationId = state.conversationId;
+    if (!conversationId) {
+      const conv = await ws.createConversation(preview(content, 80));
+      if (gen !== state.gen) return;
+      conversationId = conv.id;
+      state.conversationId = conv.id;
+      state.conversations.unshift(conv);
+      updateHash({ c: conv.id });
+      renderConversations();
+      listen(conv.id, gen);
+    }
+    const accepted = await ws.ask(conversationId, content);
+    if (gen !== state.gen || state.conversationId !== conversationId) return;
+    state.messages = state.messages.filter((m) => m !== local && m !== pending);
+    for (const m of [accepted.user_message, accepted.assistant_message]) {
+      if (!state.messages.some((x) => x.id === m.id)) state.messages.push(m);
+    }
+    renderMessages();
+    watchPending(conversationId, accepted.assistant_message.id, gen);
+  } catch (err) {
+    if (gen !== state.gen) return;
+    local.status = "failed";
+    local.error = errorArg(err);
+    state.messages = state.messages.filter((m) => m !== pending);
+    renderMessages();
+  }
+}
+
+$("ask-form").addEventListener("submit", (e) => {
+  e.preventDefault();
+  const q = $("question").value.trim();
+  if (!q) return;
+  $("question").value = "";
+  ask(q);
+});
+$("question").addEventListener("keydown", (e) => {
+  if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+    e.preventDefault();
+    $("ask-form").requestSubmit();
+  }
+});
+
+// ---------- answers and citations ----------
+
+export function renderMessages() {
+  const box = $("messages");
+  const nodes = state.messages.map(renderMessage);
+  if (!nodes.length) nodes.push(chatHint);
+  box.replaceChildren(...nodes);
+  box.scrollTop = box.scrollHeight;
+}
+
+function renderMessage(m) {
+  if (m.role === "user") {
+    return el(
+      "article",
+      { class: `message user status-${m.status}`, dataset: { id: m.id } },
+      el("p", { text: m.content }),
+      m.status === "failed" ? el("p", { class: "failure", text: t("chat.notSent", { err: m.error }) }) : null,
+    );
+  }
+  const partial = m.status === "pending" ? (state.partials.get(m.id) ?? []).filter((s) => s.text) : [];
+  if (partial.length) {
+    // The answer as the model writes it: a closed section's bubbles come
+    // with it (numbered as the final answer numbers them).
+    let n = 0;
+    return el(
+      "article",
+      { class: "message assistant pending streaming", dataset: { id: m.id }, "aria-busy": "true" },
+      ...partial.map((s, i) =>
+        el(
+          "p",
+          { class: `section${s.closed ? "" : " open"}` },
+          s.text,
+          ...(s.closed ? (s.citations ?? []) : []).map((c) => citationBubble(++n, c)),
+          i === partial.length - 1 && !s.closed ? el("span", { class: "caret", "aria-hidden": "true" }) : null,
+        ),
+      ),
+      el("small", { class: "muted", text: t("chat.writing") }),
+    );
+  }
+  if (m.status === "pending") {
+    return el(
+      "article",
+      { class: "message assistant pending", dataset: { id: m.id }, "aria-busy": "true" },
+      el("p", { class: "muted" }, el("span", { class: "spinner", "aria-hidden": "true" }), t("chat.pending")),
+    );
+  }
+  if (m.status === "failed") {
+    const f = m.metadata?.failure ?? {};
+    return el(
+      "article",
+      { class: "message assistant failed", dataset: { id: m.id, code: f.code ?? "" } },
+      el("p", { class: "failure", title: f.message || null, text: t("chat.noAnswer", { err: f.code || f.message ? f : null }) }),
+    );
+  }
+  if (m.abstained ?? m.metadata?.abstained) {
+    return el(
+      "article",
+      { class: "message assistant done abstained", dataset: { id: m.id } },
+      el("p", { class: "abstention", text: m.content }),
+      el("small", { class: "muted", text: t("chat.abstained") }),
+    );
+  }
+  const sections = m.metadata?.sections ?? [];
+  let n = 0;
+  const sources = [];
+  const body = sections.map((s) =>
+    el(
+      "p",
+      { class: "section" },
+      s.text,
+      ...(s.citations ?? []).map((c) => {
+        n += 1;
+        sources.push([n, c]);
+        return citationBubble(n, c);
+      }),
+    ),
+  );
+  if (!sections.length && m.content) body.push(el("p", { text: m.content }));
+  return el(
+    "article",
+    { class: "message assistant done", dataset: { id: m.id } },
+    ...body,
+    sources.length
+      ? el(
+          "ol",
+          { class: "sources" },
+          ...sources.map(([i, c]) =>
+            el(
+              "li",
+              { value: i },
+              t("chat.source", { doc: docName(c.document_id), page: Number(c.page_idx) + 1 }),
+              el("q", { text: preview(c.text ?? c.snippet_preview, 120) }),
+            ),
+          ),
+        )
+      : null,
+    m.metadata?.mode ? el("small", { class: "muted", text: t(m.metadata.mode === "llm" ? "chat.modeLlm" : "chat.modeExtractive") }) : null,
+  );
+}
+
+function citationBubble(n, c) {
+  return el(
+    "button",
+    {
+      type: "button",
+      class: "cite",
+      "aria-label": t("cite.label", { n, doc: docName(c.document_id), page: Number(c.page_idx) + 1 }),
+      dataset: { n, doc: c.document_id, start: c.char_start, end: c.char_end, snippet: `“${preview(c.text ?? c.snippet_preview, 280)}”` },
+      onclick: (e) => openViewer(c.document_id, Number(c.char_start), Number(c.char_end), e.currentTarget),
+    },
+    num(n),
+  );
+}
+
+// One floating tooltip with the cited text, placed by the bubble under the
+// pointer or the focus and kept inside the window (a tooltip inside the
+// scrolling chat would be cut at its edges).
+const tip = el("div", { id: "cite-tip", class: "cite-tip", role: "tooltip", hidden: true });
+document.body.append(tip);
+function showTip(bubble) {
+  tip.textContent = bubble.dataset.snippet;
+  tip.hidden = false;
+  bubble.setAttribute("aria-describedby", "cite-tip");
+  const r = bubble.getBoundingClientRect();
+  const left = Math.max(8, Math.min(r.left + r.width / 2 - tip.offsetWidth / 2, innerWidth - tip.offsetWidth - 8));
+  const above = r.top - tip.offsetHeight - 8;
+  tip.style.left = `${left}px`;
+  tip.style.top = `${above >= 8 ? above : r.bottom + 8}px`;
+}
+function hideTip() {
+  tip.hidden = true;
+}
+$("messages").addEventListener("mouseover", (e) => e.target.closest?.(".cite") && showTip(e.target.closest(".cite")));
+$("messages").addEventListener("mouseout", (e) => e.target.closest?.(".cite") && hideTip());
+$("messages").addEventListener("focusin", (e) => e.target.classList?.contains("cite") && showTip(e.target));
+$("messages").addEventListener("focusout", hideTip);
+$("messages").addEventListener("scroll", hideTip);
+
+// Arrow keys move between citation bubbles; Enter or Space opens one.
+$("messages").addEventListener("keydown", (e) => {
+  if (!e.target.classList?.contains("cite")) return;
+  const step = { ArrowRight: 1, ArrowDown: 1, ArrowLeft: -1, ArrowUp: -1 }[e.key];
+  if (!step) return;
+  const all = [...document.querySelectorAll("#messages .cite")];
+  const next = all[all.indexOf(e.target) + step];
+  if (next) {
+    e.preventDefault();
+    next.focus();
+  }
+});

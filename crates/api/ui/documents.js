@@ -1,0 +1,162 @@
+// The documents panel: uploads with progress, and each document's status
+// as the pipeline moves it (pushed by the workspace's status stream, with
+// a slow poll as a second path).
+
+import { ApiError } from "./api.js";
+import { streamEvents } from "./sse.js";
+import { $, el, toast, showWorkspaceError } from "./dom.js";
+import { t, tr, bytes, errorArg, errorText } from "./i18n.js";
+import { state } from "./state.js";
+import { openViewer } from "./viewer.js";
+
+const TERMINAL = new Set(["ingested", "failed", "deleted"]);
+
+/**
+ * The workspace's document status stream: each status change is pushed
+ * (`document.status_updated`), so the list follows the pipeline without
+ * polling. `onReady` runs when the stream starts (`ready`): the list read
+ * after it misses nothing the stream will not bring. Reconnects resume
+ * with Last-Event-ID (sse.js).
+ */
+export function watchDocuments(gen, onReady) {
+  state.docStream?.abort();
+  const abort = new AbortController();
+  state.docStream = abort;
+  streamEvents(
+    state.ws.documentEventsUrl(),
+    state.api.headers(),
+    abort.signal,
+    ({ event, data }) => {
+      if (gen !== state.gen) return;
+      if (event === "ready") return onReady();
+      if (event !== "document.status_updated") return;
+      try {
+        const d = JSON.parse(data);
+        const before = new Map(state.docs);
+        if (d.status === "deleted") state.docs.delete(d.id);
+        else state.docs.set(d.id, { ...(state.docs.get(d.id) ?? {}), ...d });
+        renderDocuments(before);
+      } catch {
+        /* a malformed event: the slow poll still brings the list */
+      }
+    },
+    (e) => {
+      // The stream is down: the list is polled until it is back.
+      if (gen === state.gen && e?.fatal) pollDocuments(gen);
+    },
+  );
+}
+
+export async function pollDocuments(gen) {
+  clearTimeout(state.docTimer);
+  let busy = true;
+  try {
+    const docs = await state.ws.documents();
+    if (gen !== state.gen) return;
+    const before = state.docs;
+    state.docs = new Map(docs.map((d) => [d.id, d]));
+    renderDocuments(before);
+    busy = docs.some((d) => !TERMINAL.has(d.status)) || $("uploads").children.length > 0;
+  } catch (err) {
+    if (gen !== state.gen) return;
+    if (err instanceof ApiError && err.status === 404) {
+      showWorkspaceError("ws.notFound");
+      return;
+    }
+    toast("docs.listFailed", { err: errorArg(err) }, true);
+  }
+  // A second path beside the stream (a proxy may hold events back): a slow
+  // poll, quicker while something is in flight.
+  if (gen === state.gen) state.docTimer = setTimeout(() => pollDocuments(gen), busy ? 5000 : 30000);
+}
+
+/** The list, from `state.docs`; a status that changed since `before` flashes. */
+export function renderDocuments(before = state.docs) {
+  const items = [...state.docs.values()].map((d) => {
+    const changed = before.has(d.id) && before.get(d.id).status !== d.status;
+    const facts = [];
+    if (d.size_bytes) facts.push(bytes(d.size_bytes));
+    if (d.page_count) facts.push(t("docs.pages", { n: d.page_count }));
+    if (d.chunk_count) facts.push(t("docs.chunks", { n: d.chunk_count }));
+    const failure = { code: d.failure_code ?? "", message: d.failure_reason ?? "" };
+    return el(
+      "li",
+      {
+        class: `document status-${d.status}${changed ? " changed" : ""}`,
+        dataset: { id: d.id, status: d.status, pageCount: d.page_count ?? "" },
+      },
+      el(
+        "button",
+        { type: "button", class: "doc-open", title: t("docs.open"), onclick: () => openViewer(d.id, null, null) },
+        d.filename || d.id,
+      ),
+      el("span", { class: `badge status-${d.status}`, text: t(`status.${d.status}`) }),
+      facts.length
+        ? el("small", { class: "muted facts", title: d.uploaded_at ? t("docs.uploadedAt", { at: d.uploaded_at }) : null, text: facts.join(" · ") })
+        : null,
+      d.status === "failed"
+        ? el("p", {
+            class: "failure",
+            dataset: { code: failure.code },
+            // The translated reason; the server's own words (with details
+            // such as limits) on hover.
+            title: failure.message || null,
+            text: failure.code || failure.message ? errorText(failure) : t("docs.failed"),
+          })
+        : null,
+    );
+  });
+  $("documents").replaceChildren(...items);
+  $("documents-empty").hidden = state.docs.size > 0 || $("uploads").children.length > 0;
+}
+
+function uploadFiles(files) {
+  if (!state.ws) return toast("ws.pickFirst", {}, true);
+  const ws = state.ws;
+  const gen = state.gen;
+  for (const file of files) {
+    const bar = el("progress", { max: 1, value: 0 });
+    const status = el("span", { class: "upload-status", t: ["upload.sending", { size: file.size }] });
+    const row = el("li", { class: "upload", dataset: { name: file.name } }, el("span", { class: "upload-name", text: file.name }), bar, status);
+    $("uploads").append(row);
+    $("documents-empty").hidden = true;
+    ws.upload(file, (f) => (bar.value = f))
+      .then(() => {
+        if (gen !== state.gen) return;
+        bar.value = 1;
+        row.classList.add("done");
+        tr(status, "upload.done");
+        setTimeout(() => row.remove(), 1500);
+        pollDocuments(gen);
+      })
+      .catch((err) => {
+        if (gen !== state.gen) return;
+        row.classList.add("error");
+        row.dataset.code = err.code ?? "";
+        bar.remove();
+        const why = errorArg(err);
+        status.replaceWith(el("span", { class: "upload-status", title: why.message || null, t: ["upload.refused", { err: why }] }));
+        row.append(el("button", { type: "button", class: "small", t: "upload.dismiss", onclick: () => row.remove() }));
+      });
+  }
+}
+
+$("file-input").addEventListener("change", (e) => {
+  uploadFiles([...e.target.files]);
+  e.target.value = "";
+});
+const drop = $("drop-zone");
+for (const ev of ["dragenter", "dragover"]) {
+  drop.addEventListener(ev, (e) => {
+    e.preventDefault();
+    drop.classList.add("over");
+  });
+}
+for (const ev of ["dragleave", "drop"]) drop.addEventListener(ev, () => drop.classList.remove("over"));
+drop.addEventListener("drop", (e) => {
+  e.preventDefault();
+  uploadFiles([...(e.dataTransfer?.files ?? [])]);
+});
+// A file dropped anywhere else must not make the browser navigate away.
+window.addEventListener("dragover", (e) => e.preventDefault());
+window.addEventListener("drop", (e) => e.preventDefault());

@@ -1,0 +1,58 @@
+// The page's state (one workspace at a time) and the address's fragment.
+//
+// Switching workspace bumps `state.gen`; every asynchronous result checks
+// the generation it was started in and is dropped if the user has moved
+// on, so nothing from one workspace is rendered in (or requested for)
+// another.
+
+import { t } from "./i18n.js";
+
+export const state = {
+  api: null,
+  user: null,
+  workspaces: [],
+  ws: null, // WorkspaceApi of the selected workspace
+  gen: 0,
+  docs: new Map(), // id -> document
+  conversations: [],
+  conversationId: null,
+  messages: [],
+  partials: new Map(), // assistant message id -> sections written so far (message.delta)
+  stream: null, // AbortController of the open event stream
+  docTimer: null,
+  docStream: null, // AbortController of the workspace's document status stream
+  rawCache: new Map(), // document id -> raw text (this workspace only)
+  pageImageUrl: null, // object URL of the page image shown in the viewer
+  activeCite: null,
+};
+
+export function hashParams() {
+  return new URLSearchParams(location.hash.replace(/^#/, ""));
+}
+
+export function setHash(params) {
+  const h = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v) h.set(k, v);
+  const next = h.toString();
+  if (next !== location.hash.replace(/^#/, "")) history.replaceState(null, "", next ? `#${next}` : location.pathname);
+}
+
+export function currentHash() {
+  return Object.fromEntries(hashParams().entries());
+}
+
+export function updateHash(changes) {
+  setHash({ ...currentHash(), ...changes });
+}
+
+/** `START-END` of a link, or nulls (the whole document, nothing marked). */
+export function parseSpan(span) {
+  const m = /^(\d+)-(\d+)$/.exec(span ?? "");
+  return m ? [Number(m[1]), Number(m[2])] : [null, null];
+}
+
+/** A document's name as shown (its file name, or its id). */
+export function docName(id) {
+  const d = state.docs.get(id);
+  return d ? d.filename || id : t("docs.deleted");
+}

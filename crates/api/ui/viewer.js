@@ -1,0 +1,134 @@
+// The raw-text viewer: a document's text (the raw-text endpoint's
+// segments, with page headings for paged formats) scrolled to a cited
+// span, exactly `text[char_start..char_end]` inside `<mark>`, and for a
+// PDF the page itself with the cited boxes drawn by the server.
+
+import { spanPieces, splitSegment } from "./spans.js";
+import { $, el } from "./dom.js";
+import { t, tr, errorArg, onLanguageChange } from "./i18n.js";
+import { state, updateHash, docName } from "./state.js";
+
+function setTitle(documentId) {
+  const title = $("viewer-title");
+  if (state.docs.has(documentId)) {
+    delete title.dataset.i18n;
+    title.textContent = docName(documentId);
+  } else {
+    tr(title, "docs.deleted");
+  }
+}
+
+export async function openViewer(documentId, start, end, bubble = null) {
+  const gen = state.gen;
+  const viewer = $("viewer");
+  viewer.hidden = false;
+  document.body.classList.add("viewing");
+  state.activeCite?.classList.remove("active");
+  state.activeCite = bubble;
+  bubble?.classList.add("active");
+  setTitle(documentId);
+  const status = $("viewer-status");
+  tr(status, "viewer.loading");
+  const text = $("viewer-text");
+  text.replaceChildren();
+  updateHash({ doc: documentId, span: start !== null && end !== null ? `${start}-${end}` : null });
+  let raw = state.rawCache.get(documentId);
+  try {
+    if (!raw) {
+      raw = await state.ws.rawText(documentId);
+      if (gen !== state.gen) return;
+      state.rawCache.set(documentId, raw);
+    }
+  } catch (err) {
+    if (gen !== state.gen) return;
+    const why = { not_parsed: "viewer.notParsed", document_failed: "viewer.documentFailed", not_found: "viewer.notFound" }[err.code];
+    if (why) tr(status, why);
+    else tr(status, "viewer.loadFailed", { err: errorArg(err) });
+    return;
+  }
+  const segments = raw.segments;
+  const pieces = start !== null && end !== null ? spanPieces(segments, start, end) : [];
+  const bySegment = new Map();
+  for (const p of pieces) bySegment.set(p.segment, [...(bySegment.get(p.segment) ?? []), p]);
+  const doc = state.docs.get(documentId);
+  const paged = (doc?.page_count ?? 0) > 0;
+  const nodes = [];
+  let page = null;
+  segments.forEach((seg, i) => {
+    if (paged && seg.page_idx !== page) {
+      page = seg.page_idx;
+      nodes.push(el("div", { class: "page-break", dataset: { page: page + 1 }, t: ["viewer.page", { n: page + 1 }] }));
+    }
+    const parts = splitSegment(seg.text, bySegment.get(i) ?? []);
+    nodes.push(
+      el(
+        "span",
+        { class: "segment", dataset: { segment: seg.segment_index, page: seg.page_idx + 1 } },
+        ...parts.map((p) => (p.marked ? el("mark", { class: "cited", text: p.text }) : p.text)),
+      ),
+    );
+  });
+  text.replaceChildren(...nodes);
+  showPageImage(raw, documentId, pieces, segments, start, end, gen);
+  const pages = [...new Set(pieces.map((p) => segments[p.segment].page_idx + 1))];
+  if (pieces.length) tr(status, "viewer.cited", { start, end, pages: paged ? pages : null });
+  else tr(status, "viewer.summary", { segments: segments.length, pages: paged ? doc.page_count : null });
+  const first = text.querySelector("mark.cited");
+  first?.scrollIntoView({ block: "center" });
+}
+
+// A cited span of a PDF is also shown where it is on the page: the server
+// renders the page with the span's boxes drawn (GET .../pages/N/image).
+async function showPageImage(raw, documentId, pieces, segments, start, end, gen) {
+  dropPageImage();
+  if (!pieces.length) return;
+  const pageIdx = segments[pieces[0].segment].page_idx;
+  const page = (raw.pages ?? []).find((p) => p.page_idx === pageIdx);
+  if (!page || page.unit !== "pt") return;
+  const n = pageIdx + 1;
+  const figure = el("figure", { class: "page-image" }, el("figcaption", { class: "muted", t: ["viewer.imageLoading", { n }] }));
+  $("viewer-text").before(figure);
+  try {
+    const blob = await state.ws.pageImage(documentId, n, start, end);
+    if (gen !== state.gen || !figure.isConnected) return;
+    state.pageImageUrl = URL.createObjectURL(blob);
+    const img = el("img", { alt: t("viewer.imageAlt", { n, doc: docName(documentId) }), dataset: { n } });
+    // Scroll the page to the first cited line.
+    const line = segments[pieces[0].segment].boxes?.find((b) => b.char_end > start);
+    img.addEventListener("load", () => {
+      if (line) figure.scrollTop = Math.max(0, (line.y0 / page.height) * img.clientHeight - 40);
+    });
+    img.src = state.pageImageUrl;
+    figure.replaceChildren(img, el("figcaption", { class: "muted", t: ["viewer.imageCaption", { n }] }));
+  } catch (err) {
+    if (figure.isConnected) figure.replaceChildren(el("figcaption", { class: "muted", t: ["viewer.noImage", { err: errorArg(err) }] }));
+  }
+}
+
+// The image's text alternative follows a switch of language too.
+onLanguageChange(() => {
+  const img = document.querySelector("#viewer .page-image img");
+  const doc = new URLSearchParams(location.hash.replace(/^#/, "")).get("doc");
+  if (img) img.alt = t("viewer.imageAlt", { n: Number(img.dataset.n), doc: docName(doc) });
+});
+
+function dropPageImage() {
+  document.querySelectorAll("#viewer .page-image").forEach((f) => f.remove());
+  if (state.pageImageUrl) URL.revokeObjectURL(state.pageImageUrl);
+  state.pageImageUrl = null;
+}
+
+export function closeViewer(restoreFocus = true) {
+  dropPageImage();
+  $("viewer").hidden = true;
+  document.body.classList.remove("viewing");
+  $("viewer-text").replaceChildren();
+  if (state.api) updateHash({ doc: null, span: null });
+  if (restoreFocus) state.activeCite?.focus();
+  state.activeCite?.classList.remove("active");
+}
+
+$("viewer-close").addEventListener("click", () => closeViewer());
+document.addEventListener("keydown", (e) => {
+  if (e.key === "Escape" && !$("viewer").hidden) closeViewer();
+});
