@@ -1,0 +1,299 @@
+//! Answering one question: the evidence a model is shown, its streamed
+//! sections grounded as they close, the check of the whole answer, and the
+//! extractive fallback; and the query a follow-up question is searched
+//! with.
+
+use crate::{
+    abstention, contract, evidence, extractive, grounding, llm, prompt, AnswerError, AnswerMode, AnswerOutcome, Citation, CitationReport,
+    LlmFallback, Section, SourceChunk,
+};
+
+/// Sections per extractive answer.
+pub const EXTRACTIVE_SECTIONS: usize = 3;
+
+/// Earlier turns given to the model.
+pub const HISTORY_TURNS: usize = 6;
+
+/// Evidence characters an answer keeps whatever the history takes.
+const MIN_EVIDENCE_CHARS: usize = 1_200;
+
+/// How an answer is made.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AnswerOptions {
+    /// Characters of evidence in the prompt.
+    pub evidence_chars: usize,
+    /// Check the answer against what it cites before showing it.
+    pub verify: bool,
+    /// The check's certainty (0 to 1) below which an answer is held back,
+    /// when the provider gives token probabilities; otherwise the check's
+    /// own true/false decides.
+    pub verify_threshold: f64,
+    /// A model is shown only the first this many chunks (the answerer's
+    /// evidence cutoff, `evidence::within_best`); an extractive answer
+    /// (no model, or the model failed) reads every chunk.
+    pub llm_chunks: usize,
+}
+
+/// The default of the answerer's evidence cutoff: chunks scoring below
+/// this fraction of the best one are not shown to a model
+/// (`evidence::within_best`, docs/answers.md).
+pub const EVIDENCE_CUTOFF: f64 = 0.7;
+
+/// The default of `verify_threshold`. 0.5 would be the model's own
+/// choice; on eval/vi-dev the 1.5B model's certainty for right answers ran
+/// from 0.35 up (most above 0.54) and for answers to questions the
+/// passages do not answer from 0.01 to 0.33 (two it cannot tell apart at
+/// 0.85 and 0.92), so the model's choice held back right answers it was
+/// merely unsure of. docs/answers.md has the sweep.
+pub const VERIFY_THRESHOLD: f64 = 0.4;
+
+/// Candidates asked for at each token of the check's reply: enough for
+/// both `true` and `false` to be among them.
+const VERIFY_CANDIDATES: u8 = 5;
+
+/// A section while the answer is written: its text so far and, once the
+/// model has closed it, its citations, grounded as the final answer's
+/// are (the check may still turn the whole answer into an abstention).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct StreamedSection {
+    pub text: String,
+    pub closed: bool,
+    pub citations: Vec<Citation>,
+}
+
+/// What the answer says so far, while the model writes it.
+pub type OnPartial<'a> = &'a mut (dyn FnMut(&[StreamedSection]) + Send);
+
+/// The sections so far, each closed one with its citations. `grounded`
+/// keeps what earlier calls grounded, so a section is grounded once
+/// however many deltas follow it.
+fn streamed_sections(
+    partial: &[contract::PartialSection],
+    evidence: &evidence::Evidence,
+    chunks: &[SourceChunk],
+    grounded: &mut Vec<(contract::ModelSection, Vec<Citation>)>,
+) -> Vec<StreamedSection> {
+    partial
+        .iter()
+        .map(|p| {
+            let citations = match &p.written {
+                Some(written) => match grounded.iter().find(|(w, _)| w == written) {
+                    Some((_, c)) => c.clone(),
+                    None => {
+                        let one = contract::ModelAnswer { answerable: true, sections: vec![written.clone()] };
+                        let c: Vec<Citation> = grounding::ground(&one, evidence, chunks, &mut CitationReport::default())
+                            .into_iter()
+                            .flat_map(|s| s.citations)
+                            .collect();
+                        grounded.push((written.clone(), c.clone()));
+                        c
+                    }
+                },
+                None => Vec::new(),
+            };
+            StreamedSection { text: p.text.clone(), closed: p.closed, citations }
+        })
+        .collect()
+}
+
+fn add_usage(total: &mut Option<llm::LlmUsage>, u: &llm::LlmUsage) {
+    *total = Some(match total.take() {
+        None => u.clone(),
+        Some(t) => llm::LlmUsage {
+            model: u.model.clone(),
+            prompt_tokens: t.prompt_tokens + u.prompt_tokens,
+            completion_tokens: t.completion_tokens + u.completion_tokens,
+            total_tokens: t.total_tokens + u.total_tokens,
+        },
+    });
+}
+
+/// Answers `question` from `chunks` (best ranked first). With the LLM: the
+/// chunks become numbered evidence units (as many chunks as fit
+/// `evidence_chars`), the model answers under the output contract (two
+/// tries at a readable reply), cited ids become exact spans, and
+/// `answerable: false` (or no section left with a valid citation) is an
+/// abstention. `on_partial` sees the sections' text as it streams. Without
+/// the LLM, or when it fails and the fallback is extractive, the best
+/// evidence units are the answer, or it abstains. `Err` only when the LLM
+/// failed and the fallback is `Fail`.
+pub async fn answer_question(
+    llm: Option<&llm::ChatClient>,
+    fallback: LlmFallback,
+    question: &str,
+    history: &[prompt::Turn],
+    chunks: &[SourceChunk],
+    options: AnswerOptions,
+    on_partial: OnPartial<'_>,
+) -> Result<AnswerOutcome, AnswerError> {
+    let extractive_or_abstain = |llm_error: Option<String>| {
+        let sections = extractive::answer(question, chunks, EXTRACTIVE_SECTIONS);
+        let mut out = if sections.is_empty() {
+            AnswerOutcome::plain(AnswerMode::NoAnswer, abstention(question), true)
+        } else {
+            AnswerOutcome::plain(AnswerMode::Extractive, sections, false)
+        };
+        out.llm_error = llm_error;
+        out
+    };
+    let Some(client) = llm else {
+        return Ok(extractive_or_abstain(None));
+    };
+    if chunks.is_empty() {
+        return Ok(AnswerOutcome::plain(AnswerMode::NoAnswer, abstention(question), true));
+    }
+    // What the model is shown; the extractive fallback above keeps them all.
+    let chunks = &chunks[..options.llm_chunks.clamp(1, chunks.len())];
+    // The history shares the context with the evidence.
+    let history_chars: usize = history.iter().rev().take(HISTORY_TURNS).map(|t| t.content.chars().count().min(prompt::TURN_CHARS)).sum();
+    let evidence = evidence::build(chunks, options.evidence_chars.saturating_sub(history_chars).max(MIN_EVIDENCE_CHARS));
+    let mut messages = prompt::build(question, &evidence.render(chunks), history, HISTORY_TURNS);
+    let ids: Vec<String> = evidence.units.iter().map(|u| u.id.clone()).collect();
+    let schema = contract::schema(&ids);
+    let mut usage: Option<llm::LlmUsage> = None;
+    let mut report = CitationReport::default();
+    // Set by the loop below before it can end without an answer.
+    let mut error = AnswerError::Contract(contract::ContractError::Violation("no reply".into()));
+    let mut grounded = Vec::new();
+    for attempt in 0..2 {
+        let mut first_words_at: Option<std::time::SystemTime> = None;
+        let mut on_text = |so_far: &str| {
+            let (_, sections) = contract::partial_sections(so_far);
+            if first_words_at.is_none() && sections.iter().any(|s| !s.text.trim().is_empty()) {
+                first_words_at = Some(std::time::SystemTime::now());
+            }
+            on_partial(&streamed_sections(&sections, &evidence, chunks, &mut grounded));
+        };
+        let asked_at = std::time::SystemTime::now();
+        match client.complete(&messages, llm::Format::Schema(&schema), &mut on_text).await {
+            Ok(c) => {
+                add_usage(&mut usage, &c.usage);
+                match contract::parse(&c.content) {
+                    Ok(parsed) => {
+                        report.lenient_parses += usize::from(parsed.lenient);
+                        let mut sections = if parsed.answer.answerable {
+                            grounding::ground(&parsed.answer, &evidence, chunks, &mut report)
+                        } else {
+                            Vec::new()
+                        };
+                        if !sections.is_empty() && options.verify {
+                            match verify(client, question, &sections).await {
+                                Ok((verdict, score, u, llm_ms)) => {
+                                    add_usage(&mut usage, &u);
+                                    report.verify_llm_ms = llm_ms;
+                                    report.verify_score = score;
+                                    let held_back = match score {
+                                        Some(p) => p < options.verify_threshold,
+                                        None => verdict == Some(false),
+                                    };
+                                    report.verified = Some(!held_back).filter(|_| score.is_some() || verdict.is_some());
+                                    if held_back {
+                                        report.rejected_sections = sections.iter().map(|s| s.text.clone()).collect();
+                                        sections.clear();
+                                    }
+                                }
+                                // The check is a guard, not the answer: an
+                                // answer it could not check is still shown.
+                                Err(e) => report.verify_error = Some(e.to_string()),
+                            }
+                        }
+                        let abstained = sections.is_empty();
+                        if abstained {
+                            sections = abstention(question);
+                        }
+                        return Ok(AnswerOutcome {
+                            mode: AnswerMode::Llm,
+                            sections,
+                            abstained,
+                            usage,
+                            report,
+                            llm_error: None,
+                            first_token: c.first_token,
+                            first_token_at: c.first_token.map(|d| asked_at + d),
+                            first_words_at,
+                            llm_elapsed: Some(c.elapsed),
+                            timings: c.timings,
+                            streamed: c.streamed,
+                            evidence_units: evidence.units.len(),
+                            evidence_chunks: evidence.chunks_used,
+                        });
+                    }
+                    Err(e) => {
+                        tracing::warn!(attempt = attempt + 1, error = %e, "the model's answer does not follow the output contract");
+                        report.invalid_outputs += 1;
+                        // Deterministic sampling would repeat the same reply:
+                        // the second try is told what was wrong.
+                        messages.push(prompt::ChatMessage::new("assistant", c.content.chars().take(2000).collect::<String>()));
+                        messages.push(prompt::ChatMessage::new("user", prompt::retry(&e.to_string())));
+                        error = AnswerError::Contract(e);
+                    }
+                }
+            }
+            Err(e) => {
+                error = AnswerError::Llm(e);
+                break; // transport errors were already retried by the client
+            }
+        }
+    }
+    match fallback {
+        LlmFallback::Extractive => {
+            let mut out = extractive_or_abstain(Some(error.to_string()));
+            out.usage = usage;
+            out.report.invalid_outputs = report.invalid_outputs;
+            Ok(out)
+        }
+        LlmFallback::Fail => Err(error),
+    }
+}
+
+/// Asks the model whether what `sections` cite answers `question`
+/// (`prompt::VERIFY`): the verdict (None when the reply says neither), how
+/// sure the model was (None without token probabilities), the call's
+/// usage and its time inside the model server.
+async fn verify(
+    client: &llm::ChatClient,
+    question: &str,
+    sections: &[Section],
+) -> Result<(Option<bool>, Option<f64>, llm::LlmUsage, Option<u64>), llm::LlmError> {
+    let mut cited: Vec<&str> = Vec::new();
+    for c in sections.iter().flat_map(|s| &s.citations) {
+        if !cited.contains(&c.text.as_str()) && cited.len() < 6 {
+            cited.push(&c.text);
+        }
+    }
+    let schema = contract::verdict_schema();
+    let messages = prompt::verify(question, &cited);
+    let c = match client.complete_with_logprobs(&messages, llm::Format::Schema(&schema), VERIFY_CANDIDATES).await {
+        // Some providers refuse `logprobs` (HTTP 400) rather than ignore it:
+        // asked again without, the check still gives its yes/no.
+        Err(llm::LlmError::Failed(e)) => {
+            tracing::debug!(error = %e, "the check was refused with token probabilities; asking without");
+            client.complete(&messages, llm::Format::Schema(&schema), &mut |_| {}).await?
+        }
+        other => other?,
+    };
+    let llm_ms = c.timings.as_ref().and_then(|t| Some(t["prompt_ms"].as_f64()? + t["predicted_ms"].as_f64()?)).map(|ms| ms as u64);
+    Ok((contract::parse_verdict(&c.content), contract::verdict_probability(&c.logprobs), c.usage, llm_ms))
+}
+
+/// The query to retrieve with: the question itself, or for a follow-up
+/// (there is history) a standalone query condensed by the model, or
+/// without one (or when it fails) the previous user turn and the question
+/// together. Returns the query and how it was made (`question`, `llm`,
+/// `previous_turn`).
+pub async fn retrieval_query(llm: Option<&llm::ChatClient>, question: &str, history: &[prompt::Turn]) -> (String, &'static str) {
+    if history.iter().all(|t| t.role == "assistant") {
+        return (question.to_string(), "question");
+    }
+    if let Some(client) = llm {
+        match client.complete(&prompt::condense(question, history), llm::Format::Text, &mut |_| {}).await {
+            Ok(c) => {
+                if let Some(q) = prompt::read_condensed(&c.content) {
+                    return (q, "llm");
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "condensing a follow-up failed; searching with the previous turn"),
+        }
+    }
+    (prompt::condense_without_llm(question, history), "previous_turn")
+}
