@@ -414,7 +414,7 @@ test("the page in Vietnamese for a Vietnamese browser, switched to English, kept
   const doc = page.locator('.document[data-status="ingested"]', { hasText: "bao-cao-2023.pdf" });
   await doc.waitFor();
   assert.equal(await doc.locator(".badge").textContent(), "sẵn sàng");
-  assert.match(await doc.locator(".facts").textContent(), /2 trang/);
+  assert.match(await doc.locator(".facts").textContent(), /^\d+(,\d)? kB · 2 trang · \d+ đoạn$/, "sizes and counts written the Vietnamese way");
   assert.equal(await page.getAttribute("#question", "placeholder"), vi["ask.placeholder"]);
   // A document's failure code, translated (the server's text on hover).
   const failed = page.locator('.document[data-status="failed"]', { hasText: "hong.pdf" });
@@ -450,10 +450,11 @@ test("the page in Vietnamese for a Vietnamese browser, switched to English, kept
   assert.equal(await page.getAttribute("#lang-en", "aria-pressed"), "true");
   assert.equal(await page.textContent("#documents-heading"), "Documents");
   assert.equal(await doc.locator(".badge").textContent(), "ingested");
-  assert.match(await doc.locator(".facts").textContent(), /2 pages/);
+  assert.match(await doc.locator(".facts").textContent(), /^\d+(\.\d)? kB · 2 pages · \d+ chunks?$/);
   assert.equal(await failed.locator(".failure").textContent(), "the PDF is damaged or not a PDF (corrupt_pdf)");
   assert.equal(await refused.locator(".upload-status").textContent(), "refused: the file is empty (empty_file)");
   assert.match(await page.textContent("#viewer-status"), /^Cited characters /);
+  assert.equal(await answer.locator(".cite.active").getAttribute("data-n"), "1", "the open citation's bubble stays marked");
   assert.equal(await page.locator("#viewer .page-break").first().textContent(), "Page 1");
   const whenEn = await page.locator(".conversations li small").first().textContent();
   assert.match(whenEn, /^\d{1,2}\/\d{1,2}\/\d{2,4}, \d{1,2}:\d{2}\s?[AP]M$/, `an English date and time: ${whenEn}`);
@@ -474,6 +475,13 @@ test("the page in Vietnamese for a Vietnamese browser, switched to English, kept
   await page.locator('.document[data-status="ingested"]', { hasText: "bao-cao-2023.pdf" }).waitFor();
   assert.equal(await page.getAttribute("html", "lang"), "vi");
   assert.equal(await page.textContent("#documents-heading"), "Tài liệu");
+  // A failed answer's code is translated like the API's; a code the page
+  // does not know shows the server's own text.
+  const reasons = await page.evaluate(async () => {
+    const { errorText } = await import("/ui/i18n.js");
+    return [errorText({ code: "llm_failed", message: "provider answered 500" }), errorText({ code: "brand_new_code", message: "the server's words" })];
+  });
+  assert.deepEqual(reasons, ["mô hình ngôn ngữ không phản hồi (llm_failed)", "the server's words (brand_new_code)"]);
 
   // A narrow window in Vietnamese (longer strings): one column, nothing wider.
   await page.setViewportSize({ width: 400, height: 800 });

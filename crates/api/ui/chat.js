@@ -200,6 +200,19 @@ export function renderMessages() {
   if (!nodes.length) nodes.push(chatHint);
   box.replaceChildren(...nodes);
   box.scrollTop = box.scrollHeight;
+  // The open citation's bubble, drawn again (a switch of language): the
+  // new one is the active one, and the one Escape returns to.
+  const active = state.activeCite;
+  if (active && !active.isConnected) {
+    const { n, doc, start, end } = active.dataset;
+    const again = [...box.querySelectorAll(".cite")].find(
+      (b) => b.dataset.n === n && b.dataset.doc === doc && b.dataset.start === start && b.dataset.end === end,
+    );
+    if (again) {
+      again.classList.add("active");
+      state.activeCite = again;
+    }
+  }
 }
 
 function renderMessage(m) {

@@ -103,6 +103,7 @@ export default {
   // The API's error codes (`{"error": {"code", "message"}}`, docs/api.md),
   // a document's failure_code and a failed answer's code. A code not
   // listed here shows the server's own text.
+  "error.http": "the server answered with an error (HTTP {status})",
   "error.network": "the server did not answer (network error)",
   "error.unauthorized": "you are not signed in, or the sign-in expired",
   "error.not_found": "not found (it does not exist or belongs to another user)",

@@ -97,6 +97,7 @@ export default {
   "viewer.noImage": ({ err }, f) => `Không có ảnh trang: ${f.err(err)}`,
 
   // Mã lỗi của API, failure_code của tài liệu và mã lỗi của câu trả lời.
+  "error.http": "máy chủ trả về lỗi (HTTP {status})",
   "error.network": "máy chủ không phản hồi (lỗi mạng)",
   "error.unauthorized": "bạn chưa đăng nhập hoặc phiên đăng nhập đã hết hạn",
   "error.not_found": "không tìm thấy (không tồn tại hoặc thuộc về người dùng khác)",

@@ -68,7 +68,9 @@ export function bytes(n) {
     v /= 1000;
     i += 1;
   }
-  return formatter("number", { style: "unit", unit: units[i], unitDisplay: "short", maximumFractionDigits: i ? 1 : 0 }).format(v);
+  // "31 bytes" / "31 byte" (the short form of a byte is "byte" in English too), "16.4 kB" / "16,4 kB".
+  const display = i ? "short" : "long";
+  return formatter("number", { style: "unit", unit: units[i], unitDisplay: display, maximumFractionDigits: i ? 1 : 0 }).format(v);
 }
 
 /** A timestamp (ISO 8601) as the language writes a short date and time. */
@@ -86,6 +88,9 @@ export function errorText(err, fallback = "") {
   if (!err) return fallback;
   const code = err.code ?? "";
   const known = code ? lookup(`error.${code}`) : undefined;
+  // An answer that was not the API's JSON (a proxy's 502, say): its status.
+  const status = /^http_(\d+)$/.exec(code)?.[1];
+  if (known === undefined && status) return t("error.http", { status });
   const text = known ?? (err.message || fallback || code);
   return code && text !== code ? `${text} (${code})` : String(text);
 }
