@@ -1,0 +1,165 @@
+//! Hybrid fusion of the lexical and dense candidates.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use crate::{EmbedderLanguages, Language};
+
+/// One side's candidate as the fusion sees it: the chunk, its score on
+/// that side (BM25 or cosine) and the chunk's language.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Candidate {
+    pub id: String,
+    pub score: f64,
+    pub language: Language,
+}
+
+/// A fused result: ranks are 1-based positions in each input list.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Fused {
+    pub id: String,
+    pub score: f64,
+    pub lexical_rank: Option<usize>,
+    pub dense_rank: Option<usize>,
+}
+
+/// What the fusion knew about a query and made of it (in a search's and an
+/// answer's metadata, so a ranking can be explained).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct FusionDecision {
+    /// Share of the dense candidates (the query's neighbourhood in the
+    /// workspace) written in the query's language: what the lexical side
+    /// can match at all.
+    pub same_language_share: f64,
+    /// Share of the dense candidates in a language the embedder reads:
+    /// what the dense side can rank at all.
+    pub readable_share: f64,
+    /// Share of the query's words the best lexical hit holds.
+    pub lexical_coverage: f64,
+    /// Weight of the dense side (the lexical side has `1 - dense_share`,
+    /// times `lexical_coverage`).
+    pub dense_share: f64,
+}
+
+/// Share of `query`'s distinct words (diacritics folded) found in `text`:
+/// how much of the question a lexical hit actually matched.
+pub fn query_coverage(query: &str, text: &str) -> f64 {
+    let folded = |t: &str| -> std::collections::HashSet<String> { rag_lexical::words(t).iter().map(|w| rag_lexical::fold(w)).collect() };
+    let wanted = folded(query);
+    if wanted.is_empty() {
+        return 0.0;
+    }
+    let have = folded(text);
+    wanted.iter().filter(|w| have.contains(*w)).count() as f64 / wanted.len() as f64
+}
+
+/// Hybrid fusion: a convex combination of each side's normalised scores,
+/// weighted by what is known at query time. Reciprocal rank fusion (what
+/// this replaced) lets any lexical hit that the dense side also ranks near
+/// the top beat the dense side's best, however weakly it matched: an
+/// English question about Vietnamese passages got the English passages
+/// sharing one word with it first (e5 dense 0.969, RRF hybrid 0.730 on
+/// eval/vi-dev; docs/performance.md has the comparison).
+///
+/// - **Languages.** The lexical side can only match text in the query's
+///   language, the dense side only text its embedder reads; the dense
+///   candidates sample the workspace around the query. With `s` the share
+///   of them in the query's language and `r` the share the embedder
+///   reads, the dense side weighs `a·r / (a·r + (1 - a)·s)`, where `a =
+///   dense_weight / (1 + dense_weight)` (one half by default): a query in
+///   the workspace's own language splits evenly, a cross-lingual one is
+///   ranked by a multilingual dense side.
+/// - **Matched terms.** The lexical side's weight is scaled by the share of
+///   the query's words its best hit holds (`lexical_top_coverage`): a best
+///   hit matching one word in eight is weak evidence whatever its rank.
+/// - **Score gaps.** Each side's scores are normalised, not ranked: BM25 by
+///   the best hit's score, cosines min-max over all the dense candidates.
+///   A clear winner on one side keeps its lead; near-ties stay near.
+///
+/// Dense hits on chunks in a language the embedder does not read are
+/// dropped, and none count when the query's language is not read: then the
+/// fused list is exactly the lexical one. Ties keep lexical-first order.
+pub fn fuse(
+    lexical: &[Candidate],
+    lexical_top_coverage: f64,
+    dense: &[Candidate],
+    query_language: Language,
+    embedder: &EmbedderLanguages,
+    dense_weight: f64,
+) -> (Vec<Fused>, FusionDecision) {
+    let dense_on = embedder.understands(query_language) && dense_weight > 0.0 && !dense.is_empty();
+    let share = |keep: &dyn Fn(&Candidate) -> bool| -> f64 {
+        if dense.is_empty() {
+            1.0
+        } else {
+            dense.iter().filter(|c| keep(c)).count() as f64 / dense.len() as f64
+        }
+    };
+    let same_language_share = share(&|c| c.language == query_language);
+    let readable_share = share(&|c| embedder.understands(c.language));
+    // Never zero: with the dense side off, the lexical order must survive.
+    let lexical_coverage = lexical_top_coverage.clamp(0.0, 1.0).max(0.01);
+    let dense_share = if !dense_on {
+        0.0
+    } else if lexical.is_empty() {
+        1.0
+    } else {
+        // Each side weighs what it can see: the lexical side the text in
+        // the query's language, the dense side the text its embedder reads.
+        let base = dense_weight / (1.0 + dense_weight);
+        let (dense_sees, lexical_sees) = (base * readable_share, (1.0 - base) * same_language_share);
+        if dense_sees + lexical_sees > 0.0 {
+            dense_sees / (dense_sees + lexical_sees)
+        } else {
+            base
+        }
+    };
+    let decision = FusionDecision { same_language_share, readable_share, lexical_coverage, dense_share };
+    let mut by_id: HashMap<&str, Fused> = HashMap::new();
+    let mut order: Vec<&str> = Vec::new();
+    let lexical_top = lexical.iter().map(|c| c.score).fold(f64::MIN, f64::max);
+    for (i, c) in lexical.iter().enumerate() {
+        if by_id.contains_key(c.id.as_str()) {
+            continue;
+        }
+        let normalised = if lexical_top > 0.0 { c.score / lexical_top } else { 1.0 };
+        order.push(&c.id);
+        by_id.insert(
+            &c.id,
+            Fused {
+                id: c.id.clone(),
+                score: (1.0 - dense_share) * lexical_coverage * normalised,
+                lexical_rank: Some(i + 1),
+                dense_rank: None,
+            },
+        );
+    }
+    if dense_on {
+        // Scaled over every candidate, readable or not: the neighbourhood's
+        // spread is the measure of a gap, and a handful of readable chunks
+        // must not be stretched over the whole range.
+        let top = dense.iter().map(|c| c.score).fold(f64::MIN, f64::max);
+        let bottom = dense.iter().map(|c| c.score).fold(f64::MAX, f64::min);
+        let usable = dense.iter().filter(|c| embedder.understands(c.language));
+        for (i, c) in usable.enumerate() {
+            let normalised = if top > bottom { (c.score - bottom) / (top - bottom) } else { 1.0 };
+            let add = dense_share * normalised;
+            match by_id.get_mut(c.id.as_str()) {
+                Some(f) if f.dense_rank.is_none() => {
+                    f.score += add;
+                    f.dense_rank = Some(i + 1);
+                }
+                Some(_) => {}
+                None => {
+                    order.push(&c.id);
+                    by_id.insert(&c.id, Fused { id: c.id.clone(), score: add, lexical_rank: None, dense_rank: Some(i + 1) });
+                }
+            }
+        }
+    }
+    let mut out: Vec<Fused> = order.into_iter().filter_map(|id| by_id.remove(id)).collect();
+    // Stable: equal scores keep lexical-first order.
+    out.sort_by(|a, b| b.score.partial_cmp(&a.score).unwrap_or(std::cmp::Ordering::Equal));
+    (out, decision)
+}
