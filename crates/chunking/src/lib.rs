@@ -150,9 +150,23 @@ pub fn chunk_id(document_id: &str, chunking_version: &str, char_start: u64, text
     format!("chunk-{}", &hex::encode(h.finalize())[..32])
 }
 
+/// Whether `next` may join a chunk with `prev`: always, except across
+/// the sheets of a spreadsheet. A chunk of one sheet's rows is cited as one
+/// `Sheet!A5:D9` range, and rows of two tables with different columns read
+/// as one passage would mix what their columns mean.
+fn same_section(prev: &Segment, next: &Segment) -> bool {
+    match (&prev.cells, &next.cells) {
+        (None, None) => true,
+        (Some(a), Some(b)) => a.sheet == b.sheet && prev.page_idx == next.page_idx,
+        _ => false,
+    }
+}
+
 /// Packs whole segments, in order, into chunks of at most
 /// `profile.max_tokens` (special tokens included). A segment longer than
 /// the budget becomes a chunk of its own (the embedder reads it in windows).
+/// A chunk never holds rows of two sheets, nor overlaps into the sheet
+/// before it.
 pub fn chunk(document_id: &str, segments: &[Segment], profile: &ChunkingProfile, counter: &dyn TokenCounter) -> Vec<Chunk> {
     // Segments parsed before line ranges existed get them from the tiling.
     let segments = rag_docparse::segments::with_line_ranges(segments);
@@ -165,7 +179,8 @@ pub fn chunk(document_id: &str, segments: &[Segment], profile: &ChunkingProfile,
     while start < segments.len() {
         let mut end = start; // exclusive
         let mut tokens = 0;
-        while end < segments.len() && (end == start || tokens + counts[end] <= budget) {
+        while end < segments.len() && (end == start || (tokens + counts[end] <= budget && same_section(&segments[end - 1], &segments[end])))
+        {
             tokens += counts[end];
             end += 1;
         }
@@ -189,8 +204,10 @@ pub fn chunk(document_id: &str, segments: &[Segment], profile: &ChunkingProfile,
         if end >= segments.len() {
             break;
         }
-        // Overlap whole segments, but always move forward.
-        start = end.saturating_sub(profile.overlap_segments).max(start + 1);
+        // Overlap whole segments, but always move forward, and never back
+        // across a sheet's boundary.
+        let overlap_start = end.saturating_sub(profile.overlap_segments).max(start + 1);
+        start = (overlap_start..end).find(|&i| same_section(&segments[i], &segments[end])).unwrap_or(end);
     }
     chunks
 }

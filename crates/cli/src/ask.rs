@@ -138,11 +138,16 @@ pub async fn ask(s: &Settings, args: AskArgs) -> anyhow::Result<ExitCode> {
     for (i, c) in numbered.iter().enumerate() {
         let doc = c["document_id"].as_str().unwrap_or_default();
         let (start, end) = (c["char_start"].as_u64().unwrap_or(0) as usize, c["char_end"].as_u64().unwrap_or(0) as usize);
+        // A spreadsheet's citation is where its rows are (`Doanh thu!A5:D5`);
+        // its sheets are its pages, which say less.
+        let place = match c["cell_range"].as_str() {
+            Some(range) => range.to_string(),
+            None => format!("p.{}", c["page_idx"].as_i64().unwrap_or(0) + 1),
+        };
         println!(
-            "[{}] {} p.{} segment {} chars {start}..{end}",
+            "[{}] {} {place} segment {} chars {start}..{end}",
             i + 1,
             filenames.get(doc).map(String::as_str).unwrap_or(doc),
-            c["page_idx"].as_i64().unwrap_or(0) + 1,
             c["segment_index"].as_i64().unwrap_or(0),
         );
         let text = c["text"].as_str().or(c["snippet_preview"].as_str()).unwrap_or_default();

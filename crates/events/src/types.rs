@@ -171,6 +171,10 @@ pub struct Citation {
     /// Where the cited characters are on their pages (v2).
     #[serde(default)]
     pub boxes: Vec<PageBox>,
+    /// In a spreadsheet, the sheet and cells of the cited rows,
+    /// `Doanh thu!A5:D5` (v4).
+    #[serde(default)]
+    pub cell_range: Option<String>,
 }
 
 /// A box on a page as displayed, in the page's unit, origin top-left.

@@ -243,8 +243,9 @@ impl Answerer {
 
 impl Answerer {
     /// A validated citation as the event carries it: with the text it cites
-    /// and where that text is (lines, and boxes on the page), read from the
-    /// segments now so the answer keeps them whatever happens later.
+    /// and where that text is (lines, boxes on the page, a spreadsheet's
+    /// `Sheet!A5:D5`), read from the segments now so the answer keeps them
+    /// whatever happens later.
     async fn to_event(&self, ws: &str, c: &rag_answer::Citation) -> Result<rag_events::Citation, StageError> {
         let geometry = match Uuid::parse_str(&c.document_id) {
             Ok(id) => rag_store::raw::span(&self.retriever.pool, ws, id, c.char_start, c.char_end).await?,
@@ -267,6 +268,7 @@ impl Answerer {
                 .iter()
                 .map(|b| rag_events::PageBox { page_idx: b.page_idx as i32, x0: b.rect.x0, y0: b.rect.y0, x1: b.rect.x1, y1: b.rect.y1 })
                 .collect(),
+            cell_range: geometry.cells.as_ref().map(rag_docparse::CellRange::label),
         })
     }
 }

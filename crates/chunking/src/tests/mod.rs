@@ -3,3 +3,4 @@
 //! their own.
 
 mod chunking;
+mod sheets;

@@ -17,6 +17,7 @@ mod compose;
 mod delivery;
 mod embeddings;
 mod eval;
+mod formats;
 mod foundation;
 mod hostile;
 mod limits;

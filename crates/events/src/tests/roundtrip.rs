@@ -20,6 +20,7 @@ fn citation() -> Citation {
         line_start: Some(3),
         line_end: Some(4),
         boxes: vec![crate::PageBox { page_idx: 1, x0: 56.0, y0: 91.2, x1: 355.9, y1: 104.0 }],
+        cell_range: Some("Doanh thu!A5:D5".into()),
     }
 }
 

@@ -18,6 +18,7 @@ fn citation(text: Option<&str>) -> Citation {
         line_start: None,
         line_end: None,
         boxes: Vec::new(),
+        cell_range: None,
     }
 }
 
