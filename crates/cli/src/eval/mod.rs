@@ -9,6 +9,7 @@ use clap::Subcommand;
 
 use crate::config::Settings;
 
+mod answer_scores;
 mod answers;
 mod dataset;
 mod retrieval;

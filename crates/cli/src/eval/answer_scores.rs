@@ -1,0 +1,312 @@
+//! How `eval answers` judges an answer, as a user would (pure: the answer's
+//! metadata and the documents' raw text in, figures out): the answer inside
+//! a cited span, the gold passage cited, citations that do not slice the
+//! raw text, abstention, and the totals and percentiles over questions.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use rag_store::messages::MessageStatus;
+use serde::Serialize;
+
+/// How one answer fared.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Scored {
+    pub question_id: String,
+    pub language: String,
+    /// The passages answer the question (false: the answer should abstain).
+    pub answerable: bool,
+    pub status: MessageStatus,
+    pub mode: String,
+    /// The answer says the documents do not answer.
+    pub abstained: bool,
+    pub sections: usize,
+    pub sections_without_citations: usize,
+    pub citations: usize,
+    /// A citation points into the passage that holds the answer.
+    pub gold_cited: bool,
+    /// The answer text (case and whitespace aside) lies inside a cited span.
+    pub answer_in_citation: bool,
+    /// Citations whose text is not `raw_text[char_start..char_end]`.
+    pub bad_slices: usize,
+    /// Ids the model cited that its prompt did not show (dropped).
+    pub dropped_source_ids: usize,
+    /// Quotes found in no chunk (the quote-based contract of answers stored
+    /// before evidence ids; always 0 since).
+    pub unlocated_quotes: usize,
+    /// Sections the model gave without a valid citation (not shown).
+    pub unsupported_sections: usize,
+    /// From asking to the first words of the answer reaching the page (the
+    /// first streamed delta with text; the answer itself when nothing
+    /// streamed).
+    pub first_token_ms: u64,
+    pub latency_ms: u64,
+    pub llm_tokens: u64,
+    /// The parts of the latency, when an LLM answered (0 otherwise):
+    /// condensing, retrieval and reading segments; llama.cpp's own time for
+    /// the answer's prompt and the check's (prefill + decode, their
+    /// `timings`); the answer prompt's tokens; its prefill and decode speed.
+    pub retrieval_ms: u64,
+    pub llama_ms: u64,
+    pub prompt_tokens: u64,
+    pub prefill_tokens_per_s: f64,
+    pub decode_tokens_per_s: f64,
+    /// From the model's first words (the first token of a section's text,
+    /// as the answerer read it) to the page's first words (the delta heard
+    /// on the channel the API's streams listen to): what the system adds.
+    pub stream_lag_ms: Option<u64>,
+    /// The check's certainty that the cited sentences answer (0 to 1), when
+    /// the provider gave token probabilities: sweeping
+    /// `ANSWER_VERIFY_THRESHOLD` over a run made with it at 0 shows what
+    /// each threshold would hold back.
+    pub verify_score: Option<f64>,
+    /// What the answer said (its sections, or the check's rejected ones)
+    /// and the text of each citation: to read why a question missed.
+    pub answer_text: String,
+    pub cited: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+pub struct Percentiles {
+    pub p50: u64,
+    pub p95: u64,
+}
+
+/// Totals over a group of answerable questions.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Totals {
+    pub questions: usize,
+    pub answered: usize,
+    pub failed: usize,
+    pub abstained: usize,
+    pub gold_cited: f64,
+    pub answer_in_citation: f64,
+    pub bad_slices: usize,
+    pub dropped_source_ids: usize,
+    pub unlocated_quotes: usize,
+    pub unsupported_sections: usize,
+    pub sections_without_citations: usize,
+    pub first_token_ms: Percentiles,
+    pub latency_ms: Percentiles,
+    pub llm_tokens: u64,
+    pub retrieval_ms: Percentiles,
+    /// llama.cpp's own time for the same prompts, and the answer's latency
+    /// over it (p50 of the per-question ratio).
+    pub llama_ms: Percentiles,
+    pub latency_over_llama: f64,
+    pub prompt_tokens: Percentiles,
+    pub prefill_tokens_per_s: f64,
+    pub decode_tokens_per_s: f64,
+    pub stream_lag_ms: Percentiles,
+}
+
+/// How the unanswerable questions fared.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Unanswerable {
+    pub questions: usize,
+    /// Fraction of them whose answer abstained.
+    pub abstained: f64,
+    /// Citations given to them, in all (each one cites something that does
+    /// not answer).
+    pub citations: usize,
+}
+
+fn fold(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase()
+}
+
+/// What is known of a question before its answer.
+pub struct Asked<'a> {
+    pub id: &'a str,
+    pub language: &'a str,
+    /// The document id of the passage that holds the answer.
+    pub gold_document: Option<&'a str>,
+    /// The answer text as it appears in that passage; None when the
+    /// passages do not answer.
+    pub answer: Option<&'a str>,
+}
+
+/// Scores one projected assistant message. `raw_texts` gives a document's
+/// full raw text (as characters) by document id.
+pub fn score(
+    asked: &Asked<'_>,
+    metadata: &serde_json::Value,
+    status: MessageStatus,
+    raw_texts: &HashMap<String, Vec<char>>,
+    first_token: Duration,
+    latency: Duration,
+    first_words_at_ms: Option<u64>,
+) -> Scored {
+    let Asked { id: question_id, language, gold_document, answer } = *asked;
+    let empty = Vec::new();
+    let sections = metadata["sections"].as_array().unwrap_or(&empty);
+    let citations: Vec<&serde_json::Value> = sections.iter().flat_map(|s| s["citations"].as_array().unwrap_or(&empty)).collect();
+    let wanted = fold(answer.unwrap_or_default());
+    let bad_slices = citations
+        .iter()
+        .filter(|c| {
+            let doc = c["document_id"].as_str().unwrap_or_default();
+            let (start, end) = (c["char_start"].as_u64().unwrap_or(0) as usize, c["char_end"].as_u64().unwrap_or(0) as usize);
+            !raw_texts.get(doc).is_some_and(|full| rag_answer::cites_exactly(full, start, end, c["text"].as_str().unwrap_or_default()))
+        })
+        .count();
+    let report = &metadata["retrieval"]["citation_report"];
+    let count = |v: &serde_json::Value| v.as_array().map_or_else(|| v.as_u64().unwrap_or(0) as usize, Vec::len);
+    Scored {
+        question_id: question_id.to_string(),
+        language: language.to_string(),
+        answerable: answer.is_some(),
+        status,
+        mode: metadata["mode"].as_str().unwrap_or_default().to_string(),
+        abstained: metadata["abstained"].as_bool().unwrap_or(false),
+        sections: sections.len(),
+        sections_without_citations: sections.iter().filter(|s| s["citations"].as_array().is_none_or(|c| c.is_empty())).count(),
+        citations: citations.len(),
+        gold_cited: gold_document.is_some_and(|g| citations.iter().any(|c| c["document_id"] == g)),
+        answer_in_citation: !wanted.is_empty() && citations.iter().any(|c| fold(c["text"].as_str().unwrap_or_default()).contains(&wanted)),
+        bad_slices,
+        dropped_source_ids: count(&report["dropped_source_ids"]),
+        unlocated_quotes: count(&report["unlocated_quotes"]),
+        unsupported_sections: count(&report["unsupported_sections"]),
+        first_token_ms: first_token.min(latency).as_millis() as u64,
+        latency_ms: latency.as_millis() as u64,
+        llm_tokens: metadata["llm_usage"]["total_tokens"].as_u64().unwrap_or(0),
+        retrieval_ms: metadata["retrieval"]["retrieval_ms"].as_u64().unwrap_or(0),
+        llama_ms: {
+            let t = &metadata["retrieval"]["llm_timings"];
+            let answer = (t["prompt_ms"].as_f64().unwrap_or(0.0) + t["predicted_ms"].as_f64().unwrap_or(0.0)) as u64;
+            // Unknown (0) when the server gave no timings for the answer.
+            if answer == 0 {
+                0
+            } else {
+                answer + report["verify_llm_ms"].as_u64().unwrap_or(0)
+            }
+        },
+        prompt_tokens: metadata["retrieval"]["llm_timings"]["prompt_n"].as_u64().unwrap_or(0),
+        prefill_tokens_per_s: metadata["retrieval"]["llm_timings"]["prompt_per_second"].as_f64().unwrap_or(0.0),
+        decode_tokens_per_s: metadata["retrieval"]["llm_timings"]["predicted_per_second"].as_f64().unwrap_or(0.0),
+        stream_lag_ms: first_words_at_ms
+            .zip(metadata["retrieval"]["llm_first_words_at_ms"].as_u64())
+            .map(|(page, model)| page.saturating_sub(model)),
+        verify_score: report["verify_score"].as_f64(),
+        answer_text: {
+            let shown = sections.iter().filter_map(|s| s["text"].as_str());
+            let held_back = report["rejected_sections"].as_array().into_iter().flatten().filter_map(|s| s.as_str());
+            shown.chain(held_back).collect::<Vec<_>>().join(" | ")
+        },
+        cited: citations.iter().filter_map(|c| c["text"].as_str().map(str::to_string)).collect(),
+    }
+}
+
+fn mean(values: impl Iterator<Item = f64>) -> f64 {
+    let v: Vec<f64> = values.filter(|x| *x > 0.0).collect();
+    if v.is_empty() {
+        0.0
+    } else {
+        v.iter().sum::<f64>() / v.len() as f64
+    }
+}
+
+fn percentile(sorted: &[u64], p: f64) -> u64 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    let rank = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1]
+}
+
+fn percentiles(mut values: Vec<u64>) -> Percentiles {
+    values.sort_unstable();
+    Percentiles { p50: percentile(&values, 0.5), p95: percentile(&values, 0.95) }
+}
+
+/// Totals over the answerable questions among `scored`.
+pub fn totals<'a>(scored: impl Iterator<Item = &'a Scored>) -> Totals {
+    let all: Vec<&Scored> = scored.filter(|s| s.answerable).collect();
+    let n = all.len().max(1) as f64;
+    Totals {
+        questions: all.len(),
+        answered: all.iter().filter(|s| s.status == MessageStatus::Done).count(),
+        failed: all.iter().filter(|s| s.status == MessageStatus::Failed).count(),
+        abstained: all.iter().filter(|s| s.abstained).count(),
+        gold_cited: all.iter().filter(|s| s.gold_cited).count() as f64 / n,
+        answer_in_citation: all.iter().filter(|s| s.answer_in_citation).count() as f64 / n,
+        bad_slices: all.iter().map(|s| s.bad_slices).sum(),
+        dropped_source_ids: all.iter().map(|s| s.dropped_source_ids).sum(),
+        unlocated_quotes: all.iter().map(|s| s.unlocated_quotes).sum(),
+        unsupported_sections: all.iter().map(|s| s.unsupported_sections).sum(),
+        sections_without_citations: all.iter().map(|s| s.sections_without_citations).sum(),
+        first_token_ms: percentiles(all.iter().map(|s| s.first_token_ms).collect()),
+        latency_ms: percentiles(all.iter().map(|s| s.latency_ms).collect()),
+        llm_tokens: all.iter().map(|s| s.llm_tokens).sum(),
+        retrieval_ms: percentiles(all.iter().map(|s| s.retrieval_ms).collect()),
+        llama_ms: percentiles(all.iter().filter(|s| s.llama_ms > 0).map(|s| s.llama_ms).collect()),
+        latency_over_llama: {
+            let mut r: Vec<f64> = all.iter().filter(|s| s.llama_ms > 0).map(|s| s.latency_ms as f64 / s.llama_ms as f64).collect();
+            r.sort_by(f64::total_cmp);
+            r.get(r.len().saturating_sub(1) / 2).copied().unwrap_or(0.0)
+        },
+        prompt_tokens: percentiles(all.iter().filter(|s| s.prompt_tokens > 0).map(|s| s.prompt_tokens).collect()),
+        prefill_tokens_per_s: mean(all.iter().map(|s| s.prefill_tokens_per_s)),
+        decode_tokens_per_s: mean(all.iter().map(|s| s.decode_tokens_per_s)),
+        stream_lag_ms: percentiles(all.iter().filter_map(|s| s.stream_lag_ms).collect()),
+    }
+}
+
+/// How the unanswerable questions among `scored` fared.
+pub fn unanswerable<'a>(scored: impl Iterator<Item = &'a Scored>) -> Unanswerable {
+    let none: Vec<&Scored> = scored.filter(|s| !s.answerable).collect();
+    Unanswerable {
+        questions: none.len(),
+        abstained: none.iter().filter(|s| s.abstained).count() as f64 / none.len().max(1) as f64,
+        citations: none.iter().map(|s| s.citations).sum(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn an_answer_is_scored_against_its_gold_passage_and_the_raw_text() {
+        let raw: HashMap<String, Vec<char>> = [("d1".to_string(), "Doanh thu tăng 18% nhờ xuất khẩu.".chars().collect())].into();
+        let metadata = json!({
+            "mode": "llm",
+            "sections": [
+                {"text": "Doanh thu tăng 18%.", "citations": [{"document_id": "d1", "char_start": 0, "char_end": 18, "text": "Doanh thu tăng 18%"}]},
+                {"text": "Không rõ.", "citations": []},
+                {"text": "Sai.", "citations": [{"document_id": "d1", "char_start": 0, "char_end": 5, "text": "khác"}]}
+            ],
+            "retrieval": {"citation_report": {"dropped_source_ids": ["S9"], "unsupported_sections": ["x", "y"]},
+                          "retrieval_ms": 30, "llm_first_words_at_ms": 10_000,
+                          "llm_timings": {"prompt_n": 700, "prompt_ms": 700.0, "predicted_ms": 300.0, "prompt_per_second": 1000.0, "predicted_per_second": 20.0}},
+            "llm_usage": {"total_tokens": 640}
+        });
+        let asked = |id, gold_document, answer| Asked { id, language: "vi", gold_document, answer };
+        let ms = Duration::from_millis;
+        let s = score(&asked("q1", Some("d1"), Some("tăng  18%")), &metadata, MessageStatus::Done, &raw, ms(400), ms(1500), Some(10_250));
+        assert!(s.gold_cited && s.answer_in_citation && s.answerable && !s.abstained);
+        assert_eq!((s.sections, s.sections_without_citations, s.citations, s.bad_slices), (3, 1, 2, 1));
+        assert_eq!((s.dropped_source_ids, s.unsupported_sections, s.llm_tokens), (1, 2, 640));
+        assert_eq!((s.first_token_ms, s.latency_ms), (400, 1500));
+        assert_eq!((s.retrieval_ms, s.llama_ms, s.prompt_tokens, s.stream_lag_ms), (30, 1000, 700, Some(250)));
+        let other = score(&asked("q2", Some("d2"), Some("profit")), &metadata, MessageStatus::Done, &raw, ms(500), ms(500), None);
+        assert!(!other.gold_cited && !other.answer_in_citation);
+
+        // Unanswerable: one abstained without citations, one answered.
+        let abstained = json!({"mode": "llm", "abstained": true, "sections": [{"text": "Tài liệu của bạn không đề cập đến nội dung này.", "citations": []}]});
+        let u1 = score(&asked("u1", None, None), &abstained, MessageStatus::Done, &raw, ms(900), ms(900), None);
+        let u2 = score(&asked("u2", None, None), &metadata, MessageStatus::Done, &raw, ms(900), ms(900), None);
+        assert!(!u1.answerable && u1.abstained && !u2.abstained);
+
+        let all = [s, other, u1, u2];
+        let t = totals(all.iter());
+        assert_eq!((t.questions, t.answered, t.bad_slices, t.abstained), (2, 2, 2, 0));
+        assert_eq!((t.gold_cited, t.llm_tokens), (0.5, 1280));
+        assert_eq!((t.first_token_ms, t.latency_ms), (Percentiles { p50: 400, p95: 500 }, Percentiles { p50: 500, p95: 1500 }));
+        assert_eq!(unanswerable(all.iter()), Unanswerable { questions: 2, abstained: 0.5, citations: 2 });
+        // The latency over llama.cpp's own time: 1500/1000 and 500/1000.
+        assert_eq!((t.llama_ms.p50, t.latency_over_llama, t.stream_lag_ms.p50), (1000, 0.5, 250));
+    }
+}
