@@ -185,7 +185,9 @@ pub fn sentences(text: &str) -> Vec<(usize, usize)> {
     while i < chars.len() {
         let c = chars[i];
         let end_here = (c == '\n' && !is_soft_break(&chars, i))
-            || (matches!(c, '.' | '!' | '?' | '…' | '。') && chars.get(i + 1).is_none_or(|n| n.is_whitespace()));
+            || (matches!(c, '.' | '!' | '?' | '…' | '。')
+                && chars.get(i + 1).is_none_or(|n| n.is_whitespace())
+                && !(c == '.' && continues_after_period(&chars, i)));
         if end_here || i + 1 == chars.len() {
             let end = if c == '\n' { i } else { i + 1 };
             push_trimmed(&chars, start, end, &mut out);
@@ -194,6 +196,36 @@ pub fn sentences(text: &str) -> Vec<(usize, usize)> {
         i += 1;
     }
     out
+}
+
+/// Abbreviations that end in a period inside a sentence, lower-cased:
+/// titles before a name, and Vietnamese ones before a place or a person
+/// ("TP. Hồ Chí Minh", "PGS. TS. Lan", "Q. 1").
+const ABBREVIATIONS: &[&str] = &[
+    "mr", "mrs", "ms", "dr", "prof", "sr", "jr", "st", "vs", "approx", "inc", "ltd", "co", "corp", "tp", "ts", "ths", "gs", "pgs", "bs",
+    "ks",
+];
+
+/// Abbreviations that stand before a number ("No. 5", "Fig. 2", "Q. 1",
+/// "P. 12"): inside a sentence only when a digit follows ("the answer is
+/// no. Then …" ends one).
+const NUMBER_ABBREVIATIONS: &[&str] = &["no", "nos", "fig", "q", "p"];
+
+/// The period at `i` (followed by whitespace) is inside a sentence: the
+/// text goes on in lower case ("10 a.m. to 3 p.m.", "e.g. the"), as
+/// Unicode's sentence rules have it, or it ends a known abbreviation.
+/// Cutting there would cite half a claim.
+fn continues_after_period(chars: &[char], i: usize) -> bool {
+    let next = chars[i + 1..].iter().find(|c| !c.is_whitespace());
+    if next.is_some_and(|c| c.is_lowercase()) {
+        return true;
+    }
+    let word: String = chars[..i].iter().rev().take_while(|c| c.is_alphabetic()).collect::<Vec<_>>().into_iter().rev().collect();
+    let before_word = chars[..i - word.chars().count()].last();
+    // A whole word (not the end of "1.5" or of a URL), and something follows.
+    let (Some(next), true) = (next, before_word.is_none_or(|c| c.is_whitespace() || matches!(c, '(' | '"' | '“'))) else { return false };
+    let word = word.to_lowercase();
+    ABBREVIATIONS.contains(&word.as_str()) || (next.is_ascii_digit() && NUMBER_ABBREVIATIONS.contains(&word.as_str()))
 }
 
 /// The line break at `i` continues the sentence: the line goes on in
@@ -362,6 +394,25 @@ mod tests {
         let t = "Một. Hai ba!\n\nBốn 1.5 năm?  Năm";
         let spans: Vec<String> = sentences(t).into_iter().map(|(s, e)| t.chars().skip(s).take(e - s).collect()).collect();
         assert_eq!(spans, vec!["Một.", "Hai ba!", "Bốn 1.5 năm?", "Năm"]);
+    }
+
+    #[test]
+    fn a_period_inside_a_sentence_does_not_end_it() {
+        let spans = |t: &str| -> Vec<String> { sentences(t).into_iter().map(|(s, e)| t.chars().skip(s).take(e - s).collect()).collect() };
+        // Seen on eval/en-dev: the cited half ended at "10 a.m.".
+        assert_eq!(
+            spans("Remote workers must be reachable from 10 a.m. to 3 p.m. and must use the VPN. Staff agree."),
+            vec!["Remote workers must be reachable from 10 a.m. to 3 p.m. and must use the VPN.", "Staff agree."]
+        );
+        assert_eq!(
+            spans("Văn phòng ở TP. Hồ Chí Minh. Giờ làm việc từ 8 giờ."),
+            vec!["Văn phòng ở TP. Hồ Chí Minh.", "Giờ làm việc từ 8 giờ."]
+        );
+        assert_eq!(spans("Ask Dr. Lan first. Then wait."), vec!["Ask Dr. Lan first.", "Then wait."]);
+        assert_eq!(spans("See Fig. 2 and No. 5 below."), vec!["See Fig. 2 and No. 5 below."]);
+        // Not an abbreviation there: a sentence ending in "no.".
+        assert_eq!(spans("The answer is no. Then we left."), vec!["The answer is no.", "Then we left."]);
+        assert_eq!(spans("Doanh thu tăng. Lợi nhuận giảm."), vec!["Doanh thu tăng.", "Lợi nhuận giảm."]);
     }
 
     #[test]
