@@ -61,14 +61,20 @@ async fn serve(mode: Mode) -> (String, Arc<Server>) {
     (format!("http://{addr}/v1"), state)
 }
 
-fn reranker(base_url: &str) -> Reranker {
+/// A reranker with the timeout `timeout`: short where a failure is
+/// expected, ample where a loaded machine must not turn an answer into one.
+fn reranker_with(base_url: &str, timeout: Duration) -> Reranker {
     Reranker::new(RerankConfig {
         base_url: base_url.to_string(),
         model: "test-rerank".into(),
         api_key: Some("rk-test".to_string().into()),
-        timeout: Duration::from_millis(500),
+        timeout,
     })
     .unwrap()
+}
+
+fn reranker(base_url: &str) -> Reranker {
+    reranker_with(base_url, Duration::from_secs(4))
 }
 
 fn docs() -> Vec<String> {
@@ -100,11 +106,11 @@ async fn every_failure_is_an_error_within_the_timeout() {
     ] {
         let (url, _server) = serve(mode).await;
         let started = Instant::now();
-        let err = reranker(&url).rerank("revenue", &docs()).await.unwrap_err();
+        let err = reranker_with(&url, Duration::from_millis(500)).rerank("revenue", &docs()).await.unwrap_err();
         assert!(err.to_string().contains(expect), "{err}");
         assert!(started.elapsed() < Duration::from_secs(3), "{err} took {:?}", started.elapsed());
     }
     // Nobody listening.
-    let err = reranker("http://127.0.0.1:9/v1").rerank("revenue", &docs()).await.unwrap_err();
+    let err = reranker_with("http://127.0.0.1:9/v1", Duration::from_millis(500)).rerank("revenue", &docs()).await.unwrap_err();
     assert!(matches!(err, RerankError::Unavailable(_)), "{err}");
 }
