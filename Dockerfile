@@ -18,5 +18,7 @@ FROM debian:bookworm-slim
 RUN apt-get update && apt-get install -y --no-install-recommends ca-certificates poppler-utils tesseract-ocr tesseract-ocr-vie tesseract-ocr-eng && rm -rf /var/lib/apt/lists/*
 COPY --from=build /src/target/release/rag-engine /usr/local/bin/rag-engine
 COPY --from=e5 /models /opt/rag-engine/models
+# The default embedder (EMBEDDER=auto) runs this model in process.
+ENV EMBEDDING_MODEL_DIR=/opt/rag-engine/models/multilingual-e5-small
 USER 65534
 ENTRYPOINT ["rag-engine"]

@@ -100,6 +100,12 @@ fn script() -> PathBuf {
 
 pub async fn run(inputs: &Inputs<'_>) -> anyhow::Result<LlamaIndexRun> {
     anyhow::ensure!(!inputs.model_dir.is_empty(), "the LlamaIndex comparison needs EMBEDDING_MODEL_DIR (the same model for both)");
+    // LlamaIndex loads a sentence-transformers directory; the packed 4-bit
+    // e5 file (the default model) has no loader there.
+    anyhow::ensure!(
+        !rag_bert::is_packed_model_dir(std::path::Path::new(inputs.model_dir)),
+        "the LlamaIndex comparison needs a sentence-transformers model on both sides: EMBEDDING_MODEL_DIR=$MINILM_MODEL_DIR (the packed multilingual-e5 has no LlamaIndex loader)"
+    );
     let dir = std::env::temp_dir().join(format!("rag-bench-llamaindex-{}", uuid::Uuid::new_v4()));
     eprintln!("bench llamaindex: writing the corpus to {}", dir.display());
     let result = corpus_and_run(&dir, inputs).await;

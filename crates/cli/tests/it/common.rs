@@ -104,9 +104,8 @@ impl TestEnv {
         // EMBEDDING_MODEL_DIR at it), and chunk budgets in all-MiniLM-L6-v2's
         // word pieces, which the tests' chunk expectations were written in.
         env.insert("EMBEDDER".into(), "none".into());
-        if let Some(minilm) = env.get("MINILM_MODEL_DIR").cloned() {
-            env.insert("EMBEDDING_MODEL_DIR".into(), minilm);
-        }
+        let minilm = env.get("MINILM_MODEL_DIR").cloned().expect("MINILM_MODEL_DIR (scripts/stack up writes it to .local/env)");
+        env.insert("EMBEDDING_MODEL_DIR".into(), minilm);
         env.insert("DATABASE_MAX_CONNECTIONS".into(), "4".into());
         env.insert("LAG_INTERVAL_SECS".into(), "1".into());
         // The integration tests run the stages with several records in flight.
