@@ -42,6 +42,26 @@ fn queried_metrics(dashboard: &serde_json::Value) -> std::collections::BTreeSet<
     names
 }
 
+/// The metrics the dashboard queries that `run` does not export, waiting
+/// up to 20 s (lag gauges are refreshed every LAG_INTERVAL_SECS, 1 s in
+/// tests).
+async fn dashboard_metrics_missing(run: &TestApp) -> std::collections::BTreeSet<String> {
+    let dashboard: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(repo_root().join("dashboards/rag-engine-stages.json")).unwrap()).unwrap();
+    let wanted = queried_metrics(&dashboard);
+    assert!(wanted.len() >= 12, "{wanted:?}");
+    let mut missing = wanted;
+    for _ in 0..100 {
+        let text = run.metrics();
+        missing.retain(|m| !text.lines().any(|l| l.starts_with(m.as_str()) && l[m.len()..].starts_with(['{', ' '])));
+        if missing.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    missing
+}
+
 #[tokio::test]
 async fn every_metric_the_dashboard_queries_is_exported() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -76,20 +96,7 @@ async fn every_metric_the_dashboard_queries_is_exported() {
     let health = reqwest::get(format!("http://127.0.0.1:{}/healthz", run.api_port)).await.unwrap();
     assert!(health.status().is_success());
 
-    let dashboard: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(repo_root().join("dashboards/rag-engine-stages.json")).unwrap()).unwrap();
-    let wanted = queried_metrics(&dashboard);
-    assert!(wanted.len() >= 12, "{wanted:?}");
-    let mut missing = wanted.clone();
-    // Lag gauges are refreshed every LAG_INTERVAL_SECS (1 s in tests).
-    for _ in 0..100 {
-        let text = run.metrics();
-        missing.retain(|m| !text.lines().any(|l| l.starts_with(m.as_str()) && l[m.len()..].starts_with(['{', ' '])));
-        if missing.is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    let missing = dashboard_metrics_missing(&run).await;
     assert!(missing.is_empty(), "the dashboard queries metrics this process does not export: {missing:?}");
     let text = run.metrics();
     assert!(sum_metric(&text, "rag_llm_tokens_total", &["kind=\"prompt\""]) >= 120.0);
@@ -113,19 +120,7 @@ async fn a_fresh_process_exports_every_queried_metric_at_zero() {
         ("ANSWER_LLM_API_KEY", "test-key"),
     ]);
     let run = TestApp::spawn(&t, &[]).await;
-    let dashboard: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(repo_root().join("dashboards/rag-engine-stages.json")).unwrap()).unwrap();
-    let wanted = queried_metrics(&dashboard);
-    let mut missing = wanted.clone();
-    // Lag gauges are refreshed every LAG_INTERVAL_SECS (1 s in tests).
-    for _ in 0..100 {
-        let text = run.metrics();
-        missing.retain(|m| !text.lines().any(|l| l.starts_with(m.as_str()) && l[m.len()..].starts_with(['{', ' '])));
-        if missing.is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    let missing = dashboard_metrics_missing(&run).await;
     assert!(missing.is_empty(), "a fresh process does not export: {missing:?}");
     let text = run.metrics();
     for (series, labels) in [
