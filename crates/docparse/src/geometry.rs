@@ -108,7 +108,8 @@ pub struct PageSize {
     pub page_idx: u32,
     pub width: f32,
     pub height: f32,
-    /// `pt` (PDF points), or what Document AI states (`px`, `normalized`).
+    /// `pt` (PDF points), `px` (pixels of an image as displayed), or what
+    /// Document AI states (`px`, `normalized`).
     pub unit: String,
 }
 

@@ -2,7 +2,9 @@
 //! paragraph-level segments that tile it out.
 //!
 //! Supported: plain text, Markdown, HTML, PDF with a text layer, DOCX,
-//! Google Document AI JSON, and spreadsheets (CSV, TSV, XLSX, XLS, ODS). Every failure is a [`ParseError`] with a stable
+//! Google Document AI JSON, spreadsheets (CSV, TSV, XLSX, XLS, ODS), and
+//! with a recogniser ([`PageOcr`]) scanned PDF pages and images (PNG, JPEG,
+//! TIFF, WebP). Every failure is a [`ParseError`] with a stable
 //! [`ParseError::code`]; nothing here panics on hostile input (PDF
 //! extraction is additionally isolated with `catch_unwind`).
 
@@ -12,6 +14,7 @@ pub mod geometry;
 mod html;
 mod ocr;
 mod pdf;
+pub mod raster;
 pub mod segments;
 pub mod sheet;
 
@@ -57,6 +60,11 @@ pub struct Limits {
     /// Most non-empty cells one sheet of a spreadsheet may have; a larger
     /// sheet is refused (`too_many_cells`), never read into memory whole.
     pub max_sheet_cells: u64,
+    /// Most pixels of one image (one page of a TIFF), read from its header
+    /// before anything is decoded: a larger one is refused
+    /// (`image_too_large`), so a decompression bomb never allocates its
+    /// pixels.
+    pub max_image_pixels: u64,
 }
 
 impl Default for Limits {
@@ -73,6 +81,7 @@ impl Default for Limits {
             ocr_max_pages: 100,
             ocr_budget_secs: 600,
             max_sheet_cells: 1_000_000,
+            max_image_pixels: 50_000_000,
         }
     }
 }
@@ -144,6 +153,13 @@ pub trait PageOcr: Send + Sync {
     /// `size` is the page's displayed size in points when the parser knows
     /// it (a recogniser bounds its rendering by it).
     fn recognize(&self, pdf: &[u8], page_idx: u32, size: Option<&PageSize>) -> Result<OcrPage, OcrError>;
+
+    /// The words of one image page (already oriented), with their boxes
+    /// in its pixels.
+    fn recognize_image(&self, image: &raster::GrayImage) -> Result<OcrPage, OcrError> {
+        let _ = image;
+        Err(OcrError::Unsupported("this recogniser reads PDF pages only"))
+    }
 }
 
 impl ParsedDocument {
@@ -166,6 +182,10 @@ pub enum Format {
     Xlsx,
     Xls,
     Ods,
+    Png,
+    Jpeg,
+    Tiff,
+    Webp,
 }
 
 impl Format {
@@ -182,6 +202,10 @@ impl Format {
         Format::Ods,
         Format::Csv,
         Format::Tsv,
+        Format::Png,
+        Format::Jpeg,
+        Format::Tiff,
+        Format::Webp,
     ];
 
     /// The file extensions that name the format when the client sends no
@@ -199,7 +223,16 @@ impl Format {
             Format::Xlsx => &["xlsx"],
             Format::Xls => &["xls"],
             Format::Ods => &["ods"],
+            Format::Png => &["png"],
+            Format::Jpeg => &["jpg", "jpeg", "jpe"],
+            Format::Tiff => &["tif", "tiff"],
+            Format::Webp => &["webp"],
         }
+    }
+
+    /// Whether the format is an image (read by OCR, its pages in pixels).
+    pub fn is_image(self) -> bool {
+        matches!(self, Format::Png | Format::Jpeg | Format::Tiff | Format::Webp)
     }
 
     /// The canonical content type of the format (what an upload records
@@ -217,6 +250,10 @@ impl Format {
             Format::Xlsx => XLSX_TYPE,
             Format::Xls => "application/vnd.ms-excel",
             Format::Ods => "application/vnd.oasis.opendocument.spreadsheet",
+            Format::Png => "image/png",
+            Format::Jpeg => "image/jpeg",
+            Format::Tiff => "image/tiff",
+            Format::Webp => "image/webp",
         }
     }
 }
@@ -255,6 +292,10 @@ pub enum ParseError {
     EncryptedSpreadsheet,
     #[error("sheet {sheet:?} has {cells} or more non-empty cells, over the limit of {limit} (PARSE_MAX_SHEET_CELLS)")]
     TooManyCells { sheet: String, cells: u64, limit: u64 },
+    #[error("corrupt image: {0}")]
+    CorruptImage(String),
+    #[error("page {page} of the image is {width} × {height} pixels, over the limit of {limit} pixels (PARSE_MAX_IMAGE_PIXELS): refused before decoding (a decompression bomb is a small file of a huge image)")]
+    ImageTooLarge { page: u32, width: u32, height: u32, limit: u64 },
 }
 
 impl ParseError {
@@ -276,6 +317,8 @@ impl ParseError {
             ParseError::CorruptSpreadsheet(_) => "corrupt_spreadsheet",
             ParseError::EncryptedSpreadsheet => "encrypted_spreadsheet",
             ParseError::TooManyCells { .. } => "too_many_cells",
+            ParseError::CorruptImage(_) => "corrupt_image",
+            ParseError::ImageTooLarge { .. } => "image_too_large",
         }
     }
 }
@@ -296,6 +339,10 @@ pub fn detect_format(content_type: &str, filename: &str) -> Option<Format> {
         XLSX_TYPE => Some(Format::Xlsx),
         "application/vnd.ms-excel" => Some(Format::Xls),
         "application/vnd.oasis.opendocument.spreadsheet" => Some(Format::Ods),
+        "image/png" => Some(Format::Png),
+        "image/jpeg" | "image/jpg" | "image/pjpeg" => Some(Format::Jpeg),
+        "image/tiff" | "image/tif" | "image/x-tiff" => Some(Format::Tiff),
+        "image/webp" => Some(Format::Webp),
         _ => None,
     };
     let ext = filename.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()).unwrap_or_default();
@@ -321,8 +368,7 @@ pub fn detect_format(content_type: &str, filename: &str) -> Option<Format> {
 /// `setup.exe` sent as `text/plain` is not a text.
 const NEVER_DOCUMENTS: &[&str] = &[
     "exe", "dll", "so", "dylib", "bin", "msi", "com", "scr", "bat", "cmd", "ps1", "sh", "vbs", "js", "mjs", "jar", "apk", "svg", "svgz",
-    "png", "jpg", "jpeg", "gif", "webp", "bmp", "ico", "zip", "gz", "tgz", "bz2", "xz", "7z", "rar", "tar", "iso", "dmg", "wasm", "class",
-    "swf",
+    "gif", "bmp", "ico", "zip", "gz", "tgz", "bz2", "xz", "7z", "rar", "tar", "iso", "dmg", "wasm", "class", "swf",
 ];
 
 /// Magic numbers of binary files that are never a text document.
@@ -368,6 +414,9 @@ pub fn sniff(format: Format, filename: &str, head: &[u8]) -> Result<(), String> 
         Format::Xlsx => Err("the file is not a zip archive, as an XLSX workbook is".into()),
         Format::Xls if head.starts_with(OLE_MAGIC) => Ok(()),
         Format::Xls => Err("the file is not an OLE compound file, as an XLS workbook is".into()),
+        // Judged by content: a .jpg that is really a PNG is read as one.
+        Format::Png | Format::Jpeg | Format::Tiff | Format::Webp if raster::is_image(head) => Ok(()),
+        Format::Png | Format::Jpeg | Format::Tiff | Format::Webp => Err("the file is not a PNG, JPEG, TIFF or WebP image".into()),
         Format::Text | Format::Markdown | Format::Html | Format::DocAi | Format::Csv | Format::Tsv => {
             let body = head.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(head);
             if let Some(magic) = BINARY_MAGIC.iter().find(|m| body.starts_with(m)) {
@@ -426,12 +475,17 @@ pub fn parse_with_ocr(
             let (b, n) = sheet::blocks(format, bytes, filename, limits, &mut budget)?;
             (b, n, Vec::new())
         }
+        // Headers only: text comes from OCR below, page by page.
+        Format::Png | Format::Jpeg | Format::Tiff | Format::Webp => {
+            let sizes = raster::pages(format, bytes, limits)?;
+            (Vec::new(), sizes.len() as u32, sizes)
+        }
     };
     if page_count > limits.max_pages {
         return Err(ParseError::TooManyPages { pages: page_count.into(), limit: limits.max_pages });
     }
     let (mut blocks, mut ocr_pages, mut ocr_failures) = (blocks, Vec::new(), Vec::new());
-    if let (Format::Pdf, Some(ocr)) = (format, ocr) {
+    if let (Format::Pdf | Format::Png | Format::Jpeg | Format::Tiff | Format::Webp, Some(ocr)) = (format, ocr) {
         let with_text: std::collections::HashSet<u32> = blocks.iter().filter(|b| !b.text.trim().is_empty()).map(|b| b.page_idx).collect();
         // OCR is the costliest step (a process pair per page): bounded in
         // pages and in time per document, so a PDF of thousands of blank
@@ -450,7 +504,14 @@ pub fn parse_with_ocr(
                 continue;
             }
             tried += 1;
-            match ocr.recognize(bytes, page, pages.iter().find(|s| s.page_idx == page)) {
+            let words = match format {
+                // A page that cannot be decoded fails the document.
+                Format::Png | Format::Jpeg | Format::Tiff | Format::Webp => {
+                    ocr.recognize_image(&raster::to_gray(&raster::decode_page(bytes, page, limits)?))
+                }
+                _ => ocr.recognize(bytes, page, pages.iter().find(|s| s.page_idx == page)),
+            };
+            match words {
                 Ok(words) if !words.is_blank() => {
                     let block = words.block(page);
                     budget.take(block.text.chars().count())?;
@@ -470,6 +531,12 @@ pub fn parse_with_ocr(
         return Err(ParseError::NoText(match format {
             Format::Pdf if ocr.is_some() => format!("{page_count} page(s) without a text layer, and OCR found no text"),
             Format::Pdf => format!("{page_count} page(s) without a text layer (OCR is not available)"),
+            Format::Png | Format::Jpeg | Format::Tiff | Format::Webp if ocr.is_some() => {
+                format!("{page_count} image page(s), and OCR found no text")
+            }
+            Format::Png | Format::Jpeg | Format::Tiff | Format::Webp => {
+                format!("{page_count} image page(s): an image is read by OCR, which is not available")
+            }
             Format::Csv | Format::Tsv | Format::Xlsx | Format::Xls | Format::Ods => {
                 format!("{page_count} sheet(s), none with a non-empty cell")
             }

@@ -14,7 +14,8 @@ pub struct OcrWord {
     pub paragraph: u32,
     /// Words of one line share it.
     pub line: u32,
-    /// In points on the page as displayed (origin top-left), when known.
+    /// In the page's unit (points on a PDF page, pixels of an image) as
+    /// displayed (origin top-left), when known.
     pub rect: Option<Rect>,
 }
 
@@ -51,6 +52,9 @@ pub enum OcrError {
     /// belongs, on line `line`.
     #[error("{format} line {line}: bad number {value:?}")]
     BadNumber { format: &'static str, line: usize, value: String },
+    /// The recogniser cannot read this kind of page.
+    #[error("{0}")]
+    Unsupported(&'static str),
 }
 
 /// The words of one page in reading order.

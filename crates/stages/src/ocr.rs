@@ -1,12 +1,15 @@
-//! OCR of PDF pages without a text layer: poppler's `pdftoppm` renders the
-//! page, `tesseract` reads it (Debian: poppler-utils, tesseract-ocr,
-//! tesseract-ocr-vie, tesseract-ocr-eng). Both run as child processes with
-//! a deadline, in a private temporary directory removed afterwards.
+//! OCR of PDF pages without a text layer and of images: poppler's
+//! `pdftoppm` renders a PDF page, `tesseract` reads it (Debian:
+//! poppler-utils, tesseract-ocr, tesseract-ocr-vie, tesseract-ocr-eng); an
+//! image page, decoded and turned upright by the parser, goes to tesseract
+//! as a PGM. Both run as child processes with a deadline, in a private
+//! temporary directory removed afterwards.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use rag_docparse::raster::GrayImage;
 use rag_docparse::{OcrError, OcrPage, OcrWord, PageOcr, PageSize, Rect};
 
 /// Longest side of a page rendered for OCR, in pixels: 300 dpi of a
@@ -85,11 +88,39 @@ fn run(mut cmd: Command, deadline: Instant, stderr_file: &Path) -> Result<(), Oc
     }
 }
 
-impl PageOcr for TesseractOcr {
-    fn recognize(&self, pdf: &[u8], page_idx: u32, size: Option<&PageSize>) -> Result<OcrPage, OcrError> {
+impl TesseractOcr {
+    /// Runs `work` in a private temporary directory, removed afterwards.
+    fn in_temp_dir<T>(work: impl FnOnce(&Path) -> Result<T, OcrError>) -> Result<T, OcrError> {
         let dir = std::env::temp_dir().join(format!("rag-engine-ocr-{}", uuid::Uuid::new_v4()));
         std::fs::create_dir_all(&dir).map_err(|source| OcrError::File { what: "temporary directory", source })?;
-        let result = (|| {
+        let result = work(&dir);
+        let _ = std::fs::remove_dir_all(&dir);
+        result
+    }
+
+    /// tesseract on `dir/<image>`: its words, boxes scaled by `scale`.
+    fn read(&self, dir: &Path, image: &str, scale: f32, deadline: Instant) -> Result<OcrPage, OcrError> {
+        let mut read = Command::new(&self.tesseract);
+        // TSV: every word with its block, paragraph, line and box.
+        read.arg(dir.join(image)).arg(dir.join("out")).args(["-l", &self.languages, "tsv"]);
+        run(read, deadline, &dir.join("tesseract.err"))?;
+        let tsv = std::fs::read_to_string(dir.join("out.tsv")).map_err(|source| OcrError::File { what: "tesseract output", source })?;
+        parse_tsv(&tsv, scale)
+    }
+}
+
+impl PageOcr for TesseractOcr {
+    /// The image as the parser decoded it (upright): boxes in its pixels.
+    fn recognize_image(&self, image: &GrayImage) -> Result<OcrPage, OcrError> {
+        Self::in_temp_dir(|dir| {
+            let deadline = Instant::now() + self.timeout;
+            std::fs::write(dir.join("page.pgm"), image.to_pgm())?;
+            self.read(dir, "page.pgm", 1.0, deadline)
+        })
+    }
+
+    fn recognize(&self, pdf: &[u8], page_idx: u32, size: Option<&PageSize>) -> Result<OcrPage, OcrError> {
+        Self::in_temp_dir(|dir| {
             let deadline = Instant::now() + self.timeout;
             std::fs::write(dir.join("in.pdf"), pdf)?;
             let page = (page_idx + 1).to_string();
@@ -114,15 +145,8 @@ impl PageOcr for TesseractOcr {
                 .arg(dir.join("in.pdf"))
                 .arg(dir.join("page"));
             run(render, deadline, &dir.join("pdftoppm.err"))?;
-            let mut read = Command::new(&self.tesseract);
-            // TSV: every word with its block, paragraph, line and box.
-            read.arg(dir.join("page.png")).arg(dir.join("out")).args(["-l", &self.languages, "tsv"]);
-            run(read, deadline, &dir.join("tesseract.err"))?;
-            let tsv = std::fs::read_to_string(dir.join("out.tsv")).map_err(|source| OcrError::File { what: "tesseract output", source })?;
-            parse_tsv(&tsv, scale)
-        })();
-        let _ = std::fs::remove_dir_all(&dir);
-        result
+            self.read(dir, "page.png", scale, deadline)
+        })
     }
 }
 

@@ -5,6 +5,8 @@
 mod geometry;
 mod hostile;
 pub(crate) mod hostile_inputs;
+pub(crate) mod image_inputs;
+mod images;
 mod parse;
 mod sheet;
 pub(crate) mod sheet_inputs;

@@ -85,3 +85,51 @@ fn ocr_boxes_enclose_exactly_the_ink_of_the_cited_words() {
         }
     }
 }
+
+/// The scanned page's picture as an image file of its own: page 2 at
+/// 300 dpi, cropped to its text (pixels 0..2480 × 0..1200 of the page).
+fn scan_as_png(pdf: &std::path::Path) -> Vec<u8> {
+    let dir = std::env::temp_dir().join(format!("rag-ocr-image-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ok = Command::new("pdftoppm")
+        .args(["-f", "2", "-l", "2", "-r", "300", "-x", "0", "-y", "0", "-W", "2480", "-H", "1200", "-gray", "-png", "-singlefile"])
+        .arg(pdf)
+        .arg(dir.join("scan"))
+        .status()
+        .expect("pdftoppm (Debian poppler-utils)");
+    assert!(ok.success());
+    let png = std::fs::read(dir.join("scan.png")).unwrap();
+    std::fs::remove_dir_all(&dir).ok();
+    png
+}
+
+#[test]
+fn an_image_is_read_by_ocr_with_boxes_on_its_own_pixels() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docparse/tests/fixtures/scanned-text-page.pdf");
+    let png = scan_as_png(&path);
+    let ocr =
+        TesseractOcr::detect("vie+eng", 300, Duration::from_secs(60)).expect("tesseract with vie or eng (scripts/stack installs them)");
+    let started = std::time::Instant::now();
+    let doc = parse_with_ocr(&png, "image/png", "scan.png", &Limits::default(), Some(&ocr as &dyn PageOcr)).unwrap();
+    eprintln!("OCR of a 2480 × 1200 image: {:.2} s", started.elapsed().as_secs_f32());
+    assert_eq!((doc.page_count, doc.ocr_pages.clone()), (1, vec![0]));
+    let page = &doc.pages[0];
+    assert_eq!((page.width, page.height, page.unit.as_str()), (2480.0, 1200.0, "px"));
+    // The same pixels, from the page rendered whole at 300 dpi (the crop is
+    // its top-left corner): `ink` at "72 dpi" works in pixels.
+    let img = render(&path, 1, 300);
+    for needle in ["Revenue grew", "312 tỷ đồng."] {
+        let byte = doc.full_text.find(needle).unwrap_or_else(|| panic!("OCR text lacks {needle:?}: {:?}", doc.full_text));
+        let start = doc.full_text[..byte].chars().count() as u64;
+        let boxes = span_boxes(doc.segments.iter().flat_map(|s| &s.boxes), start, start + needle.chars().count() as u64);
+        assert_eq!(boxes.len(), 1, "{needle:?}: one line, one box");
+        let b = boxes[0].rect;
+        assert_eq!(boxes[0].page_idx, 0);
+        // A margin of 6 px (1.5 pt at 300 dpi), within 4 px (1 pt).
+        let m = 6.0;
+        let found = ink(&img, 72, Rect { x0: b.x0 - m, y0: b.y0 - m, x1: b.x1 + m, y1: b.y1 + m }).expect("ink in the box");
+        for (ours, theirs) in [(b.x0, found.x0), (b.y0, found.y0), (b.x1, found.x1), (b.y1, found.y1)] {
+            assert!((ours - theirs).abs() <= 4.0, "{needle:?}: box {b:?}, ink {found:?}");
+        }
+    }
+}

@@ -1,0 +1,304 @@
+//! Images: PNG, JPEG, TIFF (every page of a multi-page TIFF) and WebP.
+//!
+//! An image has no text layer: its text comes from OCR, one page per image
+//! (per TIFF page), with boxes in pixels of the image **as displayed**: its
+//! EXIF (or TIFF) orientation applied before recognition, so the boxes
+//! refer to the rotated image.
+//!
+//! Dimensions are read from the headers before any pixel is decoded: an
+//! image over [`crate::Limits::max_image_pixels`] (a decompression bomb:
+//! a 20,000 × 20,000 PNG is a few hundred KiB of zeros) is refused as
+//! `image_too_large` without allocating its pixels. Decoding is pure
+//! (image-rs); the recogniser ([`crate::PageOcr::recognize_image`]) is the
+//! caller's.
+
+use std::io::{BufRead, Cursor, Read, Seek, SeekFrom};
+
+use image::{DynamicImage, ImageDecoder, ImageFormat};
+
+use crate::{Format, Limits, PageSize, ParseError};
+
+/// Pixels of one page as recognition reads them: 8-bit grey, row by row,
+/// transparency flattened onto white.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GrayImage {
+    pub width: u32,
+    pub height: u32,
+    pub pixels: Vec<u8>,
+}
+
+impl GrayImage {
+    /// A binary PGM (P5), which tesseract (leptonica) reads.
+    pub fn to_pgm(&self) -> Vec<u8> {
+        let mut out = format!("P5\n{} {}\n255\n", self.width, self.height).into_bytes();
+        out.extend_from_slice(&self.pixels);
+        out
+    }
+}
+
+/// Pixels of one page for display: 8-bit RGB, row by row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RgbImage {
+    pub width: u32,
+    pub height: u32,
+    pub rgb: Vec<u8>,
+}
+
+/// Whether the first bytes are those of an image this parser reads.
+pub fn is_image(head: &[u8]) -> bool {
+    kind(head).is_some()
+}
+
+fn kind(bytes: &[u8]) -> Option<ImageFormat> {
+    if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
+        Some(ImageFormat::Png)
+    } else if bytes.starts_with(b"\xff\xd8\xff") {
+        Some(ImageFormat::Jpeg)
+    } else if [b"II*\0", b"MM\0*", b"II+\0", b"MM\0+"].iter().any(|m| bytes.starts_with(*m)) {
+        Some(ImageFormat::Tiff)
+    } else if bytes.len() >= 12 && &bytes[..4] == b"RIFF" && &bytes[8..12] == b"WEBP" {
+        Some(ImageFormat::WebP)
+    } else {
+        None
+    }
+}
+
+fn corrupt(e: impl std::fmt::Display) -> ParseError {
+    ParseError::CorruptImage(e.to_string())
+}
+
+/// The format the bytes are in (judged by content: an upload is sniffed
+/// at the door, and a `.jpg` that is really a PNG is read as a PNG).
+fn format_of(bytes: &[u8], declared: Format) -> Result<ImageFormat, ParseError> {
+    kind(bytes).ok_or_else(|| {
+        let what = match declared {
+            Format::Png => "PNG",
+            Format::Jpeg => "JPEG",
+            Format::Tiff => "TIFF",
+            _ => "WebP",
+        };
+        ParseError::CorruptImage(format!("the file does not start like a {what} image (nor a PNG, JPEG, TIFF or WebP one)"))
+    })
+}
+
+/// Where each page of a TIFF starts (its IFD's offset), read from the IFD
+/// chain without decoding a pixel; at most `max_pages` + 1 are walked.
+fn tiff_pages(bytes: &[u8], max_pages: u32) -> Result<Vec<u64>, ParseError> {
+    let mut decoder = tiff::decoder::Decoder::new(Cursor::new(bytes)).map_err(corrupt)?;
+    let mut pages = Vec::new();
+    loop {
+        let ptr = decoder.ifd_pointer().ok_or_else(|| corrupt("a TIFF page without a directory"))?;
+        pages.push(ptr.0);
+        if pages.len() as u64 > u64::from(max_pages) || !decoder.more_images() {
+            return Ok(pages);
+        }
+        decoder.next_image().map_err(corrupt)?;
+    }
+}
+
+/// The bytes of a TIFF as a reader sees them when its header points at
+/// another page's directory: a decoder reads that page as the first. The
+/// file is not copied; only the header's offset is overlaid.
+struct TiffPage<'a> {
+    bytes: &'a [u8],
+    /// The header's first-IFD offset: where, and its new bytes.
+    patch_at: usize,
+    patch: [u8; 8],
+    patch_len: usize,
+    pos: u64,
+}
+
+impl<'a> TiffPage<'a> {
+    fn new(bytes: &'a [u8], ifd: u64) -> Result<Self, ParseError> {
+        let little = bytes.starts_with(b"II");
+        let big_tiff = bytes.get(2..4).is_some_and(|v| v == [43, 0] || v == [0, 43]);
+        let mut patch = [0u8; 8];
+        let (patch_at, patch_len) = if big_tiff {
+            patch = if little { ifd.to_le_bytes() } else { ifd.to_be_bytes() };
+            (8, 8)
+        } else {
+            let ifd = u32::try_from(ifd).map_err(|_| corrupt("a TIFF directory past 4 GiB in a classic TIFF"))?;
+            patch[..4].copy_from_slice(&if little { ifd.to_le_bytes() } else { ifd.to_be_bytes() });
+            (4, 4)
+        };
+        if bytes.len() < patch_at + patch_len {
+            return Err(corrupt("a truncated TIFF header"));
+        }
+        Ok(TiffPage { bytes, patch_at, patch, patch_len, pos: 0 })
+    }
+
+    /// The bytes from the current position up to the next seam of the
+    /// overlay.
+    fn available(&self) -> &[u8] {
+        let pos = usize::try_from(self.pos).unwrap_or(usize::MAX).min(self.bytes.len());
+        let end = self.patch_at + self.patch_len;
+        if pos < self.patch_at {
+            &self.bytes[pos..self.patch_at]
+        } else if pos < end {
+            &self.patch[pos - self.patch_at..self.patch_len]
+        } else {
+            &self.bytes[pos..]
+        }
+    }
+}
+
+impl Read for TiffPage<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = {
+            let src = self.available();
+            let n = src.len().min(buf.len());
+            buf[..n].copy_from_slice(&src[..n]);
+            n
+        };
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+impl BufRead for TiffPage<'_> {
+    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
+        Ok(self.available())
+    }
+
+    fn consume(&mut self, amt: usize) {
+        self.pos += amt as u64;
+    }
+}
+
+impl Seek for TiffPage<'_> {
+    fn seek(&mut self, to: SeekFrom) -> std::io::Result<u64> {
+        let target = match to {
+            SeekFrom::Start(n) => Some(n),
+            SeekFrom::End(d) => (self.bytes.len() as u64).checked_add_signed(d),
+            SeekFrom::Current(d) => self.pos.checked_add_signed(d),
+        };
+        self.pos = target.ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "seek before the start"))?;
+        Ok(self.pos)
+    }
+}
+
+/// The decoder of one page, its header read (dimensions and orientation
+/// known) and no pixel decoded.
+fn decoder<'a>(bytes: &'a [u8], format: ImageFormat, tiff_ifd: Option<u64>) -> Result<Box<dyn ImageDecoder + 'a>, ParseError> {
+    let decoder: Box<dyn ImageDecoder + 'a> = match (format, tiff_ifd) {
+        (ImageFormat::Png, _) => Box::new(image::codecs::png::PngDecoder::new(Cursor::new(bytes)).map_err(corrupt)?),
+        (ImageFormat::Jpeg, _) => Box::new(image::codecs::jpeg::JpegDecoder::new(Cursor::new(bytes)).map_err(corrupt)?),
+        (ImageFormat::WebP, _) => Box::new(image::codecs::webp::WebPDecoder::new(Cursor::new(bytes)).map_err(corrupt)?),
+        (_, Some(ifd)) => Box::new(image::codecs::tiff::TiffDecoder::new(TiffPage::new(bytes, ifd)?).map_err(corrupt)?),
+        (_, None) => Box::new(image::codecs::tiff::TiffDecoder::new(Cursor::new(bytes)).map_err(corrupt)?),
+    };
+    Ok(decoder)
+}
+
+/// Whether an orientation turns the image a quarter (width and height swap).
+fn quarter_turn(o: image::metadata::Orientation) -> bool {
+    use image::metadata::Orientation::*;
+    matches!(o, Rotate90 | Rotate270 | Rotate90FlipH | Rotate270FlipH)
+}
+
+/// One page's header: its size as stored and as displayed.
+struct Header<'a> {
+    decoder: Box<dyn ImageDecoder + 'a>,
+    orientation: image::metadata::Orientation,
+    /// Displayed (orientation applied).
+    width: u32,
+    height: u32,
+}
+
+/// Reads one page's header and refuses it if it has more pixels than the
+/// limit, before anything is decoded.
+fn header<'a>(
+    bytes: &'a [u8],
+    format: ImageFormat,
+    tiff_ifd: Option<u64>,
+    page_idx: u32,
+    limits: &Limits,
+) -> Result<Header<'a>, ParseError> {
+    let mut decoder = decoder(bytes, format, tiff_ifd)?;
+    let (w, h) = decoder.dimensions();
+    let pixels = u64::from(w) * u64::from(h);
+    if pixels > limits.max_image_pixels {
+        return Err(ParseError::ImageTooLarge { page: page_idx + 1, width: w, height: h, limit: limits.max_image_pixels });
+    }
+    if pixels == 0 {
+        return Err(corrupt(format!("page {} is {w} × {h} pixels", page_idx + 1)));
+    }
+    // A broken orientation tag is no reason to refuse the picture.
+    let orientation = decoder.orientation().unwrap_or(image::metadata::Orientation::NoTransforms);
+    let (width, height) = if quarter_turn(orientation) { (h, w) } else { (w, h) };
+    // The decoder's own allocations: the pixels (at most 16 bytes each,
+    // RGBA of 32-bit floats) and its working buffers.
+    let mut lim = image::Limits::no_limits();
+    lim.max_alloc = Some(limits.max_image_pixels.saturating_mul(16).saturating_add(64 << 20));
+    decoder.set_limits(lim).map_err(corrupt)?;
+    Ok(Header { decoder, orientation, width, height })
+}
+
+/// The pages of an image file: where each starts (TIFF) and its size as
+/// displayed, in pixels. Headers only: every page is checked against the
+/// pixel limit before any is decoded.
+pub(crate) fn pages(format: Format, bytes: &[u8], limits: &Limits) -> Result<Vec<PageSize>, ParseError> {
+    let kind = format_of(bytes, format)?;
+    let ifds: Vec<Option<u64>> = match kind {
+        ImageFormat::Tiff => tiff_pages(bytes, limits.max_pages)?.into_iter().map(Some).collect(),
+        _ => vec![None],
+    };
+    if ifds.len() as u64 > u64::from(limits.max_pages) {
+        return Err(ParseError::TooManyPages { pages: ifds.len() as u64, limit: limits.max_pages });
+    }
+    let mut sizes = Vec::with_capacity(ifds.len());
+    for (page_idx, ifd) in (0u32..).zip(ifds) {
+        let h = header(bytes, kind, ifd, page_idx, limits)?;
+        sizes.push(PageSize { page_idx, width: h.width as f32, height: h.height as f32, unit: "px".into() });
+    }
+    Ok(sizes)
+}
+
+/// Page `page_idx` decoded, its orientation applied.
+pub fn decode_page(bytes: &[u8], page_idx: u32, limits: &Limits) -> Result<DynamicImage, ParseError> {
+    let kind = kind(bytes).ok_or_else(|| corrupt("not a PNG, JPEG, TIFF or WebP image"))?;
+    let ifd = match kind {
+        ImageFormat::Tiff => {
+            let ifds = tiff_pages(bytes, limits.max_pages.max(page_idx.saturating_add(1)))?;
+            Some(*ifds.get(page_idx as usize).ok_or_else(|| corrupt(format!("the TIFF has no page {}", page_idx + 1)))?)
+        }
+        _ if page_idx > 0 => return Err(corrupt(format!("the image has no page {}", page_idx + 1))),
+        _ => None,
+    };
+    let h = header(bytes, kind, ifd, page_idx, limits)?;
+    let mut img = DynamicImage::from_decoder(h.decoder).map_err(|e| corrupt(format!("page {}: {e}", page_idx + 1)))?;
+    img.apply_orientation(h.orientation);
+    Ok(img)
+}
+
+/// Grey pixels for recognition, transparency flattened onto white (a
+/// black text on a transparent background stays black on white).
+pub fn to_gray(img: &DynamicImage) -> GrayImage {
+    let (width, height) = (img.width(), img.height());
+    let pixels = if img.color().has_alpha() {
+        img.to_luma_alpha8().pixels().map(|p| blend_on_white(p.0[0], p.0[1])).collect()
+    } else {
+        img.to_luma8().into_raw()
+    };
+    GrayImage { width, height, pixels }
+}
+
+fn blend_on_white(v: u8, alpha: u8) -> u8 {
+    let (v, a) = (u32::from(v), u32::from(alpha));
+    ((v * a + 255 * (255 - a) + 127) / 255) as u8
+}
+
+/// Page `page_idx` as RGB for display, orientation applied, scaled down
+/// so that its long side is at most `max_side` pixels.
+pub fn page_rgb(bytes: &[u8], page_idx: u32, limits: &Limits, max_side: u32) -> Result<RgbImage, ParseError> {
+    let mut img = decode_page(bytes, page_idx, limits)?;
+    if img.width().max(img.height()) > max_side {
+        img = img.resize(max_side, max_side, image::imageops::FilterType::Triangle);
+    }
+    let rgb = if img.color().has_alpha() {
+        img.to_rgba8().pixels().flat_map(|p| [0, 1, 2].map(|c| blend_on_white(p.0[c], p.0[3]))).collect()
+    } else {
+        img.to_rgb8().into_raw()
+    };
+    Ok(RgbImage { width: img.width(), height: img.height(), rgb })
+}
