@@ -17,6 +17,7 @@ mod pdf;
 pub mod raster;
 pub mod segments;
 pub mod sheet;
+mod slides;
 
 use serde::{Deserialize, Serialize};
 
@@ -176,6 +177,8 @@ pub enum Format {
     Html,
     Pdf,
     Docx,
+    Pptx,
+    Odp,
     DocAi,
     Csv,
     Tsv,
@@ -193,6 +196,8 @@ impl Format {
     pub const ALL: &'static [Format] = &[
         Format::Pdf,
         Format::Docx,
+        Format::Pptx,
+        Format::Odp,
         Format::Html,
         Format::Markdown,
         Format::Text,
@@ -217,6 +222,8 @@ impl Format {
             Format::Html => &["html", "htm"],
             Format::Pdf => &["pdf"],
             Format::Docx => &["docx"],
+            Format::Pptx => &["pptx"],
+            Format::Odp => &["odp"],
             Format::DocAi => &["json"],
             Format::Csv => &["csv"],
             Format::Tsv => &["tsv", "tab"],
@@ -244,6 +251,8 @@ impl Format {
             Format::Html => "text/html",
             Format::Pdf => "application/pdf",
             Format::Docx => "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+            Format::Pptx => PPTX_TYPE,
+            Format::Odp => ODP_TYPE,
             Format::DocAi => "application/json",
             Format::Csv => "text/csv",
             Format::Tsv => "text/tab-separated-values",
@@ -259,6 +268,8 @@ impl Format {
 }
 
 const XLSX_TYPE: &str = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet";
+const PPTX_TYPE: &str = "application/vnd.openxmlformats-officedocument.presentationml.presentation";
+const ODP_TYPE: &str = "application/vnd.oasis.opendocument.presentation";
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ParseError {
@@ -276,6 +287,10 @@ pub enum ParseError {
     EncryptedPdf,
     #[error("corrupt DOCX: {0}")]
     CorruptDocx(String),
+    #[error("corrupt presentation: {0}")]
+    CorruptPresentation(String),
+    #[error("the presentation is password-protected (encrypted) and cannot be read without its password")]
+    EncryptedPresentation,
     #[error("decompression bomb: {0}")]
     DecompressionBomb(String),
     #[error("invalid Document AI JSON: {0}")]
@@ -309,6 +324,8 @@ impl ParseError {
             ParseError::CorruptPdf(_) => "corrupt_pdf",
             ParseError::EncryptedPdf => "encrypted_pdf",
             ParseError::CorruptDocx(_) => "corrupt_docx",
+            ParseError::CorruptPresentation(_) => "corrupt_presentation",
+            ParseError::EncryptedPresentation => "encrypted_presentation",
             ParseError::DecompressionBomb(_) => "decompression_bomb",
             ParseError::InvalidDocAi(_) => "invalid_docai",
             ParseError::NoText(_) => "no_text",
@@ -333,6 +350,8 @@ pub fn detect_format(content_type: &str, filename: &str) -> Option<Format> {
         "text/html" | "application/xhtml+xml" => Some(Format::Html),
         "application/pdf" => Some(Format::Pdf),
         "application/vnd.openxmlformats-officedocument.wordprocessingml.document" => Some(Format::Docx),
+        PPTX_TYPE => Some(Format::Pptx),
+        ODP_TYPE => Some(Format::Odp),
         "application/json" | "application/vnd.google.documentai+json" => Some(Format::DocAi),
         "text/csv" | "application/csv" | "text/x-csv" | "text/comma-separated-values" => Some(Format::Csv),
         "text/tab-separated-values" => Some(Format::Tsv),
@@ -405,6 +424,12 @@ pub fn sniff(format: Format, filename: &str, head: &[u8]) -> Result<(), String> 
         Format::Pdf => Err("the file does not start like a PDF (no %PDF header)".into()),
         Format::Docx if head.starts_with(b"PK\x03\x04") => Ok(()),
         Format::Docx => Err("the file is not a zip archive, as a DOCX is".into()),
+        // A password-protected PPTX is an OLE file, like an XLSX: the
+        // parser says it is encrypted.
+        Format::Pptx if head.starts_with(b"PK\x03\x04") || head.starts_with(OLE_MAGIC) => Ok(()),
+        Format::Pptx => Err("the file is not a zip archive, as a PPTX presentation is".into()),
+        Format::Odp if head.starts_with(b"PK\x03\x04") => Ok(()),
+        Format::Odp => Err("the file is not a zip archive, as an ODP presentation is".into()),
         Format::Ods if head.starts_with(b"PK\x03\x04") => Ok(()),
         Format::Ods => Err("the file is not a zip archive, as an ODS spreadsheet is".into()),
         // A password-protected XLSX is an OLE compound file holding the
@@ -468,6 +493,10 @@ pub fn parse_with_ocr(
         Format::Pdf => pdf::blocks(bytes, limits, &mut budget)?,
         Format::Docx => {
             let (b, n) = docx::blocks(bytes, limits, &mut budget)?;
+            (b, n, Vec::new())
+        }
+        Format::Pptx | Format::Odp => {
+            let (b, n) = slides::blocks(format, bytes, limits, &mut budget)?;
             (b, n, Vec::new())
         }
         Format::DocAi => docai::blocks(utf8(bytes)?, &mut budget)?,
@@ -540,6 +569,7 @@ pub fn parse_with_ocr(
             Format::Csv | Format::Tsv | Format::Xlsx | Format::Xls | Format::Ods => {
                 format!("{page_count} sheet(s), none with a non-empty cell")
             }
+            Format::Pptx | Format::Odp => format!("{page_count} slide(s), none with text (text in pictures is not read)"),
             _ => "the document holds only whitespace or markup".to_string(),
         }));
     }

@@ -10,3 +10,5 @@ mod images;
 mod parse;
 mod sheet;
 pub(crate) mod sheet_inputs;
+pub(crate) mod slide_inputs;
+mod slides;
