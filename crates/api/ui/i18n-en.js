@@ -37,7 +37,7 @@ export default {
   // Documents.
   "docs.heading": "Documents",
   "docs.drop": "Drop files here, or click to choose",
-  "docs.formats": "PDF, DOCX, HTML, Markdown, text, Document AI JSON",
+  "docs.formats": "PDF, DOCX, HTML, Markdown, text, Document AI JSON, spreadsheets, images (PNG, JPEG, TIFF, WebP)",
   "docs.uploads": "Uploads",
   "docs.list": "Documents of the workspace",
   "docs.empty": "No documents yet.",
@@ -150,6 +150,8 @@ export default {
   "error.corrupt_spreadsheet": "the spreadsheet is damaged",
   "error.encrypted_spreadsheet": "the spreadsheet is password-protected",
   "error.too_many_cells": "the spreadsheet has too many cells",
+  "error.corrupt_image": "the image is damaged or not a PNG, JPEG, TIFF or WebP image",
+  "error.image_too_large": "the image has too many pixels (refused before opening, for safety)",
   "error.parser_crashed": "the parser stopped on this document",
   "error.parser_timeout": "parsing took too long",
   "error.chunker_crashed": "splitting the document into passages failed",

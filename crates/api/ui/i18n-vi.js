@@ -34,7 +34,7 @@ export default {
   // Tài liệu.
   "docs.heading": "Tài liệu",
   "docs.drop": "Thả tệp vào đây hoặc bấm để chọn",
-  "docs.formats": "PDF, DOCX, HTML, Markdown, văn bản, Document AI JSON",
+  "docs.formats": "PDF, DOCX, HTML, Markdown, văn bản, Document AI JSON, bảng tính, ảnh (PNG, JPEG, TIFF, WebP)",
   "docs.uploads": "Tệp đang tải lên",
   "docs.list": "Tài liệu của không gian làm việc",
   "docs.empty": "Chưa có tài liệu nào.",
@@ -144,6 +144,8 @@ export default {
   "error.corrupt_spreadsheet": "bảng tính bị hỏng",
   "error.encrypted_spreadsheet": "bảng tính được bảo vệ bằng mật khẩu",
   "error.too_many_cells": "bảng tính có quá nhiều ô",
+  "error.corrupt_image": "ảnh bị hỏng hoặc không phải ảnh PNG, JPEG, TIFF hay WebP",
+  "error.image_too_large": "ảnh có quá nhiều điểm ảnh (bị từ chối trước khi mở, để đảm bảo an toàn)",
   "error.parser_crashed": "bộ phân tích bị dừng khi xử lý tài liệu này",
   "error.parser_timeout": "phân tích tài liệu mất quá nhiều thời gian",
   "error.chunker_crashed": "không chia được tài liệu thành các đoạn",

@@ -77,14 +77,16 @@ export async function openViewer(documentId, start, end, bubble = null) {
   first?.scrollIntoView({ block: "center" });
 }
 
-// A cited span of a PDF is also shown where it is on the page: the server
-// renders the page with the span's boxes drawn (GET .../pages/N/image).
+// A cited span of a PDF or an image is also shown where it is on the page:
+// the server renders the page (or shows the image itself, as a PNG) with
+// the span's boxes drawn (GET .../pages/N/image).
 async function showPageImage(raw, documentId, pieces, segments, start, end, gen) {
   dropPageImage();
   if (!pieces.length) return;
   const pageIdx = segments[pieces[0].segment].page_idx;
   const page = (raw.pages ?? []).find((p) => p.page_idx === pageIdx);
-  if (!page || page.unit !== "pt") return;
+  const isImage = (state.docs.get(documentId)?.content_type ?? "").startsWith("image/");
+  if (!page || !(page.unit === "pt" || (isImage && page.unit === "px"))) return;
   const n = pageIdx + 1;
   const figure = el("figure", { class: "page-image" }, el("figcaption", { class: "muted", t: ["viewer.imageLoading", { n }] }));
   $("viewer-text").before(figure);

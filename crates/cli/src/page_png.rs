@@ -1,5 +1,6 @@
-//! `docs show --page N [--highlight S-E]`: a PDF page as a PNG with a cited
-//! span's boxes drawn, so a reader sees where on the page the text is.
+//! `docs show --page N [--highlight S-E]`: a PDF page (or an image's page)
+//! as a PNG with a cited span's boxes drawn, so a reader sees where on the
+//! page the text is.
 
 use std::path::Path;
 use std::time::Duration;
@@ -34,7 +35,7 @@ pub async fn write(
     let pages = rag_store::raw::pages(pool, &d.workspace_id, d.id).await?;
     if pages.is_empty() {
         anyhow::bail!(
-            "document {} has no page geometry (status {}; only PDFs and Document AI files have pages, and documents parsed before parser 3 need a re-parse)",
+            "document {} has no page geometry (status {}; only PDFs, images and Document AI files have pages, and documents parsed before parser 3 need a re-parse)",
             d.id,
             d.status
         );
@@ -45,7 +46,9 @@ pub async fn write(
         .find(|p| p.page_idx == idx)
         .cloned()
         .with_context(|| format!("page {page} does not exist (the document has {})", pages.len()))?;
-    if size.unit != "pt" {
+    let is_image = rag_docparse::detect_format(d.content_type.as_deref().unwrap_or(""), d.filename.as_deref().unwrap_or(""))
+        .is_some_and(|f| f.is_image());
+    if size.unit != "pt" && !(is_image && size.unit == "px") {
         anyhow::bail!("page {page} is in {} (Document AI): there is no PDF to render", size.unit);
     }
     let span = match highlight {
@@ -58,8 +61,14 @@ pub async fn write(
     let drawn: Vec<Rect> = span.boxes.iter().filter(|b| b.page_idx == idx).map(|b| b.rect).collect();
     let uri = d.blob_uri.as_deref().context("the document has no original blob")?;
     let blobs = rag_blobs::BlobStore::new(&s.blobs());
-    let pdf = blobs.get(blobs.key_of(uri)?).await.with_context(|| format!("reading the original {uri}"))?;
-    let png = rag_pageimage::highlighted_png(&pdf, &size, &drawn, dpi, Duration::from_secs(60)).await?;
+    let original = blobs.get(blobs.key_of(uri)?).await.with_context(|| format!("reading the original {uri}"))?;
+    let png = if is_image {
+        // An image is shown itself: `dpi` does not apply.
+        let (page, boxes) = (size.clone(), drawn.clone());
+        tokio::task::spawn_blocking(move || rag_pageimage::image_page_png(&original, &page, &boxes)).await??
+    } else {
+        rag_pageimage::highlighted_png(&original, &size, &drawn, dpi, Duration::from_secs(60)).await?
+    };
     std::fs::write(out, png).with_context(|| format!("writing {}", out.display()))?;
     Ok(PagePng { png: out.display().to_string(), page: size, span, drawn })
 }

@@ -1,10 +1,13 @@
-//! A PDF page as a PNG with the boxes of a citation drawn on it.
+//! A PDF page, or an image's page, as a PNG with the boxes of a citation
+//! drawn on it.
 //!
 //! poppler's `pdftoppm` (Debian poppler-utils, installed by `scripts/stack`
 //! and used for OCR already) renders the page as displayed, its rotation
 //! applied, which is the frame the boxes are in ([`rag_docparse::geometry`]).
-//! Drawing and encoding are pure ([`highlight`], [`Image::to_png`]); only
-//! [`render_page`] runs a process.
+//! An image (PNG, JPEG, TIFF, WebP) is decoded in process and turned as its
+//! EXIF says, as the parser read it ([`image_page_png`]), so browsers see a
+//! PNG whatever the original's format. Drawing and encoding are pure
+//! ([`highlight`], [`Image::to_png`]); only [`render_page`] runs a process.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -23,6 +26,8 @@ pub enum PageImageError {
     NoSuchPage { page: u32, count: usize },
     #[error("PNG encoding: {0}")]
     Encode(String),
+    #[error("reading the image: {0}")]
+    Decode(String),
 }
 
 /// An 8-bit RGB image.
@@ -187,6 +192,24 @@ pub async fn highlighted_png(pdf: &[u8], page: &PageSize, boxes: &[Rect], dpi: u
     img.to_png()
 }
 
+/// Page `page` of an image document (`original`: its PNG, JPEG, TIFF or
+/// WebP bytes) as a PNG with `boxes` (in its pixels) highlighted, its long
+/// side at most [`MAX_SIDE_PX`]. The image is decoded only if its header
+/// says it has the size the parser recorded for the page (`page`, in
+/// pixels): never more pixels than the parser accepted. CPU work: call it
+/// off the async workers.
+pub fn image_page_png(original: &[u8], page: &PageSize, boxes: &[Rect]) -> Result<Vec<u8>, PageImageError> {
+    let limits = rag_docparse::Limits {
+        max_image_pixels: (page.width.max(0.0) as u64).saturating_mul(page.height.max(0.0) as u64),
+        ..rag_docparse::Limits::default()
+    };
+    let rgb =
+        rag_docparse::raster::page_rgb(original, page.page_idx, &limits, MAX_SIDE_PX).map_err(|e| PageImageError::Decode(e.to_string()))?;
+    let mut img = Image { width: rgb.width as usize, height: rgb.height as usize, rgb: rgb.rgb };
+    highlight(&mut img, page, boxes);
+    img.to_png()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -213,6 +236,36 @@ mod tests {
         assert_eq!(Resolution::capped(&huge, 110), Resolution::LongSide(MAX_SIDE_PX));
         let unknown = PageSize { page_idx: 0, width: 1.0, height: 1.0, unit: "normalized".into() };
         assert_eq!(Resolution::capped(&unknown, 110), Resolution::LongSide(MAX_SIDE_PX));
+    }
+
+    #[test]
+    fn an_image_page_is_drawn_on_the_image_itself_scaled_to_the_bound() {
+        // 5000 × 100 grey: scaled to 4000 × 80; a box in the image's pixels
+        // lands on the same place of the smaller picture.
+        let grey = vec![200u8; 5000 * 100];
+        let mut png = Vec::new();
+        let mut enc = png::Encoder::new(&mut png, 5000, 100);
+        enc.set_color(png::ColorType::Grayscale);
+        enc.set_depth(png::BitDepth::Eight);
+        let mut w = enc.write_header().unwrap();
+        w.write_image_data(&grey).unwrap();
+        w.finish().unwrap();
+        let page = PageSize { page_idx: 0, width: 5000.0, height: 100.0, unit: "px".into() };
+        let out = image_page_png(&png, &page, &[Rect { x0: 1000.0, y0: 20.0, x1: 2000.0, y1: 60.0 }]).unwrap();
+        let dec = png::Decoder::new(std::io::Cursor::new(out));
+        let mut reader = dec.read_info().unwrap();
+        let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+        let info = reader.next_frame(&mut buf).unwrap();
+        assert_eq!((info.width, info.height, info.color_type), (4000, 80, png::ColorType::Rgb));
+        let px = |x: usize, y: usize| &buf[(y * 4000 + x) * 3..(y * 4000 + x) * 3 + 3];
+        assert_eq!(px(1200, 40), &[200, 180, 31], "inside the box: tinted");
+        assert_eq!(px(100, 40), &[200, 200, 200], "elsewhere: the image");
+        // A page the parser recorded smaller than the image is: not decoded.
+        let small = PageSize { page_idx: 0, width: 50.0, height: 100.0, unit: "px".into() };
+        assert!(matches!(image_page_png(&png, &small, &[]), Err(PageImageError::Decode(_))));
+        // And no such page.
+        let second = PageSize { page_idx: 1, ..page };
+        assert!(matches!(image_page_png(&png, &second, &[]), Err(PageImageError::Decode(_))));
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! A page of a PDF as a PNG, with a cited span's boxes drawn on it: what
-//! the web page shows beside the raw text when a citation of a PDF opens.
+//! A page of a PDF, or of an image, as a PNG with a cited span's boxes
+//! drawn on it: what the web page shows beside the raw text when a citation
+//! of a PDF or an image opens.
 
 use std::time::Duration;
 
@@ -33,8 +34,11 @@ fn parse_span(s: &str) -> Option<(u64, u64)> {
     (a < b).then_some((a, b))
 }
 
-/// Page `page` (1-based) of a PDF document as a PNG, the boxes of the
-/// `highlight` span drawn on it. 409 for documents without PDF pages.
+/// Page `page` (1-based) of a PDF or image document as a PNG, the boxes of
+/// the `highlight` span drawn on it. A PDF page is rendered at 110 dpi; an
+/// image (PNG, JPEG, TIFF page, WebP) is shown itself, turned as its EXIF
+/// says and converted to PNG, its long side at most 4,000 pixels. 409 for
+/// documents without such pages.
 #[utoipa::path(get, path = "/v1/workspaces/{ws}/documents/{id}/pages/{page}/image", tag = "documents",
     params(("ws" = String, Path, description = "Workspace id"), ("id" = Uuid, Path, description = "Document id"),
            ("page" = u32, Path, description = "Page, from 1"), PageImageQuery),
@@ -56,13 +60,15 @@ pub async fn page_image(
         }
     };
     let pages = rag_store::raw::pages(state.pool(), &ws, id).await?;
+    let is_image = rag_docparse::detect_format(doc.content_type.as_deref().unwrap_or(""), doc.filename.as_deref().unwrap_or(""))
+        .is_some_and(|f| f.is_image());
     let size = match pages.iter().find(|p| Some(p.page_idx) == page.checked_sub(1)) {
-        Some(p) if p.unit == "pt" => p.clone(),
+        Some(p) if p.unit == "pt" || (is_image && p.unit == "px") => p.clone(),
         Some(_) => {
             return Err(ApiError::conflict("no_page_image", "the document's pages come from Document AI: there is no PDF to render"))
         }
         None if pages.is_empty() => {
-            return Err(ApiError::conflict("no_page_image", "the document has no PDF pages (or is not parsed yet)"))
+            return Err(ApiError::conflict("no_page_image", "the document has no PDF or image pages (or is not parsed yet)"))
         }
         None => return Err(ApiError::not_found("page")),
     };
@@ -73,8 +79,16 @@ pub async fn page_image(
     let drawn: Vec<rag_docparse::Rect> = boxes.iter().filter(|b| b.page_idx == size.page_idx).map(|b| b.rect).collect();
     let uri = doc.blob_uri.as_deref().ok_or_else(|| ApiError::conflict("no_page_image", "the document has no original"))?;
     let blobs = state.blobs();
-    let pdf = blobs.get(blobs.key_of(uri)?).await?;
-    let png = rag_pageimage::highlighted_png(&pdf, &size, &drawn, DPI, RENDER_TIMEOUT).await.map_err(|e| match e {
+    let original = blobs.get(blobs.key_of(uri)?).await?;
+    let png = if is_image {
+        // Decoding is CPU work: off the async workers.
+        tokio::task::spawn_blocking(move || rag_pageimage::image_page_png(&original, &size, &drawn))
+            .await
+            .map_err(|e| ApiError::internal(format!("drawing the image: {e}")))?
+    } else {
+        rag_pageimage::highlighted_png(&original, &size, &drawn, DPI, RENDER_TIMEOUT).await
+    }
+    .map_err(|e| match e {
         PageImageError::NoRenderer | PageImageError::Timeout(_) => ApiError::unavailable("renderer_unavailable", e.to_string()),
         other => ApiError::internal(other.to_string()),
     })?;

@@ -16,6 +16,7 @@ impl Settings {
             max_segment_chars: self.segment_max_chars,
             max_pages: self.parse_max_pages,
             max_sheet_cells: self.parse_max_sheet_cells,
+            max_image_pixels: self.parse_max_image_pixels,
             max_output_ratio: self.parse_max_output_ratio,
             ocr_max_pages: self.ocr_max_pages,
             ocr_budget_secs: self.ocr_budget_secs,

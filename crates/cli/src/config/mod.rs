@@ -120,6 +120,9 @@ pub struct Settings {
     /// Most non-empty cells of one spreadsheet sheet (XLSX, XLS, ODS, CSV, TSV); a larger sheet fails with `too_many_cells`.
     #[arg(long, env = "PARSE_MAX_SHEET_CELLS", default_value_t = 1_000_000, global = true)]
     pub parse_max_sheet_cells: u64,
+    /// Most pixels of one image (one page of a TIFF), read from its header before anything is decoded; a larger one (a decompression bomb, say a 20,000 × 20,000 PNG) fails with `image_too_large`.
+    #[arg(long, env = "PARSE_MAX_IMAGE_PIXELS", default_value_t = 50_000_000, global = true)]
+    pub parse_max_image_pixels: u64,
     /// Text a document may produce, as a multiple of its size in bytes (and at least 4 Mi characters); more fails with `output_too_large`.
     #[arg(long, env = "PARSE_MAX_OUTPUT_RATIO", default_value_t = 16, global = true)]
     pub parse_max_output_ratio: u64,
@@ -150,7 +153,7 @@ pub struct Settings {
     /// Directory of the in-process embedding model: multilingual-e5-small (the packed e5-small-q4.bin that scripts/stack installs) or a sentence-transformers directory (model.safetensors + tokenizer.json, e.g. all-MiniLM-L6-v2); its tokenizer sets the chunk token budget.
     #[arg(long, env = "EMBEDDING_MODEL_DIR", default_value = "", global = true)]
     pub embedding_model_dir: String,
-    /// OCR of PDF pages without a text layer: `auto` (tesseract + pdftoppm when installed) or `off`.
+    /// OCR of PDF pages without a text layer and of images (PNG, JPEG, TIFF, WebP): `auto` (tesseract + pdftoppm when installed) or `off`.
     #[arg(long, env = "OCR", default_value = "auto", global = true)]
     pub ocr: OcrChoice,
     /// Tesseract languages, `+`-separated (narrowed to those installed).

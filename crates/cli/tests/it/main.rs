@@ -20,6 +20,7 @@ mod eval;
 mod formats;
 mod foundation;
 mod hostile;
+mod images;
 mod limits;
 mod object_storage;
 mod observability;
