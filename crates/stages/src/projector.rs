@@ -266,12 +266,18 @@ impl Stage for Projector {
         if let Claim::Apply = self.offsets.claim(&mut tx, msg).await? {
             // Document topics are keyed by document id: mark it failed so the
             // user sees why it stopped (unknown ids are ignored).
-            let is_document_topic = matches!(
-                self.topics.event_of(&msg.topic),
-                Some(EventType::DocumentUploaded | EventType::DocumentParsed | EventType::DocumentChunked | EventType::DocumentIngested)
-            );
-            if let (true, Some(key)) = (is_document_topic, msg.key_str()) {
-                documents::mark_failed(&mut tx, key, code.as_str(), reason).await?;
+            // The step is the topic's: its redriven event recovers the
+            // document.
+            let step = match self.topics.event_of(&msg.topic) {
+                Some(EventType::DocumentUploaded) => Some(DocumentStatus::Uploaded),
+                Some(EventType::DocumentParsed) => Some(DocumentStatus::Parsed),
+                Some(EventType::DocumentChunked) => Some(DocumentStatus::Chunked),
+                Some(EventType::DocumentIngested) => Some(DocumentStatus::Ingested),
+                _ => None,
+            };
+            if let (Some(step), Some(key)) = (step, msg.key_str()) {
+                let at = msg.timestamp_ms.and_then(chrono::DateTime::from_timestamp_millis).unwrap_or_else(chrono::Utc::now);
+                documents::mark_failed(&mut tx, key, step, code.as_str(), reason, at).await?;
             }
         }
         tx.commit().await?;

@@ -9,6 +9,7 @@ use uuid::Uuid;
 // The status rule has its own module; callers keep finding it here.
 pub use crate::status::DocumentStatus;
 use crate::status::{contiguous_rank, status_of_rank};
+use crate::transitions::{self, StepOutcome};
 use crate::StoreError;
 
 fn millis(ms: i64) -> DateTime<Utc> {
@@ -58,22 +59,41 @@ pub async fn apply_uploaded(tx: &mut Transaction<'_, Postgres>, e: &DocumentUplo
     .bind(at)
     .execute(&mut **tx)
     .await?;
-    Ok(())
+    // The upload facts are in; a redriven upload whose dead letter failed
+    // the document recovers it (the rule is the other steps').
+    let outcome = StepOutcome::Succeeded { step: DocumentStatus::Uploaded, starts_run: true };
+    transitions::apply_step(tx, id, &e.envelope.workspace_id, outcome, at).await
 }
 
-/// Marks an existing document failed (e.g. its event went to the dead-letter
-/// topic). Unknown ids are ignored: there is nothing to mark.
-pub async fn mark_failed(tx: &mut Transaction<'_, Postgres>, document_id: &str, code: &str, reason: &str) -> Result<bool, StoreError> {
+/// Marks an existing document failed because its event of `step` went to
+/// the dead-letter topic (`at`: when, by the message's timestamp). Unknown
+/// ids are ignored: there is nothing to mark, and the message does not say
+/// which workspace it belongs to. A later success of that step (the
+/// redriven event) recovers the document.
+pub async fn mark_failed(
+    tx: &mut Transaction<'_, Postgres>,
+    document_id: &str,
+    step: DocumentStatus,
+    code: &str,
+    reason: &str,
+    at: DateTime<Utc>,
+) -> Result<bool, StoreError> {
     let Ok(id) = Uuid::parse_str(document_id) else { return Ok(false) };
     let done = sqlx::query(
-        "UPDATE documents SET status = 'failed', status_rank = $2, failure_code = $3, failure_reason = $4, updated_at = now(),
-                failed_at = now()
-         WHERE id = $1 AND status_rank < $2",
+        "UPDATE documents SET status = 'failed', status_rank = $2,
+                failure_code = CASE WHEN status <> 'failed' OR failed_at IS NULL OR failed_at <= $6 THEN $3 ELSE failure_code END,
+                failure_reason = CASE WHEN status <> 'failed' OR failed_at IS NULL OR failed_at <= $6 THEN $4 ELSE failure_reason END,
+                failed_at = CASE WHEN status <> 'failed' THEN $6 ELSE GREATEST(failed_at, $6) END,
+                failed_steps = failed_steps | $5,
+                updated_at = GREATEST(updated_at, $6)
+         WHERE id = $1 AND status_rank <= $2",
     )
     .bind(id)
     .bind(DocumentStatus::Failed.rank())
     .bind(code)
     .bind(reason)
+    .bind(transitions::step_bit(step))
+    .bind(at)
     .execute(&mut **tx)
     .await?;
     Ok(done.rows_affected() > 0)
@@ -275,7 +295,7 @@ pub async fn purge(tx: &mut Transaction<'_, Postgres>, workspace_id: &str, id: U
         "UPDATE documents SET parser = NULL, page_count = NULL, segment_count = NULL, char_count = NULL,
                 full_text_uri = NULL, segments_uri = NULL, active_chunking_version = NULL, chunk_count = NULL,
                 embedding_model = NULL, embedding_dimension = NULL, failure_code = NULL, failure_reason = NULL,
-                failed_at = NULL, pages_without_text = '{}', ocr_pages = '{}', line_count = NULL, pages = '[]'::jsonb
+                failed_at = NULL, failed_steps = 0, succeeded_at = NULL, pages_without_text = '{}', ocr_pages = '{}', line_count = NULL, pages = '[]'::jsonb
          WHERE id = $1 AND workspace_id = $2 AND status = 'deleted'",
     )
     .bind(id)

@@ -18,6 +18,7 @@ pub mod raw;
 pub mod search;
 pub mod status;
 pub mod testing;
+mod transitions;
 pub mod workspaces;
 
 use std::time::Duration;

@@ -10,94 +10,36 @@ use sqlx::{PgPool, Postgres, Transaction};
 use uuid::Uuid;
 
 use crate::documents::parse_id as doc_id;
-use crate::status::{contiguous_rank, status_of_rank, DocumentStatus};
+use crate::status::DocumentStatus;
+use crate::transitions::{self, StepOutcome};
 use crate::StoreError;
 
-/// Moves the status forward only; a late earlier event changes nothing
-/// else. One exception: a success that occurred after the document failed
-/// (a redriven dead letter, a replay) recovers it, clearing the failure.
+/// A success step of the event's document.
 async fn advance_status(
     tx: &mut Transaction<'_, Postgres>,
     id: Uuid,
     workspace_id: &str,
-    status: DocumentStatus,
+    step: DocumentStatus,
     envelope: &rag_events::Envelope,
 ) -> Result<(), StoreError> {
-    let occurred_at = occurred(envelope);
-    let success = status.rank() < DocumentStatus::Failed.rank();
-    // A success marks its step projected; the status shown is the last step
-    // of the unbroken run from the upload (migration 20261124000011). A row
-    // this event creates starts at `uploaded` until its upload is projected.
-    // An event with no cause (an upstream system's DocumentParsed, say)
-    // starts the document's run: no earlier step will come.
-    let step: i16 = match (success, envelope.causation_id.is_none()) {
-        (false, _) => 0,
-        (true, false) => 1 << status.rank(),
-        (true, true) => (1 << (status.rank() + 1)) - 1,
-    };
-    // A new row's status is the run its own bits make (the whole run for a
-    // causeless event), by the same rule as an existing row's.
-    let own = contiguous_rank("$7");
-    let own_status = status_of_rank(&own);
-    let reached = contiguous_rank("(documents.projected_steps | $7)");
-    let new_rank = format!("(CASE WHEN $5 THEN {reached} ELSE {} END)", DocumentStatus::Failed.rank());
-    let new_status = format!("(CASE WHEN $5 THEN {} ELSE 'failed' END)", status_of_rank(&reached));
-    // Recovery needs an unbroken run and a step of it that occurred after
-    // the failure, whichever arrives last: a redriven DocumentParsed (before
-    // the failure) may be projected after the DocumentChunked it led to
-    // (after the failure) (migration 20261126000015).
-    let recovers = format!(
-        "($5 AND documents.status = 'failed' AND {reached} >= 0
-          AND GREATEST(documents.succeeded_at, $6) > documents.failed_at)"
-    );
-    sqlx::query(&format!(
-        "INSERT INTO documents (id, workspace_id, status, status_rank, updated_at, failed_at, projected_steps, succeeded_at)
-         VALUES ($1, $2, CASE WHEN $5 THEN {own_status} ELSE $3 END, CASE WHEN $5 THEN GREATEST({own}, 0) ELSE $4 END,
-                 $6, CASE WHEN $5 THEN NULL ELSE $6 END, $7, CASE WHEN $5 THEN $6 END)
-         ON CONFLICT (id) DO UPDATE SET
-            status = CASE WHEN documents.status_rank < {new_rank} OR {recovers} THEN {new_status} ELSE documents.status END,
-            status_rank = CASE WHEN documents.status_rank < {new_rank} OR {recovers} THEN {new_rank} ELSE documents.status_rank END,
-            failure_code = CASE WHEN {recovers} THEN NULL ELSE documents.failure_code END,
-            failure_reason = CASE WHEN {recovers} THEN NULL ELSE documents.failure_reason END,
-            failed_at = CASE WHEN {recovers} THEN NULL
-                             WHEN NOT $5 AND documents.status_rank < {new_rank} THEN $6
-                             ELSE documents.failed_at END,
-            projected_steps = documents.projected_steps | $7,
-            succeeded_at = CASE WHEN $5 THEN GREATEST(documents.succeeded_at, $6) ELSE documents.succeeded_at END,
-            updated_at = GREATEST(documents.updated_at, $6)
-         WHERE documents.workspace_id = EXCLUDED.workspace_id"
-    ))
-    .bind(id)
-    .bind(workspace_id)
-    .bind(status.as_str())
-    .bind(status.rank())
-    .bind(success)
-    .bind(occurred_at)
-    .bind(step)
-    .execute(&mut **tx)
-    .await?;
-    Ok(())
+    let outcome = StepOutcome::Succeeded { step, starts_run: envelope.causation_id.is_none() };
+    transitions::apply_step(tx, id, workspace_id, outcome, occurred(envelope)).await
 }
 
 fn occurred(e: &rag_events::Envelope) -> DateTime<Utc> {
     DateTime::from_timestamp_millis(e.occurred_at).unwrap_or_else(Utc::now)
 }
 
+/// A failed step of the event's document.
 async fn fail(
     tx: &mut Transaction<'_, Postgres>,
     id: Uuid,
     workspace_id: &str,
+    step: DocumentStatus,
     f: &Failure,
     envelope: &rag_events::Envelope,
 ) -> Result<(), StoreError> {
-    advance_status(tx, id, workspace_id, DocumentStatus::Failed, envelope).await?;
-    sqlx::query("UPDATE documents SET failure_code = $2, failure_reason = $3 WHERE id = $1 AND status = 'failed'")
-        .bind(id)
-        .bind(&f.code)
-        .bind(&f.message)
-        .execute(&mut **tx)
-        .await?;
-    Ok(())
+    transitions::apply_failure(tx, id, workspace_id, step, &f.code, &f.message, occurred(envelope)).await
 }
 
 /// DocumentParsed: parse facts, the segments (replacing any earlier ones),
@@ -106,7 +48,7 @@ pub async fn apply_parsed(tx: &mut Transaction<'_, Postgres>, e: &DocumentParsed
     let id = doc_id(&e.document_id)?;
     let ws = &e.envelope.workspace_id;
     if let Some(f) = &e.failure {
-        return fail(tx, id, ws, f, &e.envelope).await;
+        return fail(tx, id, ws, DocumentStatus::Parsed, f, &e.envelope).await;
     }
     advance_status(tx, id, ws, DocumentStatus::Parsed, &e.envelope).await?;
     let pages = serde_json::to_value(&e.pages).map_err(|err| StoreError::Invalid(err.to_string()))?;
@@ -180,7 +122,7 @@ pub async fn apply_chunked(tx: &mut Transaction<'_, Postgres>, e: &DocumentChunk
     let id = doc_id(&e.document_id)?;
     let ws = &e.envelope.workspace_id;
     if let Some(f) = &e.failure {
-        return fail(tx, id, ws, f, &e.envelope).await;
+        return fail(tx, id, ws, DocumentStatus::Chunked, f, &e.envelope).await;
     }
     advance_status(tx, id, ws, DocumentStatus::Chunked, &e.envelope).await?;
     sqlx::query(
@@ -246,7 +188,7 @@ pub async fn apply_ingested(tx: &mut Transaction<'_, Postgres>, e: &DocumentInge
     let id = doc_id(&e.document_id)?;
     let ws = &e.envelope.workspace_id;
     if let Some(f) = &e.failure {
-        return fail(tx, id, ws, f, &e.envelope).await;
+        return fail(tx, id, ws, DocumentStatus::Ingested, f, &e.envelope).await;
     }
     advance_status(tx, id, ws, DocumentStatus::Ingested, &e.envelope).await?;
     let this_at: Option<DateTime<Utc>> =

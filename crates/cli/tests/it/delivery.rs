@@ -270,3 +270,136 @@ async fn a_failed_document_recovers_whatever_order_its_redriven_steps_land_in() 
     }
     t.cleanup().await;
 }
+
+/// The cases the time-based recovery got wrong: a second failure landing
+/// after a first one, a projector dead letter stamped after the steps that
+/// followed its event, and a dead-lettered upload redriven. A document
+/// recovers when every failed step succeeds again, and only then.
+#[tokio::test]
+async fn a_document_recovers_when_its_failed_steps_succeed_again_and_only_then() {
+    use rag_events::{DocumentChunked, DocumentIngested, DocumentParsed, DocumentUploaded, Envelope, Failure};
+    use rag_store::documents::{mark_failed, DocumentStatus};
+    let t = TestEnv::new().await;
+    let ws = t.workspace.clone();
+    let status = |doc: String| {
+        let pool = t.pool.clone();
+        async move {
+            let row: (String, Option<String>) =
+                sqlx::query_as("SELECT status, failure_code FROM documents WHERE id = $1::uuid").bind(&doc).fetch_one(&pool).await.unwrap();
+            (row.0, row.1)
+        }
+    };
+    let upload = |doc: &str| DocumentUploaded {
+        envelope: Envelope::originating(&ws, "api"),
+        document_id: doc.to_string(),
+        blob_uri: "s3://b/k".into(),
+        filename: "a.txt".into(),
+        content_type: "text/plain".into(),
+        size_bytes: 1,
+        sha256: "0".into(),
+        uploaded_by: "u".into(),
+        metadata: Default::default(),
+    };
+    let parsed = |cause: &Envelope, doc: &str| DocumentParsed {
+        envelope: Envelope::caused_by(cause, "parser", "parser"),
+        document_id: doc.to_string(),
+        parser_name: "text".into(),
+        parser_version: "1".into(),
+        page_count: Some(1),
+        segment_count: Some(0),
+        char_count: Some(0),
+        full_text_uri: None,
+        full_text_sha256: None,
+        segments_uri: None,
+        segments_sha256: None,
+        failure: None,
+        pages_without_text: Vec::new(),
+        ocr_pages: Vec::new(),
+        line_count: None,
+        pages: Vec::new(),
+    };
+    let chunked = |cause: &Envelope, doc: &str, failure: Option<&str>| DocumentChunked {
+        envelope: Envelope::caused_by(cause, "chunker", "chunker"),
+        document_id: doc.to_string(),
+        chunking_profile: "default".into(),
+        chunking_version: "default@1".into(),
+        chunk_count: failure.is_none().then_some(0),
+        chunks_uri: None,
+        chunks_sha256: None,
+        failure: failure.map(|c| Failure { code: c.into(), message: format!("{c} happened") }),
+    };
+    let ingested = |cause: &Envelope, doc: &str, failure: Option<&str>| DocumentIngested {
+        envelope: Envelope::caused_by(cause, "embedder", "embedder"),
+        document_id: doc.to_string(),
+        chunking_version: "default@1".into(),
+        embedding_model: None,
+        embedding_dimension: None,
+        chunk_count: 0,
+        failure: failure.map(|c| Failure { code: c.into(), message: format!("{c} happened") }),
+    };
+    macro_rules! apply {
+        ($call:path, $($arg:expr),*) => {{
+            let mut tx = t.pool.begin().await.unwrap();
+            $call(&mut tx, $($arg),*).await.unwrap();
+            tx.commit().await.unwrap();
+        }};
+    }
+
+    // 1. Chunking fails, is redriven and succeeds, then ingestion fails; the
+    //    ingestion failure lands before the chunking's redriven success.
+    let doc = uuid::Uuid::now_v7().to_string();
+    let up = upload(&doc);
+    let p = parsed(&up.envelope, &doc);
+    let c_failed = chunked(&p.envelope, &doc, Some("blob_unreadable"));
+    let c_ok = chunked(&p.envelope, &doc, None);
+    let mut i_failed = ingested(&c_ok.envelope, &doc, Some("embedding_failed"));
+    i_failed.envelope.occurred_at += 1_000;
+    apply!(rag_store::documents::apply_uploaded, &up);
+    apply!(rag_store::pipeline::apply_parsed, &p, &[]);
+    apply!(rag_store::pipeline::apply_chunked, &c_failed, &[]);
+    apply!(rag_store::pipeline::apply_ingested, &i_failed);
+    apply!(rag_store::pipeline::apply_chunked, &c_ok, &[]);
+    assert_eq!(status(doc.clone()).await, ("failed".into(), Some("embedding_failed".into())), "the later failure stands");
+    apply!(rag_store::pipeline::apply_ingested, &ingested(&c_ok.envelope, &doc, None));
+    assert_eq!(status(doc.clone()).await, ("ingested".into(), None));
+
+    // 2. The projector dead-letters a DocumentChunked after the ingestion it
+    //    led to occurred (and, in one order, was projected).
+    for ingested_first in [true, false] {
+        let doc = uuid::Uuid::now_v7().to_string();
+        let up = upload(&doc);
+        let p = parsed(&up.envelope, &doc);
+        let c = chunked(&p.envelope, &doc, None);
+        let i = ingested(&c.envelope, &doc, None);
+        apply!(rag_store::documents::apply_uploaded, &up);
+        apply!(rag_store::pipeline::apply_parsed, &p, &[]);
+        if ingested_first {
+            apply!(rag_store::pipeline::apply_ingested, &i);
+        }
+        let later = chrono::Utc::now() + chrono::Duration::seconds(30);
+        let mut tx = t.pool.begin().await.unwrap();
+        assert!(mark_failed(&mut tx, &doc, DocumentStatus::Chunked, "invalid_event", "poison", later).await.unwrap());
+        tx.commit().await.unwrap();
+        if !ingested_first {
+            apply!(rag_store::pipeline::apply_ingested, &i);
+            assert_eq!(status(doc.clone()).await.0, "failed", "a later step does not hide the dead letter");
+        }
+        // The redrive: the same DocumentChunked, projected now.
+        apply!(rag_store::pipeline::apply_chunked, &c, &[]);
+        assert_eq!(status(doc.clone()).await, ("ingested".into(), None), "ingested first: {ingested_first}");
+    }
+
+    // 3. A dead-lettered upload of a document whose later steps landed
+    //    first, redriven.
+    let doc = uuid::Uuid::now_v7().to_string();
+    let up = upload(&doc);
+    let p = parsed(&up.envelope, &doc);
+    apply!(rag_store::pipeline::apply_parsed, &p, &[]);
+    let mut tx = t.pool.begin().await.unwrap();
+    assert!(mark_failed(&mut tx, &doc, DocumentStatus::Uploaded, "invalid_event", "poison", chrono::Utc::now()).await.unwrap());
+    tx.commit().await.unwrap();
+    assert_eq!(status(doc.clone()).await, ("failed".into(), Some("invalid_event".into())));
+    apply!(rag_store::documents::apply_uploaded, &up);
+    assert_eq!(status(doc.clone()).await, ("parsed".into(), None));
+    t.cleanup().await;
+}
