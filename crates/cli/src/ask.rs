@@ -113,11 +113,18 @@ pub async fn ask(s: &Settings, args: AskArgs) -> anyhow::Result<ExitCode> {
         eprintln!("the question could not be answered: {} ({})", f["message"].as_str().unwrap_or("-"), f["code"].as_str().unwrap_or("-"));
         return Ok(ExitCode::FAILURE);
     }
-    let filenames: std::collections::HashMap<String, String> = rag_store::documents::list(&pool, &args.workspace)
-        .await?
-        .into_iter()
-        .map(|d| (d.id.to_string(), d.filename.unwrap_or_default()))
+    let documents = rag_store::documents::list(&pool, &args.workspace).await?;
+    // A presentation's pages are its slides: its citations say "slide N".
+    let presentations: std::collections::HashSet<String> = documents
+        .iter()
+        .filter(|d| {
+            rag_docparse::detect_format(d.content_type.as_deref().unwrap_or(""), d.filename.as_deref().unwrap_or(""))
+                .is_some_and(rag_docparse::Format::is_presentation)
+        })
+        .map(|d| d.id.to_string())
         .collect();
+    let filenames: std::collections::HashMap<String, String> =
+        documents.into_iter().map(|d| (d.id.to_string(), d.filename.unwrap_or_default())).collect();
     let mut numbered: Vec<&serde_json::Value> = Vec::new();
     let empty = Vec::new();
     for section in message.metadata["sections"].as_array().unwrap_or(&empty) {
@@ -140,9 +147,12 @@ pub async fn ask(s: &Settings, args: AskArgs) -> anyhow::Result<ExitCode> {
         let (start, end) = (c["char_start"].as_u64().unwrap_or(0) as usize, c["char_end"].as_u64().unwrap_or(0) as usize);
         // A spreadsheet's citation is where its rows are (`Doanh thu!A5:D5`);
         // its sheets are its pages, which say less.
+        // A presentation's, its slide.
+        let page = c["page_idx"].as_i64().unwrap_or(0) + 1;
         let place = match c["cell_range"].as_str() {
             Some(range) => range.to_string(),
-            None => format!("p.{}", c["page_idx"].as_i64().unwrap_or(0) + 1),
+            None if presentations.contains(doc) => format!("slide {page}"),
+            None => format!("p.{page}"),
         };
         println!(
             "[{}] {} {place} segment {} chars {start}..{end}",

@@ -133,11 +133,15 @@ pub async fn docs(s: &Settings, cmd: DocsCommand) -> anyhow::Result<ExitCode> {
             if segments.is_empty() {
                 anyhow::bail!("document {id} has no segments yet (status {})", d.status);
             }
+            let noun = match rag_docparse::detect_format(d.content_type.as_deref().unwrap_or(""), d.filename.as_deref().unwrap_or("")) {
+                Some(f) if f.is_presentation() => "slide",
+                _ => "page",
+            };
             let mut page = -1;
             for seg in &segments {
                 if seg.page_idx != page {
                     page = seg.page_idx;
-                    println!("── page {} ──", page + 1);
+                    println!("── {noun} {} ──", page + 1);
                 }
                 let lines = match (seg.line_start, seg.line_end) {
                     (Some(a), Some(b)) if a == b => format!("  line {a}"),

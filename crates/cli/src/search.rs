@@ -69,10 +69,17 @@ pub async fn search(s: &Settings, args: SearchArgs) -> anyhow::Result<ExitCode> 
     }
     for (i, c) in result.chunks.iter().enumerate() {
         let h = &c.hit;
-        let pages = if h.page_start == h.page_end {
-            format!("p.{}", h.page_start + 1)
-        } else {
-            format!("pp.{}-{}", h.page_start + 1, h.page_end + 1)
+        // A presentation's pages are its slides (told by the file's name).
+        let slides = h
+            .filename
+            .as_deref()
+            .and_then(|f| rag_docparse::detect_format("application/octet-stream", f))
+            .is_some_and(rag_docparse::Format::is_presentation);
+        let pages = match (slides, h.page_start == h.page_end) {
+            (true, true) => format!("slide {}", h.page_start + 1),
+            (true, false) => format!("slides {}-{}", h.page_start + 1, h.page_end + 1),
+            (false, true) => format!("p.{}", h.page_start + 1),
+            (false, false) => format!("pp.{}-{}", h.page_start + 1, h.page_end + 1),
         };
         let ranks = [c.lexical_rank.map(|r| format!("lexical #{r}")), c.dense_rank.map(|r| format!("dense #{r}"))]
             .into_iter()

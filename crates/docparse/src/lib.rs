@@ -242,6 +242,12 @@ impl Format {
         matches!(self, Format::Png | Format::Jpeg | Format::Tiff | Format::Webp)
     }
 
+    /// Whether the format is a presentation: its pages are slides, and a
+    /// citation on `page_idx` N-1 says "slide N".
+    pub fn is_presentation(self) -> bool {
+        matches!(self, Format::Pptx | Format::Odp)
+    }
+
     /// The canonical content type of the format (what an upload records
     /// when the client sent only a generic type).
     pub fn content_type(self) -> &'static str {

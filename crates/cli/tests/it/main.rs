@@ -28,5 +28,6 @@ mod operations;
 mod pipeline;
 mod rebuild;
 mod retrieval;
+mod slides;
 mod streaming;
 mod upstream;
