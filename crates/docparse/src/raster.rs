@@ -82,7 +82,8 @@ fn format_of(bytes: &[u8], declared: Format) -> Result<ImageFormat, ParseError> 
 }
 
 /// Where each page of a TIFF starts (its IFD's offset), read from the IFD
-/// chain without decoding a pixel; at most `max_pages` + 1 are walked.
+/// chain without decoding a pixel; at most `max_pages` + 1 are walked (the
+/// tiff crate refuses a chain that loops).
 fn tiff_pages(bytes: &[u8], max_pages: u32) -> Result<Vec<u64>, ParseError> {
     let mut decoder = tiff::decoder::Decoder::new(Cursor::new(bytes)).map_err(corrupt)?;
     let mut pages = Vec::new();
@@ -259,7 +260,8 @@ pub fn decode_page(bytes: &[u8], page_idx: u32, limits: &Limits) -> Result<Dynam
     let kind = kind(bytes).ok_or_else(|| corrupt("not a PNG, JPEG, TIFF or WebP image"))?;
     let ifd = match kind {
         ImageFormat::Tiff => {
-            let ifds = tiff_pages(bytes, limits.max_pages.max(page_idx.saturating_add(1)))?;
+            // The chain up to this page only.
+            let ifds = tiff_pages(bytes, page_idx)?;
             Some(*ifds.get(page_idx as usize).ok_or_else(|| corrupt(format!("the TIFF has no page {}", page_idx + 1)))?)
         }
         _ if page_idx > 0 => return Err(corrupt(format!("the image has no page {}", page_idx + 1))),

@@ -228,6 +228,13 @@ fn a_corrupt_image_fails_with_a_clear_reason_and_its_code() {
     let cut = truncated(tiff(&[big.clone(), big], None), 0.4);
     assert_eq!(code(parse_with_ocr(&cut, "image/tiff", "cut.tif", &Limits::default(), Some(&ocr))), "corrupt_image");
     assert_eq!(code(parse_with_ocr(b"II*\0\xff\xff\xff\x7f", "image/tiff", "x.tif", &Limits::default(), Some(&ocr))), "corrupt_image");
+    // A TIFF whose directory chain loops back on itself ends, refused.
+    let mut looped = tiff(&[bar()], None);
+    let ifd = u32::from_le_bytes(looped[4..8].try_into().unwrap()) as usize;
+    let entries = u16::from_le_bytes(looped[ifd..ifd + 2].try_into().unwrap()) as usize;
+    let next = ifd + 2 + 12 * entries;
+    looped[next..next + 4].copy_from_slice(&(ifd as u32).to_le_bytes());
+    assert_eq!(code(parse_with_ocr(&looped, "image/tiff", "loop.tif", &Limits::default(), Some(&ocr))), "corrupt_image");
     // Not an image at all.
     let err = parse_with_ocr(b"plain words", "image/jpeg", "x.jpg", &Limits::default(), Some(&ocr)).unwrap_err();
     assert_eq!(err.code(), "corrupt_image");
