@@ -367,6 +367,18 @@ test("the catalogues: the same keys in Vietnamese and English, and every key the
     "invalid_question", "retrieval_failed", "llm_failed",
   ];
   for (const c of codes) assert.ok(`error.${c}` in vi && `error.${c}` in en, `error code ${c} is translated`);
+  // A presentation's pages are slides: "slide 7" / "trang chiếu 7" wherever a page is named.
+  const f = { num: String, err: String };
+  assert.equal(en["cite.label"]({ n: 1, doc: "a.pptx", page: 7, slide: true }, f), "Citation 1: a.pptx, slide 7");
+  assert.equal(vi["cite.label"]({ n: 1, doc: "a.pptx", page: 7, slide: true }, f), "Trích dẫn 1: a.pptx, trang chiếu 7");
+  assert.equal(en["cite.label"]({ n: 1, doc: "a.pdf", page: 7 }, f), "Citation 1: a.pdf, page 7");
+  assert.equal(en["chat.source"]({ doc: "a.odp", page: 2, slide: true }, f), "a.odp, slide 2: ");
+  assert.equal(vi["viewer.page"]({ n: 2, slide: true }, f), "Trang chiếu 2");
+  assert.equal(en["viewer.page"]({ n: 2, slide: true }, f), "Slide 2");
+  assert.equal(en["docs.pages"]({ n: 3, slide: true }, f), "3 slides");
+  assert.equal(vi["docs.pages"]({ n: 3, slide: true }, f), "3 trang chiếu");
+  assert.match(en["viewer.cited"]({ start: 1, end: 5, pages: [7], slide: true }, f), /, slide 7\./);
+  for (const c of ["corrupt_presentation", "encrypted_presentation"]) assert.ok(`error.${c}` in vi && `error.${c}` in en, c);
 });
 
 /**
@@ -489,6 +501,75 @@ test("the page in Vietnamese for a Vietnamese browser, switched to English, kept
   await page.locator('.document[data-status="ingested"]').first().waitFor();
   assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= 400), "no horizontal scrolling");
   await screenshot(page, "vi-narrow.png");
+  assert.deepEqual(errors, [], "no script errors");
+  await context.close();
+});
+
+// ---------- images ----------
+
+test("an image's citation opens on the picture itself with the cited boxes drawn", async () => {
+  assert.ok(aliceWorkspace && aliceToken, "the first test created the workspace");
+  // A picture of text, made by the same Chromium: a phone photo of a notice, say.
+  const maker = await browser.newPage({ viewport: { width: 1100, height: 300 } });
+  await maker.setContent(
+    `<html><body style="margin: 0; background: white; font-family: 'DejaVu Sans', sans-serif; font-size: 44px; padding: 40px">
+       <p style="margin: 0 0 40px">Doanh thu quý ba đạt 845 tỷ đồng.</p><p style="margin: 0">Revenue grew in every region.</p></body></html>`,
+  );
+  const png = await maker.screenshot({ type: "png" });
+  await maker.close();
+  const form = new FormData();
+  form.append("file", new Blob([png], { type: "image/png" }), "thong-bao.png");
+  const res = await fetch(`${BASE}/v1/workspaces/${aliceWorkspace}/documents`, {
+    method: "POST", headers: { Authorization: `Bearer ${aliceToken}` }, body: form,
+  });
+  assert.equal(res.status, 202, await res.text());
+  const { document_id: id } = await res.json();
+  const deadline = Date.now() + 120_000;
+  let doc;
+  do {
+    doc = (await apiGet(aliceToken, `/v1/workspaces/${aliceWorkspace}/documents/${id}`)).body;
+    if (doc.status !== "ingested" && doc.status !== "failed") await new Promise((r) => setTimeout(r, 200));
+  } while (doc.status !== "ingested" && doc.status !== "failed" && Date.now() < deadline);
+  assert.equal(doc.status, "ingested", JSON.stringify(doc));
+  const raw = (await apiGet(aliceToken, `/v1/workspaces/${aliceWorkspace}/documents/${id}/raw-text`)).body;
+  assert.deepEqual(raw.pages, [{ page_idx: 0, width: 1100, height: 300, unit: "px" }]);
+  const full = cps(raw.segments.map((s) => s.text).join(""));
+  const at = full.join("").indexOf("Revenue grew");
+  assert.ok(at >= 0, `OCR read the picture: ${full.join("")}`);
+  const start = cps(full.join("").slice(0, at)).length;
+  const end = start + "Revenue grew".length;
+
+  // Opened as a shared citation would be: the text highlighted, and above
+  // it the picture with the span's boxes drawn by the server.
+  const context = await browser.newContext({ viewport: { width: 1440, height: 900 }, locale: "en-US" });
+  const page = await context.newPage();
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(e.message));
+  await page.goto(BASE + "/");
+  await page.fill("#dev-user", "alice");
+  await page.click("#dev-form button[type=submit]");
+  await page.locator('.document[data-status="ingested"]', { hasText: "thong-bao.png" }).waitFor();
+  await page.goto(`${BASE}/#ws=${aliceWorkspace}&doc=${id}&span=${start}-${end}`);
+  await page.locator("#viewer mark.cited").first().waitFor();
+  assert.equal(await page.$$eval("#viewer mark.cited", (ms) => ms.map((m) => m.textContent).join("")), "Revenue grew");
+  await page.waitForFunction(() => document.querySelector("#viewer .page-image img")?.naturalWidth > 0, null, { timeout: 30_000 });
+  const size = await page.$eval("#viewer .page-image img", (i) => [i.naturalWidth, i.naturalHeight]);
+  assert.deepEqual(size, [1100, 300], "the picture itself, at its size");
+  // The cited words' box is tinted yellow on the picture, as on a PDF page.
+  const box = raw.segments.flatMap((s) => s.boxes).find((b) => b.char_start <= start && start < b.char_end);
+  const tinted = await page.$eval("#viewer .page-image img", (img, b) => {
+    const c = document.createElement("canvas");
+    [c.width, c.height] = [img.naturalWidth, img.naturalHeight];
+    const g = c.getContext("2d");
+    g.drawImage(img, 0, 0);
+    const { data } = g.getImageData(Math.floor(b.x0), Math.floor(b.y0), Math.ceil(b.x1 - b.x0), Math.ceil(b.y1 - b.y0));
+    let yellow = 0;
+    for (let p = 0; p < data.length; p += 4) if (data[p] > 200 && data[p + 2] < 80) yellow++;
+    return yellow;
+  }, box);
+  assert.ok(tinted > 100, `the cited box is drawn on the picture (${tinted} yellow pixels)`);
+  await page.locator("#viewer .page-image").screenshot({ path: join(SHOTS, "citation-image.png") });
+  console.log(`screenshot: ${join(SHOTS, "citation-image.png")}`);
   assert.deepEqual(errors, [], "no script errors");
   await context.close();
 });

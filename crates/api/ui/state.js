@@ -51,6 +51,18 @@ export function parseSpan(span) {
   return m ? [Number(m[1]), Number(m[2])] : [null, null];
 }
 
+// Presentations (PPTX, ODP): their pages are slides, and the page says
+// "slide N" where it says "page N" of other documents.
+const SLIDE_TYPES = new Set([
+  "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+  "application/vnd.oasis.opendocument.presentation",
+]);
+
+/** Whether the document's pages are slides. */
+export function isSlides(id) {
+  return SLIDE_TYPES.has(state.docs.get(id)?.content_type ?? "");
+}
+
 /** A document's name as shown (its file name, or its id). */
 export function docName(id) {
   const d = state.docs.get(id);

@@ -6,7 +6,7 @@
 import { spanPieces, splitSegment } from "./spans.js";
 import { $, el } from "./dom.js";
 import { t, tr, errorArg, onLanguageChange } from "./i18n.js";
-import { state, updateHash, docName } from "./state.js";
+import { state, updateHash, docName, isSlides } from "./state.js";
 
 function setTitle(documentId) {
   const title = $("viewer-title");
@@ -52,12 +52,13 @@ export async function openViewer(documentId, start, end, bubble = null) {
   for (const p of pieces) bySegment.set(p.segment, [...(bySegment.get(p.segment) ?? []), p]);
   const doc = state.docs.get(documentId);
   const paged = (doc?.page_count ?? 0) > 0;
+  const slide = isSlides(documentId);
   const nodes = [];
   let page = null;
   segments.forEach((seg, i) => {
     if (paged && seg.page_idx !== page) {
       page = seg.page_idx;
-      nodes.push(el("div", { class: "page-break", dataset: { page: page + 1 }, t: ["viewer.page", { n: page + 1 }] }));
+      nodes.push(el("div", { class: "page-break", dataset: { page: page + 1 }, t: ["viewer.page", { n: page + 1, slide }] }));
     }
     const parts = splitSegment(seg.text, bySegment.get(i) ?? []);
     nodes.push(
@@ -71,8 +72,8 @@ export async function openViewer(documentId, start, end, bubble = null) {
   text.replaceChildren(...nodes);
   showPageImage(raw, documentId, pieces, segments, start, end, gen);
   const pages = [...new Set(pieces.map((p) => segments[p.segment].page_idx + 1))];
-  if (pieces.length) tr(status, "viewer.cited", { start, end, pages: paged ? pages : null });
-  else tr(status, "viewer.summary", { segments: segments.length, pages: paged ? doc.page_count : null });
+  if (pieces.length) tr(status, "viewer.cited", { start, end, pages: paged ? pages : null, slide });
+  else tr(status, "viewer.summary", { segments: segments.length, pages: paged ? doc.page_count : null, slide });
   const first = text.querySelector("mark.cited");
   first?.scrollIntoView({ block: "center" });
 }
