@@ -522,8 +522,9 @@ test("an image's citation opens on the picture itself with the cited boxes drawn
   const res = await fetch(`${BASE}/v1/workspaces/${aliceWorkspace}/documents`, {
     method: "POST", headers: { Authorization: `Bearer ${aliceToken}` }, body: form,
   });
-  assert.equal(res.status, 202, await res.text());
-  const { document_id: id } = await res.json();
+  const accepted = await res.text();
+  assert.equal(res.status, 202, accepted);
+  const { document_id: id } = JSON.parse(accepted);
   const deadline = Date.now() + 120_000;
   let doc;
   do {
@@ -548,8 +549,9 @@ test("an image's citation opens on the picture itself with the cited boxes drawn
   await page.goto(BASE + "/");
   await page.fill("#dev-user", "alice");
   await page.click("#dev-form button[type=submit]");
-  await page.locator('.document[data-status="ingested"]', { hasText: "thong-bao.png" }).waitFor();
+  await page.locator("#workspace-bar").waitFor();
   await page.goto(`${BASE}/#ws=${aliceWorkspace}&doc=${id}&span=${start}-${end}`);
+  await page.locator('.document[data-status="ingested"]', { hasText: "thong-bao.png" }).waitFor();
   await page.locator("#viewer mark.cited").first().waitFor();
   assert.equal(await page.$$eval("#viewer mark.cited", (ms) => ms.map((m) => m.textContent).join("")), "Revenue grew");
   await page.waitForFunction(() => document.querySelector("#viewer .page-image img")?.naturalWidth > 0, null, { timeout: 30_000 });
