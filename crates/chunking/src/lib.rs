@@ -151,12 +151,13 @@ pub fn chunk_id(document_id: &str, chunking_version: &str, char_start: u64, text
 }
 
 /// Whether `next` may join a chunk with `prev`: always, except across
-/// the sheets of a spreadsheet. A chunk of one sheet's rows is cited as one
-/// `Sheet!A5:D9` range, and rows of two tables with different columns read
-/// as one passage would mix what their columns mean.
+/// the sheets of a spreadsheet or the slides of a presentation. A chunk of
+/// one sheet's rows is cited as one `Sheet!A5:D9` range, and rows of two
+/// tables with different columns read as one passage would mix what their
+/// columns mean; a slide is a unit of its own (a hit says "slide 7").
 fn same_section(prev: &Segment, next: &Segment) -> bool {
     match (&prev.cells, &next.cells) {
-        (None, None) => true,
+        (None, None) => !(prev.slide || next.slide) || prev.page_idx == next.page_idx,
         (Some(a), Some(b)) => a.sheet == b.sheet && prev.page_idx == next.page_idx,
         _ => false,
     }
@@ -165,8 +166,8 @@ fn same_section(prev: &Segment, next: &Segment) -> bool {
 /// Packs whole segments, in order, into chunks of at most
 /// `profile.max_tokens` (special tokens included). A segment longer than
 /// the budget becomes a chunk of its own (the embedder reads it in windows).
-/// A chunk never holds rows of two sheets, nor overlaps into the sheet
-/// before it.
+/// A chunk never holds rows of two sheets or the text of two slides, nor
+/// overlaps into the sheet or slide before it.
 pub fn chunk(document_id: &str, segments: &[Segment], profile: &ChunkingProfile, counter: &dyn TokenCounter) -> Vec<Chunk> {
     // Segments parsed before line ranges existed get them from the tiling.
     let segments = rag_docparse::segments::with_line_ranges(segments);

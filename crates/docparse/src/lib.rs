@@ -560,7 +560,9 @@ pub fn parse_with_ocr(
         // Stable: a page's own blocks keep their order.
         blocks.sort_by_key(|b| b.page_idx);
     }
-    let (full_text, segments) = segments::assemble(&blocks, limits.max_segment_chars);
+    let (full_text, mut segments) = segments::assemble(&blocks, limits.max_segment_chars);
+    // A slide is a section of its own: chunks stay within one.
+    segments.iter_mut().for_each(|s| s.slide = format.is_presentation());
     let mut pages_without_text: Vec<u32> = (0..page_count).filter(|p| !segments.iter().any(|s| s.page_idx == *p)).collect();
     if segments.is_empty() {
         return Err(ParseError::NoText(match format {

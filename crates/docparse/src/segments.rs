@@ -45,6 +45,12 @@ pub struct Segment {
     /// written before spreadsheets were read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cells: Option<CellRange>,
+    /// The segment's page is a slide of a presentation (PPTX, ODP): a
+    /// slide is a section of its own, which no chunk crosses. Absent
+    /// (false) for other formats and in segments written before slides
+    /// were read.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub slide: bool,
 }
 
 impl Segment {
@@ -61,6 +67,7 @@ impl Segment {
             line_end: None,
             boxes: Vec::new(),
             cells: None,
+            slide: false,
         }
     }
 }

@@ -37,6 +37,9 @@ impl From<SegmentRow> for Segment {
             line_end: r.line_end.map(|l| l as u32),
             boxes: r.boxes.0,
             cells: r.cells.map(|c| c.0),
+            // Not kept in the read model: only the chunker reads it, from
+            // the parsed segments.
+            slide: false,
         }
     }
 }

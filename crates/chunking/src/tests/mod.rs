@@ -4,3 +4,4 @@
 
 mod chunking;
 mod sheets;
+mod slides;

@@ -59,6 +59,13 @@ fn pptx_slides_read_title_first_then_the_shape_tree_then_tables_with_headers_the
     assert_eq!(texts(&doc), deck_text());
     assert!(doc.pages_without_text.is_empty());
     assert_tiles(&doc);
+    // Each slide a section of its own (for the chunker), said in the
+    // segments' JSON only for slides.
+    assert!(doc.segments.iter().all(|s| s.slide));
+    assert!(serde_json::to_string(&doc.segments[0]).unwrap().contains(r#""slide":true"#));
+    let text = parse(b"one\n\ntwo", "text/plain", "a.txt", &Limits::default()).unwrap();
+    assert!(text.segments.iter().all(|s| !s.slide));
+    assert!(!serde_json::to_string(&text.segments[0]).unwrap().contains("slide"));
     // The slide numbers (a placeholder on the slide and on the notes page)
     // are the slides' chrome, not their text.
     assert!(!doc.segments.iter().any(|s| s.text.trim() == "1" || s.text.trim() == "3"), "{:?}", texts(&doc));
