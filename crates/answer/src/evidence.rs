@@ -54,6 +54,9 @@ impl Evidence {
     /// Document: bao-cao.pdf, page 2
     /// [S1] Doanh thu thuần năm 2023 đạt 1.245,6 tỷ đồng.
     /// ```
+    ///
+    /// (a presentation's pages are its slides: `Document: ban-hang.pptx,
+    /// slide 2`, so a model that says where says it as the page does).
     pub fn render(&self, chunks: &[SourceChunk]) -> String {
         let mut out = String::new();
         let mut current: Option<(&str, u32)> = None;
@@ -65,7 +68,7 @@ impl Evidence {
                     out.push('\n');
                 }
                 let name = chunk.filename.as_deref().unwrap_or(&chunk.document_id);
-                out.push_str(&format!("Document: {name}, page {}\n", page + 1));
+                out.push_str(&format!("Document: {name}, {} {}\n", page_noun(name), page + 1));
                 current = Some((chunk.document_id.as_str(), page));
             }
             if let Some(h) = &u.heading {
@@ -75,6 +78,17 @@ impl Evidence {
             out.push_str(&format!("[{}] {}\n", u.id, u.text.split_whitespace().collect::<Vec<_>>().join(" ")));
         }
         out
+    }
+}
+
+/// What a page of the document named `name` is called: a slide in a
+/// presentation (PPTX, ODP: its pages are slides), else a page.
+fn page_noun(name: &str) -> &'static str {
+    let ext = name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase());
+    if matches!(ext.as_deref(), Some("pptx" | "odp")) {
+        "slide"
+    } else {
+        "page"
     }
 }
 
@@ -462,6 +476,15 @@ mod tests {
         assert_eq!(ev.units[0].heading.as_deref(), Some("# Nghỉ phép năm"));
         assert_eq!(ev.units[1].heading, None);
         assert_eq!(ev.render(&[c]), "Document: doc.pdf, page 1\n# Nghỉ phép năm\n[S1] Nhân viên được nghỉ 12 ngày.\n[S2] Thêm 1 ngày mỗi 5 năm.\n[S3] #hashtag là câu.\n");
+    }
+
+    #[test]
+    fn a_presentation_is_shown_by_slide() {
+        let mut c = chunk("s", "deck", 0, "Doanh thu miền Nam: 538,1 tỷ đồng.");
+        c.filename = Some("Ban-hang.PPTX".into());
+        (c.page_start, c.page_end) = (1, 1);
+        let ev = build(std::slice::from_ref(&c), 10_000);
+        assert_eq!(ev.render(&[c]), "Document: Ban-hang.PPTX, slide 2\n[S1] Doanh thu miền Nam: 538,1 tỷ đồng.\n");
     }
 
     #[test]
