@@ -238,3 +238,33 @@ fn lie_about_sizes(zip: &mut [u8]) {
     }
     assert!(entries > 3, "walked the central directory");
 }
+
+#[test]
+fn a_five_hundred_slide_deck_parses_in_bounded_time() {
+    let texts: Vec<(String, Vec<String>)> = (0..500)
+        .map(|i| {
+            (format!("Trang chiếu {i}"), (0..8).map(|j| format!("Ý {j} của trang {i}: doanh thu tăng {j}% so với kỳ trước.")).collect())
+        })
+        .collect();
+    let rows: Vec<Vec<String>> = (0..10).map(|r| (0..4).map(|c| format!("ô {r}-{c}")).collect()).collect();
+    let deck: Vec<Slide<'_>> = texts
+        .iter()
+        .map(|(title, body)| Slide {
+            shapes: vec![
+                Shape::Title(title),
+                Shape::Body(body.iter().map(String::as_str).collect()),
+                Shape::Table(rows.iter().map(|r| r.iter().map(String::as_str).collect()).collect()),
+            ],
+            notes: vec!["Ghi chú của người trình bày."],
+        })
+        .collect();
+    let bytes = pptx(&deck);
+    let started = std::time::Instant::now();
+    let doc = parse(&bytes, PPTX, "dai.pptx", &Limits::default()).unwrap();
+    let took = started.elapsed();
+    assert_eq!(doc.page_count, 500);
+    assert_eq!(doc.segments.len(), 500 * (1 + 8 + 10 + 1));
+    eprintln!("500 slides (8 paragraphs, a 10 x 4 table, notes each): PPTX ({} KiB) {took:?}", bytes.len() / 1024);
+    // Generous: a debug build on a busy 2-core machine.
+    assert!(took.as_secs() < 30);
+}
