@@ -53,12 +53,14 @@ pub async fn search(s: &Settings, args: SearchArgs) -> anyhow::Result<ExitCode> 
     );
     if let Some(f) = &result.fusion {
         println!(
-            "fusion: dense side {:.0}%, lexical side {:.0}% x {:.0}% of the query's words matched (of the dense candidates, {:.0}% in the query's language, {:.0}% readable by the embedder)",
+            "fusion: dense side {:.0}%, lexical side {:.0}% x {:.0}% of the query's words matched (of the dense candidates, {:.0}% in the query's language, {:.0}% readable by the embedder); best hit ahead of the second by {:.0}% lexical, {:.0}% dense",
             f.dense_share * 100.0,
             (1.0 - f.dense_share) * 100.0,
             f.lexical_coverage * 100.0,
             f.same_language_share * 100.0,
-            f.readable_share * 100.0
+            f.readable_share * 100.0,
+            f.lexical_gap * 100.0,
+            f.dense_gap * 100.0
         );
     }
     if let Some(r) = &result.rerank {

@@ -150,9 +150,40 @@ mod tests {
         ]);
         let (f, _) = fuse(&lexical, 0.67, &dense, Vi, &all, 1.0);
         assert_eq!(f[0].id, "d6", "{f:?}");
-        // The same lexical list matching one word in ten is not trusted.
-        let (f, _) = fuse(&lexical, 0.1, &dense, Vi, &all, 1.0);
+        // The same lexical list matching one word in ten, where the dense
+        // side does not see its best hit at all, is not trusted.
+        let without_d6: Vec<Candidate> = dense.iter().filter(|c| c.id != "d6").cloned().collect();
+        let (f, _) = fuse(&lexical, 0.1, &without_d6, Vi, &all, 1.0);
         assert_eq!(f[0].id, "d13", "{f:?}");
+    }
+
+    #[test]
+    fn a_side_that_cannot_tell_its_top_two_apart_weighs_less() {
+        // eval/en-dev q06, "How long is the paid time off for new mothers
+        // and fathers?": the lexical side's best two (annual leave, public
+        // holidays) are 0.2% apart on "paid" and "time"; e5 puts the
+        // parental-leave passage first by 13% of its range.
+        let en = EmbedderLanguages::Only(vec![En]);
+        let lexical = cands(&[("p05", 6.02, En), ("p27", 6.01, En), ("p23", 5.0, En), ("p06", 2.0, En)]);
+        let mut dense = cands(&[("p06", 0.871, En), ("p05", 0.855, En), ("p10", 0.850, En), ("p26", 0.839, En)]);
+        dense.extend((0..20).map(|i| Candidate { id: format!("x{i}"), score: 0.745, language: En }));
+        let (f, d) = fuse(&lexical, 0.25, &dense, En, &en, 1.0);
+        assert_eq!(f[0].id, "p06", "{f:?}");
+        assert!(d.lexical_gap < 0.01 && (d.dense_gap - 0.127).abs() < 0.01, "{d:?}");
+        // A lexical side as sure of its best as the dense side, and matching
+        // the whole question, keeps it first.
+        let sure = cands(&[("p05", 9.0, En), ("p27", 4.0, En)]);
+        let (f, d) = fuse(&sure, 1.0, &dense, En, &en, 1.0);
+        assert_eq!(f[0].id, "p05", "{f:?} {d:?}");
+    }
+
+    #[test]
+    fn the_gap_of_a_lone_hit_is_whole_and_of_no_hit_nothing() {
+        let en = EmbedderLanguages::Only(vec![En]);
+        let (_, d) = fuse(&cands(&[("a", 3.0, En)]), 1.0, &[], En, &en, 1.0);
+        assert_eq!((d.lexical_gap, d.dense_gap), (1.0, 0.0));
+        let (f, d) = fuse(&[], 1.0, &cands(&[("a", 0.9, En), ("b", 0.5, En)]), En, &en, 1.0);
+        assert_eq!((order(&f), d.lexical_gap, d.dense_gap), (vec!["a", "b"], 0.0, 1.0));
     }
 
     #[test]
