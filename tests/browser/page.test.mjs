@@ -6,6 +6,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { createRequire } from "node:module";
+import { execFileSync } from "node:child_process";
 import { readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import en from "../../crates/api/ui/i18n-en.js";
@@ -334,6 +335,65 @@ test("files dropped on the page upload into the selected workspace, and switchin
   await page.selectOption("#workspace-select", aliceWorkspace);
   await page.locator(".document", { hasText: "bao-cao-2023.pdf" }).waitFor();
   assert.equal(await page.locator(".document", { hasText: "ghi-chu.md" }).count(), 0);
+  await context.close();
+});
+
+// ---------- a presentation ----------
+
+test("a presentation: its pages are slides, and a citation opens the slide's text with the span marked", async () => {
+  // Written with Python's zipfile (tests/browser/make_pptx.py): three slides,
+  // a table on the second.
+  const pptx = join(WORK, "ban-hang.pptx");
+  execFileSync("python3", [new URL("make_pptx.py", import.meta.url).pathname, pptx]);
+  const context = await browser.newContext({ viewport: { width: 1440, height: 900 }, locale: "en-US" });
+  const page = await context.newPage();
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(e.message));
+  await page.goto(BASE + "/");
+  await page.locator("#dev-form").waitFor();
+  await page.fill("#dev-user", "carol");
+  await page.click("#dev-form button[type=submit]");
+  await page.locator("#workspace-bar").waitFor();
+  await page.fill("#new-workspace-name", "Trình chiếu");
+  await page.click("#new-workspace-form button[type=submit]");
+  await page.waitForFunction(() => document.querySelector("#workspace-select").options.length === 1);
+  const ws = await page.$eval("#workspace-select", (s) => s.value);
+  const token = await page.evaluate(() => sessionStorage.getItem("rag-engine.token"));
+  await page.setInputFiles("#file-input", [pptx]);
+  const doc = page.locator('.document[data-status="ingested"]', { hasText: "ban-hang.pptx" });
+  await doc.waitFor({ timeout: 120_000 });
+  assert.match(await doc.locator(".facts").textContent(), / · 3 slides · /);
+
+  await page.fill("#question", "Doanh thu miền Nam là bao nhiêu tỷ đồng?");
+  await page.press("#question", "Enter");
+  const answer = page.locator(".message.assistant.done").last();
+  await answer.waitFor({ timeout: 90_000 });
+  const bubble = answer.locator(".cite").first();
+  assert.equal(await bubble.getAttribute("aria-label"), "Citation 1: ban-hang.pptx, slide 2");
+  assert.match(await answer.locator(".sources li").first().textContent(), /^ban-hang\.pptx, slide 2: /);
+  await bubble.click();
+  await page.locator("#viewer mark.cited").first().waitFor();
+  // The slide's text, under its heading, with exactly the cited span marked.
+  assert.deepEqual(await page.locator("#viewer .page-break").allTextContents(), ["Slide 1", "Slide 2", "Slide 3"]);
+  const start = Number(await bubble.getAttribute("data-start"));
+  const end = Number(await bubble.getAttribute("data-end"));
+  const { body: raw } = await apiGet(token, `/v1/workspaces/${ws}/documents/${await bubble.getAttribute("data-doc")}/raw-text`);
+  const full = cps(raw.segments.map((s) => s.text).join(""));
+  assert.equal(await page.$$eval("#viewer mark.cited", (ms) => ms.map((m) => m.textContent).join("")), full.slice(start, end).join(""));
+  assert.match(full.slice(start, end).join(""), /Miền Nam/);
+  assert.deepEqual(await page.$$eval("#viewer mark.cited", (ms) => [...new Set(ms.map((m) => m.closest(".segment").dataset.page))]), ["2"]);
+  assert.match(await page.textContent("#viewer-status"), /, slide 2\. Esc closes\.$/);
+  assert.equal(await page.locator("#viewer .page-image").count(), 0, "a slide has no page image: its text is shown");
+  await screenshot(page, "slides.png");
+
+  // In Vietnamese: "trang chiếu".
+  await page.click("#lang-vi");
+  assert.equal(await bubble.getAttribute("aria-label"), "Trích dẫn 1: ban-hang.pptx, trang chiếu 2");
+  assert.equal(await page.locator("#viewer .page-break").nth(1).textContent(), "Trang chiếu 2");
+  assert.match(await doc.locator(".facts").textContent(), / · 3 trang chiếu · /);
+  await screenshot(page, "slides-vi.png");
+  await page.click("#lang-en");
+  assert.deepEqual(errors, [], "no script errors");
   await context.close();
 });
 

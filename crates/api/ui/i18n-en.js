@@ -37,7 +37,7 @@ export default {
   // Documents.
   "docs.heading": "Documents",
   "docs.drop": "Drop files here, or click to choose",
-  "docs.formats": "PDF, DOCX, HTML, Markdown, text, Document AI JSON, spreadsheets, images (PNG, JPEG, TIFF, WebP)",
+  "docs.formats": "PDF, DOCX, presentations (PPTX, ODP), HTML, Markdown, text, Document AI JSON, spreadsheets, images (PNG, JPEG, TIFF, WebP)",
   "docs.uploads": "Uploads",
   "docs.list": "Documents of the workspace",
   "docs.empty": "No documents yet.",

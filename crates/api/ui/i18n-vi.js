@@ -34,7 +34,7 @@ export default {
   // Tài liệu.
   "docs.heading": "Tài liệu",
   "docs.drop": "Thả tệp vào đây hoặc bấm để chọn",
-  "docs.formats": "PDF, DOCX, HTML, Markdown, văn bản, Document AI JSON, bảng tính, ảnh (PNG, JPEG, TIFF, WebP)",
+  "docs.formats": "PDF, DOCX, bản trình chiếu (PPTX, ODP), HTML, Markdown, văn bản, Document AI JSON, bảng tính, ảnh (PNG, JPEG, TIFF, WebP)",
   "docs.uploads": "Tệp đang tải lên",
   "docs.list": "Tài liệu của không gian làm việc",
   "docs.empty": "Chưa có tài liệu nào.",
