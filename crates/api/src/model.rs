@@ -158,6 +158,51 @@ pub struct Segment {
     /// In a spreadsheet, the row is the sheet's header row (column names).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub header_row: bool,
+    /// In a spreadsheet, the row's cells: what a viewer needs to draw the
+    /// rows as a table under their header row. Absent for other formats.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cells: Option<SheetCells>,
+}
+
+/// A spreadsheet row's place in its sheet and its cells' values in the
+/// raw text. Rows and columns are zero-based and inclusive (`first_row` 4,
+/// `first_col` 0, `last_col` 3 is `A5:D5`); the columns span the sheet's
+/// used columns, so every row of a sheet has the same.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct SheetCells {
+    /// The sheet's name (a CSV's: the file's name without its extension).
+    pub sheet: String,
+    pub first_row: u32,
+    pub first_col: u32,
+    pub last_row: u32,
+    pub last_col: u32,
+    /// The sheet's non-empty cells in this segment, in column order: each
+    /// cell's value is `full_text[char_start..char_end]`. Empty for rows
+    /// parsed before cells were recorded (their `text` still reads
+    /// `name: value; ...`).
+    pub values: Vec<CellValue>,
+}
+
+/// One cell's value: its zero-based column and its characters in the
+/// document's full text (Unicode scalar values).
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct CellValue {
+    pub col: u32,
+    pub char_start: u64,
+    pub char_end: u64,
+}
+
+impl From<&rag_docparse::CellRange> for SheetCells {
+    fn from(c: &rag_docparse::CellRange) -> Self {
+        SheetCells {
+            sheet: c.sheet.clone(),
+            first_row: c.first_row,
+            first_col: c.first_col,
+            last_row: c.last_row,
+            last_col: c.last_col,
+            values: c.values.iter().map(|v| CellValue { col: v.col, char_start: v.char_start, char_end: v.char_end }).collect(),
+        }
+    }
 }
 
 /// A piece of one line: characters `[char_start, char_end)` of the full
@@ -217,7 +262,8 @@ impl From<SegmentRow> for Segment {
             line_end: r.line_end,
             boxes,
             cell_range: cells.as_ref().map(rag_docparse::CellRange::label),
-            header_row: cells.is_some_and(|c| c.header),
+            header_row: cells.as_ref().is_some_and(|c| c.header),
+            cells: cells.as_ref().map(SheetCells::from),
         }
     }
 }

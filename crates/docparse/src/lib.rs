@@ -24,11 +24,11 @@ use serde::{Deserialize, Serialize};
 pub use geometry::{Axis, LineFragment, PageBox, PageSize, Rect};
 pub use ocr::{OcrError, OcrPage, OcrWord};
 pub use segments::{char_slice, Block, Segment};
-pub use sheet::CellRange;
+pub use sheet::{CellRange, CellText};
 
 pub const PARSER_NAME: &str = "rag-docparse";
 /// Bump when the output for the same input changes.
-pub const PARSER_VERSION: &str = "3";
+pub const PARSER_VERSION: &str = "4";
 
 /// What one document may cost the parser. Every bound is checked against
 /// work actually done (bytes inflated, characters produced, pages seen),

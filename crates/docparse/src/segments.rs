@@ -17,7 +17,7 @@ use unicode_normalization::UnicodeNormalization;
 use unicode_segmentation::UnicodeSegmentation;
 
 use crate::geometry::{self, span_boxes, Glyph, LineFragment, PageBox};
-use crate::sheet::CellRange;
+use crate::sheet::{CellRange, CellText};
 
 /// One paragraph-level unit of the raw text.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -212,12 +212,20 @@ pub fn assemble(blocks: &[Block], max_segment_chars: usize) -> (String, Vec<Segm
             j += 1;
         }
         let aligned = align(&blocks[block], &block_chars);
+        // A spreadsheet row's cells, placed in the block's text: kept only
+        // when normalisation left that text as it was (sheet.rs writes it
+        // so), never placed wrong.
+        let cells = blocks[block].cells.as_ref().map(|c| {
+            let intact = !c.values.is_empty() && blocks[block].text.chars().eq(block_chars.iter().copied());
+            CellRange { values: if intact { c.values.clone() } else { Vec::new() }, ..c.clone() }
+        });
         let mut k = 0;
         for (n, (_, text, ends_paragraph)) in pieces[i..j].iter().enumerate() {
             let n = i + n;
             let mut text = text.clone();
             let own = text.chars().count();
             glyphs.extend((k..k + own).map(|c| aligned.as_ref().and_then(|a| a[c]).map(|g| (page_idx, g))));
+            let piece_cells = cells.as_ref().map(|c| cells_of_piece(c, k as u64, (k + own) as u64, offset));
             k += own;
             // Pieces of one paragraph join as they were; paragraphs and pages
             // are separated by a blank line that belongs to the segment before.
@@ -229,7 +237,7 @@ pub fn assemble(blocks: &[Block], max_segment_chars: usize) -> (String, Vec<Segm
             let mut seg = Segment::new(n as u32, page_idx, offset, &text);
             let chars: Vec<char> = text.chars().collect();
             seg.boxes = geometry::fragments(offset, &chars, &glyphs[offset as usize..(offset + len) as usize]);
-            seg.cells = blocks[block].cells.clone();
+            seg.cells = piece_cells;
             full.push_str(&text);
             segments.push(seg);
             offset += len;
@@ -238,6 +246,19 @@ pub fn assemble(blocks: &[Block], max_segment_chars: usize) -> (String, Vec<Segm
     }
     number_lines(&mut segments);
     (full, segments)
+}
+
+/// A block's cells for its piece `[from, to)` (characters of the block's
+/// text) that starts at `offset` of the full text: the values in the piece,
+/// cut to it, in full-text characters.
+fn cells_of_piece(cells: &CellRange, from: u64, to: u64, offset: u64) -> CellRange {
+    let values = cells
+        .values
+        .iter()
+        .filter(|v| v.char_start < to && from < v.char_end.max(v.char_start + 1))
+        .map(|v| CellText { col: v.col, char_start: offset + v.char_start.max(from) - from, char_end: offset + v.char_end.min(to) - from })
+        .collect();
+    CellRange { values, ..cells.clone() }
 }
 
 /// The glyph of each character of `out`, the block's text after

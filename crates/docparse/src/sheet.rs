@@ -72,6 +72,37 @@ pub struct CellRange {
     /// The sheet's header row: column names, no data.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub header: bool,
+    /// Where each non-empty cell's value is in the text, in column order,
+    /// so a viewer can draw the row as a table without reading the text
+    /// back: in a segment, characters of the document's full text (the
+    /// segment's own cells, cut to it when a long row is split); in a
+    /// [`crate::Block`], characters of the block's text. Empty for a span
+    /// of rows ([`CellRange::spanning`]) and in segments written before
+    /// cells were recorded (serialised as `[col, char_start, char_end]`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub values: Vec<CellText>,
+}
+
+/// One cell's value in a text: its zero-based column and its characters
+/// `[char_start, char_end)` (Unicode scalar values).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "(u32, u64, u64)", into = "(u32, u64, u64)")]
+pub struct CellText {
+    pub col: u32,
+    pub char_start: u64,
+    pub char_end: u64,
+}
+
+impl From<(u32, u64, u64)> for CellText {
+    fn from((col, char_start, char_end): (u32, u64, u64)) -> Self {
+        CellText { col, char_start, char_end }
+    }
+}
+
+impl From<CellText> for (u32, u64, u64) {
+    fn from(c: CellText) -> Self {
+        (c.col, c.char_start, c.char_end)
+    }
 }
 
 impl CellRange {
@@ -98,7 +129,7 @@ impl CellRange {
         let mut out: Option<CellRange> = None;
         for r in ranges {
             match &mut out {
-                None => out = Some(r.clone()),
+                None => out = Some(CellRange { values: Vec::new(), ..r.clone() }),
                 Some(o) if o.sheet == r.sheet => {
                     o.first_row = o.first_row.min(r.first_row);
                     o.first_col = o.first_col.min(r.first_col);
@@ -376,9 +407,12 @@ fn sheet_name_of(filename: &str) -> String {
     }
 }
 
-/// A cell's text on one line, whitespace runs as single spaces.
+/// A cell's text on one line, whitespace runs as single spaces, already
+/// as the raw text keeps it (NFC, no control characters: see
+/// [`crate::segments::normalize`]), so the offsets of its value in its row
+/// are the offsets in the document's text.
 fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
+    crate::segments::normalize(text).split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// A cell's text and kind; None for an empty cell.
@@ -440,6 +474,27 @@ fn is_header(row: &[&SheetCell], more_rows: bool) -> bool {
     more_rows && row.iter().any(|c| c.kind == Kind::Text) && row.iter().all(|c| c.kind != Kind::Other)
 }
 
+/// A row's text as it is written, with where each cell's value is in it.
+#[derive(Default)]
+struct RowText {
+    text: String,
+    chars: u64,
+    values: Vec<CellText>,
+}
+
+impl RowText {
+    fn push(&mut self, s: &str) {
+        self.text.push_str(s);
+        self.chars += s.chars().count() as u64;
+    }
+
+    fn push_value(&mut self, col: u32, value: &str) {
+        let char_start = self.chars;
+        self.push(value);
+        self.values.push(CellText { col, char_start, char_end: self.chars });
+    }
+}
+
 /// The blocks of one sheet: its header row, then each data row labelled
 /// with the header's names.
 fn rows(page_idx: u32, sheet: &SheetCells, budget: &mut OutputBudget, out: &mut Vec<Block>) -> Result<(), ParseError> {
@@ -452,21 +507,31 @@ fn rows(page_idx: u32, sheet: &SheetCells, budget: &mut OutputBudget, out: &mut 
     let mut names: std::collections::HashMap<u32, &str> = std::collections::HashMap::new();
     if let Some(first) = by_row.first().copied() {
         if is_header(first, by_row.len() > 1) {
-            let text = first.iter().map(|c| c.text.as_str()).collect::<Vec<_>>().join(" | ");
+            let mut text = RowText::default();
+            for (i, c) in first.iter().enumerate() {
+                if i > 0 {
+                    text.push(" | ");
+                }
+                text.push_value(c.col, &c.text);
+            }
             push_row(out, budget, page_idx, sheet, first[0].row, (first_col, last_col), true, text)?;
             names = first.iter().map(|c| (c.col, c.text.trim_end_matches(':').trim())).collect();
             by_row.remove(0);
         }
     }
     for row in by_row {
-        let text = row
-            .iter()
-            .map(|c| match names.get(&c.col).filter(|n| !n.is_empty()) {
-                Some(name) => format!("{name}: {}", c.text),
-                None => format!("{}: {}", column_name(c.col), c.text),
-            })
-            .collect::<Vec<_>>()
-            .join("; ");
+        let mut text = RowText::default();
+        for (i, c) in row.iter().enumerate() {
+            if i > 0 {
+                text.push("; ");
+            }
+            match names.get(&c.col).filter(|n| !n.is_empty()) {
+                Some(name) => text.push(name),
+                None => text.push(&column_name(c.col)),
+            }
+            text.push(": ");
+            text.push_value(c.col, &c.text);
+        }
         push_row(out, budget, page_idx, sheet, row[0].row, (first_col, last_col), false, text)?;
     }
     Ok(())
@@ -481,11 +546,11 @@ fn push_row(
     row: u32,
     (first_col, last_col): (u32, u32),
     header: bool,
-    text: String,
+    text: RowText,
 ) -> Result<(), ParseError> {
-    budget.take(text.chars().count() + 2)?;
-    let cells = CellRange { sheet: sheet.name.clone(), first_row: row, first_col, last_row: row, last_col, header };
-    out.push(Block { page_idx, text, glyphs: Vec::new(), cells: Some(cells) });
+    budget.take(text.chars as usize + 2)?;
+    let cells = CellRange { sheet: sheet.name.clone(), first_row: row, first_col, last_row: row, last_col, header, values: text.values };
+    out.push(Block { page_idx, text: text.text, glyphs: Vec::new(), cells: Some(cells) });
     Ok(())
 }
 
@@ -501,12 +566,22 @@ mod tests {
 
     #[test]
     fn a_range_is_labelled_sheet_bang_a1_and_spans_merge_on_one_sheet() {
-        let row = |r: u32| CellRange { sheet: "Doanh thu".into(), first_row: r, first_col: 0, last_row: r, last_col: 3, header: false };
+        let row = |r: u32| CellRange {
+            sheet: "Doanh thu".into(),
+            first_row: r,
+            first_col: 0,
+            last_row: r,
+            last_col: 3,
+            header: false,
+            values: vec![CellText { col: 0, char_start: 0, char_end: 4 }],
+        };
         assert_eq!(row(4).label(), "Doanh thu!A5:D5");
-        let one = CellRange { sheet: "S".into(), first_row: 1, first_col: 1, last_row: 1, last_col: 1, header: false };
+        let one = CellRange { sheet: "S".into(), first_row: 1, first_col: 1, last_row: 1, last_col: 1, header: false, values: Vec::new() };
         assert_eq!(one.label(), "S!B2");
         let other = CellRange { sheet: "Khác".into(), ..row(9) };
-        assert_eq!(CellRange::spanning([&row(4), &row(6), &other]).map(|r| r.label()), Some("Doanh thu!A5:D7".into()));
+        let span = CellRange::spanning([&row(4), &row(6), &other]);
+        assert_eq!(span.as_ref().map(|r| r.label()), Some("Doanh thu!A5:D7".into()));
+        assert_eq!(span.map(|r| r.values), Some(Vec::new()), "a span of rows has no cells of its own");
         assert_eq!(CellRange::spanning([]), None);
     }
 

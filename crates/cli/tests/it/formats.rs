@@ -167,7 +167,37 @@ async fn spreadsheets_are_ingested_and_cited_by_sheet_and_range_and_poison_ones_
         assert!(rows[1].1.starts_with("Chỉ tiêu: Doanh thu; 2023: 312.5; 2024: 351.9; Tổng: 664.4"), "{name}: {rows:?}");
         assert_eq!((rows[4].0, rows[4].1, rows[4].2), ("Nhân sự!A2:B2", "Phòng: Kế toán; Số người: 12", 1), "{name}");
         assert_eq!(raw["segments"][0]["header_row"], true);
+        // And its cells, for the viewer's table: each value is its slice of
+        // the raw text, in its column.
+        let full: Vec<char> = raw["segments"].as_array().unwrap().iter().flat_map(|s| s["text"].as_str().unwrap().chars()).collect();
+        let cells = |i: usize| -> Vec<(u64, String)> {
+            let c = &raw["segments"][i]["cells"];
+            c["values"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| {
+                    let (a, b) = (v["char_start"].as_u64().unwrap() as usize, v["char_end"].as_u64().unwrap() as usize);
+                    (v["col"].as_u64().unwrap(), full[a..b].iter().collect())
+                })
+                .collect()
+        };
+        let c = &raw["segments"][1]["cells"];
+        assert_eq!(
+            (c["sheet"].as_str(), c["first_row"].as_u64(), c["first_col"].as_u64(), c["last_col"].as_u64()),
+            (Some("Doanh thu"), Some(1), Some(0), Some(4)),
+            "{name}: {c}"
+        );
+        assert_eq!(cells(0)[..3], [(0, "Chỉ tiêu".into()), (1, "2023".into()), (2, "2024".into())], "{name}");
+        assert_eq!(cells(1)[..3], [(0, "Doanh thu".into()), (1, "312.5".into()), (2, "351.9".into())], "{name}");
+        assert_eq!(cells(4), [(0, "Kế toán".into()), (1, "12".into())], "{name}");
     }
+    // The OpenAPI document describes them.
+    let (_, spec, _) = api.call(reqwest::Method::GET, "/openapi.json", None, None).await;
+    let schemas = &spec["components"]["schemas"];
+    let cells = schemas["Segment"]["properties"]["cells"].to_string();
+    assert!(cells.contains(r##""$ref":"#/components/schemas/SheetCells""##), "{cells}");
+    assert!(schemas["CellValue"]["properties"]["char_start"].is_object(), "{}", schemas["CellValue"]);
 
     // A search finds the row, by its column's name and value.
     let (ok, out, err) = t.run(&["search", "Đà Nẵng nhân viên", "--workspace", &ws, "--mode", "lexical", "--json"]).await;

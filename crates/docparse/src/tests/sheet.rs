@@ -69,7 +69,13 @@ fn xlsx_rows_carry_their_header_names_and_sheet_ranges() {
 fn the_segments_json_keeps_the_range_and_old_segments_still_read() {
     let doc = parse(&xlsx(&finance_book()), XLSX, "bao-cao.xlsx", &Limits::default()).unwrap();
     let json = serde_json::to_value(&doc.segments[1]).unwrap();
-    assert_eq!(json["cells"], serde_json::json!({"sheet": "Doanh thu", "first_row": 1, "first_col": 0, "last_row": 1, "last_col": 4}));
+    let at = doc.segments[1].char_start;
+    let v = |col: u64, from: u64, to: u64| serde_json::json!([col, at + from, at + to]);
+    assert_eq!(
+        json["cells"],
+        serde_json::json!({"sheet": "Doanh thu", "first_row": 1, "first_col": 0, "last_row": 1, "last_col": 4,
+            "values": [v(0, 10, 19), v(1, 27, 32), v(2, 40, 45), v(3, 53, 58), v(4, 71, 81)]})
+    );
     let old: crate::Segment =
         serde_json::from_str(r#"{"segment_index":0,"page_idx":0,"char_start":0,"char_end":5,"text":"Hello"}"#).unwrap();
     assert_eq!(old.cells, None);
@@ -228,4 +234,51 @@ fn a_ten_thousand_row_sheet_parses_in_bounded_time() {
     eprintln!("10,000 rows x 4 columns: XLSX ({} KiB) {xlsx_took:?}, CSV ({} KiB) {csv_took:?}", book.len() / 1024, csv.len() / 1024);
     // Generous: a debug build on a busy 2-core machine.
     assert!(xlsx_took.as_secs() < 30 && csv_took.as_secs() < 30);
+}
+
+/// Each cell's value as the segments place it: `(column, text)` per row.
+fn cell_values(doc: &ParsedDocument) -> Vec<Vec<(u32, String)>> {
+    doc.segments
+        .iter()
+        .map(|s| {
+            let cells = s.cells.as_ref().unwrap();
+            cells.values.iter().map(|v| (v.col, char_slice(&doc.full_text, v.char_start, v.char_end))).collect()
+        })
+        .collect()
+}
+
+#[test]
+fn each_cell_is_placed_in_the_raw_text_so_a_viewer_can_draw_the_table() {
+    let doc = parse(&xlsx(&finance_book()), XLSX, "bao-cao.xlsx", &Limits::default()).unwrap();
+    let got = cell_values(&doc);
+    let want = |cells: &[(u32, &str)]| cells.iter().map(|(c, t)| (*c, t.to_string())).collect::<Vec<_>>();
+    assert_eq!(got[0], want(&[(0, "Chỉ tiêu"), (1, "2023"), (2, "2024"), (3, "Tổng"), (4, "Ngày chốt")]));
+    assert_eq!(got[1], want(&[(0, "Doanh thu"), (1, "312.5"), (2, "351.9"), (3, "664.4"), (4, "2024-03-31")]));
+    assert_eq!(got[4], want(&[(0, "Kế toán"), (1, "12")]));
+
+    // Decomposed Vietnamese (as macOS writes it), a control character and
+    // a skipped column: the values are placed in the text as it is kept.
+    let csv = "Tên,,Ghi chú\nCa\u{0300} phe\u{302},,\u{7}đã  giao\n";
+    let doc = parse(csv.as_bytes(), "text/csv", "don.csv", &Limits::default()).unwrap();
+    assert_tiles(&doc);
+    assert_eq!(rows(&doc)[1].0, "Tên: Cà phê; Ghi chú: đã giao");
+    assert_eq!(cell_values(&doc)[1], want(&[(0, "Cà phê"), (2, "đã giao")]));
+
+    // A row longer than a segment: each piece carries the cells in it, cut to it.
+    let long = "x ".repeat(400);
+    let csv = format!("A,B,C\nmột,{long},ba\n");
+    let doc = parse(csv.as_bytes(), "text/csv", "dai.csv", &Limits::default()).unwrap();
+    assert_tiles(&doc);
+    let pieces: Vec<&crate::Segment> = doc.segments.iter().filter(|s| s.cells.as_ref().is_some_and(|c| c.first_row == 1)).collect();
+    assert!(pieces.len() > 1, "the long row is split");
+    let mut by_col: std::collections::BTreeMap<u32, String> = Default::default();
+    for s in &pieces {
+        for v in &s.cells.as_ref().unwrap().values {
+            assert!(s.char_start <= v.char_start && v.char_end <= s.char_end, "{v:?} inside its segment");
+            by_col.entry(v.col).or_default().push_str(&char_slice(&doc.full_text, v.char_start, v.char_end));
+        }
+    }
+    assert_eq!(by_col.get(&0).map(String::as_str), Some("một"));
+    assert_eq!(by_col.get(&1).map(String::as_str), Some(long.trim_end()));
+    assert_eq!(by_col.get(&2).map(String::as_str), Some("ba"));
 }
