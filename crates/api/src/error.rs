@@ -94,6 +94,7 @@ fn public_message(status: StatusCode, code: &str) -> String {
         "broker_unavailable" => "the event could not be recorded and nothing was changed; try again shortly",
         "storage_unavailable" => "object storage is unavailable; try again shortly",
         "renderer_unavailable" => "the page renderer is unavailable",
+        "renderer_busy" => "too many page images are being drawn; try again shortly",
         _ if status == StatusCode::SERVICE_UNAVAILABLE => "a service this request needs is unavailable; try again shortly",
         _ => "something went wrong on our side",
     };

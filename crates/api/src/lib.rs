@@ -91,7 +91,16 @@ struct Inner {
     limits: limits::Limits,
     shutdown: CancellationToken,
     deltas: deltas::DeltaHub,
+    /// Image pages being decoded for display (see [`IMAGE_RENDERS`]).
+    image_renders: Arc<tokio::sync::Semaphore>,
 }
+
+/// Image pages the API decodes at once for the page-image endpoint. Each
+/// decodes the whole picture in this process (up to 4 bytes a pixel of
+/// `PARSE_MAX_IMAGE_PIXELS`: 200 MB at the default) before shrinking it,
+/// so at most this many are in memory whatever the number of requests;
+/// the others wait their turn.
+pub const IMAGE_RENDERS: usize = 2;
 
 /// What every handler shares; cheap to clone.
 #[derive(Clone)]
@@ -107,7 +116,17 @@ impl AppState {
         shutdown: CancellationToken,
     ) -> Self {
         let limits = limits::Limits::new(config.limits.clone());
-        AppState(Arc::new(Inner { pool, producer, blobs, auth, config, limits, shutdown, deltas: deltas::DeltaHub::default() }))
+        AppState(Arc::new(Inner {
+            pool,
+            producer,
+            blobs,
+            auth,
+            config,
+            limits,
+            shutdown,
+            deltas: deltas::DeltaHub::default(),
+            image_renders: Arc::new(tokio::sync::Semaphore::new(IMAGE_RENDERS)),
+        }))
     }
     pub(crate) fn pool(&self) -> &PgPool {
         &self.0.pool
@@ -130,6 +149,10 @@ impl AppState {
     }
     pub(crate) fn limits(&self) -> &limits::Limits {
         &self.0.limits
+    }
+    /// Permits to decode an image page ([`IMAGE_RENDERS`] at once).
+    pub(crate) fn image_renders(&self) -> &Arc<tokio::sync::Semaphore> {
+        &self.0.image_renders
     }
 }
 

@@ -255,8 +255,10 @@ pub(crate) fn pages(format: Format, bytes: &[u8], limits: &Limits) -> Result<Vec
     Ok(sizes)
 }
 
-/// Page `page_idx` decoded, its orientation applied.
-pub fn decode_page(bytes: &[u8], page_idx: u32, limits: &Limits) -> Result<DynamicImage, ParseError> {
+/// Page `page_idx` decoded as stored, and the orientation that turns it
+/// for display (not applied yet: a caller shrinks or greys it first, so
+/// the turn copies the smaller picture).
+fn decode_stored(bytes: &[u8], page_idx: u32, limits: &Limits) -> Result<(DynamicImage, image::metadata::Orientation), ParseError> {
     let kind = kind(bytes).ok_or_else(|| corrupt("not a PNG, JPEG, TIFF or WebP image"))?;
     let ifd = match kind {
         ImageFormat::Tiff => {
@@ -268,8 +270,14 @@ pub fn decode_page(bytes: &[u8], page_idx: u32, limits: &Limits) -> Result<Dynam
         _ => None,
     };
     let h = header(bytes, kind, ifd, page_idx, limits)?;
-    let mut img = DynamicImage::from_decoder(h.decoder).map_err(|e| corrupt(format!("page {}: {e}", page_idx + 1)))?;
-    img.apply_orientation(h.orientation);
+    let img = DynamicImage::from_decoder(h.decoder).map_err(|e| corrupt(format!("page {}: {e}", page_idx + 1)))?;
+    Ok((img, h.orientation))
+}
+
+/// Page `page_idx` decoded, its orientation applied.
+pub fn decode_page(bytes: &[u8], page_idx: u32, limits: &Limits) -> Result<DynamicImage, ParseError> {
+    let (mut img, orientation) = decode_stored(bytes, page_idx, limits)?;
+    img.apply_orientation(orientation);
     Ok(img)
 }
 
@@ -292,15 +300,27 @@ fn blend_on_white(v: u8, alpha: u8) -> u8 {
 
 /// Page `page_idx` as RGB for display, orientation applied, scaled down
 /// so that its long side is at most `max_side` pixels.
+///
+/// What it costs beyond the decoded picture: the picture is shrunk first,
+/// with image-rs's integer box filter (`thumbnail`: each source pixel
+/// added to one target pixel, no buffer but the small picture), and only
+/// the small picture is flattened and turned.
 pub fn page_rgb(bytes: &[u8], page_idx: u32, limits: &Limits, max_side: u32) -> Result<RgbImage, ParseError> {
-    let mut img = decode_page(bytes, page_idx, limits)?;
-    if img.width().max(img.height()) > max_side {
-        img = img.resize(max_side, max_side, image::imageops::FilterType::Triangle);
-    }
-    let rgb = if img.color().has_alpha() {
-        img.to_rgba8().pixels().flat_map(|p| [0, 1, 2].map(|c| blend_on_white(p.0[c], p.0[3]))).collect()
-    } else {
-        img.to_rgb8().into_raw()
+    let (small, orientation) = {
+        let (full, orientation) = decode_stored(bytes, page_idx, limits)?;
+        // A turn swaps the sides and keeps the long one: shrink first.
+        let small = if full.width().max(full.height()) > max_side { full.thumbnail(max_side, max_side) } else { full };
+        (small, orientation)
     };
-    Ok(RgbImage { width: img.width(), height: img.height(), rgb })
+    let rgb = if small.color().has_alpha() {
+        let (width, height) = (small.width(), small.height());
+        let rgb = small.to_rgba8().pixels().flat_map(|p| [0, 1, 2].map(|c| blend_on_white(p.0[c], p.0[3]))).collect();
+        image::RgbImage::from_raw(width, height, rgb).ok_or_else(|| corrupt("a picture of the wrong size"))?
+    } else {
+        small.into_rgb8()
+    };
+    let mut turned = DynamicImage::ImageRgb8(rgb);
+    turned.apply_orientation(orientation);
+    let (width, height) = (turned.width(), turned.height());
+    Ok(RgbImage { width, height, rgb: turned.into_rgb8().into_raw() })
 }

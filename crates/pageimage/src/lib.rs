@@ -196,8 +196,10 @@ pub async fn highlighted_png(pdf: &[u8], page: &PageSize, boxes: &[Rect], dpi: u
 /// WebP bytes) as a PNG with `boxes` (in its pixels) highlighted, its long
 /// side at most [`MAX_SIDE_PX`]. The image is decoded only if its header
 /// says it has the size the parser recorded for the page (`page`, in
-/// pixels): never more pixels than the parser accepted. CPU work: call it
-/// off the async workers.
+/// pixels): never more pixels than the parser accepted. The picture is
+/// decoded whole (at most 4 bytes a pixel), shrunk with an integer box
+/// filter, then turned: CPU and memory work, so call it off the async
+/// workers and only a few at once (the API allows two).
 pub fn image_page_png(original: &[u8], page: &PageSize, boxes: &[Rect]) -> Result<Vec<u8>, PageImageError> {
     let limits = rag_docparse::Limits {
         max_image_pixels: (page.width.max(0.0) as u64).saturating_mul(page.height.max(0.0) as u64),

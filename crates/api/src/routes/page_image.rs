@@ -37,8 +37,9 @@ fn parse_span(s: &str) -> Option<(u64, u64)> {
 /// Page `page` (1-based) of a PDF or image document as a PNG, the boxes of
 /// the `highlight` span drawn on it. A PDF page is rendered at 110 dpi; an
 /// image (PNG, JPEG, TIFF page, WebP) is shown itself, turned as its EXIF
-/// says and converted to PNG, its long side at most 4,000 pixels. 409 for
-/// documents without such pages.
+/// says and converted to PNG, its long side at most 4,000 pixels (two
+/// images are drawn at once; 503 `renderer_busy` after 30 s waiting for
+/// a turn). 409 for documents without such pages.
 #[utoipa::path(get, path = "/v1/workspaces/{ws}/documents/{id}/pages/{page}/image", tag = "documents",
     params(("ws" = String, Path, description = "Workspace id"), ("id" = Uuid, Path, description = "Document id"),
            ("page" = u32, Path, description = "Page, from 1"), PageImageQuery),
@@ -79,13 +80,26 @@ pub async fn page_image(
     let drawn: Vec<rag_docparse::Rect> = boxes.iter().filter(|b| b.page_idx == size.page_idx).map(|b| b.rect).collect();
     let uri = doc.blob_uri.as_deref().ok_or_else(|| ApiError::conflict("no_page_image", "the document has no original"))?;
     let blobs = state.blobs();
-    let original = blobs.get(blobs.key_of(uri)?).await?;
     let png = if is_image {
-        // Decoding is CPU work: off the async workers.
-        tokio::task::spawn_blocking(move || rag_pageimage::image_page_png(&original, &size, &drawn))
+        // An image is decoded whole in this process: a few at once
+        // (IMAGE_RENDERS), the others wait, so no number of requests holds
+        // more pictures in memory. The permit is taken before the original
+        // is fetched, and goes with the decoding: a request given up by its
+        // client still holds it until its decoding ends.
+        let permit = tokio::time::timeout(RENDER_TIMEOUT, state.image_renders().clone().acquire_owned())
             .await
-            .map_err(|e| ApiError::internal(format!("drawing the image: {e}")))?
+            .map_err(|_| ApiError::unavailable("renderer_busy", "too many page images are being drawn: try again"))?
+            .map_err(|e| ApiError::internal(format!("image renders: {e}")))?;
+        let original = blobs.get(blobs.key_of(uri)?).await?;
+        // Decoding is CPU work: off the async workers.
+        tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            rag_pageimage::image_page_png(&original, &size, &drawn)
+        })
+        .await
+        .map_err(|e| ApiError::internal(format!("drawing the image: {e}")))?
     } else {
+        let original = blobs.get(blobs.key_of(uri)?).await?;
         rag_pageimage::highlighted_png(&original, &size, &drawn, DPI, RENDER_TIMEOUT).await
     }
     .map_err(|e| match e {

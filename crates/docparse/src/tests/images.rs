@@ -157,6 +157,8 @@ fn exif_orientation_is_applied_before_ocr_and_the_boxes_are_on_the_turned_image(
     assert!(rgb.rgb[(12 * 80 + 12) * 3] < 64, "the bar is at the top left");
     let half = crate::raster::page_rgb(&jpeg, 0, &Limits::default(), 40).unwrap();
     assert_eq!((half.width, half.height), (40, 20), "scaled down to the longest side allowed");
+    assert!(half.rgb[(5 * 40 + 7) * 3] < 96, "shrunk, then turned: the bar is still at the top left");
+    assert!(half.rgb[(15 * 40 + 30) * 3] > 160, "and the rest is white");
 }
 
 #[test]
