@@ -635,3 +635,96 @@ test("an image's citation opens on the picture itself with the cited boxes drawn
   assert.deepEqual(errors, [], "no script errors");
   await context.close();
 });
+
+// ---------- a spreadsheet ----------
+
+test("a spreadsheet citation opens the cited row as a table under the sheet's header", async () => {
+  // A branch table as a user exports it from a spreadsheet program.
+  const csv = join(WORK, "chi-nhanh.csv");
+  writeFileSync(csv, [
+    "Chi nhánh,Nhân viên,Doanh số quý 1 (tỷ đồng),Ngày mở",
+    "Hà Nội,42,1250.5,2015-03-02",
+    "Hải Phòng,23,702.4,2017-09-15",
+    "Đà Nẵng,17,640.2,2018-06-01",
+    "Cần Thơ,9,310.75,2020-11-20",
+    "Huế,8,120,2022-01-10",
+    "Vinh,5,99.5,2023-04-03",
+  ].join("\r\n") + "\r\n");
+  const context = await browser.newContext({ viewport: { width: 1440, height: 900 }, locale: "en-US" });
+  const page = await context.newPage();
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(e.message));
+  await page.goto(BASE + "/");
+  await page.locator("#dev-form").waitFor();
+  await page.fill("#dev-user", "dave");
+  await page.click("#dev-form button[type=submit]");
+  await page.locator("#workspace-bar").waitFor();
+  await page.fill("#new-workspace-name", "Bảng tính");
+  await page.click("#new-workspace-form button[type=submit]");
+  await page.waitForFunction(() => document.querySelector("#workspace-select").options.length === 1);
+  const ws = await page.$eval("#workspace-select", (s) => s.value);
+  const token = await page.evaluate(() => sessionStorage.getItem("rag-engine.token"));
+  await page.setInputFiles("#file-input", [csv]);
+  const doc = page.locator('.document[data-status="ingested"]', { hasText: "chi-nhanh.csv" });
+  await doc.waitFor({ timeout: 120_000 });
+
+  // The answer is in one row.
+  await page.fill("#question", "Đà Nẵng có bao nhiêu nhân viên?");
+  await page.press("#question", "Enter");
+  const answer = page.locator(".message.assistant.done").last();
+  await answer.waitFor({ timeout: 90_000 });
+  const bubble = answer.locator(".cite").first();
+  const start = Number(await bubble.getAttribute("data-start"));
+  const end = Number(await bubble.getAttribute("data-end"));
+  const { body: raw } = await apiGet(token, `/v1/workspaces/${ws}/documents/${await bubble.getAttribute("data-doc")}/raw-text`);
+  const full = cps(raw.segments.map((s) => s.text).join(""));
+  assert.match(full.slice(start, end).join(""), /Đà Nẵng/, "the citation is the Đà Nẵng row");
+  // The cells the span covers, from the raw-text endpoint.
+  const row = raw.segments.find((s) => s.char_start <= start && start < s.char_end);
+  assert.equal(row.cell_range, "chi-nhanh!A4:D4");
+  const citedCells = row.cells.values
+    .filter((v) => v.char_start < end && start < v.char_end)
+    .map((v) => full.slice(v.char_start, v.char_end).join(""));
+  assert.ok(citedCells.includes("17"), `the span covers the answer's cell: ${citedCells}`);
+
+  await bubble.click();
+  const table = page.locator("#viewer .sheet-table table");
+  await table.waitFor();
+  // The sheet and range as the caption, the header row as <th>.
+  assert.match(await table.locator("caption").textContent(), /^chi-nhanh!A4:D4 the cited row under the sheet's header/);
+  assert.deepEqual(await table.locator("thead th").allTextContents(),
+    ["1", "Chi nhánh", "Nhân viên", "Doanh số quý 1 (tỷ đồng)", "Ngày mở"]);
+  assert.deepEqual(await table.locator("thead th[scope=col]").count(), 4);
+  // The cited row, its cells in their columns, the cited ones marked.
+  const cited = table.locator("tbody tr.cited");
+  assert.equal(await cited.count(), 1);
+  assert.equal(await cited.locator("th.row-n").textContent(), "4");
+  assert.deepEqual(await cited.locator("td").allTextContents(), ["Đà Nẵng", "17", "640.2", "2018-06-01"]);
+  assert.deepEqual(await cited.locator("td mark.cell").allTextContents(), citedCells);
+  // Two rows each side for context, dimmed.
+  assert.deepEqual(await table.locator("tbody tr").evaluateAll((rs) => rs.map((r) => [r.dataset.row, r.className])),
+    [["2", "context"], ["3", "context"], ["4", "cited"], ["5", "context"], ["6", "context"]]);
+  // The raw text below still has exactly the span marked.
+  assert.equal(await page.$$eval("#viewer mark.cited", (ms) => ms.map((m) => m.textContent).join("")), full.slice(start, end).join(""));
+  await page.mouse.move(5, 880);
+  await screenshot(page, "sheet-table.png");
+  await page.locator("#viewer .sheet-table").screenshot({ path: join(SHOTS, "sheet-table-only.png") });
+  console.log(`screenshot: ${join(SHOTS, "sheet-table-only.png")}`);
+
+  // In Vietnamese: the caption's words follow, the cells are the sheet's.
+  await page.click("#lang-vi");
+  assert.match(await table.locator("caption").textContent(), /^chi-nhanh!A4:D4 dòng được trích dẫn dưới dòng tiêu đề/);
+  assert.deepEqual(await leftovers(page, en, vi), [], "no English left on the Vietnamese page");
+  await screenshot(page, "sheet-table-vi.png");
+  await page.click("#lang-en");
+
+  // A narrow window: the table scrolls inside its frame, the page does not.
+  await page.setViewportSize({ width: 400, height: 800 });
+  await table.waitFor();
+  assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= 400), "no horizontal scrolling");
+  // Closing the document takes the table away.
+  await page.keyboard.press("Escape");
+  assert.equal(await page.locator("#viewer .sheet-table").count(), 0);
+  assert.deepEqual(errors, [], "no script errors");
+  await context.close();
+});

@@ -99,6 +99,8 @@ export default {
   "viewer.imageAlt": ({ n, doc }, f) => `Page ${f.num(n)} of ${doc}, the cited text highlighted`,
   "viewer.imageCaption": ({ n }, f) => `Page ${f.num(n)}: the cited text is highlighted.`,
   "viewer.noImage": ({ err }, f) => `No page image: ${f.err(err)}`,
+  "viewer.sheetNote": ({ rows }, f) =>
+    `${rows === 1 ? "the cited row" : `the ${f.num(rows)} cited rows`} under the sheet's header, the cited cells marked; the rows around ${rows === 1 ? "it" : "them"} dimmed`,
 
   // The API's error codes (`{"error": {"code", "message"}}`, docs/api.md),
   // a document's failure_code and a failed answer's code. A code not

@@ -96,6 +96,8 @@ export default {
   "viewer.imageAlt": ({ n, doc }, f) => `Trang ${f.num(n)} của ${doc}, phần được trích dẫn được tô sáng`,
   "viewer.imageCaption": ({ n }, f) => `Trang ${f.num(n)}: phần được trích dẫn được tô sáng.`,
   "viewer.noImage": ({ err }, f) => `Không có ảnh trang: ${f.err(err)}`,
+  "viewer.sheetNote": ({ rows }, f) =>
+    `${rows === 1 ? "dòng được trích dẫn" : `${f.num(rows)} dòng được trích dẫn`} dưới dòng tiêu đề của trang tính, các ô được trích dẫn được tô sáng; các dòng lân cận được làm mờ`,
 
   // Mã lỗi của API, failure_code của tài liệu và mã lỗi của câu trả lời.
   "error.http": "máy chủ trả về lỗi (HTTP {status})",

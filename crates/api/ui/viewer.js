@@ -1,9 +1,11 @@
 // The raw-text viewer: a document's text (the raw-text endpoint's
 // segments, with page headings for paged formats) scrolled to a cited
-// span, exactly `text[char_start..char_end]` inside `<mark>`, and for a
-// PDF the page itself with the cited boxes drawn by the server.
+// span, exactly `text[char_start..char_end]` inside `<mark>`, for a
+// PDF the page itself with the cited boxes drawn by the server, and for a
+// spreadsheet the cited rows as a table under the sheet's header row.
 
 import { spanPieces, splitSegment } from "./spans.js";
+import { sheetTable, columnName } from "./sheet.js";
 import { $, el } from "./dom.js";
 import { t, tr, errorArg, onLanguageChange } from "./i18n.js";
 import { state, updateHash, docName, isSlides } from "./state.js";
@@ -31,6 +33,7 @@ export async function openViewer(documentId, start, end, bubble = null) {
   tr(status, "viewer.loading");
   const text = $("viewer-text");
   text.replaceChildren();
+  dropSheetTable();
   updateHash({ doc: documentId, span: start !== null && end !== null ? `${start}-${end}` : null });
   let raw = state.rawCache.get(documentId);
   try {
@@ -70,6 +73,7 @@ export async function openViewer(documentId, start, end, bubble = null) {
     );
   });
   text.replaceChildren(...nodes);
+  showSheetTable(segments, start, end);
   showPageImage(raw, documentId, pieces, segments, start, end, gen);
   const pages = [...new Set(pieces.map((p) => segments[p.segment].page_idx + 1))];
   if (pieces.length) tr(status, "viewer.cited", { start, end, pages: paged ? pages : null, slide });
@@ -108,6 +112,42 @@ async function showPageImage(raw, documentId, pieces, segments, start, end, gen)
   }
 }
 
+// A cited span of a spreadsheet is also shown as a table: the sheet's
+// header row, the cited rows with their cited cells marked, two rows each
+// side dimmed, the sheet and range as the caption.
+function showSheetTable(segments, start, end) {
+  dropSheetTable();
+  const table = start !== null && end !== null ? sheetTable(segments, start, end) : null;
+  if (!table) return;
+  const width = table.cols.length;
+  const numeric = (v) => /^[-+−]?[\d.,\s]*\d[\d.,\s]*%?$/.test(v);
+  const cell = (tag, c, attrs = {}) =>
+    el(tag, { ...attrs, class: [c.cited ? "cited" : "", numeric(c.text) ? "num" : ""].join(" ").trim() || null, dataset: { col: c.col } },
+      c.cited ? el("mark", { class: "cell", text: c.text }) : c.text);
+  const rowHead = (row) => el("th", { class: "row-n", scope: "row" }, String(row.n));
+  const head = table.header
+    ? el("tr", { class: table.header.cited ? "cited" : null, dataset: { row: table.header.n } },
+        rowHead(table.header),
+        ...(table.header.cells
+          ? table.header.cells.map((c) => cell("th", c.text ? c : { ...c, text: columnName(c.col) }, { scope: "col" }))
+          : [el("th", { scope: "col", colspan: width }, table.header.text)]))
+    : el("tr", {}, el("th", { class: "row-n" }), ...table.cols.map((col) => el("th", { scope: "col", class: "letter" }, columnName(col))));
+  const body = table.rows.map((row) =>
+    el("tr", { class: row.cited ? "cited" : "context", dataset: { row: row.n } },
+      rowHead(row),
+      ...(row.cells ? row.cells.map((c) => cell("td", c)) : [el("td", { colspan: width }, row.text)])));
+  const figure = el("figure", { class: "sheet-table" },
+    el("table", {},
+      el("caption", {}, el("span", { class: "sheet-range", text: table.label }), " ", el("span", { class: "muted", t: ["viewer.sheetNote", { rows: table.rows.filter((r) => r.cited).length }] })),
+      el("thead", {}, head),
+      el("tbody", {}, ...body)));
+  $("viewer-text").before(figure);
+}
+
+function dropSheetTable() {
+  document.querySelectorAll("#viewer .sheet-table").forEach((f) => f.remove());
+}
+
 // The image's text alternative follows a switch of language too.
 onLanguageChange(() => {
   const img = document.querySelector("#viewer .page-image img");
@@ -123,6 +163,7 @@ function dropPageImage() {
 
 export function closeViewer(restoreFocus = true) {
   dropPageImage();
+  dropSheetTable();
   $("viewer").hidden = true;
   document.body.classList.remove("viewing");
   $("viewer-text").replaceChildren();

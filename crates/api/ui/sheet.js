@@ -1,0 +1,110 @@
+// A spreadsheet citation as a table: the cited rows of the sheet under its
+// header row, with a few rows around them. Pure functions (no DOM), tested
+// with `node --test` (ui/sheet.test.mjs); viewer.js draws the result.
+//
+// Each segment of a spreadsheet carries `cells` (the raw-text endpoint):
+// its sheet, rows and columns (zero-based, inclusive) and each non-empty
+// cell's value as characters of the full text, `[char_start, char_end)`.
+
+import { codePoints } from "./spans.js";
+
+/** The letters of zero-based column `col`: 0 is `A`, 26 `AA`. */
+export function columnName(col) {
+  let n = col + 1;
+  let out = "";
+  while (n > 0) {
+    const rem = (n - 1) % 26;
+    out = String.fromCharCode(65 + rem) + out;
+    n = Math.floor((n - 1) / 26);
+  }
+  return out;
+}
+
+/** `Doanh thu!A3:E4`, or `Doanh thu!B2` for one cell. */
+export function rangeLabel(sheet, firstRow, firstCol, lastRow, lastCol) {
+  const first = `${columnName(firstCol)}${firstRow + 1}`;
+  if (firstRow === lastRow && firstCol === lastCol) return `${sheet}!${first}`;
+  return `${sheet}!${first}:${columnName(lastCol)}${lastRow + 1}`;
+}
+
+const overlaps = (a, b, start, end) => a < end && start < Math.max(b, a + 1);
+
+/**
+ * The table of the span `[start, end)` of a spreadsheet's full text, or
+ * null when the span touches no spreadsheet row. `context` rows before
+ * and after the cited ones are included, marked `context`.
+ *
+ * Returns `{sheet, label, cols, header, rows}`: `cols` the column indices,
+ * `header` the header row or null, and each row `{n, cited, context,
+ * cells, text}`: `n` its number as the sheet shows it (from 1), `cells` one
+ * per column `{col, text, cited}` (text "" for an empty cell), or null when
+ * the row was parsed before cells were recorded; then `text` is its text.
+ */
+export function sheetTable(segments, start, end, context = 2) {
+  if (!(end > start)) return null;
+  const touched = segments.filter((s) => s.cells && overlaps(Number(s.char_start), Number(s.char_end), start, end));
+  if (!touched.length) return null;
+  // The sheet the span starts on (a span into the next sheet is labelled
+  // by the first, as the server labels it).
+  const page = touched[0].page_idx;
+  const sheet = touched[0].cells.sheet;
+  const { first_col: firstCol, last_col: lastCol } = touched[0].cells;
+  const full = codePoints(segments.map((s) => s.text).join(""));
+  // The sheet's rows in order, each gathered from its segments (a long
+  // row is cut into several).
+  const byRow = new Map();
+  for (const s of segments) {
+    if (s.page_idx !== page || !s.cells) continue;
+    const n = s.cells.first_row;
+    let row = byRow.get(n);
+    if (!row) {
+      row = { n: n + 1, header: !!s.header_row, segs: [], values: new Map() };
+      byRow.set(n, row);
+    }
+    row.segs.push(s);
+    for (const v of s.cells.values ?? []) {
+      const had = row.values.get(v.col);
+      row.values.set(v.col, had ? [Math.min(had[0], v.char_start), Math.max(had[1], v.char_end)] : [v.char_start, v.char_end]);
+    }
+  }
+  const cols = [];
+  for (let c = firstCol; c <= lastCol; c++) cols.push(c);
+  const shape = (row, cited) => {
+    const complete = row.values.size > 0;
+    return {
+      n: row.n,
+      cited,
+      context: false,
+      text: row.segs.map((s) => s.text).join("").trim(),
+      cells: complete
+        ? cols.map((col) => {
+            const at = row.values.get(col);
+            if (!at) return { col, text: "", cited: false };
+            return { col, text: full.slice(at[0], at[1]).join(""), cited: overlaps(at[0], at[1], start, end) };
+          })
+        : null,
+    };
+  };
+  const citedRows = new Set(touched.filter((s) => s.page_idx === page).map((s) => s.cells.first_row));
+  const all = [...byRow.entries()].sort((a, b) => a[0] - b[0]);
+  const headerEntry = all.find(([, r]) => r.header);
+  const data = all.filter(([, r]) => !r.header);
+  const header = headerEntry ? shape(headerEntry[1], citedRows.has(headerEntry[0])) : null;
+  const citedAt = data.map(([n], i) => (citedRows.has(n) ? i : -1)).filter((i) => i >= 0);
+  let rows = [];
+  if (citedAt.length) {
+    const from = Math.max(0, citedAt[0] - context);
+    const to = Math.min(data.length, citedAt[citedAt.length - 1] + context + 1);
+    rows = data.slice(from, to).map(([n, r]) => {
+      const row = shape(r, citedRows.has(n));
+      row.context = !row.cited;
+      return row;
+    });
+  } else {
+    // Only the header is cited: the first rows under it, for context.
+    rows = data.slice(0, context).map(([, r]) => ({ ...shape(r, false), context: true }));
+  }
+  const citedNumbers = [...citedRows].sort((a, b) => a - b);
+  const label = rangeLabel(sheet, citedNumbers[0], firstCol, citedNumbers[citedNumbers.length - 1], lastCol);
+  return { sheet, label, cols, header, rows };
+}
