@@ -178,15 +178,98 @@ impl Seek for TiffPage<'_> {
     }
 }
 
+/// What a decoder may allocate while it reads a page's header and
+/// metadata (an ICC profile, text chunks, EXIF), before the page's size is
+/// checked: a PNG's iCCP chunk is deflated, and a few KiB of it would
+/// otherwise inflate a thousandfold before the pixel check.
+pub const HEADER_ALLOC: u64 = 64 << 20;
+
+/// A PNG's width and height from its IHDR chunk, which the format puts
+/// first, read by hand before any decoder allocates.
+fn png_ihdr(bytes: &[u8]) -> Option<(u32, u32)> {
+    if bytes.get(12..16)? != b"IHDR" {
+        return None;
+    }
+    let be = |at: usize| bytes.get(at..at + 4).and_then(|b| b.try_into().ok()).map(u32::from_be_bytes);
+    Some((be(16)?, be(20)?))
+}
+
+/// Whether every top-level chunk of a WebP fits in the file: image-webp
+/// allocates a metadata chunk (EXIF, read for the orientation) at the size
+/// it declares, up to 4 GiB, before reading it.
+fn webp_chunks_fit(bytes: &[u8]) -> Result<(), ParseError> {
+    let mut at = 12usize;
+    while let Some(header) = bytes.get(at..at + 8) {
+        let size = u32::from_le_bytes([header[4], header[5], header[6], header[7]]) as usize;
+        let end = at.saturating_add(8).saturating_add(size);
+        if end > bytes.len() {
+            return Err(corrupt(format!(
+                "a WebP {} chunk of {size} bytes runs past the end of the file",
+                String::from_utf8_lossy(&header[..4])
+            )));
+        }
+        at = end + (size & 1);
+    }
+    Ok(())
+}
+
+fn too_large(page_idx: u32, (width, height): (u32, u32), limits: &Limits) -> Option<ParseError> {
+    (u64::from(width) * u64::from(height) > limits.max_image_pixels).then_some(ParseError::ImageTooLarge {
+        page: page_idx + 1,
+        width,
+        height,
+        limit: limits.max_image_pixels,
+    })
+}
+
+/// A decoder's error: a limit it hit is a bomb, anything else a corrupt
+/// file.
+fn decoding(page_idx: u32, e: image::ImageError) -> ParseError {
+    match e {
+        image::ImageError::Limits(e) => ParseError::DecompressionBomb(format!(
+            "page {} of the image: its decoder would allocate past its limit ({e}; {} MiB for the header and metadata)",
+            page_idx + 1,
+            HEADER_ALLOC >> 20
+        )),
+        e => corrupt(e),
+    }
+}
+
 /// The decoder of one page, its header read (dimensions and orientation
-/// known) and no pixel decoded.
-fn decoder<'a>(bytes: &'a [u8], format: ImageFormat, tiff_ifd: Option<u64>) -> Result<Box<dyn ImageDecoder + 'a>, ParseError> {
+/// known) and no pixel decoded. Every decoder is bounded while it reads the
+/// header: a PNG's by [`HEADER_ALLOC`] (plus one row, which it allocates
+/// with the header), after its IHDR's size is checked; a JPEG's header is
+/// read from a copy of the file and bounded by it; a WebP's chunks must fit
+/// in the file; a TIFF's by the tiff crate's own limits (1 MiB of values
+/// per tag).
+fn decoder<'a>(
+    bytes: &'a [u8],
+    format: ImageFormat,
+    tiff_ifd: Option<u64>,
+    page_idx: u32,
+    limits: &Limits,
+) -> Result<Box<dyn ImageDecoder + 'a>, ParseError> {
     let decoder: Box<dyn ImageDecoder + 'a> = match (format, tiff_ifd) {
-        (ImageFormat::Png, _) => Box::new(image::codecs::png::PngDecoder::new(Cursor::new(bytes)).map_err(corrupt)?),
-        (ImageFormat::Jpeg, _) => Box::new(image::codecs::jpeg::JpegDecoder::new(Cursor::new(bytes)).map_err(corrupt)?),
-        (ImageFormat::WebP, _) => Box::new(image::codecs::webp::WebPDecoder::new(Cursor::new(bytes)).map_err(corrupt)?),
-        (_, Some(ifd)) => Box::new(image::codecs::tiff::TiffDecoder::new(TiffPage::new(bytes, ifd)?).map_err(corrupt)?),
-        (_, None) => Box::new(image::codecs::tiff::TiffDecoder::new(Cursor::new(bytes)).map_err(corrupt)?),
+        (ImageFormat::Png, _) => {
+            let mut lim = image::Limits::no_limits();
+            lim.max_alloc = Some(HEADER_ALLOC);
+            if let Some(size) = png_ihdr(bytes) {
+                if let Some(e) = too_large(page_idx, size, limits) {
+                    return Err(e);
+                }
+                // And the row buffer the png crate reserves from the same
+                // budget (8 bytes a pixel at most: RGBA of 16 bits).
+                lim.max_alloc = Some(HEADER_ALLOC + u64::from(size.0) * 8);
+            }
+            Box::new(image::codecs::png::PngDecoder::with_limits(Cursor::new(bytes), lim).map_err(|e| decoding(page_idx, e))?)
+        }
+        (ImageFormat::Jpeg, _) => Box::new(image::codecs::jpeg::JpegDecoder::new(Cursor::new(bytes)).map_err(|e| decoding(page_idx, e))?),
+        (ImageFormat::WebP, _) => {
+            webp_chunks_fit(bytes)?;
+            Box::new(image::codecs::webp::WebPDecoder::new(Cursor::new(bytes)).map_err(|e| decoding(page_idx, e))?)
+        }
+        (_, Some(ifd)) => Box::new(image::codecs::tiff::TiffDecoder::new(TiffPage::new(bytes, ifd)?).map_err(|e| decoding(page_idx, e))?),
+        (_, None) => Box::new(image::codecs::tiff::TiffDecoder::new(Cursor::new(bytes)).map_err(|e| decoding(page_idx, e))?),
     };
     Ok(decoder)
 }
@@ -215,12 +298,12 @@ fn header<'a>(
     page_idx: u32,
     limits: &Limits,
 ) -> Result<Header<'a>, ParseError> {
-    let mut decoder = decoder(bytes, format, tiff_ifd)?;
+    let mut decoder = decoder(bytes, format, tiff_ifd, page_idx, limits)?;
     let (w, h) = decoder.dimensions();
-    let pixels = u64::from(w) * u64::from(h);
-    if pixels > limits.max_image_pixels {
-        return Err(ParseError::ImageTooLarge { page: page_idx + 1, width: w, height: h, limit: limits.max_image_pixels });
+    if let Some(e) = too_large(page_idx, (w, h), limits) {
+        return Err(e);
     }
+    let pixels = u64::from(w) * u64::from(h);
     if pixels == 0 {
         return Err(corrupt(format!("page {} is {w} × {h} pixels", page_idx + 1)));
     }
@@ -231,7 +314,7 @@ fn header<'a>(
     // RGBA of 32-bit floats) and its working buffers.
     let mut lim = image::Limits::no_limits();
     lim.max_alloc = Some(limits.max_image_pixels.saturating_mul(16).saturating_add(64 << 20));
-    decoder.set_limits(lim).map_err(corrupt)?;
+    decoder.set_limits(lim).map_err(|e| decoding(page_idx, e))?;
     Ok(Header { decoder, orientation, width, height })
 }
 

@@ -121,6 +121,40 @@ pub fn png_bomb(side: u32) -> Vec<u8> {
     out
 }
 
+/// A 1 × 1 PNG whose iCCP chunk (an ICC profile, deflated) inflates to
+/// `mib` MiB of zeros from about a thousandth of that: a bomb in the
+/// metadata, which a decoder inflates while it reads the header, before
+/// the picture's size could stop it. The deflate stream is one MiB of
+/// zeros compressed once (non-final blocks, ended by a sync flush so they
+/// end on a byte) and repeated, then an empty final block.
+pub fn png_iccp_bomb(mib: u32) -> Vec<u8> {
+    let mut once = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::best());
+    once.write_all(&vec![0u8; 1 << 20]).unwrap();
+    once.flush().unwrap();
+    let once = once.get_ref().clone();
+    let mut profile = b"bomb\0\0".to_vec(); // name, its NUL, compression method 0
+    profile.extend_from_slice(&[0x78, 0xda]); // zlib header
+    for _ in 0..mib {
+        profile.extend_from_slice(&once);
+    }
+    // A final empty stored block.
+    profile.extend_from_slice(&[0x01, 0x00, 0x00, 0xff, 0xff]);
+    // Adler-32 of n zeros: a = 1, b = n (mod 65521).
+    let n = (u64::from(mib) << 20) % 65521;
+    profile.extend_from_slice(&(((n as u32) << 16) | 1).to_be_bytes());
+    let mut ihdr = 1u32.to_be_bytes().to_vec();
+    ihdr.extend_from_slice(&1u32.to_be_bytes());
+    ihdr.extend_from_slice(&[8, 0, 0, 0, 0]);
+    let mut idat = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
+    idat.write_all(&[0, 0]).unwrap(); // filter none, one black pixel
+    let mut out = b"\x89PNG\r\n\x1a\n".to_vec();
+    out.extend(chunk(b"IHDR", &ihdr));
+    out.extend(chunk(b"iCCP", &profile));
+    out.extend(chunk(b"IDAT", &idat.finish().unwrap()));
+    out.extend(chunk(b"IEND", b""));
+    out
+}
+
 /// A PNG whose header says `width` × `height` and whose data is cut short:
 /// decoding it would fail, so refusing it as too large proves the refusal
 /// came from the header alone.

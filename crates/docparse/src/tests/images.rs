@@ -130,6 +130,35 @@ fn a_decompression_bomb_is_refused_from_its_header_before_decoding() {
 }
 
 #[test]
+fn a_bomb_in_a_png_s_metadata_inflates_no_more_than_the_header_allowance() {
+    // 1 GiB of ICC profile in about 1 MiB: the decoder reads the profile
+    // with the header, before the picture's 1 × 1 pixels could say
+    // anything. It may inflate HEADER_ALLOC (64 MiB) of it, no more; the
+    // png crate then drops the profile and reads the picture.
+    let bomb = png_iccp_bomb(1024);
+    assert!(bomb.len() < 2 << 20, "a bomb is small: {} bytes", bomb.len());
+    let ocr = InkOcr::default();
+    let (doc, peak) = super::peak::peak_bytes(|| parse_with_ocr(&bomb, "image/png", "icc.png", &Limits::default(), Some(&ocr)));
+    assert_eq!(doc.unwrap().full_text.trim(), "ink1x1");
+    let bound = crate::raster::HEADER_ALLOC + 2 * bomb.len() as u64 + (4 << 20);
+    assert!(peak <= bound, "held {peak} bytes at once, over {bound}");
+    assert!(peak >= 32 << 20, "the profile was inflated up to the allowance, so this test measures it: {peak}");
+}
+
+#[test]
+fn a_webp_chunk_longer_than_the_file_is_refused_before_it_is_allocated() {
+    let mut bytes = webp(&bar());
+    // An EXIF chunk declaring 3 GiB, at the end of the file.
+    bytes.extend_from_slice(b"EXIF");
+    bytes.extend_from_slice(&(3u32 << 30).to_le_bytes());
+    let riff = (bytes.len() - 8) as u32;
+    bytes[4..8].copy_from_slice(&riff.to_le_bytes());
+    let err = parse_with_ocr(&bytes, "image/webp", "x.webp", &Limits::default(), Some(&InkOcr::default())).unwrap_err();
+    assert_eq!(err.code(), "corrupt_image");
+    assert!(err.to_string().contains("EXIF chunk of 3221225472 bytes runs past the end"), "{err}");
+}
+
+#[test]
 fn exif_orientation_is_applied_before_ocr_and_the_boxes_are_on_the_turned_image() {
     // The phone stored the picture sideways and says "turn 90° clockwise".
     let jpeg = jpeg_with_orientation(&stored_for_orientation_6(&bar()), 6);

@@ -8,6 +8,7 @@ pub(crate) mod hostile_inputs;
 pub(crate) mod image_inputs;
 mod images;
 mod parse;
+pub(crate) mod peak;
 mod sheet;
 pub(crate) mod sheet_inputs;
 pub(crate) mod slide_inputs;
