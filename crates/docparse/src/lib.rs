@@ -12,6 +12,7 @@ mod docai;
 mod docx;
 pub mod geometry;
 mod html;
+mod numfmt;
 mod ocr;
 mod pdf;
 pub mod raster;
@@ -28,7 +29,7 @@ pub use sheet::{CellRange, CellText};
 
 pub const PARSER_NAME: &str = "rag-docparse";
 /// Bump when the output for the same input changes.
-pub const PARSER_VERSION: &str = "4";
+pub const PARSER_VERSION: &str = "5";
 
 /// What one document may cost the parser. Every bound is checked against
 /// work actually done (bytes inflated, characters produced, pages seen),

@@ -36,7 +36,10 @@
 //! the spreadsheet last showed); calamine does not apply number formats, so a
 //! number is written as its value, to Excel's 15 significant digits (a cached
 //! `0.30000000000000004` is `0.3`), and dates in ISO 8601 (`2024-03-31`),
-//! which neither a Vietnamese (31/03) nor an English (3/31) reader misreads.
+//! which neither a Vietnamese (31/03) nor an English (3/31) reader misreads;
+//! but an XLSX cell's format (calamine gives it for XLSX only) keeps a
+//! percentage as shown (`12.4%`) and a date in a layout of the file's own
+//! (`31/03/2024` for `dd/mm/yyyy`): see [`crate::numfmt`].
 //! Text cells are kept as typed (a CSV's `312,5` stays `312,5`), their line
 //! breaks and tabs turned into spaces so a row stays one line.
 //!
@@ -56,6 +59,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use calamine::{Data, Reader, SheetType};
 use serde::{Deserialize, Serialize};
 
+use crate::numfmt::{self, Shown};
 use crate::{Block, Format, Limits, OutputBudget, ParseError, OLE_MAGIC};
 
 /// The cells a segment (or a cited span) holds: a rectangle of one sheet,
@@ -305,9 +309,16 @@ fn xlsx(bytes: &[u8], limits: &Limits) -> Result<Vec<SheetCells>, ParseError> {
         if sheet.typ == SheetType::WorkSheet {
             let mut count = CellCount { sheet: &sheet.name, seen: 0, limit: limits.max_sheet_cells };
             let mut reader = book.worksheet_cells_reader(&sheet.name).map_err(xlsx_error)?;
-            while let Some(cell) = reader.next_cell().map_err(xlsx_error)? {
+            // Each style's number format, as the row text keeps it.
+            let shown: Vec<Shown> = reader
+                .styles()
+                .iter()
+                .map(|s| s.number_format.as_ref().map_or(Shown::Plain, |f| numfmt::shown(&f.format_code, f.format_id)))
+                .collect();
+            while let Some((cell, style)) = reader.next_cell_with_style_id().map_err(xlsx_error)? {
                 let (row, col) = cell.get_position();
-                if let Some((text, kind)) = value(&Data::from(cell.get_value().clone())) {
+                let format = shown.get(style).unwrap_or(&Shown::Plain);
+                if let Some((text, kind)) = value(&Data::from(cell.get_value().clone()), format) {
                     count.one_more()?;
                     cells.push(SheetCell { row, col, text, kind });
                 }
@@ -333,7 +344,7 @@ where
             let (row0, col0) = range.start().unwrap_or((0, 0));
             let mut count = CellCount { sheet: &sheet.name, seen: 0, limit: limits.max_sheet_cells };
             for (r, c, data) in range.used_cells() {
-                if let Some((text, kind)) = value(data) {
+                if let Some((text, kind)) = value(data, &Shown::Plain) {
                     count.one_more()?;
                     cells.push(SheetCell { row: row0 + r as u32, col: col0 + c as u32, text, kind });
                 }
@@ -415,20 +426,28 @@ fn one_line(text: &str) -> String {
     crate::segments::normalize(text).split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// A cell's text and kind; None for an empty cell.
-fn value(data: &Data) -> Option<(String, Kind)> {
-    let (text, kind) = match data {
-        Data::Empty => return None,
-        Data::String(s) => (one_line(s), Kind::Text),
-        Data::Int(i) => (i.to_string(), Kind::Whole),
-        Data::Float(f) => {
+/// A cell's text and kind; None for an empty cell. `format` is what its
+/// number format asks (XLSX: percentages and the file's own date layouts,
+/// see [`numfmt`]); plain for the other formats.
+fn value(data: &Data, format: &Shown) -> Option<(String, Kind)> {
+    let (text, kind) = match (data, format) {
+        (Data::Empty, _) => return None,
+        (Data::String(s), _) => (one_line(s), Kind::Text),
+        (Data::Int(i), Shown::Percent(digits)) => (numfmt::percent(*i as f64, *digits), Kind::Other),
+        (Data::Float(f), Shown::Percent(digits)) if f.is_finite() => (numfmt::percent(*f, *digits), Kind::Other),
+        (Data::Int(i), _) => (i.to_string(), Kind::Whole),
+        (Data::Float(f), _) => {
             let whole = f.is_finite() && f.fract() == 0.0 && f.abs() < 1e15;
             (number(*f), if whole { Kind::Whole } else { Kind::Other })
         }
-        Data::Bool(b) => ((if *b { "TRUE" } else { "FALSE" }).to_string(), Kind::Other),
-        Data::DateTime(d) => (date(d), Kind::Other),
-        Data::DateTimeIso(s) | Data::DurationIso(s) => (s.clone(), Kind::Other),
-        Data::Error(e) => (e.to_string(), Kind::Other),
+        (Data::Bool(b), _) => ((if *b { "TRUE" } else { "FALSE" }).to_string(), Kind::Other),
+        (Data::DateTime(d), Shown::Date(parts)) if !d.is_duration() && d.as_f64() >= 0.0 => {
+            let (y, mo, day, h, mi, s, _) = d.to_ymd_hms_milli();
+            (numfmt::date(parts, (y, mo, day, h, mi, s)), Kind::Other)
+        }
+        (Data::DateTime(d), _) => (date(d), Kind::Other),
+        (Data::DateTimeIso(s) | Data::DurationIso(s), _) => (s.clone(), Kind::Other),
+        (Data::Error(e), _) => (e.to_string(), Kind::Other),
     };
     (!text.is_empty()).then_some((text, kind))
 }

@@ -282,3 +282,27 @@ fn each_cell_is_placed_in_the_raw_text_so_a_viewer_can_draw_the_table() {
     assert_eq!(by_col.get(&1).map(String::as_str), Some(long.trim_end()));
     assert_eq!(by_col.get(&2).map(String::as_str), Some("ba"));
 }
+
+#[test]
+fn xlsx_percentages_and_the_files_own_date_formats_are_kept_in_the_row_text() {
+    let book = vec![(
+        "Chi nhánh",
+        vec![
+            vec![Value::Text("Chi nhánh"), Value::Text("Tăng trưởng"), Value::Text("Ngày mở"), Value::Text("Ngày chốt")],
+            // 0.124 shown `0.0%`; 45382 shown `dd/mm/yyyy` (the file's own
+            // format) and with the built-in short date (the reader's locale: ISO).
+            vec![Value::Text("Đà Nẵng"), Value::Percent(0.124), Value::DayFirst(45382.0), Value::Date(45382.0)],
+            vec![Value::Text("Huế"), Value::Percent(-0.0305), Value::DayFirst(43101.0), Value::Number(0.5)],
+        ],
+    )];
+    let doc = parse(&xlsx(&book), XLSX, "tang-truong.xlsx", &Limits::default()).unwrap();
+    assert_tiles(&doc);
+    let got: Vec<String> = rows(&doc).into_iter().map(|r| r.0).collect();
+    assert_eq!(got[1], "Chi nhánh: Đà Nẵng; Tăng trưởng: 12.4%; Ngày mở: 31/03/2024; Ngày chốt: 2024-03-31");
+    assert_eq!(got[2], "Chi nhánh: Huế; Tăng trưởng: -3.1%; Ngày mở: 01/01/2018; Ngày chốt: 0.5");
+    // The table's cells are the formatted values.
+    assert_eq!(cell_values(&doc)[1][1], (1, "12.4%".to_string()));
+    // ODS and XLS have no formats through calamine: the values as they are.
+    let doc = parse(&ods(&book), ODS, "tang-truong.ods", &Limits::default()).unwrap();
+    assert_eq!(rows(&doc)[1].0, "Chi nhánh: Đà Nẵng; Tăng trưởng: 0.124; Ngày mở: 2024-03-31; Ngày chốt: 2024-03-31");
+}

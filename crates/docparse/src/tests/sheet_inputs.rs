@@ -16,6 +16,12 @@ pub enum Value<'a> {
     Number(f64),
     /// An Excel serial date (days since 1899-12-30), shown as a date.
     Date(f64),
+    /// A fraction shown as a percentage with one decimal (`0.0%`; XLSX only,
+    /// a plain number elsewhere).
+    Percent(f64),
+    /// A serial date shown day first (`dd/mm/yyyy`, a format of the file's
+    /// own; XLSX only, a date or a number elsewhere).
+    DayFirst(f64),
     /// A formula and the value the file caches for it.
     Formula(&'a str, f64),
     Empty,
@@ -61,6 +67,8 @@ fn sheet_xml(rows: &[Vec<Value<'_>>]) -> String {
                 Value::Text(t) => x.push_str(&format!(r#"<c r="{at}" t="inlineStr"><is><t>{}</t></is></c>"#, escape(t))),
                 Value::Number(n) => x.push_str(&format!(r#"<c r="{at}"><v>{n}</v></c>"#)),
                 Value::Date(d) => x.push_str(&format!(r#"<c r="{at}" s="1"><v>{d}</v></c>"#)),
+                Value::Percent(p) => x.push_str(&format!(r#"<c r="{at}" s="2"><v>{p}</v></c>"#)),
+                Value::DayFirst(d) => x.push_str(&format!(r#"<c r="{at}" s="3"><v>{d}</v></c>"#)),
                 Value::Formula(f, cached) => x.push_str(&format!(r#"<c r="{at}"><f>{}</f><v>{cached}</v></c>"#, escape(f))),
                 Value::Empty => {}
             }
@@ -96,7 +104,7 @@ fn xlsx_parts(names: &[&str], sheets_xml: Vec<Vec<u8>>) -> Vec<(String, Vec<u8>)
     types.push_str("</Types>");
     book.push_str("</sheets></workbook>");
     rels.push_str("</Relationships>");
-    let styles = r#"<?xml version="1.0" encoding="UTF-8" standalone="yes"?><styleSheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><cellXfs count="2"><xf numFmtId="0" fontId="0" fillId="0" borderId="0" xfId="0"/><xf numFmtId="14" fontId="0" fillId="0" borderId="0" xfId="0" applyNumberFormat="1"/></cellXfs></styleSheet>"#;
+    let styles = r#"<?xml version="1.0" encoding="UTF-8" standalone="yes"?><styleSheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><numFmts count="2"><numFmt numFmtId="164" formatCode="dd/mm/yyyy"/><numFmt numFmtId="165" formatCode="0.0%"/></numFmts><cellXfs count="4"><xf numFmtId="0" fontId="0" fillId="0" borderId="0" xfId="0"/><xf numFmtId="14" fontId="0" fillId="0" borderId="0" xfId="0" applyNumberFormat="1"/><xf numFmtId="165" fontId="0" fillId="0" borderId="0" xfId="0" applyNumberFormat="1"/><xf numFmtId="164" fontId="0" fillId="0" borderId="0" xfId="0" applyNumberFormat="1"/></cellXfs></styleSheet>"#;
     let mut parts = vec![
         ("[Content_Types].xml".to_string(), types.into_bytes()),
         ("_rels/.rels".to_string(), br#"<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="xl/workbook.xml"/></Relationships>"#.to_vec()),
@@ -152,10 +160,10 @@ pub fn ods(sheets: &[Sheet<'_>]) -> Vec<u8> {
             for v in row {
                 match v {
                     Value::Text(t) => x.push_str(&format!(r#"<table:table-cell office:value-type="string"><text:p>{}</text:p></table:table-cell>"#, escape(t))),
-                    Value::Number(n) => x.push_str(&format!(
+                    Value::Number(n) | Value::Percent(n) => x.push_str(&format!(
                         r#"<table:table-cell office:value-type="float" office:value="{n}"><text:p>{n}</text:p></table:table-cell>"#
                     )),
-                    Value::Date(d) => {
+                    Value::Date(d) | Value::DayFirst(d) => {
                         // Serial days to an ISO date (the civil-from-days algorithm).
                         let z = *d as i64 - 25_569 + 719_468;
                         let era = z.div_euclid(146_097);
@@ -311,7 +319,9 @@ pub fn xls(sheets: &[Sheet<'_>]) -> Vec<u8> {
                             let chars = t.encode_utf16().count() as u16;
                             s.extend(record(0x0204, &[at.clone(), chars.to_le_bytes().to_vec(), vec![1], utf16(t)].concat()));
                         }
-                        Value::Number(n) | Value::Date(n) | Value::Formula(_, n) => s.extend(number(*n)),
+                        Value::Number(n) | Value::Date(n) | Value::Percent(n) | Value::DayFirst(n) | Value::Formula(_, n) => {
+                            s.extend(number(*n))
+                        }
                         Value::Empty => {}
                     }
                 }
