@@ -318,6 +318,8 @@ pub enum ParseError {
     CorruptImage(String),
     #[error("page {page} of the image is {width} × {height} pixels, over the limit of {limit} pixels (PARSE_MAX_IMAGE_PIXELS): refused before decoding (a decompression bomb is a small file of a huge image)")]
     ImageTooLarge { page: u32, width: u32, height: u32, limit: u64 },
+    #[error("page {page} of the image ({width} × {height} pixels of {color}) decodes to {bytes} bytes, over the limit of {limit} bytes (4 bytes a pixel of PARSE_MAX_IMAGE_PIXELS): refused before decoding")]
+    ImageTooDeep { page: u32, width: u32, height: u32, color: String, bytes: u64, limit: u64 },
 }
 
 impl ParseError {
@@ -342,7 +344,7 @@ impl ParseError {
             ParseError::EncryptedSpreadsheet => "encrypted_spreadsheet",
             ParseError::TooManyCells { .. } => "too_many_cells",
             ParseError::CorruptImage(_) => "corrupt_image",
-            ParseError::ImageTooLarge { .. } => "image_too_large",
+            ParseError::ImageTooLarge { .. } | ParseError::ImageTooDeep { .. } => "image_too_large",
         }
     }
 }
@@ -542,9 +544,7 @@ pub fn parse_with_ocr(
             tried += 1;
             let words = match format {
                 // A page that cannot be decoded fails the document.
-                Format::Png | Format::Jpeg | Format::Tiff | Format::Webp => {
-                    ocr.recognize_image(&raster::to_gray(&raster::decode_page(bytes, page, limits)?))
-                }
+                Format::Png | Format::Jpeg | Format::Tiff | Format::Webp => ocr.recognize_image(&raster::page_gray(bytes, page, limits)?),
                 _ => ocr.recognize(bytes, page, pages.iter().find(|s| s.page_idx == page)),
             };
             match words {

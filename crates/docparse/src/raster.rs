@@ -184,6 +184,11 @@ impl Seek for TiffPage<'_> {
 /// otherwise inflate a thousandfold before the pixel check.
 pub const HEADER_ALLOC: u64 = 64 << 20;
 
+/// Bytes a page's decoded pixels may take, per pixel of
+/// [`Limits::max_image_pixels`]: 8-bit RGBA. A picture of fewer pixels at
+/// a greater depth (16-bit RGB) fits if its bytes do.
+pub const BYTES_PER_PIXEL: u64 = 4;
+
 /// A PNG's width and height from its IHDR chunk, which the format puts
 /// first, read by hand before any decoder allocates.
 fn png_ihdr(bytes: &[u8]) -> Option<(u32, u32)> {
@@ -310,10 +315,24 @@ fn header<'a>(
     // A broken orientation tag is no reason to refuse the picture.
     let orientation = decoder.orientation().unwrap_or(image::metadata::Orientation::NoTransforms);
     let (width, height) = if quarter_turn(orientation) { (h, w) } else { (w, h) };
-    // The decoder's own allocations: the pixels (at most 16 bytes each,
-    // RGBA of 32-bit floats) and its working buffers.
+    // The decoded pixels at the file's own depth (a 16-bit RGBA PNG takes 8
+    // bytes a pixel) are bounded in bytes, not only in pixels.
+    let budget = limits.max_image_pixels.saturating_mul(BYTES_PER_PIXEL);
+    let decoded = decoder.total_bytes();
+    if decoded > budget {
+        return Err(ParseError::ImageTooDeep {
+            page: page_idx + 1,
+            width: w,
+            height: h,
+            color: format!("{:?}", decoder.color_type()),
+            bytes: decoded,
+            limit: budget,
+        });
+    }
+    // The decoder's own allocations: the pixels, and as much again plus
+    // HEADER_ALLOC for its working buffers (a TIFF's strips).
     let mut lim = image::Limits::no_limits();
-    lim.max_alloc = Some(limits.max_image_pixels.saturating_mul(16).saturating_add(64 << 20));
+    lim.max_alloc = Some(decoded.saturating_mul(2).saturating_add(HEADER_ALLOC));
     decoder.set_limits(lim).map_err(|e| decoding(page_idx, e))?;
     Ok(Header { decoder, orientation, width, height })
 }
@@ -357,23 +376,39 @@ fn decode_stored(bytes: &[u8], page_idx: u32, limits: &Limits) -> Result<(Dynami
     Ok((img, h.orientation))
 }
 
-/// Page `page_idx` decoded, its orientation applied.
-pub fn decode_page(bytes: &[u8], page_idx: u32, limits: &Limits) -> Result<DynamicImage, ParseError> {
-    let (mut img, orientation) = decode_stored(bytes, page_idx, limits)?;
-    img.apply_orientation(orientation);
-    Ok(img)
+/// Page `page_idx` as recognition reads it: 8-bit grey, transparency
+/// flattened onto white (a black text on a transparent background stays
+/// black on white), its orientation applied.
+///
+/// Memory: the decoded picture (at most [`BYTES_PER_PIXEL`] bytes a
+/// pixel) is greyed first and dropped, and only the grey picture (a byte a
+/// pixel) is turned, so at most the decoded picture and two bytes a pixel
+/// are held at once, then two bytes a pixel.
+pub fn page_gray(bytes: &[u8], page_idx: u32, limits: &Limits) -> Result<GrayImage, ParseError> {
+    let (img, orientation) = decode_stored(bytes, page_idx, limits)?;
+    let mut turned = DynamicImage::ImageLuma8(grey_of(img)?);
+    turned.apply_orientation(orientation);
+    // A Luma8 image: no copy.
+    let grey = turned.into_luma8();
+    Ok(GrayImage { width: grey.width(), height: grey.height(), pixels: grey.into_raw() })
 }
 
-/// Grey pixels for recognition, transparency flattened onto white (a
-/// black text on a transparent background stays black on white).
-pub fn to_gray(img: &DynamicImage) -> GrayImage {
-    let (width, height) = (img.width(), img.height());
-    let pixels = if img.color().has_alpha() {
-        img.to_luma_alpha8().pixels().map(|p| blend_on_white(p.0[0], p.0[1])).collect()
-    } else {
-        img.to_luma8().into_raw()
-    };
-    GrayImage { width, height, pixels }
+/// The picture in 8-bit grey, transparency flattened onto white in place.
+fn grey_of(img: DynamicImage) -> Result<image::GrayImage, ParseError> {
+    if !img.color().has_alpha() {
+        return Ok(img.into_luma8());
+    }
+    let la = img.into_luma_alpha8();
+    let (width, height) = la.dimensions();
+    let mut raw = la.into_raw();
+    let n = raw.len() / 2;
+    // Pixel i is written where grey-alpha byte 2i was read, never ahead.
+    for i in 0..n {
+        raw[i] = blend_on_white(raw[2 * i], raw[2 * i + 1]);
+    }
+    raw.truncate(n);
+    raw.shrink_to_fit();
+    image::GrayImage::from_raw(width, height, raw).ok_or_else(|| corrupt("a picture of the wrong size"))
 }
 
 fn blend_on_white(v: u8, alpha: u8) -> u8 {

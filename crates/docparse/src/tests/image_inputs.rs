@@ -121,6 +121,15 @@ pub fn png_bomb(side: u32) -> Vec<u8> {
     out
 }
 
+/// `png` with an eXIf chunk (the EXIF orientation, 1-8) right after its
+/// header chunk.
+pub fn with_exif(mut png: Vec<u8>, orientation: u16) -> Vec<u8> {
+    // Signature (8) and IHDR (4 + 4 + 13 + 4).
+    let at = 8 + 25;
+    png.splice(at..at, chunk(b"eXIf", &exif_orientation(orientation)));
+    png
+}
+
 /// A 1 × 1 PNG whose iCCP chunk (an ICC profile, deflated) inflates to
 /// `mib` MiB of zeros from about a thousandth of that: a bomb in the
 /// metadata, which a decoder inflates while it reads the header, before

@@ -146,6 +146,38 @@ fn a_bomb_in_a_png_s_metadata_inflates_no_more_than_the_header_allowance() {
 }
 
 #[test]
+fn an_image_is_bounded_in_bytes_and_greyed_before_it_is_turned() {
+    // 16-bit RGBA: 8 bytes a pixel. 100 × 100 fits 10,000 pixels, but its
+    // 80,000 bytes are over 4 bytes a pixel of the limit.
+    let deep = image::ImageBuffer::<image::Rgba<u16>, _>::from_pixel(100, 100, image::Rgba([0, 0, 0, 65535]));
+    let mut bytes = std::io::Cursor::new(Vec::new());
+    deep.write_to(&mut bytes, image::ImageFormat::Png).unwrap();
+    let limits = Limits { max_image_pixels: 10_000, ..Limits::default() };
+    let ocr = InkOcr::default();
+    match parse_with_ocr(bytes.get_ref(), "image/png", "deep.png", &limits, Some(&ocr)) {
+        Err(e @ ParseError::ImageTooDeep { page: 1, width: 100, height: 100, bytes: 80_000, limit: 40_000, .. }) => {
+            assert_eq!(e.code(), "image_too_large");
+            assert!(e.to_string().contains("Rgba16"), "{e}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let roomy = Limits { max_image_pixels: 20_000, ..Limits::default() };
+    assert_eq!(parse_with_ocr(bytes.get_ref(), "image/png", "deep.png", &roomy, Some(&ocr)).unwrap().full_text.trim(), "ink100x100");
+
+    // A 1000 × 500 RGBA picture turned a quarter by its EXIF: decoded (2
+    // MB), greyed (1 MB, then 0.5 MB) and only then turned (0.5 MB more);
+    // turning it first would have held 4 MB.
+    let rgba = image::RgbaImage::from_fn(500, 1000, |x, y| image::Rgba([((x + y) % 256) as u8, 0, 0, 255]));
+    let mut png = std::io::Cursor::new(Vec::new());
+    image::DynamicImage::ImageRgba8(rgba).write_to(&mut png, image::ImageFormat::Png).unwrap();
+    let png = with_exif(png.into_inner(), 6);
+    let (grey, peak) = super::peak::peak_bytes(|| crate::raster::page_gray(&png, 0, &Limits::default()).unwrap());
+    assert_eq!((grey.width, grey.height), (1000, 500), "turned");
+    let decoded = 500 * 1000 * 4;
+    assert!(peak <= decoded + 2 * 500_000 + (256 << 10), "held {peak} bytes at once");
+}
+
+#[test]
 fn a_webp_chunk_longer_than_the_file_is_refused_before_it_is_allocated() {
     let mut bytes = webp(&bar());
     // An EXIF chunk declaring 3 GiB, at the end of the file.
