@@ -667,6 +667,7 @@ test("a spreadsheet citation opens the cited row as a table under the sheet's he
   await page.setInputFiles("#file-input", [csv]);
   const doc = page.locator('.document[data-status="ingested"]', { hasText: "chi-nhanh.csv" });
   await doc.waitFor({ timeout: 120_000 });
+  assert.match(await doc.locator(".facts").textContent(), / · 1 sheet · /);
 
   // The answer is in one row.
   await page.fill("#question", "Đà Nẵng có bao nhiêu nhân viên?");
@@ -687,6 +688,9 @@ test("a spreadsheet citation opens the cited row as a table under the sheet's he
     .map((v) => full.slice(v.char_start, v.char_end).join(""));
   assert.ok(citedCells.includes("17"), `the span covers the answer's cell: ${citedCells}`);
 
+  // The citation is named by its sheet and cells, not a page.
+  assert.equal(await bubble.getAttribute("aria-label"), "Citation 1: chi-nhanh.csv, chi-nhanh!A4:D4");
+  assert.match(await answer.locator(".sources li").first().textContent(), /^chi-nhanh\.csv, chi-nhanh!A4:D4: /);
   await bubble.click();
   const table = page.locator("#viewer .sheet-table table");
   await table.waitFor();
@@ -704,6 +708,8 @@ test("a spreadsheet citation opens the cited row as a table under the sheet's he
   // Two rows each side for context, dimmed.
   assert.deepEqual(await table.locator("tbody tr").evaluateAll((rs) => rs.map((r) => [r.dataset.row, r.className])),
     [["2", "context"], ["3", "context"], ["4", "cited"], ["5", "context"], ["6", "context"]]);
+  assert.match(await page.textContent("#viewer-status"), /, chi-nhanh!A4:D4\. Esc closes\.$/);
+  assert.equal(await page.locator("#viewer .page-break").first().textContent(), "Sheet 1: chi-nhanh");
   // The raw text below still has exactly the span marked.
   assert.equal(await page.$$eval("#viewer mark.cited", (ms) => ms.map((m) => m.textContent).join("")), full.slice(start, end).join(""));
   await page.mouse.move(5, 880);
@@ -714,6 +720,8 @@ test("a spreadsheet citation opens the cited row as a table under the sheet's he
   // In Vietnamese: the caption's words follow, the cells are the sheet's.
   await page.click("#lang-vi");
   assert.match(await table.locator("caption").textContent(), /^chi-nhanh!A4:D4 dòng được trích dẫn dưới dòng tiêu đề/);
+  assert.equal(await bubble.getAttribute("aria-label"), "Trích dẫn 1: chi-nhanh.csv, chi-nhanh!A4:D4");
+  assert.equal(await page.locator("#viewer .page-break").first().textContent(), "Trang tính 1: chi-nhanh");
   assert.deepEqual(await leftovers(page, en, vi), [], "no English left on the Vietnamese page");
   await screenshot(page, "sheet-table-vi.png");
   await page.click("#lang-en");

@@ -295,7 +295,7 @@ function renderMessage(m) {
             el(
               "li",
               { value: i },
-              t("chat.source", { doc: docName(c.document_id), page: Number(c.page_idx) + 1, slide: isSlides(c.document_id) }),
+              t("chat.source", { doc: docName(c.document_id), page: Number(c.page_idx) + 1, slide: isSlides(c.document_id), range: c.cell_range ?? null }),
               el("q", { text: preview(c.text ?? c.snippet_preview, 120) }),
             ),
           ),
@@ -311,7 +311,7 @@ function citationBubble(n, c) {
     {
       type: "button",
       class: "cite",
-      "aria-label": t("cite.label", { n, doc: docName(c.document_id), page: Number(c.page_idx) + 1, slide: isSlides(c.document_id) }),
+      "aria-label": t("cite.label", { n, doc: docName(c.document_id), page: Number(c.page_idx) + 1, slide: isSlides(c.document_id), range: c.cell_range ?? null }),
       dataset: { n, doc: c.document_id, start: c.char_start, end: c.char_end, snippet: `“${preview(c.text ?? c.snippet_preview, 280)}”` },
       onclick: (e) => openViewer(c.document_id, Number(c.char_start), Number(c.char_end), e.currentTarget),
     },

@@ -6,7 +6,7 @@ import { ApiError } from "./api.js";
 import { streamEvents } from "./sse.js";
 import { $, el, toast, showWorkspaceError } from "./dom.js";
 import { t, tr, bytes, errorArg, errorText } from "./i18n.js";
-import { state, isSlides } from "./state.js";
+import { state, isSlides, isSheets } from "./state.js";
 import { openViewer } from "./viewer.js";
 
 const TERMINAL = new Set(["ingested", "failed", "deleted"]);
@@ -76,7 +76,7 @@ export function renderDocuments(before = state.docs) {
     const changed = before.has(d.id) && before.get(d.id).status !== d.status;
     const facts = [];
     if (d.size_bytes) facts.push(bytes(d.size_bytes));
-    if (d.page_count) facts.push(t("docs.pages", { n: d.page_count, slide: isSlides(d.id) }));
+    if (d.page_count) facts.push(t("docs.pages", { n: d.page_count, slide: isSlides(d.id), sheet: isSheets(d.id) }));
     if (d.chunk_count) facts.push(t("docs.chunks", { n: d.chunk_count }));
     const failure = { code: d.failure_code ?? "", message: d.failure_reason ?? "" };
     return el(

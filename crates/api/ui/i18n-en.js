@@ -41,7 +41,8 @@ export default {
   "docs.uploads": "Uploads",
   "docs.list": "Documents of the workspace",
   "docs.empty": "No documents yet.",
-  "docs.pages": ({ n, slide }, f) => `${f.num(n)} ${slide ? (n === 1 ? "slide" : "slides") : n === 1 ? "page" : "pages"}`,
+  "docs.pages": ({ n, slide, sheet }, f) =>
+    `${f.num(n)} ${sheet ? (n === 1 ? "sheet" : "sheets") : slide ? (n === 1 ? "slide" : "slides") : n === 1 ? "page" : "pages"}`,
   "docs.chunks": ({ n }, f) => `${f.num(n)} ${n === 1 ? "chunk" : "chunks"}`,
   "docs.uploadedAt": ({ at }, f) => `uploaded ${f.date(at)}`,
   "docs.open": "Open the raw text",
@@ -77,10 +78,11 @@ export default {
   "chat.pending": "Answering: retrieving passages and citing them…",
   "chat.noAnswer": ({ err }, f) => `No answer: ${f.err(err, "the question could not be answered")}`,
   "chat.abstained": "No passage of your documents answers this question.",
-  "chat.source": ({ doc, page, slide }, f) => `${doc}, ${slide ? "slide" : "page"} ${f.num(page)}: `,
+  // `range`: a spreadsheet citation's sheet and cells (`Doanh thu!A5:D5`), said instead of its page.
+  "chat.source": ({ doc, page, slide, range }, f) => `${doc}, ${range ?? `${slide ? "slide" : "page"} ${f.num(page)}`}: `,
   "chat.modeLlm": "answered by the LLM",
   "chat.modeExtractive": "extractive answer",
-  "cite.label": ({ n, doc, page, slide }, f) => `Citation ${f.num(n)}: ${doc}, ${slide ? "slide" : "page"} ${f.num(page)}`,
+  "cite.label": ({ n, doc, page, slide, range }, f) => `Citation ${f.num(n)}: ${doc}, ${range ?? `${slide ? "slide" : "page"} ${f.num(page)}`}`,
 
   // The raw-text viewer.
   "viewer.title": "Document",
@@ -90,11 +92,11 @@ export default {
   "viewer.documentFailed": "This document could not be parsed.",
   "viewer.notFound": "This document is not in this workspace (or was deleted).",
   "viewer.loadFailed": ({ err }, f) => `Could not load the text: ${f.err(err)}`,
-  "viewer.page": ({ n, slide }, f) => `${slide ? "Slide" : "Page"} ${f.num(n)}`,
-  "viewer.cited": ({ start, end, pages, slide }, f) =>
-    `Cited characters ${f.num(start)}–${f.num(end)}${pages ? `, ${slide ? "slide" : "page"} ${pages.map(f.num).join("–")}` : ""}. Esc closes.`,
-  "viewer.summary": ({ segments, pages, slide }, f) =>
-    `${f.num(segments)} ${segments === 1 ? "segment" : "segments"}${pages ? `, ${f.num(pages)} ${slide ? (pages === 1 ? "slide" : "slides") : pages === 1 ? "page" : "pages"}` : ""}.`,
+  "viewer.page": ({ n, slide, sheet }, f) => (sheet != null ? `Sheet ${f.num(n)}: ${sheet}` : `${slide ? "Slide" : "Page"} ${f.num(n)}`),
+  "viewer.cited": ({ start, end, pages, slide, range }, f) =>
+    `Cited characters ${f.num(start)}–${f.num(end)}${range ? `, ${range}` : pages ? `, ${slide ? "slide" : "page"} ${pages.map(f.num).join("–")}` : ""}. Esc closes.`,
+  "viewer.summary": ({ segments, pages, slide, sheet }, f) =>
+    `${f.num(segments)} ${segments === 1 ? "segment" : "segments"}${pages ? `, ${f.num(pages)} ${sheet ? (pages === 1 ? "sheet" : "sheets") : slide ? (pages === 1 ? "slide" : "slides") : pages === 1 ? "page" : "pages"}` : ""}.`,
   "viewer.imageLoading": ({ n }, f) => `Page ${f.num(n)}, loading…`,
   "viewer.imageAlt": ({ n, doc }, f) => `Page ${f.num(n)} of ${doc}, the cited text highlighted`,
   "viewer.imageCaption": ({ n }, f) => `Page ${f.num(n)}: the cited text is highlighted.`,

@@ -38,7 +38,7 @@ export default {
   "docs.uploads": "Tệp đang tải lên",
   "docs.list": "Tài liệu của không gian làm việc",
   "docs.empty": "Chưa có tài liệu nào.",
-  "docs.pages": ({ n, slide }, f) => `${f.num(n)} ${slide ? "trang chiếu" : "trang"}`,
+  "docs.pages": ({ n, slide, sheet }, f) => `${f.num(n)} ${sheet ? "trang tính" : slide ? "trang chiếu" : "trang"}`,
   "docs.chunks": ({ n }, f) => `${f.num(n)} đoạn`,
   "docs.uploadedAt": ({ at }, f) => `tải lên lúc ${f.date(at)}`,
   "docs.open": "Mở văn bản gốc",
@@ -74,10 +74,12 @@ export default {
   "chat.pending": "Đang trả lời: tìm các đoạn văn liên quan và trích dẫn…",
   "chat.noAnswer": ({ err }, f) => `Không có câu trả lời: ${f.err(err, "không trả lời được câu hỏi này")}`,
   "chat.abstained": "Không có đoạn nào trong tài liệu của bạn trả lời câu hỏi này.",
-  "chat.source": ({ doc, page, slide }, f) => `${doc}, ${slide ? "trang chiếu" : "trang"} ${f.num(page)}: `,
+  // `range`: trang tính và các ô của trích dẫn bảng tính (`Doanh thu!A5:D5`), nói thay cho số trang.
+  "chat.source": ({ doc, page, slide, range }, f) => `${doc}, ${range ?? `${slide ? "trang chiếu" : "trang"} ${f.num(page)}`}: `,
   "chat.modeLlm": "trả lời bởi mô hình ngôn ngữ",
   "chat.modeExtractive": "câu trả lời trích xuất",
-  "cite.label": ({ n, doc, page, slide }, f) => `Trích dẫn ${f.num(n)}: ${doc}, ${slide ? "trang chiếu" : "trang"} ${f.num(page)}`,
+  "cite.label": ({ n, doc, page, slide, range }, f) =>
+    `Trích dẫn ${f.num(n)}: ${doc}, ${range ?? `${slide ? "trang chiếu" : "trang"} ${f.num(page)}`}`,
 
   // Trình xem văn bản gốc.
   "viewer.title": "Tài liệu",
@@ -87,11 +89,11 @@ export default {
   "viewer.documentFailed": "Không phân tích được tài liệu này.",
   "viewer.notFound": "Tài liệu này không có trong không gian làm việc (hoặc đã bị xoá).",
   "viewer.loadFailed": ({ err }, f) => `Không tải được văn bản: ${f.err(err)}`,
-  "viewer.page": ({ n, slide }, f) => `${slide ? "Trang chiếu" : "Trang"} ${f.num(n)}`,
-  "viewer.cited": ({ start, end, pages, slide }, f) =>
-    `Ký tự được trích: ${f.num(start)}–${f.num(end)}${pages ? `, ${slide ? "trang chiếu" : "trang"} ${pages.map(f.num).join("–")}` : ""}. Nhấn Esc để đóng.`,
-  "viewer.summary": ({ segments, pages, slide }, f) =>
-    `${f.num(segments)} phân đoạn${pages ? `, ${f.num(pages)} ${slide ? "trang chiếu" : "trang"}` : ""}.`,
+  "viewer.page": ({ n, slide, sheet }, f) => (sheet != null ? `Trang tính ${f.num(n)}: ${sheet}` : `${slide ? "Trang chiếu" : "Trang"} ${f.num(n)}`),
+  "viewer.cited": ({ start, end, pages, slide, range }, f) =>
+    `Ký tự được trích: ${f.num(start)}–${f.num(end)}${range ? `, ${range}` : pages ? `, ${slide ? "trang chiếu" : "trang"} ${pages.map(f.num).join("–")}` : ""}. Nhấn Esc để đóng.`,
+  "viewer.summary": ({ segments, pages, slide, sheet }, f) =>
+    `${f.num(segments)} phân đoạn${pages ? `, ${f.num(pages)} ${sheet ? "trang tính" : slide ? "trang chiếu" : "trang"}` : ""}.`,
   "viewer.imageLoading": ({ n }, f) => `Trang ${f.num(n)}, đang tải…`,
   "viewer.imageAlt": ({ n, doc }, f) => `Trang ${f.num(n)} của ${doc}, phần được trích dẫn được tô sáng`,
   "viewer.imageCaption": ({ n }, f) => `Trang ${f.num(n)}: phần được trích dẫn được tô sáng.`,

@@ -49,9 +49,8 @@ export function sheetTable(segments, start, end, context = 2) {
   const page = touched[0].page_idx;
   const sheet = touched[0].cells.sheet;
   const { first_col: firstCol, last_col: lastCol } = touched[0].cells;
-  const full = codePoints(segments.map((s) => s.text).join(""));
   // The sheet's rows in order, each gathered from its segments (a long
-  // row is cut into several).
+  // row is cut into several, each with the cells in it).
   const byRow = new Map();
   for (const s of segments) {
     if (s.page_idx !== page || !s.cells) continue;
@@ -62,11 +61,11 @@ export function sheetTable(segments, start, end, context = 2) {
       byRow.set(n, row);
     }
     row.segs.push(s);
-    for (const v of s.cells.values ?? []) {
-      const had = row.values.get(v.col);
-      row.values.set(v.col, had ? [Math.min(had[0], v.char_start), Math.max(had[1], v.char_end)] : [v.char_start, v.char_end]);
-    }
+    for (const v of s.cells.values ?? []) row.values.set(v.col, [...(row.values.get(v.col) ?? []), { seg: s, ...v }]);
   }
+  // A cell's text: its pieces sliced from their segments (code points).
+  const textOf = (pieces) =>
+    pieces.map((p) => codePoints(p.seg.text).slice(p.char_start - Number(p.seg.char_start), p.char_end - Number(p.seg.char_start)).join("")).join("");
   const cols = [];
   for (let c = firstCol; c <= lastCol; c++) cols.push(c);
   const shape = (row, cited) => {
@@ -78,9 +77,9 @@ export function sheetTable(segments, start, end, context = 2) {
       text: row.segs.map((s) => s.text).join("").trim(),
       cells: complete
         ? cols.map((col) => {
-            const at = row.values.get(col);
-            if (!at) return { col, text: "", cited: false };
-            return { col, text: full.slice(at[0], at[1]).join(""), cited: overlaps(at[0], at[1], start, end) };
+            const pieces = row.values.get(col);
+            if (!pieces) return { col, text: "", cited: false };
+            return { col, text: textOf(pieces), cited: pieces.some((p) => overlaps(p.char_start, p.char_end, start, end)) };
           })
         : null,
     };

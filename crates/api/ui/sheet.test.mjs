@@ -94,3 +94,22 @@ test("rows parsed before cells were recorded are shown by their text", () => {
   assert.equal(table.rows[0].cells, null);
   assert.equal(table.rows[0].text, "Chi nhánh: Hà Nội; Nhân viên: 42; Doanh số: 1.250,5");
 });
+
+test("a row cut into two segments: each cell's pieces joined, in its column", () => {
+  // "A: một; B: x x x x; C: ba" cut after "x x", as the parser cuts a long row.
+  const first = "A: một; B: x x";
+  const second = " x x; C: ba\n\n";
+  const n = (s) => Array.from(s).length;
+  const cells = (values) => ({ sheet: "S", first_row: 1, first_col: 0, last_row: 1, last_col: 2, values });
+  const segs = [
+    { page_idx: 0, char_start: 0, char_end: n(first), text: first, cells: cells([{ col: 0, char_start: 3, char_end: 6 }, { col: 1, char_start: 11, char_end: 14 }]) },
+    {
+      page_idx: 0, char_start: n(first), char_end: n(first) + n(second), text: second,
+      cells: cells([{ col: 1, char_start: 14, char_end: 18 }, { col: 2, char_start: 23, char_end: 25 }]),
+    },
+  ];
+  const table = sheetTable(segs, 20, 25);
+  assert.equal(table.header, null);
+  assert.deepEqual(table.rows[0].cells.map((c) => [c.text, c.cited]), [["một", false], ["x x x x", false], ["ba", true]]);
+  assert.equal(sheetTable(segs, 12, 13).rows[0].cells[1].cited, true);
+});

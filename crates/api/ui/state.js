@@ -63,6 +63,20 @@ export function isSlides(id) {
   return SLIDE_TYPES.has(state.docs.get(id)?.content_type ?? "");
 }
 
+// Spreadsheets (XLSX, XLS, ODS, CSV, TSV): their pages are sheets.
+const SHEET_TYPES = new Set([
+  "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+  "application/vnd.ms-excel",
+  "application/vnd.oasis.opendocument.spreadsheet",
+  "text/csv",
+  "text/tab-separated-values",
+]);
+
+/** Whether the document's pages are the sheets of a spreadsheet. */
+export function isSheets(id) {
+  return SHEET_TYPES.has(state.docs.get(id)?.content_type ?? "");
+}
+
 /** A document's name as shown (its file name, or its id). */
 export function docName(id) {
   const d = state.docs.get(id);

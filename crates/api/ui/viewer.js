@@ -8,7 +8,7 @@ import { spanPieces, splitSegment } from "./spans.js";
 import { sheetTable, columnName } from "./sheet.js";
 import { $, el } from "./dom.js";
 import { t, tr, errorArg, onLanguageChange } from "./i18n.js";
-import { state, updateHash, docName, isSlides } from "./state.js";
+import { state, updateHash, docName, isSlides, isSheets } from "./state.js";
 
 function setTitle(documentId) {
   const title = $("viewer-title");
@@ -61,7 +61,7 @@ export async function openViewer(documentId, start, end, bubble = null) {
   segments.forEach((seg, i) => {
     if (paged && seg.page_idx !== page) {
       page = seg.page_idx;
-      nodes.push(el("div", { class: "page-break", dataset: { page: page + 1 }, t: ["viewer.page", { n: page + 1, slide }] }));
+      nodes.push(el("div", { class: "page-break", dataset: { page: page + 1 }, t: ["viewer.page", { n: page + 1, slide, sheet: seg.cells?.sheet ?? null }] }));
     }
     const parts = splitSegment(seg.text, bySegment.get(i) ?? []);
     nodes.push(
@@ -73,11 +73,11 @@ export async function openViewer(documentId, start, end, bubble = null) {
     );
   });
   text.replaceChildren(...nodes);
-  showSheetTable(segments, start, end);
+  const range = showSheetTable(segments, start, end);
   showPageImage(raw, documentId, pieces, segments, start, end, gen);
   const pages = [...new Set(pieces.map((p) => segments[p.segment].page_idx + 1))];
-  if (pieces.length) tr(status, "viewer.cited", { start, end, pages: paged ? pages : null, slide });
-  else tr(status, "viewer.summary", { segments: segments.length, pages: paged ? doc.page_count : null, slide });
+  if (pieces.length) tr(status, "viewer.cited", { start, end, pages: paged ? pages : null, slide, range });
+  else tr(status, "viewer.summary", { segments: segments.length, pages: paged ? doc.page_count : null, slide, sheet: isSheets(documentId) });
   const first = text.querySelector("mark.cited");
   first?.scrollIntoView({ block: "center" });
 }
@@ -114,11 +114,12 @@ async function showPageImage(raw, documentId, pieces, segments, start, end, gen)
 
 // A cited span of a spreadsheet is also shown as a table: the sheet's
 // header row, the cited rows with their cited cells marked, two rows each
-// side dimmed, the sheet and range as the caption.
+// side dimmed, the sheet and range as the caption. Returns the range, or
+// null when the span is not in a spreadsheet.
 function showSheetTable(segments, start, end) {
   dropSheetTable();
   const table = start !== null && end !== null ? sheetTable(segments, start, end) : null;
-  if (!table) return;
+  if (!table) return null;
   const width = table.cols.length;
   const numeric = (v) => /^[-+−]?[\d.,\s]*\d[\d.,\s]*%?$/.test(v);
   const cell = (tag, c, attrs = {}) =>
@@ -142,6 +143,7 @@ function showSheetTable(segments, start, end) {
       el("thead", {}, head),
       el("tbody", {}, ...body)));
   $("viewer-text").before(figure);
+  return table.label;
 }
 
 function dropSheetTable() {
