@@ -29,7 +29,7 @@ pub use sheet::{CellRange, CellText};
 
 pub const PARSER_NAME: &str = "rag-docparse";
 /// Bump when the output for the same input changes.
-pub const PARSER_VERSION: &str = "5";
+pub const PARSER_VERSION: &str = "6";
 
 /// What one document may cost the parser. Every bound is checked against
 /// work actually done (bytes inflated, characters produced, pages seen),
@@ -496,6 +496,8 @@ pub fn parse_with_ocr(
     let format = detect_format(content_type, filename)
         .ok_or_else(|| ParseError::UnsupportedContentType { content_type: content_type.to_string(), filename: filename.to_string() })?;
     let mut budget = OutputBudget::new(limits, bytes.len());
+    // A presentation's slides whose only content is one picture, and its part.
+    let mut slide_pictures: Vec<(u32, String)> = Vec::new();
     let (blocks, page_count, pages) = match format {
         Format::Text | Format::Markdown => (vec![Block::new(0, utf8(bytes)?)], 1, Vec::new()),
         Format::Html => (html::blocks(utf8(bytes)?, &mut budget)?, 1, Vec::new()),
@@ -505,8 +507,9 @@ pub fn parse_with_ocr(
             (b, n, Vec::new())
         }
         Format::Pptx | Format::Odp => {
-            let (b, n) = slides::blocks(format, bytes, limits, &mut budget)?;
-            (b, n, Vec::new())
+            let deck = slides::blocks(format, bytes, limits, &mut budget)?;
+            slide_pictures = deck.pictures;
+            (deck.blocks, deck.slides, Vec::new())
         }
         Format::DocAi => docai::blocks(utf8(bytes)?, &mut budget)?,
         Format::Csv | Format::Tsv | Format::Xlsx | Format::Xls | Format::Ods => {
@@ -523,14 +526,22 @@ pub fn parse_with_ocr(
         return Err(ParseError::TooManyPages { pages: page_count.into(), limit: limits.max_pages });
     }
     let (mut blocks, mut ocr_pages, mut ocr_failures) = (blocks, Vec::new(), Vec::new());
-    if let (Format::Pdf | Format::Png | Format::Jpeg | Format::Tiff | Format::Webp, Some(ocr)) = (format, ocr) {
+    if let (Format::Pdf | Format::Png | Format::Jpeg | Format::Tiff | Format::Webp | Format::Pptx | Format::Odp, Some(ocr)) = (format, ocr)
+    {
         let with_text: std::collections::HashSet<u32> = blocks.iter().filter(|b| !b.text.trim().is_empty()).map(|b| b.page_idx).collect();
+        // A page without text is read; of a presentation, a slide that is
+        // one picture.
+        let wanted: Vec<u32> = if format.is_presentation() {
+            slide_pictures.iter().map(|(p, _)| *p).collect()
+        } else {
+            (0..page_count).filter(|p| !with_text.contains(p)).collect()
+        };
         // OCR is the costliest step (a process pair per page): bounded in
         // pages and in time per document, so a PDF of thousands of blank
         // pages cannot hold a parser for hours.
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(limits.ocr_budget_secs);
         let (mut tried, mut refused) = (0u32, None::<String>);
-        for page in (0..page_count).filter(|p| !with_text.contains(p)) {
+        for page in wanted {
             if refused.is_none() && tried >= limits.ocr_max_pages {
                 refused = Some(format!("not read: OCR reads at most {} pages of a document", limits.ocr_max_pages));
             }
@@ -545,13 +556,28 @@ pub fn parse_with_ocr(
             let words = match format {
                 // A page that cannot be decoded fails the document.
                 Format::Png | Format::Jpeg | Format::Tiff | Format::Webp => ocr.recognize_image(&raster::page_gray(bytes, page, limits)?),
+                // A slide's picture is read as an image file is (its header,
+                // pixel and byte limits, its orientation); its words keep
+                // no boxes: they would be in the picture's pixels, not on
+                // the slide, which has no geometry.
+                Format::Pptx | Format::Odp => {
+                    let part = slide_pictures.iter().find(|(p, _)| *p == page).map(|(_, part)| part.as_str()).unwrap_or_default();
+                    match slides::picture(bytes, limits, part).and_then(|picture| raster::page_gray(&picture, 0, limits)) {
+                        Ok(grey) => ocr.recognize_image(&grey).map(OcrPage::without_boxes),
+                        Err(e) => {
+                            ocr_failures.push((page, format!("the slide's picture {part}: {e}")));
+                            continue;
+                        }
+                    }
+                }
                 _ => ocr.recognize(bytes, page, pages.iter().find(|s| s.page_idx == page)),
             };
             match words {
                 Ok(words) if !words.is_blank() => {
                     let block = words.block(page);
                     budget.take(block.text.chars().count())?;
-                    blocks.push(block);
+                    // Before the page's other blocks (a slide's notes).
+                    blocks.insert(blocks.partition_point(|b| b.page_idx < page), block);
                     ocr_pages.push(page);
                 }
                 Ok(_) => {}
@@ -578,7 +604,12 @@ pub fn parse_with_ocr(
             Format::Csv | Format::Tsv | Format::Xlsx | Format::Xls | Format::Ods => {
                 format!("{page_count} sheet(s), none with a non-empty cell")
             }
-            Format::Pptx | Format::Odp => format!("{page_count} slide(s), none with text (text in pictures is not read)"),
+            Format::Pptx | Format::Odp if ocr.is_some() => {
+                format!("{page_count} slide(s), none with text (a slide's pictures are read only when one picture is all it shows)")
+            }
+            Format::Pptx | Format::Odp => {
+                format!("{page_count} slide(s), none with text (text in pictures is read by OCR, which is not available)")
+            }
             _ => "the document holds only whitespace or markup".to_string(),
         }));
     }

@@ -80,6 +80,11 @@ impl OcrPage {
         OcrPage { words }
     }
 
+    /// The same words without their boxes (text placed by lines only).
+    pub fn without_boxes(self) -> OcrPage {
+        OcrPage { words: self.words.into_iter().map(|w| OcrWord { rect: None, ..w }).collect() }
+    }
+
     pub fn is_blank(&self) -> bool {
         self.words.iter().all(|w| w.text.trim().is_empty())
     }

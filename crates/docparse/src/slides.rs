@@ -15,10 +15,13 @@
 //! them; each paragraph a block. Placeholders that are the slide's chrome
 //! and not its content (slide number, date, footer, header) are left out.
 //! Then the speaker notes: the body of the slide's notes page, after the
-//! slide's own text. Text in pictures is not read (no OCR of slides, not
-//! even of a slide that is only a picture: such a slide is a page without
-//! text), nor are charts and SmartArt (their text lives in parts of their
-//! own).
+//! slide's own text. Text in pictures is not read, except on a slide whose
+//! only content is one picture (no text on the slide itself; its notes do
+//! not count): that picture (a PPTX `p:pic`'s media part, found through the
+//! slide's relationships; an ODP `draw:image`) is handed to the caller
+//! ([`Presentation::pictures`]), which reads it through OCR as it reads an
+//! image file. Charts and SmartArt are not read (their text lives in parts
+//! of their own).
 //!
 //! **Tables.** A table's first row is its header, kept as such
 //! (`Quý | Doanh thu | Lợi nhuận`), and every other row is written with the
@@ -31,8 +34,9 @@
 //! bomb is refused before anything inflates); every part read is then
 //! bounded by what really inflates: its compressed size times the allowed
 //! ratio (plus 1 MiB for small parts), and all parts together by
-//! `max_unzipped_bytes`. Only the parts that hold text are inflated (never
-//! the media). A presentation with more slides than `max_pages` is refused
+//! `max_unzipped_bytes`. Only the parts that hold text are inflated, and
+//! of the media only a lone picture OCR reads ([`picture`], one at a time,
+//! under the same bounds). A presentation with more slides than `max_pages` is refused
 //! from its slide list, before any slide is read.
 //!
 //! **Hostile input.** Not a zip archive, a broken archive or XML, a slide
@@ -48,9 +52,19 @@ use quick_xml::Reader;
 
 use crate::{Block, Format, Limits, OutputBudget, ParseError, OLE_MAGIC};
 
-/// The blocks of a presentation (its slides' text in reading order) and
-/// its number of slides.
-pub(crate) fn blocks(format: Format, bytes: &[u8], limits: &Limits, budget: &mut OutputBudget) -> Result<(Vec<Block>, u32), ParseError> {
+/// A presentation read: its slides' text, and the pictures OCR may read.
+pub(crate) struct Presentation {
+    /// The slides' text in reading order, slide after slide.
+    pub blocks: Vec<Block>,
+    pub slides: u32,
+    /// Each slide whose only content is one picture, and that picture's
+    /// part in the archive ([`picture`] reads it), in slide order.
+    pub pictures: Vec<(u32, String)>,
+}
+
+/// The blocks of a presentation (its slides' text in reading order), its
+/// number of slides and its lone pictures.
+pub(crate) fn blocks(format: Format, bytes: &[u8], limits: &Limits, budget: &mut OutputBudget) -> Result<Presentation, ParseError> {
     if bytes.starts_with(OLE_MAGIC) {
         return Err(ole(bytes));
     }
@@ -60,12 +74,22 @@ pub(crate) fn blocks(format: Format, bytes: &[u8], limits: &Limits, budget: &mut
         _ => pptx(&mut package, limits)?,
     };
     let mut out = Vec::new();
-    for (idx, slide) in slides.iter().enumerate() {
+    let mut pictures = Vec::new();
+    for (idx, slide) in (0u32..).zip(&slides) {
         for item in slide.body.iter().chain(&slide.notes) {
-            item.write(idx as u32, budget, &mut out)?;
+            item.write(idx, budget, &mut out)?;
+        }
+        if let ([], [picture]) = (slide.body.as_slice(), slide.pictures.as_slice()) {
+            pictures.push((idx, picture.clone()));
         }
     }
-    Ok((out, slides.len() as u32))
+    Ok(Presentation { blocks: out, slides: slides.len() as u32, pictures })
+}
+
+/// The bytes of a picture of the presentation (a part [`blocks`] named),
+/// inflated under the same bounds as the parts that hold text.
+pub(crate) fn picture(bytes: &[u8], limits: &Limits, part: &str) -> Result<Vec<u8>, ParseError> {
+    Package::open(bytes, limits)?.require(part)
 }
 
 /// An OLE compound file sent as a presentation: Office's password
@@ -147,6 +171,8 @@ impl<'a> Package<'a> {
 struct Slide {
     body: Vec<Item>,
     notes: Vec<Item>,
+    /// The parts of the slide's pictures.
+    pictures: Vec<String>,
 }
 
 #[derive(Debug)]
@@ -229,6 +255,7 @@ fn event_text(event: &Event<'_>) -> Result<Option<String>, ParseError> {
 const REL_OFFICE_DOCUMENT: &str = "/officeDocument";
 const REL_SLIDE: &str = "/slide";
 const REL_NOTES: &str = "/notesSlide";
+const REL_IMAGE: &str = "/image";
 
 /// Placeholders that are a slide's chrome, not its content.
 const CHROME: &[&str] = &["sldNum", "dt", "ftr", "hdr", "sldImg"];
@@ -257,19 +284,26 @@ fn pptx(package: &mut Package<'_>, limits: &Limits) -> Result<Vec<Slide>, ParseE
             .map(|r| r.target.clone())
             .ok_or_else(|| corrupt(format!("slide {} ({id}) has no part in {}", n + 1, rels_path(&main))))?;
         let xml = package.read(&part)?.ok_or_else(|| corrupt(format!("slide {} ({part}) is missing", n + 1)))?;
-        let body = shapes(&xml, false).map_err(|e| at_part(e, &part))?;
-        let notes_part = match package.read(&rels_path(&part))? {
-            Some(x) => relationships(&part, &x)?.into_iter().find(|r| r.kind.ends_with(REL_NOTES)).map(|r| r.target),
-            None => None,
+        let (body, picture_ids) = shapes(&xml, false).map_err(|e| at_part(e, &part))?;
+        let slide_rels = match package.read(&rels_path(&part))? {
+            Some(x) => relationships(&part, &x)?,
+            None => Vec::new(),
         };
+        let notes_part = slide_rels.iter().find(|r| r.kind.ends_with(REL_NOTES)).map(|r| r.target.clone());
+        // A picture whose relationship is missing (or external) has no
+        // part to read.
+        let pictures = picture_ids
+            .iter()
+            .filter_map(|id| slide_rels.iter().find(|r| &r.id == id && r.kind.ends_with(REL_IMAGE)).map(|r| r.target.clone()))
+            .collect();
         let notes = match notes_part {
             Some(p) => match package.read(&p)? {
-                Some(x) => shapes(&x, true).map_err(|e| at_part(e, &p))?,
+                Some(x) => shapes(&x, true).map_err(|e| at_part(e, &p))?.0,
                 None => Vec::new(),
             },
             None => Vec::new(),
         };
-        slides.push(Slide { body, notes });
+        slides.push(Slide { body, notes, pictures });
     }
     Ok(slides)
 }
@@ -382,8 +416,9 @@ struct Table {
 }
 
 /// The text items of one slide (or, `notes`, of a notes page: its body
-/// only), titles first, then the shape tree's order.
-fn shapes(xml: &[u8], notes: bool) -> Result<Vec<Item>, ParseError> {
+/// only), titles first, then the shape tree's order; and the relationship
+/// ids of its pictures (`p:pic`'s `a:blip r:embed`).
+fn shapes(xml: &[u8], notes: bool) -> Result<(Vec<Item>, Vec<String>), ParseError> {
     let mut reader = Reader::from_reader(xml);
     let mut buf = Vec::new();
     let (mut titles, mut items) = (Vec::new(), Vec::new());
@@ -391,6 +426,9 @@ fn shapes(xml: &[u8], notes: bool) -> Result<Vec<Item>, ParseError> {
     let mut table: Option<Table> = None;
     let mut para: Option<String> = None;
     let mut in_text = false;
+    // Inside a p:pic: its picture's relationship once seen.
+    let mut pic: Option<Option<String>> = None;
+    let mut pictures = Vec::new();
     // Inside mc:Fallback: the same content again, for older readers.
     let mut fallback = 0u32;
     loop {
@@ -412,6 +450,8 @@ fn shapes(xml: &[u8], notes: bool) -> Result<Vec<Item>, ParseError> {
             Event::Start(e) => match e.local_name().as_ref() {
                 b"Fallback" => fallback = 1,
                 b"sp" => shape = Some(Shape::default()),
+                b"pic" => pic = Some(None),
+                b"blip" => blip(e, &mut pic),
                 b"ph" => placeholder(e, &mut shape),
                 b"tbl" => table = Some(Table::default()),
                 b"tr" => {
@@ -427,6 +467,7 @@ fn shapes(xml: &[u8], notes: bool) -> Result<Vec<Item>, ParseError> {
             },
             Event::Empty(e) => match e.local_name().as_ref() {
                 b"ph" => placeholder(e, &mut shape),
+                b"blip" => blip(e, &mut pic),
                 b"br" => {
                     if let Some(p) = &mut para {
                         p.push('\n');
@@ -440,6 +481,11 @@ fn shapes(xml: &[u8], notes: bool) -> Result<Vec<Item>, ParseError> {
             },
             Event::End(e) => match e.local_name().as_ref() {
                 b"t" => in_text = false,
+                b"pic" => {
+                    if let Some(Some(id)) = pic.take() {
+                        pictures.push(id);
+                    }
+                }
                 b"p" => {
                     if let Some(text) = para.take() {
                         match (&mut table, &mut shape) {
@@ -495,7 +541,15 @@ fn shapes(xml: &[u8], notes: bool) -> Result<Vec<Item>, ParseError> {
         buf.clear();
     }
     titles.extend(items);
-    Ok(titles)
+    Ok((titles, pictures))
+}
+
+/// A picture's relationship: the first `a:blip r:embed` of a `p:pic` (an
+/// SVG's PNG fallback is that blip; `r:link`, a file outside, is not read).
+fn blip(e: &BytesStart<'_>, pic: &mut Option<Option<String>>) {
+    if let Some(slot @ None) = pic {
+        *slot = attr(e, b"embed", true);
+    }
 }
 
 fn placeholder(e: &BytesStart<'_>, shape: &mut Option<Shape>) {
@@ -575,10 +629,12 @@ fn odp(package: &mut Package<'_>, limits: &Limits) -> Result<Vec<Slide>, ParseEr
                     }
                     b"table-cell" | b"covered-table-cell" => odp_cell(e, &mut table),
                     b"p" | b"h" if para.is_none() => para = Some(String::new()),
+                    b"image" if !in_notes => odp_image(e, &mut slide),
                     _ => {}
                 }
             }
             Event::Empty(e) => match e.local_name().as_ref() {
+                b"image" if !in_notes => odp_image(e, &mut slide),
                 b"s" => {
                     if let Some(p) = &mut para {
                         let n = attr(e, b"c", true).and_then(|c| c.parse::<usize>().ok()).unwrap_or(1).min(64);
@@ -676,6 +732,17 @@ fn odp(package: &mut Package<'_>, limits: &Limits) -> Result<Vec<Slide>, ParseEr
         buf.clear();
     }
     Ok(slides)
+}
+
+/// A `draw:image` of a slide: its picture in the package (`Pictures/…`);
+/// a linked file outside it and an embedded object's replacement picture
+/// (`ObjectReplacements/…`, a chart's or a formula's) are not pictures.
+fn odp_image(e: &BytesStart<'_>, slide: &mut Option<(Slide, Vec<Item>)>) {
+    let (Some((s, _)), Some(href)) = (slide, attr(e, b"href", true)) else { return };
+    let part = href.trim_start_matches("./");
+    if !part.is_empty() && !part.contains(':') && !part.starts_with('/') && !part.starts_with("ObjectReplacements/") {
+        s.pictures.push(part.to_string());
+    }
 }
 
 fn odp_cell(e: &BytesStart<'_>, table: &mut Option<Table>) {

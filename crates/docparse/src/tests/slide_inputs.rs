@@ -24,8 +24,10 @@ pub enum Shape<'a> {
     Table(Vec<Vec<&'a str>>),
     /// The slide-number placeholder (chrome, not content).
     SlideNumber(&'a str),
-    /// A picture: no text.
+    /// A picture: no text (its relationship leads nowhere: no media part).
     Picture,
+    /// A picture stored in the package: these PNG bytes.
+    Image(&'a [u8]),
     /// Shapes grouped.
     Group(Vec<Shape<'a>>),
 }
@@ -84,10 +86,20 @@ fn text_shape(id: usize, placeholder: Option<&str>, items: &[&str]) -> String {
     )
 }
 
-fn shape_xml(id: &mut usize, shape: &Shape<'_>) -> String {
+/// A slide's pictures stored in the package: relationship id, and bytes.
+type Media = Vec<(String, Vec<u8>)>;
+
+fn shape_xml(id: &mut usize, shape: &Shape<'_>, media: &mut Media) -> String {
     *id += 1;
     let id = *id;
     match shape {
+        Shape::Image(png) => {
+            let rid = format!("rIdPic{id}");
+            media.push((rid.clone(), png.to_vec()));
+            format!(
+                r#"<p:pic><p:nvPicPr><p:cNvPr id="{id}" name="Picture {id}"/><p:cNvPicPr/><p:nvPr/></p:nvPicPr><p:blipFill><a:blip r:embed="{rid}"/><a:stretch><a:fillRect/></a:stretch></p:blipFill><p:spPr/></p:pic>"#
+            )
+        }
         Shape::Title(t) => text_shape(id, Some("title"), &[t]),
         Shape::Body(items) => text_shape(id, Some("obj"), items),
         Shape::TextBox(t) => text_shape(id, None, &[t]),
@@ -114,7 +126,7 @@ fn shape_xml(id: &mut usize, shape: &Shape<'_>) -> String {
         }
         Shape::Group(shapes) => {
             let mut next = id * 10;
-            let inner: String = shapes.iter().map(|s| shape_xml(&mut next, s)).collect();
+            let inner: String = shapes.iter().map(|s| shape_xml(&mut next, s, media)).collect();
             format!(
                 r#"<p:grpSp><p:nvGrpSpPr><p:cNvPr id="{id}" name="Group {id}"/><p:cNvGrpSpPr/><p:nvPr/></p:nvGrpSpPr><p:grpSpPr/>{inner}</p:grpSp>"#
             )
@@ -128,9 +140,9 @@ fn sp_tree(inner: &str) -> String {
     )
 }
 
-fn slide_xml(slide: &Slide<'_>) -> String {
+fn slide_xml(slide: &Slide<'_>, media: &mut Media) -> String {
     let mut id = 1;
-    let shapes: String = slide.shapes.iter().map(|s| shape_xml(&mut id, s)).collect();
+    let shapes: String = slide.shapes.iter().map(|s| shape_xml(&mut id, s, media)).collect();
     format!(r#"<?xml version="1.0" encoding="UTF-8" standalone="yes"?><p:sld {NS}>{}</p:sld>"#, sp_tree(&shapes))
 }
 
@@ -177,8 +189,14 @@ pub fn pptx_parts(slides: &[Slide<'_>], parts: &[usize]) -> Parts {
         types.push_str(&format!(
             r#"<Override PartName="/ppt/slides/slide{part}.xml" ContentType="application/vnd.openxmlformats-officedocument.presentationml.slide+xml"/>"#
         ));
-        let mut files = vec![(format!("ppt/slides/slide{part}.xml"), slide_xml(slide).into_bytes())];
+        let mut media = Media::new();
+        let mut files = vec![(format!("ppt/slides/slide{part}.xml"), slide_xml(slide, &mut media).into_bytes())];
         let mut slide_rels = vec![("rId1".to_string(), "slideLayout", "../slideLayouts/slideLayout1.xml".to_string())];
+        for (rid, png) in media {
+            let name = format!("slide{part}-{rid}.png");
+            slide_rels.push((rid, "image", format!("../media/{name}")));
+            files.push((format!("ppt/media/{name}"), png));
+        }
         if !slide.notes.is_empty() {
             slide_rels.push(("rId2".to_string(), "notesSlide", format!("../notesSlides/notesSlide{part}.xml")));
             files.push((format!("ppt/notesSlides/notesSlide{part}.xml"), notes_xml(&slide.notes, i + 1).into_bytes()));
@@ -326,13 +344,20 @@ pub fn odp(slides: &[Slide<'_>]) -> Vec<u8> {
         let class = class.map(|c| format!(r#" presentation:class="{c}""#)).unwrap_or_default();
         format!(r#"<draw:frame{class} svg:width="20cm" svg:height="3cm"><draw:text-box>{inner}</draw:text-box></draw:frame>"#)
     }
-    fn shape(s: &Shape<'_>) -> String {
+    fn shape(s: &Shape<'_>, media: &mut Media) -> String {
         match s {
+            Shape::Image(png) => {
+                let name = format!("Pictures/{}.png", media.len() + 1);
+                media.push((name.clone(), png.to_vec()));
+                format!(r#"<draw:frame presentation:class="graphic"><draw:image xlink:href="{name}" xlink:type="simple"/></draw:frame>"#)
+            }
             Shape::Title(t) => frame(Some("title"), &paras(&[t])),
             Shape::Body(items) => frame(Some("outline"), &paras(items)),
             Shape::TextBox(t) => frame(None, &paras(&[t])),
             Shape::SlideNumber(n) => frame(Some("page-number"), &paras(&[n])),
-            Shape::Picture => r#"<draw:frame><draw:image xlink:href="Pictures/1.png"/><svg:title>a chart</svg:title></draw:frame>"#.into(),
+            Shape::Picture => {
+                r#"<draw:frame><draw:image xlink:href="Pictures/missing.png"/><svg:title>a chart</svg:title></draw:frame>"#.into()
+            }
             Shape::Table(rows) => {
                 let body: String = rows
                     .iter()
@@ -345,9 +370,10 @@ pub fn odp(slides: &[Slide<'_>]) -> Vec<u8> {
                     r#"<draw:frame><table:table><table:table-column table:number-columns-repeated="3"/>{body}</table:table></draw:frame>"#
                 )
             }
-            Shape::Group(shapes) => format!("<draw:g>{}</draw:g>", shapes.iter().map(shape).collect::<String>()),
+            Shape::Group(shapes) => format!("<draw:g>{}</draw:g>", shapes.iter().map(|s| shape(s, media)).collect::<String>()),
         }
     }
+    let mut media = Media::new();
     let pages: String = slides
         .iter()
         .enumerate()
@@ -361,18 +387,24 @@ pub fn odp(slides: &[Slide<'_>]) -> Vec<u8> {
                     frame(Some("notes"), &paras(&s.notes))
                 )
             };
-            format!(r#"<draw:page draw:name="page{}">{}{notes}</draw:page>"#, i + 1, s.shapes.iter().map(shape).collect::<String>())
+            format!(
+                r#"<draw:page draw:name="page{}">{}{notes}</draw:page>"#,
+                i + 1,
+                s.shapes.iter().map(|s| shape(s, &mut media)).collect::<String>()
+            )
         })
         .collect();
     let content = format!(
         r#"<?xml version="1.0" encoding="UTF-8"?><office:document-content xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" xmlns:draw="urn:oasis:names:tc:opendocument:xmlns:drawing:1.0" xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0" xmlns:presentation="urn:oasis:names:tc:opendocument:xmlns:presentation:1.0" xmlns:svg="urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0" xmlns:xlink="http://www.w3.org/1999/xlink" office:version="1.3"><office:body><office:presentation>{pages}</office:presentation></office:body></office:document-content>"#
     );
     let manifest = r#"<?xml version="1.0" encoding="UTF-8"?><manifest:manifest xmlns:manifest="urn:oasis:names:tc:opendocument:xmlns:manifest:1.0" manifest:version="1.3"><manifest:file-entry manifest:full-path="/" manifest:media-type="application/vnd.oasis.opendocument.presentation"/><manifest:file-entry manifest:full-path="content.xml" manifest:media-type="text/xml"/></manifest:manifest>"#;
-    zip_of(&[
+    let mut parts = vec![
         ("mimetype".into(), ODP.as_bytes().to_vec()),
         ("content.xml".into(), content.into_bytes()),
         ("META-INF/manifest.xml".into(), manifest.as_bytes().to_vec()),
-    ])
+    ];
+    parts.extend(media);
+    zip_of(&parts)
 }
 
 /// The deck the tests ask about: three slides stored out of name order,

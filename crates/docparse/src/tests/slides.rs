@@ -268,3 +268,108 @@ fn a_five_hundred_slide_deck_parses_in_bounded_time() {
     // Generous: a debug build on a busy 2-core machine.
     assert!(took.as_secs() < 30);
 }
+
+/// Reads every picture it is shown as two lines, `Doanh thu quý 3` and
+/// `<W>x<H>` (the picture's size as shown, upright), with boxes in its
+/// pixels, and remembers the sizes.
+#[derive(Default)]
+struct PictureOcr {
+    seen: std::sync::Mutex<Vec<(u32, u32)>>,
+}
+
+impl crate::PageOcr for PictureOcr {
+    fn recognize(&self, _pdf: &[u8], _page: u32, _size: Option<&crate::PageSize>) -> Result<crate::OcrPage, crate::OcrError> {
+        panic!("a slide is not a PDF")
+    }
+
+    fn recognize_image(&self, img: &crate::raster::GrayImage) -> Result<crate::OcrPage, crate::OcrError> {
+        self.seen.lock().unwrap().push((img.width, img.height));
+        let word = |text: String, line: u32, x: f32| crate::OcrWord {
+            text,
+            paragraph: 1,
+            line,
+            rect: Some(crate::Rect { x0: x, y0: line as f32 * 10.0, x1: x + 8.0, y1: line as f32 * 10.0 + 8.0 }),
+        };
+        Ok(crate::OcrPage {
+            words: vec![
+                word("Doanh".into(), 1, 0.0),
+                word("thu".into(), 1, 10.0),
+                word("quý".into(), 1, 20.0),
+                word("3".into(), 1, 30.0),
+                word(format!("{}x{}", img.width, img.height), 2, 0.0),
+            ],
+        })
+    }
+}
+
+#[test]
+fn a_slide_that_is_one_picture_is_read_by_ocr_as_text_without_boxes() {
+    let img = super::image_inputs::png(&super::image_inputs::gray(60, 20, |x, y| x > 5 && x < 50 && y > 5 && y < 12));
+    // The same picture stored sideways, its EXIF saying "turn it".
+    let sideways = super::image_inputs::with_exif(
+        super::image_inputs::png(&super::image_inputs::stored_for_orientation_6(&super::image_inputs::gray(60, 20, |_, y| y == 3))),
+        6,
+    );
+    let slides = vec![
+        Slide { shapes: vec![Shape::Title("Mở đầu")], notes: vec![] },
+        // One picture and a slide number (chrome): read; the notes after.
+        Slide { shapes: vec![Shape::Image(&img), Shape::SlideNumber("2")], notes: vec!["Ghi chú của ảnh."] },
+        // A picture beside text: not read.
+        Slide { shapes: vec![Shape::Image(&img), Shape::TextBox("Chú thích")], notes: vec![] },
+        // Two pictures: not read.
+        Slide { shapes: vec![Shape::Image(&img), Shape::Image(&img)], notes: vec![] },
+        // In a group, sideways: read upright.
+        Slide { shapes: vec![Shape::Group(vec![Shape::Image(&sideways)])], notes: vec![] },
+    ];
+    for (bytes, ct, name) in [(pptx(&slides), PPTX, "anh.pptx"), (odp(&slides), ODP, "anh.odp")] {
+        let ocr = PictureOcr::default();
+        let doc = crate::parse_with_ocr(&bytes, ct, name, &Limits::default(), Some(&ocr)).unwrap();
+        assert_eq!(*ocr.seen.lock().unwrap(), vec![(60, 20), (60, 20)], "{name}: the lone pictures, upright");
+        assert_eq!(doc.ocr_pages, vec![1, 4], "{name}");
+        assert_eq!(doc.pages_without_text, vec![3], "{name}");
+        let want: Vec<(u32, String)> =
+            [(0, "Mở đầu"), (1, "Doanh thu quý 3\n60x20"), (1, "Ghi chú của ảnh."), (2, "Chú thích"), (4, "Doanh thu quý 3\n60x20")]
+                .into_iter()
+                .map(|(p, t)| (p, t.to_string()))
+                .collect();
+        assert_eq!(texts(&doc), want, "{name}");
+        assert_tiles(&doc);
+        // Text only: the boxes would be in the picture's pixels, not on
+        // the slide; the lines are placed.
+        assert!(doc.segments.iter().all(|s| s.boxes.is_empty()), "{name}");
+        assert!(doc.pages.is_empty(), "{name}");
+        let read = doc.segments.iter().find(|s| s.page_idx == 1).unwrap();
+        assert_eq!((read.line_start, read.line_end), (Some(3), Some(4)), "{name}: its lines in the raw text");
+        assert!(read.slide, "{name}");
+
+        // Without OCR those slides stay without text (the second has its
+        // notes).
+        let plain = parse(&bytes, ct, name, &Limits::default()).unwrap();
+        assert_eq!(plain.pages_without_text, vec![3, 4], "{name}");
+    }
+}
+
+#[test]
+fn a_slide_picture_shares_the_ocr_bounds_and_a_bad_one_fails_its_slide_only() {
+    let img = super::image_inputs::png(&super::image_inputs::gray(30, 10, |x, _| x < 3));
+    let bomb = super::image_inputs::png_bomb(20_000);
+    let slides = vec![
+        Slide { shapes: vec![Shape::Image(&bomb)], notes: vec![] },
+        Slide { shapes: vec![Shape::Image(b"not a picture at all")], notes: vec![] },
+        Slide { shapes: vec![Shape::Image(&img)], notes: vec![] },
+        Slide { shapes: vec![Shape::Image(&img)], notes: vec![] },
+    ];
+    let bytes = pptx(&slides);
+    let ocr = PictureOcr::default();
+    // OCR's page bound counts slides as it counts PDF pages and images.
+    let limits = Limits { ocr_max_pages: 3, ..Limits::default() };
+    let doc = crate::parse_with_ocr(&bytes, PPTX, "anh.pptx", &limits, Some(&ocr)).unwrap();
+    assert_eq!(doc.ocr_pages, vec![2]);
+    assert_eq!(doc.pages_without_text, vec![0, 1, 3]);
+    let failures: Vec<(u32, &str)> = doc.ocr_failures.iter().map(|(p, why)| (*p, why.as_str())).collect();
+    assert_eq!(failures.len(), 3, "{failures:?}");
+    assert!(failures[0].0 == 0 && failures[0].1.contains("20000 × 20000 pixels"), "refused from its header: {failures:?}");
+    assert!(failures[1].0 == 1 && failures[1].1.contains("not a PNG, JPEG, TIFF or WebP"), "{failures:?}");
+    assert!(failures[2].0 == 3 && failures[2].1.contains("at most 3 pages"), "{failures:?}");
+    assert_eq!(*ocr.seen.lock().unwrap(), vec![(30, 10)]);
+}
