@@ -238,6 +238,40 @@ impl Format {
         }
     }
 
+    /// The format's name as people call it ("PDF", "plain text").
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Text => "plain text",
+            Format::Markdown => "Markdown",
+            Format::Html => "HTML",
+            Format::Pdf => "PDF",
+            Format::Docx => "DOCX",
+            Format::Pptx => "PPTX",
+            Format::Odp => "ODP",
+            Format::DocAi => "Document AI JSON",
+            Format::Csv => "CSV",
+            Format::Tsv => "TSV",
+            Format::Xlsx => "XLSX",
+            Format::Xls => "XLS",
+            Format::Ods => "ODS",
+            Format::Png => "PNG",
+            Format::Jpeg => "JPEG",
+            Format::Tiff => "TIFF",
+            Format::Webp => "WebP",
+        }
+    }
+
+    /// Every format's name, in [`Format::ALL`]'s order: "PDF, DOCX, …
+    /// or WebP".
+    pub fn all_names() -> String {
+        let names: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
+        match names.split_last() {
+            Some((last, [])) => last.to_string(),
+            Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+            None => String::new(),
+        }
+    }
+
     /// Whether the format is an image (read by OCR, its pages in pixels).
     pub fn is_image(self) -> bool {
         matches!(self, Format::Png | Format::Jpeg | Format::Tiff | Format::Webp)

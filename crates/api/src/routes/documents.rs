@@ -164,7 +164,8 @@ pub async fn upload(
                 let sent_type = field.content_type().unwrap_or("application/octet-stream").to_string();
                 let format = rag_docparse::detect_format(&sent_type, &filename).ok_or_else(|| {
                     ApiError::unsupported_media_type(format!(
-                        "{filename:?} ({sent_type}) is not a supported document type: PDF, DOCX, HTML, Markdown, plain text, Document AI JSON, XLSX, XLS, ODS, CSV, TSV, PNG, JPEG, TIFF or WebP"
+                        "{filename:?} ({sent_type}) is not a supported document type: {}",
+                        rag_docparse::Format::all_names()
                     ))
                 })?;
                 let spooled = spool(&mut field, max).await?;

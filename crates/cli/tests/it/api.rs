@@ -241,6 +241,10 @@ async fn tokens_ownership_filenames_sizes_and_types_are_enforced() {
     let (s, v) = api.upload(&ws, &alice, "setup.exe", "application/x-msdownload", b"MZ\x90\x00".to_vec()).await;
     assert_eq!(s, StatusCode::UNSUPPORTED_MEDIA_TYPE, "{v}");
     assert_eq!(v["error"]["code"], "unsupported_media_type");
+    // The refusal names every format accepted, presentations and images too.
+    let message = v["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.ends_with(&rag_docparse::Format::all_names()), "{message}");
+    assert!(["PDF", "PPTX", "ODP", "XLSX", "PNG", "or WebP"].iter().all(|f| message.contains(f)), "{message}");
     // Judged by the bytes and the name as well as the declared type.
     for (name, ct, bytes) in [
         ("setup.txt", "text/plain", b"MZ\x90\x00\x03".to_vec()),

@@ -344,3 +344,16 @@ fn uploads_are_sniffed_by_their_bytes_and_names() {
     assert!(sniff(Format::DocAi, "ocr.json", b"[1, 2]").is_err());
     assert!(sniff(Format::Html, "page.html", b"\xEF\xBB\xBF<html></html>").is_ok());
 }
+
+#[test]
+fn every_format_is_listed_once_and_named() {
+    let mut seen = Vec::new();
+    for f in crate::Format::ALL {
+        assert!(!seen.contains(f), "{f:?} twice");
+        seen.push(*f);
+        assert_eq!(crate::detect_format(f.content_type(), "x"), Some(*f), "{f:?}");
+    }
+    assert_eq!(seen.len(), 17, "a format missing from Format::ALL");
+    let names = crate::Format::all_names();
+    assert!(names.starts_with("PDF, DOCX, PPTX, ODP, HTML") && names.ends_with(", JPEG, TIFF or WebP"), "{names}");
+}
