@@ -638,6 +638,40 @@ test("an image's citation opens on the picture itself with the cited boxes drawn
 
 // ---------- a spreadsheet ----------
 
+/**
+ * Signs in as `user` in a new workspace, uploads `file`, asks `question`
+ * (answered by one row) and waits for the answer; the first citation and
+ * the document's raw text.
+ */
+async function askAboutASheet(file, user, question) {
+  const context = await browser.newContext({ viewport: { width: 1440, height: 900 }, locale: "en-US" });
+  const page = await context.newPage();
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(e.message));
+  await page.goto(BASE + "/");
+  await page.locator("#dev-form").waitFor();
+  await page.fill("#dev-user", user);
+  await page.click("#dev-form button[type=submit]");
+  await page.locator("#workspace-bar").waitFor();
+  await page.fill("#new-workspace-name", "Bảng tính");
+  await page.click("#new-workspace-form button[type=submit]");
+  await page.waitForFunction(() => document.querySelector("#workspace-select").options.length === 1);
+  const ws = await page.$eval("#workspace-select", (s) => s.value);
+  const token = await page.evaluate(() => sessionStorage.getItem("rag-engine.token"));
+  await page.setInputFiles("#file-input", [file]);
+  const doc = page.locator('.document[data-status="ingested"]', { hasText: file.split("/").pop() });
+  await doc.waitFor({ timeout: 120_000 });
+  await page.fill("#question", question);
+  await page.press("#question", "Enter");
+  const answer = page.locator(".message.assistant.done").last();
+  await answer.waitFor({ timeout: 90_000 });
+  const bubble = answer.locator(".cite").first();
+  const start = Number(await bubble.getAttribute("data-start"));
+  const end = Number(await bubble.getAttribute("data-end"));
+  const { body: raw } = await apiGet(token, `/v1/workspaces/${ws}/documents/${await bubble.getAttribute("data-doc")}/raw-text`);
+  return { context, page, errors, doc, answer, bubble, start, end, raw };
+}
+
 test("a spreadsheet citation opens the cited row as a table under the sheet's header", async () => {
   // A branch table as a user exports it from a spreadsheet program.
   const csv = join(WORK, "chi-nhanh.csv");
@@ -650,34 +684,9 @@ test("a spreadsheet citation opens the cited row as a table under the sheet's he
     "Huế,8,120,2022-01-10",
     "Vinh,5,99.5,2023-04-03",
   ].join("\r\n") + "\r\n");
-  const context = await browser.newContext({ viewport: { width: 1440, height: 900 }, locale: "en-US" });
-  const page = await context.newPage();
-  const errors = [];
-  page.on("pageerror", (e) => errors.push(e.message));
-  await page.goto(BASE + "/");
-  await page.locator("#dev-form").waitFor();
-  await page.fill("#dev-user", "dave");
-  await page.click("#dev-form button[type=submit]");
-  await page.locator("#workspace-bar").waitFor();
-  await page.fill("#new-workspace-name", "Bảng tính");
-  await page.click("#new-workspace-form button[type=submit]");
-  await page.waitForFunction(() => document.querySelector("#workspace-select").options.length === 1);
-  const ws = await page.$eval("#workspace-select", (s) => s.value);
-  const token = await page.evaluate(() => sessionStorage.getItem("rag-engine.token"));
-  await page.setInputFiles("#file-input", [csv]);
-  const doc = page.locator('.document[data-status="ingested"]', { hasText: "chi-nhanh.csv" });
-  await doc.waitFor({ timeout: 120_000 });
+  const { context, page, errors, doc, answer, bubble, start, end, raw } =
+    await askAboutASheet(csv, "dave", "Đà Nẵng có bao nhiêu nhân viên?");
   assert.match(await doc.locator(".facts").textContent(), / · 1 sheet · /);
-
-  // The answer is in one row.
-  await page.fill("#question", "Đà Nẵng có bao nhiêu nhân viên?");
-  await page.press("#question", "Enter");
-  const answer = page.locator(".message.assistant.done").last();
-  await answer.waitFor({ timeout: 90_000 });
-  const bubble = answer.locator(".cite").first();
-  const start = Number(await bubble.getAttribute("data-start"));
-  const end = Number(await bubble.getAttribute("data-end"));
-  const { body: raw } = await apiGet(token, `/v1/workspaces/${ws}/documents/${await bubble.getAttribute("data-doc")}/raw-text`);
   const full = cps(raw.segments.map((s) => s.text).join(""));
   assert.match(full.slice(start, end).join(""), /Đà Nẵng/, "the citation is the Đà Nẵng row");
   // The cells the span covers, from the raw-text endpoint.
@@ -733,6 +742,33 @@ test("a spreadsheet citation opens the cited row as a table under the sheet's he
   // Closing the document takes the table away.
   await page.keyboard.press("Escape");
   assert.equal(await page.locator("#viewer .sheet-table").count(), 0);
+  assert.deepEqual(errors, [], "no script errors");
+  await context.close();
+});
+
+test("an XLSX citation's table shows the sheet's percentages and its own date format", async () => {
+  // Written with Python's zipfile (tests/browser/make_xlsx.py): growth as
+  // `0.0%`, opening dates as `dd/mm/yyyy`.
+  const xlsx = join(WORK, "tang-truong.xlsx");
+  execFileSync("python3", [new URL("make_xlsx.py", import.meta.url).pathname, xlsx]);
+  const { context, page, errors, answer, bubble, start, end, raw } =
+    await askAboutASheet(xlsx, "erin", "Tăng trưởng của Đà Nẵng là bao nhiêu?");
+  const full = cps(raw.segments.map((s) => s.text).join(""));
+  assert.equal(full.slice(start, end).join(""), "Chi nhánh: Đà Nẵng; Doanh thu (tỷ đồng): 640.2; Tăng trưởng: 12.4%; Ngày mở: 01/06/2018");
+  assert.match(await answer.textContent(), /Tăng trưởng: 12\.4%/);
+  assert.equal(await bubble.getAttribute("aria-label"), "Citation 1: tang-truong.xlsx, Chi nhánh!A4:D4");
+  await bubble.click();
+  const table = page.locator("#viewer .sheet-table table");
+  await table.waitFor();
+  assert.match(await table.locator("caption").textContent(), /^Chi nhánh!A4:D4 /);
+  assert.deepEqual(await table.locator("thead th").allTextContents(), ["1", "Chi nhánh", "Doanh thu (tỷ đồng)", "Tăng trưởng", "Ngày mở"]);
+  assert.deepEqual(await table.locator("tbody tr.cited td").allTextContents(), ["Đà Nẵng", "640.2", "12.4%", "01/06/2018"]);
+  assert.deepEqual(await table.locator("tbody tr.context").evaluateAll((rs) => rs.map((r) => r.querySelector("td").textContent)),
+    ["Hà Nội", "Hải Phòng", "Cần Thơ", "Huế"]);
+  assert.equal(await table.locator("tbody tr[data-row='5'] td").nth(2).textContent(), "-3.1%");
+  await page.mouse.move(5, 880);
+  await page.locator("#viewer .sheet-table").screenshot({ path: join(SHOTS, "sheet-table-xlsx.png") });
+  console.log(`screenshot: ${join(SHOTS, "sheet-table-xlsx.png")}`);
   assert.deepEqual(errors, [], "no script errors");
   await context.close();
 });
