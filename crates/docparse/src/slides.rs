@@ -276,12 +276,14 @@ fn pptx(package: &mut Package<'_>, limits: &Limits) -> Result<Vec<Slide>, ParseE
     if ids.len() as u64 > u64::from(limits.max_pages) {
         return Err(ParseError::TooManyPages { pages: ids.len() as u64, limit: limits.max_pages });
     }
+    // The slides' parts by relationship id, looked up once each.
+    let parts: HashMap<&str, &str> =
+        rels.iter().filter(|r| r.kind.ends_with(REL_SLIDE)).map(|r| (r.id.as_str(), r.target.as_str())).rev().collect();
     let mut slides = Vec::with_capacity(ids.len());
     for (n, id) in ids.iter().enumerate() {
-        let part = rels
-            .iter()
-            .find(|r| &r.id == id && r.kind.ends_with(REL_SLIDE))
-            .map(|r| r.target.clone())
+        let part = parts
+            .get(id.as_str())
+            .map(|p| p.to_string())
             .ok_or_else(|| corrupt(format!("slide {} ({id}) has no part in {}", n + 1, rels_path(&main))))?;
         let xml = package.read(&part)?.ok_or_else(|| corrupt(format!("slide {} ({part}) is missing", n + 1)))?;
         let (body, picture_ids) = shapes(&xml, false).map_err(|e| at_part(e, &part))?;
