@@ -34,8 +34,10 @@ const overlaps = (a, b, start, end) => a < end && start < Math.max(b, a + 1);
  * null when the span touches no spreadsheet row. `context` rows before
  * and after the cited ones are included, marked `context`.
  *
- * Returns `{sheet, label, cols, header, rows}`: `cols` the column indices,
- * `header` the header row or null, and each row `{n, cited, context,
+ * Returns `{sheet, label, cols, header, rows}`: `cols` the column indices
+ * shown (those with a value in a row shown: a stray cell far to the right
+ * of the sheet widens its range, not the table), `header` the header row
+ * or null, and each row `{n, cited, context,
  * cells, text}`: `n` its number as the sheet shows it (from 1), `cells` one
  * per column `{col, text, cited}` (text "" for an empty cell), or null when
  * the row was parsed before cells were recorded; then `text` is its text.
@@ -66,8 +68,7 @@ export function sheetTable(segments, start, end, context = 2) {
   // A cell's text: its pieces sliced from their segments (code points).
   const textOf = (pieces) =>
     pieces.map((p) => codePoints(p.seg.text).slice(p.char_start - Number(p.seg.char_start), p.char_end - Number(p.seg.char_start)).join("")).join("");
-  const cols = [];
-  for (let c = firstCol; c <= lastCol; c++) cols.push(c);
+  let cols = [];
   const shape = (row, cited) => {
     const complete = row.values.size > 0;
     return {
@@ -88,21 +89,20 @@ export function sheetTable(segments, start, end, context = 2) {
   const all = [...byRow.entries()].sort((a, b) => a[0] - b[0]);
   const headerEntry = all.find(([, r]) => r.header);
   const data = all.filter(([, r]) => !r.header);
-  const header = headerEntry ? shape(headerEntry[1], citedRows.has(headerEntry[0])) : null;
   const citedAt = data.map(([n], i) => (citedRows.has(n) ? i : -1)).filter((i) => i >= 0);
-  let rows = [];
-  if (citedAt.length) {
-    const from = Math.max(0, citedAt[0] - context);
-    const to = Math.min(data.length, citedAt[citedAt.length - 1] + context + 1);
-    rows = data.slice(from, to).map(([n, r]) => {
-      const row = shape(r, citedRows.has(n));
-      row.context = !row.cited;
-      return row;
-    });
-  } else {
-    // Only the header is cited: the first rows under it, for context.
-    rows = data.slice(0, context).map(([, r]) => ({ ...shape(r, false), context: true }));
-  }
+  // The cited rows and `context` rows either side; when only the header
+  // is cited, the first rows under it.
+  const from = citedAt.length ? Math.max(0, citedAt[0] - context) : 0;
+  const to = citedAt.length ? Math.min(data.length, citedAt[citedAt.length - 1] + context + 1) : Math.min(data.length, context);
+  const shown = data.slice(from, to);
+  const used = new Set([headerEntry, ...shown].filter(Boolean).flatMap(([, r]) => [...r.values.keys()]));
+  cols = [...used].filter((c) => c >= firstCol && c <= lastCol).sort((a, b) => a - b);
+  const header = headerEntry ? shape(headerEntry[1], citedRows.has(headerEntry[0])) : null;
+  const rows = shown.map(([n, r]) => {
+    const row = shape(r, citedRows.has(n));
+    row.context = !row.cited;
+    return row;
+  });
   const citedNumbers = [...citedRows].sort((a, b) => a - b);
   const label = rangeLabel(sheet, citedNumbers[0], firstCol, citedNumbers[citedNumbers.length - 1], lastCol);
   return { sheet, label, cols, header, rows };

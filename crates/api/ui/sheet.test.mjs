@@ -113,3 +113,19 @@ test("a row cut into two segments: each cell's pieces joined, in its column", ()
   assert.deepEqual(table.rows[0].cells.map((c) => [c.text, c.cited]), [["một", false], ["x x x x", false], ["ba", true]]);
   assert.equal(sheetTable(segs, 12, 13).rows[0].cells[1].cited, true);
 });
+
+test("a stray cell far to the right widens the sheet's range, not the table", () => {
+  const segs = sheet("S", 0, ROWS.slice(0, 4)).map((s) => ({ ...s, cells: { ...s.cells, last_col: 16_383 } }));
+  const table = sheetTable(segs, Number(segs[2].char_start), Number(segs[2].char_end));
+  assert.deepEqual(table.cols, [0, 1, 2]);
+  assert.equal(table.label, "S!A3:XFD3");
+  assert.deepEqual(table.rows.map((r) => r.cells.length), [3, 3, 3]);
+});
+
+test("only the header cited: the header marked, the first rows under it", () => {
+  const segs = sheet("S", 0, ROWS);
+  const table = sheetTable(segs, Number(segs[0].char_start), Number(segs[0].char_end) - 2);
+  assert.ok(table.header.cited && table.header.cells.every((c) => c.cited));
+  assert.deepEqual(table.rows.map((r) => [r.n, r.context]), [[2, true], [3, true]]);
+  assert.equal(table.label, "S!A1:C1");
+});

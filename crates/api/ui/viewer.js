@@ -120,7 +120,7 @@ function showSheetTable(segments, start, end) {
   dropSheetTable();
   const table = start !== null && end !== null ? sheetTable(segments, start, end) : null;
   if (!table) return null;
-  const width = table.cols.length;
+  const width = Math.max(1, table.cols.length);
   const numeric = (v) => /^[-+−]?[\d.,\s]*\d[\d.,\s]*%?$/.test(v);
   const cell = (tag, c, attrs = {}) =>
     el(tag, { ...attrs, class: [c.cited ? "cited" : "", numeric(c.text) ? "num" : ""].join(" ").trim() || null, dataset: { col: c.col } },
@@ -139,7 +139,7 @@ function showSheetTable(segments, start, end) {
       ...(row.cells ? row.cells.map((c) => cell("td", c)) : [el("td", { colspan: width }, row.text)])));
   const figure = el("figure", { class: "sheet-table" },
     el("table", {},
-      el("caption", {}, el("span", { class: "sheet-range", text: table.label }), " ", el("span", { class: "muted", t: ["viewer.sheetNote", { rows: table.rows.filter((r) => r.cited).length }] })),
+      el("caption", {}, el("span", { class: "sheet-range", text: table.label }), " ", el("span", { class: "muted", t: ["viewer.sheetNote", { rows: table.rows.filter((r) => r.cited).length + (table.header?.cited ? 1 : 0) }] })),
       el("thead", {}, head),
       el("tbody", {}, ...body)));
   $("viewer-text").before(figure);
