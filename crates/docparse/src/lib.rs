@@ -560,6 +560,9 @@ pub fn parse_with_ocr(
         return Err(ParseError::TooManyPages { pages: page_count.into(), limit: limits.max_pages });
     }
     let (mut blocks, mut ocr_pages, mut ocr_failures) = (blocks, Vec::new(), Vec::new());
+    // The first image page that could not be decoded: the document's
+    // failure if no page has text.
+    let mut undecodable: Option<ParseError> = None;
     if let (Format::Pdf | Format::Png | Format::Jpeg | Format::Tiff | Format::Webp | Format::Pptx | Format::Odp, Some(ocr)) = (format, ocr)
     {
         let with_text: std::collections::HashSet<u32> = blocks.iter().filter(|b| !b.text.trim().is_empty()).map(|b| b.page_idx).collect();
@@ -588,8 +591,17 @@ pub fn parse_with_ocr(
             }
             tried += 1;
             let words = match format {
-                // A page that cannot be decoded fails the document.
-                Format::Png | Format::Jpeg | Format::Tiff | Format::Webp => ocr.recognize_image(&raster::page_gray(bytes, page, limits)?),
+                // A page that cannot be decoded (a TIFF page whose strips are
+                // broken) is left without text, its reason in ocr_failures,
+                // as a PDF page OCR cannot read: the other pages stay.
+                Format::Png | Format::Jpeg | Format::Tiff | Format::Webp => match raster::page_gray(bytes, page, limits) {
+                    Ok(grey) => ocr.recognize_image(&grey),
+                    Err(e) => {
+                        ocr_failures.push((page, e.to_string()));
+                        undecodable.get_or_insert(e);
+                        continue;
+                    }
+                },
                 // A slide's picture is read as an image file is (its header,
                 // pixel and byte limits, its orientation); its words keep
                 // no boxes: they would be in the picture's pixels, not on
@@ -626,6 +638,11 @@ pub fn parse_with_ocr(
     segments.iter_mut().for_each(|s| s.slide = format.is_presentation());
     let mut pages_without_text: Vec<u32> = (0..page_count).filter(|p| !segments.iter().any(|s| s.page_idx == *p)).collect();
     if segments.is_empty() {
+        // An image none of whose pages has text, one of them broken: that
+        // is why (a truncated PNG is corrupt_image, not no_text).
+        if let Some(e) = undecodable {
+            return Err(e);
+        }
         return Err(ParseError::NoText(match format {
             Format::Pdf if ocr.is_some() => format!("{page_count} page(s) without a text layer, and OCR found no text"),
             Format::Pdf => format!("{page_count} page(s) without a text layer (OCR is not available)"),

@@ -259,6 +259,40 @@ fn every_page_of_a_multi_page_tiff_is_counted_and_read_each_turned_as_it_says() 
 }
 
 #[test]
+fn a_tiff_page_that_does_not_decode_leaves_that_page_without_text_not_the_document() {
+    let pages = [bar(), gray(50, 30, |x, _| x == 10), gray(60, 60, |x, _| x == 30)];
+    let mut bytes = tiff(&pages, None);
+    // The second page's strip is said to start past the end of the file:
+    // its header reads, its pixels do not.
+    let word = |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap()) as usize;
+    let first = word(&bytes, 4);
+    let entries = |b: &[u8], ifd: usize| u16::from_le_bytes(b[ifd..ifd + 2].try_into().unwrap()) as usize;
+    let second = word(&bytes, first + 2 + 12 * entries(&bytes, first));
+    let offsets = (0..entries(&bytes, second))
+        .map(|i| second + 2 + 12 * i)
+        .find(|e| u16::from_le_bytes(bytes[*e..*e + 2].try_into().unwrap()) == 273)
+        .expect("StripOffsets");
+    assert_eq!(u32::from_le_bytes(bytes[offsets + 4..offsets + 8].try_into().unwrap()), 1, "one strip");
+    let past = (bytes.len() + 4096) as u32;
+    match u16::from_le_bytes(bytes[offsets + 2..offsets + 4].try_into().unwrap()) {
+        3 => bytes[offsets + 8..offsets + 10].copy_from_slice(&(past as u16).to_le_bytes()),
+        _ => bytes[offsets + 8..offsets + 12].copy_from_slice(&past.to_le_bytes()),
+    }
+    let ocr = InkOcr::default();
+    let doc = parse_with_ocr(&bytes, "image/tiff", "fax.tif", &Limits::default(), Some(&ocr)).unwrap();
+    assert_eq!(doc.page_count, 3);
+    assert_eq!((doc.ocr_pages.clone(), doc.pages_without_text.clone()), (vec![0, 2], vec![1]));
+    assert_eq!(doc.ocr_failures.len(), 1);
+    let (page, why) = &doc.ocr_failures[0];
+    assert!(*page == 1 && why.starts_with("corrupt image: page 2"), "{why}");
+    assert!(doc.full_text.contains("ink80x40") && doc.full_text.contains("ink60x60"));
+    // A lone broken page is the document's failure, with its reason.
+    let one = tiff(&pages[1..2], None);
+    let broken = truncated(one, 0.2);
+    assert_eq!(code(parse_with_ocr(&broken, "image/tiff", "one.tif", &Limits::default(), Some(&ocr))), "corrupt_image");
+}
+
+#[test]
 fn png_and_webp_are_read_with_boxes_in_pixels() {
     for (name, ct, bytes) in [("a.png", "image/png", png(&bar())), ("a.webp", "image/webp", webp(&bar()))] {
         let doc = parse_with_ocr(&bytes, ct, name, &Limits::default(), Some(&InkOcr::default())).unwrap();
