@@ -360,7 +360,16 @@ pub(crate) fn pages(format: Format, bytes: &[u8], limits: &Limits) -> Result<Vec
 /// Page `page_idx` decoded as stored, and the orientation that turns it
 /// for display (not applied yet: a caller shrinks or greys it first, so
 /// the turn copies the smaller picture).
-fn decode_stored(bytes: &[u8], page_idx: u32, limits: &Limits) -> Result<(DynamicImage, image::metadata::Orientation), ParseError> {
+///
+/// With `expected` (the page's size as displayed, as the parser recorded
+/// it), a header that says otherwise is refused before any pixel is
+/// decoded.
+fn decode_stored(
+    bytes: &[u8],
+    page_idx: u32,
+    limits: &Limits,
+    expected: Option<(u32, u32)>,
+) -> Result<(DynamicImage, image::metadata::Orientation), ParseError> {
     let kind = kind(bytes).ok_or_else(|| corrupt("not a PNG, JPEG, TIFF or WebP image"))?;
     let ifd = match kind {
         ImageFormat::Tiff => {
@@ -372,6 +381,14 @@ fn decode_stored(bytes: &[u8], page_idx: u32, limits: &Limits) -> Result<(Dynami
         _ => None,
     };
     let h = header(bytes, kind, ifd, page_idx, limits)?;
+    if let Some((width, height)) = expected.filter(|e| *e != (h.width, h.height)) {
+        return Err(corrupt(format!(
+            "page {}: its header says {} × {} pixels as displayed, not the {width} × {height} it was parsed as",
+            page_idx + 1,
+            h.width,
+            h.height
+        )));
+    }
     let img = DynamicImage::from_decoder(h.decoder).map_err(|e| corrupt(format!("page {}: {e}", page_idx + 1)))?;
     Ok((img, h.orientation))
 }
@@ -385,7 +402,7 @@ fn decode_stored(bytes: &[u8], page_idx: u32, limits: &Limits) -> Result<(Dynami
 /// pixel) is turned, so at most the decoded picture and two bytes a pixel
 /// are held at once, then two bytes a pixel.
 pub fn page_gray(bytes: &[u8], page_idx: u32, limits: &Limits) -> Result<GrayImage, ParseError> {
-    let (img, orientation) = decode_stored(bytes, page_idx, limits)?;
+    let (img, orientation) = decode_stored(bytes, page_idx, limits, None)?;
     let mut turned = DynamicImage::ImageLuma8(grey_of(img)?);
     turned.apply_orientation(orientation);
     // A Luma8 image: no copy.
@@ -417,15 +434,17 @@ fn blend_on_white(v: u8, alpha: u8) -> u8 {
 }
 
 /// Page `page_idx` as RGB for display, orientation applied, scaled down
-/// so that its long side is at most `max_side` pixels.
+/// so that its long side is at most `max_side` pixels. With `expected`
+/// (its size as displayed when it was parsed), decoded only if its header
+/// says exactly that size.
 ///
 /// What it costs beyond the decoded picture: the picture is shrunk first,
 /// with image-rs's integer box filter (`thumbnail`: each source pixel
 /// added to one target pixel, no buffer but the small picture), and only
 /// the small picture is flattened and turned.
-pub fn page_rgb(bytes: &[u8], page_idx: u32, limits: &Limits, max_side: u32) -> Result<RgbImage, ParseError> {
+pub fn page_rgb(bytes: &[u8], page_idx: u32, limits: &Limits, max_side: u32, expected: Option<(u32, u32)>) -> Result<RgbImage, ParseError> {
     let (small, orientation) = {
-        let (full, orientation) = decode_stored(bytes, page_idx, limits)?;
+        let (full, orientation) = decode_stored(bytes, page_idx, limits, expected)?;
         // A turn swaps the sides and keeps the long one: shrink first.
         let small = if full.width().max(full.height()) > max_side { full.thumbnail(max_side, max_side) } else { full };
         (small, orientation)

@@ -195,8 +195,10 @@ pub async fn highlighted_png(pdf: &[u8], page: &PageSize, boxes: &[Rect], dpi: u
 /// Page `page` of an image document (`original`: its PNG, JPEG, TIFF or
 /// WebP bytes) as a PNG with `boxes` (in its pixels) highlighted, its long
 /// side at most [`MAX_SIDE_PX`]. The image is decoded only if its header
-/// says it has the size the parser recorded for the page (`page`, in
-/// pixels): never more pixels than the parser accepted. The picture is
+/// says it has, as displayed (its orientation applied), exactly the size
+/// the parser recorded for the page (`page`, in pixels): never more pixels
+/// than the parser accepted, and never a picture the boxes were not
+/// measured on. The picture is
 /// decoded whole (at most 4 bytes a pixel), shrunk with an integer box
 /// filter, then turned: CPU and memory work, so call it off the async
 /// workers and only a few at once (the API allows two).
@@ -205,8 +207,9 @@ pub fn image_page_png(original: &[u8], page: &PageSize, boxes: &[Rect]) -> Resul
         max_image_pixels: (page.width.max(0.0) as u64).saturating_mul(page.height.max(0.0) as u64),
         ..rag_docparse::Limits::default()
     };
-    let rgb =
-        rag_docparse::raster::page_rgb(original, page.page_idx, &limits, MAX_SIDE_PX).map_err(|e| PageImageError::Decode(e.to_string()))?;
+    let expected = (page.width.max(0.0).round() as u32, page.height.max(0.0).round() as u32);
+    let rgb = rag_docparse::raster::page_rgb(original, page.page_idx, &limits, MAX_SIDE_PX, Some(expected))
+        .map_err(|e| PageImageError::Decode(e.to_string()))?;
     let mut img = Image { width: rgb.width as usize, height: rgb.height as usize, rgb: rgb.rgb };
     highlight(&mut img, page, boxes);
     img.to_png()
@@ -262,9 +265,19 @@ mod tests {
         let px = |x: usize, y: usize| &buf[(y * 4000 + x) * 3..(y * 4000 + x) * 3 + 3];
         assert_eq!(px(1200, 40), &[200, 180, 31], "inside the box: tinted");
         assert_eq!(px(100, 40), &[200, 200, 200], "elsewhere: the image");
-        // A page the parser recorded smaller than the image is: not decoded.
+        // A page the parser recorded smaller than the image is: not decoded,
+        // over the pixel limit its size makes.
         let small = PageSize { page_idx: 0, width: 50.0, height: 100.0, unit: "px".into() };
-        assert!(matches!(image_page_png(&png, &small, &[]), Err(PageImageError::Decode(_))));
+        match image_page_png(&png, &small, &[]) {
+            Err(PageImageError::Decode(why)) => assert!(why.contains("5000 × 100 pixels, over the limit of 5000 pixels"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        // Nor one recorded larger, or of another shape.
+        let other = PageSize { page_idx: 0, width: 2500.0, height: 200.0, unit: "px".into() };
+        match image_page_png(&png, &other, &[]) {
+            Err(PageImageError::Decode(why)) => assert!(why.contains("not the 2500 × 200 it was parsed as"), "{why}"),
+            other => panic!("{other:?}"),
+        }
         // And no such page.
         let second = PageSize { page_idx: 1, ..page };
         assert!(matches!(image_page_png(&png, &second, &[]), Err(PageImageError::Decode(_))));

@@ -213,13 +213,16 @@ fn exif_orientation_is_applied_before_ocr_and_the_boxes_are_on_the_turned_image(
     assert_eq!((doc.pages[0].width, doc.pages[0].height), (40.0, 80.0));
 
     // What the page-image endpoint draws on is the turned picture too.
-    let rgb = crate::raster::page_rgb(&jpeg, 0, &Limits::default(), 4_000).unwrap();
+    let rgb = crate::raster::page_rgb(&jpeg, 0, &Limits::default(), 4_000, Some((80, 40))).unwrap();
     assert_eq!((rgb.width, rgb.height, rgb.rgb.len()), (80, 40, 80 * 40 * 3));
     assert!(rgb.rgb[(12 * 80 + 12) * 3] < 64, "the bar is at the top left");
-    let half = crate::raster::page_rgb(&jpeg, 0, &Limits::default(), 40).unwrap();
+    let half = crate::raster::page_rgb(&jpeg, 0, &Limits::default(), 40, None).unwrap();
     assert_eq!((half.width, half.height), (40, 20), "scaled down to the longest side allowed");
     assert!(half.rgb[(5 * 40 + 7) * 3] < 96, "shrunk, then turned: the bar is still at the top left");
     assert!(half.rgb[(15 * 40 + 30) * 3] > 160, "and the rest is white");
+    // Its size as stored (before the turn) is not the size it was parsed as.
+    let err = crate::raster::page_rgb(&jpeg, 0, &Limits::default(), 4_000, Some((40, 80))).unwrap_err();
+    assert!(err.to_string().contains("says 80 × 40 pixels as displayed, not the 40 × 80 it was parsed as"), "{err}");
 }
 
 #[test]
