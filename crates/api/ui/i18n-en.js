@@ -123,6 +123,7 @@ export default {
   "error.broker_unavailable": "the event could not be recorded and nothing was changed; try again shortly",
   "error.storage_unavailable": "object storage is unavailable; try again shortly",
   "error.renderer_unavailable": "the page renderer is unavailable",
+  "error.renderer_busy": "many page images are being drawn; try again shortly",
   "error.rate_limited": "too many requests; wait a moment and try again",
   "error.too_many_questions": "too many questions in a short time; wait a moment",
   "error.too_many_streams": "too many open live updates; close some tabs",

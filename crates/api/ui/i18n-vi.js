@@ -118,6 +118,7 @@ export default {
   "error.broker_unavailable": "không ghi nhận được sự kiện, chưa có gì thay đổi; vui lòng thử lại sau ít phút",
   "error.storage_unavailable": "kho lưu trữ tệp đang tạm ngưng; vui lòng thử lại sau ít phút",
   "error.renderer_unavailable": "bộ hiển thị trang đang tạm ngưng",
+  "error.renderer_busy": "đang vẽ nhiều ảnh trang cùng lúc; vui lòng thử lại sau ít phút",
   "error.rate_limited": "quá nhiều yêu cầu; vui lòng chờ một lát rồi thử lại",
   "error.too_many_questions": "bạn đặt quá nhiều câu hỏi trong thời gian ngắn; vui lòng chờ một lát",
   "error.too_many_streams": "quá nhiều kết nối cập nhật trực tiếp; hãy đóng bớt các thẻ",
