@@ -247,5 +247,19 @@ async fn images_are_read_by_ocr_cited_with_pixel_boxes_and_shown_with_them_and_b
     assert_eq!((s, ct.as_str()), (StatusCode::OK, "image/png"));
     let (s, _, _) = page_png(&api, &ws, &alice, &tif_id, 3, None).await;
     assert_eq!(s, StatusCode::NOT_FOUND);
+    // Another user sees no page of it, through Alice's workspace or his own.
+    let bob = token(&t, "bob").await;
+    let (s, bws) = api.post("/v1/workspaces", &bob, json!({"name": "Của Bob"})).await;
+    assert_eq!(s, StatusCode::CREATED, "{bws}");
+    let bws = bws["id"].as_str().unwrap().to_string();
+    for w in [&ws, &bws] {
+        for highlight in [None, Some((start, end))] {
+            let (s, ct, body) = page_png(&api, w, &bob, &png_id, 1, highlight).await;
+            assert_eq!(s, StatusCode::NOT_FOUND, "bob in {w}: {}", String::from_utf8_lossy(&body));
+            assert_ne!(ct, "image/png");
+            let v: Value = serde_json::from_slice(&body).unwrap();
+            assert_eq!(v["error"]["code"], "not_found", "{v}");
+        }
+    }
     t.cleanup().await;
 }
