@@ -2,6 +2,7 @@
 //! drawn on it: what the web page shows beside the raw text when a citation
 //! of a PDF or an image opens.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::{Path, Query, State};
@@ -9,6 +10,7 @@ use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use rag_pageimage::PageImageError;
 use serde::Deserialize;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use uuid::Uuid;
 
 use crate::auth::AuthUser;
@@ -32,6 +34,19 @@ fn parse_span(s: &str) -> Option<(u64, u64)> {
     let (a, b) = s.split_once('-')?;
     let (a, b): (u64, u64) = (a.parse().ok()?, b.parse().ok()?);
     (a < b).then_some((a, b))
+}
+
+/// A turn to decode an image: one of the API's [`crate::IMAGE_RENDERS`]
+/// permits, waited for at most `wait`; then 503 `renderer_busy`.
+async fn render_turn(renders: &Arc<Semaphore>, wait: Duration) -> Result<OwnedSemaphorePermit, ApiError> {
+    match tokio::time::timeout(wait, renders.clone().acquire_owned()).await {
+        Ok(Ok(permit)) => Ok(permit),
+        Ok(Err(e)) => Err(ApiError::internal(format!("image renders: {e}"))),
+        Err(_) => Err(ApiError {
+            retry_after: Some(Duration::from_secs(5)),
+            ..ApiError::unavailable("renderer_busy", "too many page images are being drawn: try again")
+        }),
+    }
 }
 
 /// Page `page` (1-based) of a PDF or image document as a PNG, the boxes of
@@ -86,10 +101,7 @@ pub async fn page_image(
         // more pictures in memory. The permit is taken before the original
         // is fetched, and goes with the decoding: a request given up by its
         // client still holds it until its decoding ends.
-        let permit = tokio::time::timeout(RENDER_TIMEOUT, state.image_renders().clone().acquire_owned())
-            .await
-            .map_err(|_| ApiError::unavailable("renderer_busy", "too many page images are being drawn: try again"))?
-            .map_err(|e| ApiError::internal(format!("image renders: {e}")))?;
+        let permit = render_turn(state.image_renders(), RENDER_TIMEOUT).await?;
         let original = blobs.get(blobs.key_of(uri)?).await?;
         // Decoding is CPU work: off the async workers.
         tokio::task::spawn_blocking(move || {
@@ -108,4 +120,28 @@ pub async fn page_image(
     })?;
     // Private: the page belongs to one workspace.
     Ok(([(header::CONTENT_TYPE, "image/png"), (header::CACHE_CONTROL, "private, max-age=300")], png).into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn images_wait_for_one_of_the_render_turns_and_then_are_told_busy() {
+        let renders = Arc::new(Semaphore::new(crate::IMAGE_RENDERS));
+        let wait = Duration::from_millis(50);
+        let first = render_turn(&renders, wait).await.unwrap();
+        let _second = render_turn(&renders, wait).await.unwrap();
+        let busy = render_turn(&renders, wait).await.unwrap_err();
+        assert_eq!((busy.status, busy.code), (axum::http::StatusCode::SERVICE_UNAVAILABLE, "renderer_busy"));
+        assert_eq!(busy.retry_after, Some(Duration::from_secs(5)));
+        // A turn given back (its decoding ended) is the next one's.
+        let waiting = tokio::spawn({
+            let renders = renders.clone();
+            async move { render_turn(&renders, Duration::from_secs(10)).await.is_ok() }
+        });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        drop(first);
+        assert!(waiting.await.unwrap());
+    }
 }
