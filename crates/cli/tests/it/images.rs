@@ -19,6 +19,7 @@ use serde_json::{json, Value};
 use crate::api_client::*;
 use crate::app::TestApp;
 use crate::common::*;
+use crate::slides::slide_inputs;
 
 #[path = "../../../docparse/src/tests/image_inputs.rs"]
 mod image_inputs;
@@ -120,8 +121,14 @@ async fn images_are_read_by_ocr_cited_with_pixel_boxes_and_shown_with_them_and_b
     let png = scan_png();
     let scan = image::load_from_memory(&png).unwrap().to_luma8();
     assert_eq!(scan.dimensions(), (2480, 1200));
+    // A slide that is only the scan: read by the same OCR, text without boxes.
+    let deck = slide_inputs::pptx(&[
+        slide_inputs::Slide { shapes: vec![slide_inputs::Shape::Title("Báo cáo quý")], notes: vec![] },
+        slide_inputs::Slide { shapes: vec![slide_inputs::Shape::Image(&png)], notes: vec!["Số liệu đã kiểm toán."] },
+    ]);
     let cases: Vec<(&str, &str, Vec<u8>, &str)> = vec![
         ("scan.png", "image/png", png.clone(), "ingested"),
+        ("anh-chup.pptx", slide_inputs::PPTX, deck, "ingested"),
         // A phone held sideways: the pixels stored turned, EXIF says turn back.
         ("photo.jpg", "application/octet-stream", jpeg_with_orientation(&stored_for_orientation_6(&scan), 6), "ingested"),
         ("fax.tif", "image/tiff", tiff(&[scan.clone(), scan.clone()], None), "ingested"),
@@ -180,6 +187,15 @@ async fn images_are_read_by_ocr_cited_with_pixel_boxes_and_shown_with_them_and_b
     assert!(pages.contains(&0) && pages.contains(&1), "both TIFF pages read: {pages:?}");
     let (_, d) = api.get(&format!("/v1/workspaces/{ws}/documents/{tif_id}"), &alice).await;
     assert_eq!((d["page_count"].as_i64(), d["ocr_pages"].clone()), (Some(2), json!([0, 1])), "{d}");
+    let deck_id = id_of("anh-chup.pptx");
+    let (_, d) = api.get(&format!("/v1/workspaces/{ws}/documents/{deck_id}"), &alice).await;
+    assert_eq!((d["page_count"].as_i64(), d["ocr_pages"].clone()), (Some(2), json!([1])), "{d}");
+    let deck_raw = raw(deck_id).await;
+    let slide2: Vec<&Value> = deck_raw["segments"].as_array().unwrap().iter().filter(|s| s["page_idx"] == 1).collect();
+    let text: String = slide2.iter().map(|s| s["text"].as_str().unwrap()).collect();
+    assert!(text.contains("Lợi nhuận gộp đạt 312 tỷ đồng"), "the slide's picture read: {text:?}");
+    assert!(text.trim_end().ends_with("Số liệu đã kiểm toán."), "then the notes: {text:?}");
+    assert!(slide2.iter().all(|s| s["boxes"].as_array().is_some_and(Vec::is_empty)), "text without boxes");
 
     // An answer cites the picture: the exact raw text, boxes in its pixels.
     let (s, conv) = api.post(&format!("/v1/workspaces/{ws}/conversations"), &alice, json!({})).await;

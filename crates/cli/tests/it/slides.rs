@@ -18,7 +18,7 @@ use crate::app::TestApp;
 use crate::common::*;
 
 #[path = "../../../docparse/src/tests/slide_inputs.rs"]
-mod slide_inputs;
+pub(crate) mod slide_inputs;
 use slide_inputs::{encrypted_pptx, odp, pictures_only_pptx, pptx_bomb, pptx_in_parts, sales_deck, truncated_pptx, ODP, PPTX};
 
 const WAIT: Duration = Duration::from_secs(120);
