@@ -232,9 +232,9 @@ fn too_large(page_idx: u32, (width, height): (u32, u32), limits: &Limits) -> Opt
 fn decoding(page_idx: u32, e: image::ImageError) -> ParseError {
     match e {
         image::ImageError::Limits(e) => ParseError::DecompressionBomb(format!(
-            "page {} of the image: its decoder would allocate past its limit ({e}; {} MiB for the header and metadata)",
+            "page {} of the image: its decoder would allocate past its limit ({e}; {mib} MiB while it reads the header and metadata, twice the page's decoded bytes plus {mib} MiB while it decodes)",
             page_idx + 1,
-            HEADER_ALLOC >> 20
+            mib = HEADER_ALLOC >> 20
         )),
         e => corrupt(e),
     }
@@ -389,7 +389,10 @@ fn decode_stored(
             h.height
         )));
     }
-    let img = DynamicImage::from_decoder(h.decoder).map_err(|e| corrupt(format!("page {}: {e}", page_idx + 1)))?;
+    let img = DynamicImage::from_decoder(h.decoder).map_err(|e| match e {
+        image::ImageError::Limits(_) => decoding(page_idx, e),
+        e => corrupt(format!("page {}: {e}", page_idx + 1)),
+    })?;
     Ok((img, h.orientation))
 }
 
