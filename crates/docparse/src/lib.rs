@@ -8,6 +8,7 @@
 //! [`ParseError::code`]; nothing here panics on hostile input (PDF
 //! extraction is additionally isolated with `catch_unwind`).
 
+mod cells;
 mod docai;
 mod docx;
 pub mod geometry;
@@ -22,10 +23,10 @@ mod slides;
 
 use serde::{Deserialize, Serialize};
 
+pub use cells::{CellRange, CellText};
 pub use geometry::{Axis, LineFragment, PageBox, PageSize, Rect};
 pub use ocr::{OcrError, OcrPage, OcrWord};
 pub use segments::{char_slice, Block, Segment};
-pub use sheet::{CellRange, CellText};
 
 pub const PARSER_NAME: &str = "rag-docparse";
 /// Bump when the output for the same input changes.

@@ -16,8 +16,8 @@ use serde::{Deserialize, Serialize};
 use unicode_normalization::UnicodeNormalization;
 use unicode_segmentation::UnicodeSegmentation;
 
+use crate::cells::{CellRange, CellText};
 use crate::geometry::{self, span_boxes, Glyph, LineFragment, PageBox};
-use crate::sheet::{CellRange, CellText};
 
 /// One paragraph-level unit of the raw text.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
