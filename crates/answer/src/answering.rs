@@ -20,6 +20,9 @@ const MIN_EVIDENCE_CHARS: usize = 1_200;
 /// How an answer is made.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct AnswerOptions {
+    /// What happens when the model fails (down, timeouts, invalid output
+    /// twice).
+    pub fallback: LlmFallback,
     /// Characters of evidence in the prompt.
     pub evidence_chars: usize,
     /// Check the answer against what it cites before showing it.
@@ -32,12 +35,33 @@ pub struct AnswerOptions {
     /// evidence cutoff, `evidence::within_best`); an extractive answer
     /// (no model, or the model failed) reads every chunk.
     pub llm_chunks: usize,
+    /// A model is shown only this many evidence sentences, those an
+    /// [`EvidenceRanker`] finds closest to the question (0: all of them,
+    /// and all of them when there is no ranker).
+    pub evidence_sentences: usize,
+}
+
+/// How close each evidence sentence is to the question (the embedder's
+/// cosine, say), so a model is shown the few that can answer it.
+pub trait EvidenceRanker: Sync {
+    /// One score per text, higher is closer; None when it cannot tell (the
+    /// model is then shown every sentence).
+    fn rank<'a>(
+        &'a self,
+        question: &'a str,
+        texts: &'a [String],
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Option<Vec<f64>>> + Send + 'a>>;
 }
 
 /// The default of the answerer's evidence cutoff: chunks scoring below
 /// this fraction of the best one are not shown to a model
 /// (`evidence::within_best`, docs/answers.md).
 pub const EVIDENCE_CUTOFF: f64 = 0.7;
+
+/// The default of `evidence_sentences` (`ANSWER_EVIDENCE_SENTENCES`): the
+/// evidence sentences closest to the question a model is shown
+/// (docs/answers.md).
+pub const EVIDENCE_SENTENCES: usize = 4;
 
 /// The default of `verify_threshold`. 0.5 would be the model's own
 /// choice; on eval/vi-dev the 1.5B model's certainty for right answers ran
@@ -119,11 +143,11 @@ fn add_usage(total: &mut Option<llm::LlmUsage>, u: &llm::LlmUsage) {
 /// failed and the fallback is `Fail`.
 pub async fn answer_question(
     llm: Option<&llm::ChatClient>,
-    fallback: LlmFallback,
     question: &str,
     history: &[prompt::Turn],
     chunks: &[SourceChunk],
     options: AnswerOptions,
+    ranker: Option<&dyn EvidenceRanker>,
     on_partial: OnPartial<'_>,
 ) -> Result<AnswerOutcome, AnswerError> {
     let extractive_or_abstain = |llm_error: Option<String>| {
@@ -146,7 +170,21 @@ pub async fn answer_question(
     let chunks = &chunks[..options.llm_chunks.clamp(1, chunks.len())];
     // The history shares the context with the evidence.
     let history_chars: usize = history.iter().rev().take(HISTORY_TURNS).map(|t| t.content.chars().count().min(prompt::TURN_CHARS)).sum();
-    let evidence = evidence::build(chunks, options.evidence_chars.saturating_sub(history_chars).max(MIN_EVIDENCE_CHARS));
+    let mut evidence = evidence::build(chunks, options.evidence_chars.saturating_sub(history_chars).max(MIN_EVIDENCE_CHARS));
+    if let Some(ranker) = ranker.filter(|_| options.evidence_sentences > 0 && evidence.units.len() > options.evidence_sentences) {
+        let texts: Vec<String> = evidence
+            .units
+            .iter()
+            .map(|u| match &u.heading {
+                Some(h) => format!("{} {}", h.trim_start_matches('#').trim(), u.text),
+                None => u.text.clone(),
+            })
+            .collect();
+        if let Some(scores) = ranker.rank(question, &texts).await {
+            evidence.keep_closest(&scores, options.evidence_sentences);
+        }
+    }
+    let evidence = evidence;
     let mut messages = prompt::build(question, &evidence.render(chunks), history, HISTORY_TURNS);
     let ids: Vec<String> = evidence.units.iter().map(|u| u.id.clone()).collect();
     let schema = contract::schema(&ids);
@@ -235,7 +273,7 @@ pub async fn answer_question(
             }
         }
     }
-    match fallback {
+    match options.fallback {
         LlmFallback::Extractive => {
             let mut out = extractive_or_abstain(Some(error.to_string()));
             out.usage = usage;

@@ -48,6 +48,40 @@ impl Evidence {
         self.units.iter().enumerate().find(|(_, u)| u.id == id)
     }
 
+    /// Keeps the `n` units whose `scores` (in unit order: how close each is
+    /// to the question) are highest, in prompt order, renumbered `S1`…. A
+    /// heading shown above a unit left out moves to the next unit kept of
+    /// its chunk. Scores of another length, or `n` 0, keep everything.
+    pub fn keep_closest(&mut self, scores: &[f64], n: usize) {
+        if n == 0 || scores.len() != self.units.len() || self.units.len() <= n {
+            return;
+        }
+        let mut order: Vec<usize> = (0..scores.len()).collect();
+        order.sort_by(|a, b| scores[*b].partial_cmp(&scores[*a]).unwrap_or(std::cmp::Ordering::Equal).then(a.cmp(b)));
+        let mut keep = vec![false; scores.len()];
+        for i in order.into_iter().take(n) {
+            keep[i] = true;
+        }
+        let mut carried: Option<(usize, String)> = None;
+        let mut kept = Vec::with_capacity(n);
+        for (i, mut u) in std::mem::take(&mut self.units).into_iter().enumerate() {
+            if !keep[i] {
+                if let Some(h) = u.heading.take() {
+                    carried = Some((u.chunk, h));
+                }
+                continue;
+            }
+            if let Some((chunk, h)) = carried.take() {
+                if chunk == u.chunk && u.heading.is_none() {
+                    u.heading = Some(h);
+                }
+            }
+            u.id = format!("S{}", kept.len() + 1);
+            kept.push(u);
+        }
+        self.units = kept;
+    }
+
     /// The evidence as the prompt shows it:
     ///
     /// ```text
@@ -399,6 +433,26 @@ mod tests {
             lines: None,
             segments: vec![],
         }
+    }
+
+    #[test]
+    fn the_closest_sentences_are_kept_in_prompt_order_renumbered_with_their_heading() {
+        let text = "# Nghỉ phép\n\nNhân viên có 12 ngày phép. Phép không dùng hết được chuyển sang quý 1. Nghỉ ốm cần giấy bác sĩ.";
+        let mut e = build(&[chunk("c1", "d1", 0, text)], 10_000);
+        assert_eq!(e.units.len(), 3);
+        assert_eq!(e.units[0].heading.as_deref(), Some("# Nghỉ phép"));
+        e.keep_closest(&[0.2, 0.8, 0.7], 2);
+        let kept: Vec<(&str, &str)> = e.units.iter().map(|u| (u.id.as_str(), u.text.as_str())).collect();
+        assert_eq!(kept, [("S1", "Phép không dùng hết được chuyển sang quý 1."), ("S2", "Nghỉ ốm cần giấy bác sĩ.")]);
+        // The heading above the sentence left out stays in front of the
+        // next sentence kept.
+        assert_eq!(e.units[0].heading.as_deref(), Some("# Nghỉ phép"));
+        assert!(e.get("S1").is_some() && e.get("S3").is_none());
+        // Scores that do not fit, or n 0, keep everything.
+        let mut all = build(&[chunk("c1", "d1", 0, text)], 10_000);
+        all.keep_closest(&[0.1], 1);
+        all.keep_closest(&[0.1, 0.2, 0.3], 0);
+        assert_eq!(all.units.len(), 3);
     }
 
     #[test]

@@ -22,7 +22,8 @@ pub mod prompt;
 
 mod answering;
 pub use answering::{
-    answer_question, retrieval_query, AnswerOptions, StreamedSection, EVIDENCE_CUTOFF, EXTRACTIVE_SECTIONS, HISTORY_TURNS, VERIFY_THRESHOLD,
+    answer_question, retrieval_query, AnswerOptions, EvidenceRanker, StreamedSection, EVIDENCE_CUTOFF, EVIDENCE_SENTENCES,
+    EXTRACTIVE_SECTIONS, HISTORY_TURNS, VERIFY_THRESHOLD,
 };
 
 use serde::{Deserialize, Serialize};

@@ -140,14 +140,15 @@ pub async fn start_stages(
             let a = answerer::Answerer {
                 retriever: s.retriever_with(pool.clone(), embedder.clone())?,
                 llm: answer_llm.clone(),
-                fallback: s.answer_fallback(),
                 top_k: s.retrieval_top_k.max(1),
                 options: rag_answer::AnswerOptions {
+                    fallback: s.answer_fallback(),
                     evidence_chars: s.evidence_chars(),
                     verify: s.answer_verify,
                     verify_threshold: s.answer_verify_threshold,
                     // Set per question by the evidence cutoff.
                     llm_chunks: usize::MAX,
+                    evidence_sentences: s.answer_evidence_sentences,
                 },
                 evidence_cutoff: s.answer_evidence_cutoff,
                 output: StageOutput::new(producer.clone(), answerer::STAGE),

@@ -8,7 +8,7 @@
 use rag_answer::llm::ChatClient;
 use rag_answer::prompt::Turn;
 use rag_answer::StreamedSection;
-use rag_answer::{answer_question, retrieval_query, AnswerMode, AnswerOutcome, LlmFallback, SegmentSpan, SourceChunk};
+use rag_answer::{answer_question, retrieval_query, AnswerMode, AnswerOutcome, SegmentSpan, SourceChunk};
 use rag_bus::{Inbound, Outcome, Positions, Stage, StageIdentity, StageOutput};
 use rag_events::{AnswerProduced, Envelope, EventType, Failure, QuestionAsked};
 use rag_store::messages;
@@ -72,7 +72,6 @@ impl AnswerFailure {
 pub struct Answerer {
     pub retriever: Retriever,
     pub llm: Option<ChatClient>,
-    pub fallback: LlmFallback,
     pub top_k: usize,
     /// Evidence budget and the check of answers.
     pub options: rag_answer::AnswerOptions,
@@ -203,7 +202,8 @@ impl Answerer {
         let retrieval_ms = retrieval_started.elapsed().as_millis() as u64;
         let deltas = DeltaSender::start(self.retriever.pool.clone(), ws, conversation, assistant);
         let mut on_partial = deltas.callback();
-        let answered = answer_question(self.llm.as_ref(), self.fallback, &q.question, &history, &sources, options, &mut on_partial).await;
+        let ranker = crate::evidence_ranker::EmbedderRanker(&self.retriever.embedder);
+        let answered = answer_question(self.llm.as_ref(), &q.question, &history, &sources, options, Some(&ranker), &mut on_partial).await;
         drop(on_partial);
         deltas.finish().await;
         let asked = Asked { query: &query, query_source, retrieval_ms };

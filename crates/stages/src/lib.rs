@@ -5,6 +5,7 @@ pub mod answerer;
 pub mod chunker;
 pub mod common;
 pub mod error;
+pub mod evidence_ranker;
 pub mod failpoint;
 pub mod indexer;
 pub mod ocr;

@@ -12,8 +12,17 @@ use crate::StreamedSection;
 use crate::{answer_question, retrieval_query, AnswerMode, AnswerOptions, LlmFallback, SegmentSpan, SourceChunk};
 
 /// No check: each test below gives the model's replies call by call.
-const UNCHECKED: AnswerOptions =
-    AnswerOptions { evidence_chars: 10_000, verify: false, verify_threshold: crate::VERIFY_THRESHOLD, llm_chunks: usize::MAX };
+const UNCHECKED: AnswerOptions = AnswerOptions {
+    fallback: LlmFallback::Fail,
+    evidence_chars: 10_000,
+    verify: false,
+    verify_threshold: crate::VERIFY_THRESHOLD,
+    llm_chunks: usize::MAX,
+    evidence_sentences: 0,
+};
+
+/// The same, falling back to the extractive answer.
+const EXTRACTIVE: AnswerOptions = AnswerOptions { fallback: LlmFallback::Extractive, ..UNCHECKED };
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
@@ -177,7 +186,10 @@ async fn ask(
     question: &str,
 ) -> (Result<crate::AnswerOutcome, crate::AnswerError>, Vec<Vec<StreamedSection>>) {
     let mut partials = Vec::new();
-    let out = answer_question(Some(client), fallback, question, &[], &chunks(), UNCHECKED, &mut |p| partials.push(p.to_vec())).await;
+    let out = answer_question(Some(client), question, &[], &chunks(), AnswerOptions { fallback, ..UNCHECKED }, None, &mut |p| {
+        partials.push(p.to_vec())
+    })
+    .await;
     (out, partials)
 }
 
@@ -332,14 +344,11 @@ async fn a_bad_request_is_not_retried() {
 #[tokio::test]
 async fn nothing_retrieved_or_nothing_relevant_is_an_abstention() {
     let (url, server) = serve(vec![Reply::Content(answer_json(&["S1"]))]).await;
-    let out =
-        answer_question(Some(&client(&url, 5000)), LlmFallback::Extractive, QUESTION, &[], &[], UNCHECKED, &mut |_| {}).await.unwrap();
+    let out = answer_question(Some(&client(&url, 5000)), QUESTION, &[], &[], EXTRACTIVE, None, &mut |_| {}).await.unwrap();
     assert_eq!(out.mode, AnswerMode::NoAnswer);
     assert!(out.abstained && out.citations().is_empty());
     assert_eq!(server.calls.load(Ordering::SeqCst), 0);
-    let out = answer_question(None, LlmFallback::Extractive, "What about quantum gravity?", &[], &chunks(), UNCHECKED, &mut |_| {})
-        .await
-        .unwrap();
+    let out = answer_question(None, "What about quantum gravity?", &[], &chunks(), EXTRACTIVE, None, &mut |_| {}).await.unwrap();
     assert_eq!((out.mode, out.abstained, out.text().as_str()), (AnswerMode::NoAnswer, true, "Your documents do not say."));
 }
 
@@ -365,10 +374,10 @@ async fn a_follow_up_is_condensed_before_retrieval() {
 
 #[tokio::test]
 async fn an_answer_its_citations_do_not_support_becomes_an_abstention() {
-    let checked = AnswerOptions { evidence_chars: 10_000, verify: true, verify_threshold: crate::VERIFY_THRESHOLD, llm_chunks: usize::MAX };
+    let checked = AnswerOptions { verify: true, ..UNCHECKED };
     let ask = |url: String| async move {
         let c = client(&url, 5000);
-        answer_question(Some(&c), LlmFallback::Fail, "Cổ tức năm 2023 là bao nhiêu?", &[], &chunks(), checked, &mut |_| {}).await.unwrap()
+        answer_question(Some(&c), "Cổ tức năm 2023 là bao nhiêu?", &[], &chunks(), checked, None, &mut |_| {}).await.unwrap()
     };
     // The check says the cited sentence does not state the dividend.
     let (url, server) = serve(vec![Reply::Content(answer_json(&["S1"])), Reply::Content(r#"{"answers": false}"#.into())]).await;
@@ -397,8 +406,8 @@ async fn an_answer_its_citations_do_not_support_becomes_an_abstention() {
 async fn how_sure_the_check_must_be_is_a_threshold_on_its_token_probabilities() {
     let ask = |url: String, verify_threshold: f64| async move {
         let c = client(&url, 5000);
-        let options = AnswerOptions { evidence_chars: 10_000, verify: true, verify_threshold, llm_chunks: usize::MAX };
-        answer_question(Some(&c), LlmFallback::Fail, QUESTION, &[], &chunks(), options, &mut |_| {}).await.unwrap()
+        let options = AnswerOptions { verify: true, verify_threshold, ..UNCHECKED };
+        answer_question(Some(&c), QUESTION, &[], &chunks(), options, None, &mut |_| {}).await.unwrap()
     };
     // The model chose "true", at 0.3 against "false": held back at the
     // default threshold, shown at a lower one; the certainty is recorded.
@@ -424,4 +433,46 @@ async fn how_sure_the_check_must_be_is_a_threshold_on_its_token_probabilities() 
     let (url, _) = serve(vec![Reply::Content(answer_json(&["S1"])), Reply::Content(r#"{"answers": true}"#.into())]).await;
     let out = ask(url, 0.99).await;
     assert!(!out.abstained && out.report.verify_score.is_none());
+}
+
+/// Scores the sentences by whether they hold a word, as an embedder would
+/// score the one about profit closest to a profit question.
+struct ByWord(&'static str, Option<()>);
+
+impl crate::EvidenceRanker for ByWord {
+    fn rank<'a>(
+        &'a self,
+        _question: &'a str,
+        texts: &'a [String],
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Option<Vec<f64>>> + Send + 'a>> {
+        let scores = self.1.map(|_| texts.iter().map(|t| if t.contains(self.0) { 0.9 } else { 0.2 }).collect());
+        Box::pin(async move { scores })
+    }
+}
+
+#[tokio::test]
+async fn the_model_is_shown_only_the_sentences_the_ranker_finds_closest() {
+    let content = serde_json::json!({"answerable": true, "sections": [{"text": "Lợi nhuận đạt 187,3 tỷ.", "cites": ["S1"]}]}).to_string();
+    let (url, server) = serve(vec![Reply::Content(content)]).await;
+    let one = AnswerOptions { evidence_sentences: 1, ..UNCHECKED };
+    let ranker = ByWord("Lợi nhuận", Some(()));
+    let out = answer_question(Some(&client(&url, 5000)), "Lợi nhuận?", &[], &chunks(), one, Some(&ranker), &mut |_| {}).await.unwrap();
+    // The profit sentence, renumbered S1, is the only one shown and the
+    // citation is still its exact slice of the raw text.
+    assert_eq!(out.sections[0].citations[0].text, "Lợi nhuận sau thuế đạt 187,3 tỷ đồng.");
+    assert_eq!(out.sections[0].citations[0].char_start, 59);
+    assert_eq!(out.evidence_units, 1);
+    let req = server.requests.lock().unwrap()[0].clone();
+    let prompt = req["messages"][1]["content"].as_str().unwrap().to_string();
+    assert!(prompt.contains("[S1] Lợi nhuận sau thuế") && !prompt.contains("Doanh thu thuần"), "{prompt}");
+    assert_eq!(
+        req["response_format"]["json_schema"]["schema"]["properties"]["sections"]["items"]["properties"]["cites"]["items"]["enum"],
+        serde_json::json!(["S1"])
+    );
+    // A ranker that cannot tell shows every sentence.
+    let (url, server) = serve(vec![Reply::Content(answer_json(&["S1"]))]).await;
+    let unsure = ByWord("Lợi nhuận", None);
+    let out = answer_question(Some(&client(&url, 5000)), QUESTION, &[], &chunks(), one, Some(&unsure), &mut |_| {}).await.unwrap();
+    assert_eq!(out.evidence_units, 2);
+    assert!(server.requests.lock().unwrap()[0]["messages"][1]["content"].as_str().unwrap().contains("[S2] Lợi nhuận"));
 }

@@ -282,6 +282,9 @@ pub struct Settings {
     /// An LLM is shown only the retrieved chunks scoring at least this fraction of the best one (0: all of them): a small model cites a passage that merely shares words with the question less often, and reads less before its first words. The extractive answer reads every chunk.
     #[arg(long, env = "ANSWER_EVIDENCE_CUTOFF", default_value_t = rag_answer::EVIDENCE_CUTOFF, value_parser = parse_fraction, global = true)]
     pub answer_evidence_cutoff: f64,
+    /// An LLM is shown only this many evidence sentences, those the embedder finds closest to the question (0: every sentence of the chunks shown; without an embedder, every sentence). A small model given fewer sentences cites the one that answers more often and reads less before its first words.
+    #[arg(long, env = "ANSWER_EVIDENCE_SENTENCES", default_value_t = rag_answer::EVIDENCE_SENTENCES, global = true)]
+    pub answer_evidence_sentences: usize,
     /// Evidence given to the model, in tokens at most (the best-ranked chunks first; the rest left out). Prefill dominates latency on small machines.
     #[arg(long, env = "ANSWER_EVIDENCE_TOKENS", default_value_t = 1200, global = true)]
     pub answer_evidence_tokens: u32,
