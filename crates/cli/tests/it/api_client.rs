@@ -70,6 +70,51 @@ impl Api {
         (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
     }
 
+    /// Uploads and expects 202; returns the document id.
+    pub async fn upload_accepted(&self, ws: &str, token: &str, name: &str, content_type: &str, bytes: Vec<u8>) -> String {
+        let (s, v) = self.upload(ws, token, name, content_type, bytes).await;
+        assert_eq!(s, StatusCode::ACCEPTED, "{name}: {v}");
+        v["document_id"].as_str().unwrap().to_string()
+    }
+
+    /// Waits up to `wait` until the document is `ingested` or `failed`;
+    /// returns its row.
+    pub async fn settled(&self, ws: &str, token: &str, id: &str, wait: Duration) -> Value {
+        let path = format!("/v1/workspaces/{ws}/documents/{id}");
+        let started = std::time::Instant::now();
+        loop {
+            let (_, d) = self.get(&path, token).await;
+            if matches!(d["status"].as_str(), Some("ingested" | "failed")) {
+                return d;
+            }
+            assert!(started.elapsed() < wait, "document {id} neither ingested nor failed: {d}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Asks in a new conversation about one document and waits up to
+    /// `wait` for the answer, which must be `done`.
+    pub async fn ask_about(&self, ws: &str, token: &str, question: &str, document: &str, wait: Duration) -> Value {
+        let (s, conv) = self.post(&format!("/v1/workspaces/{ws}/conversations"), token, serde_json::json!({})).await;
+        assert_eq!(s, StatusCode::CREATED, "{conv}");
+        let conv = conv["id"].as_str().unwrap().to_string();
+        let body = serde_json::json!({"content": question, "document_ids": [document]});
+        let (s, posted) = self.post(&format!("/v1/workspaces/{ws}/conversations/{conv}/messages"), token, body).await;
+        assert_eq!(s, StatusCode::ACCEPTED, "{posted}");
+        let assistant = posted["assistant_message"]["id"].as_str().unwrap().to_string();
+        let path = format!("/v1/workspaces/{ws}/conversations/{conv}/messages/{assistant}");
+        let started = std::time::Instant::now();
+        loop {
+            let (_, m) = self.get(&path, token).await;
+            if m["status"] != "pending" {
+                assert_eq!(m["status"], "done", "{m}");
+                return m;
+            }
+            assert!(started.elapsed() < wait, "no answer to {question:?}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
     pub async fn wait_ready(&self) {
         wait_until("the API to be ready", Duration::from_secs(60), || async {
             matches!(self.http.get(format!("{}/readyz", self.base)).send().await, Ok(r) if r.status() == StatusCode::OK)

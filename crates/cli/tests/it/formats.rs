@@ -6,7 +6,7 @@
 //! (`crates/docparse/src/tests/sheet_inputs.rs`, shared with the parser's
 //! unit tests).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -25,53 +25,6 @@ const XLSX: &str = "application/vnd.openxmlformats-officedocument.spreadsheetml.
 /// A Vietnamese branch table as Excel writes CSV there: `;` between cells,
 /// `,` in numbers, a byte-order mark.
 const BRANCHES: &str = "\u{feff}Chi nhánh;Nhân viên;Doanh số quý 1\r\nHà Nội;42;1.250,5\r\nĐà Nẵng;17;640,2\r\nCần Thơ;9;310,75\r\n";
-
-async fn upload(api: &Api, ws: &str, token: &str, name: &str, content_type: &str, bytes: Vec<u8>) -> String {
-    let (s, v) = api.upload(ws, token, name, content_type, bytes).await;
-    assert_eq!(s, StatusCode::ACCEPTED, "{name}: {v}");
-    v["document_id"].as_str().unwrap().to_string()
-}
-
-/// Waits until the document is `ingested` or `failed`; returns its row.
-async fn settled(api: &Api, ws: &str, token: &str, id: &str) -> Value {
-    let path = format!("/v1/workspaces/{ws}/documents/{id}");
-    let started = Instant::now();
-    loop {
-        let (_, d) = api.get(&path, token).await;
-        if matches!(d["status"].as_str(), Some("ingested" | "failed")) {
-            return d;
-        }
-        assert!(started.elapsed() < WAIT, "document {id} neither ingested nor failed: {d}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-/// Asks in a new conversation and waits for the answer.
-async fn ask(api: &Api, ws: &str, token: &str, question: &str, document: &str) -> Value {
-    let (s, conv) = api.post(&format!("/v1/workspaces/{ws}/conversations"), token, json!({})).await;
-    assert_eq!(s, StatusCode::CREATED, "{conv}");
-    let conv = conv["id"].as_str().unwrap().to_string();
-    let (s, posted) = api
-        .post(
-            &format!("/v1/workspaces/{ws}/conversations/{conv}/messages"),
-            token,
-            json!({"content": question, "document_ids": [document]}),
-        )
-        .await;
-    assert_eq!(s, StatusCode::ACCEPTED, "{posted}");
-    let assistant = posted["assistant_message"]["id"].as_str().unwrap().to_string();
-    let path = format!("/v1/workspaces/{ws}/conversations/{conv}/messages/{assistant}");
-    let started = Instant::now();
-    loop {
-        let (_, m) = api.get(&path, token).await;
-        if m["status"] != "pending" {
-            assert_eq!(m["status"], "done", "{m}");
-            return m;
-        }
-        assert!(started.elapsed() < WAIT, "no answer to {question:?}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
 
 /// Every citation slices the raw text exactly, and carries the cell range
 /// of the row it is in as the raw-text viewer shows it. Returns the ranges.
@@ -135,10 +88,10 @@ async fn spreadsheets_are_ingested_and_cited_by_sheet_and_range_and_poison_ones_
     ];
     let mut ids = Vec::new();
     for (name, ct, bytes, _) in &cases {
-        ids.push(upload(&api, &ws, &alice, name, ct, bytes.clone()).await);
+        ids.push(api.upload_accepted(&ws, &alice, name, ct, bytes.clone()).await);
     }
     for ((name, _, _, want), id) in cases.iter().zip(&ids) {
-        let d = settled(&api, &ws, &alice, id).await;
+        let d = api.settled(&ws, &alice, id, WAIT).await;
         match *want {
             "ingested" => assert_eq!(d["status"], "ingested", "{name}: {d}"),
             code => {
@@ -208,12 +161,12 @@ async fn spreadsheets_are_ingested_and_cited_by_sheet_and_range_and_poison_ones_
     assert!(top["content"].as_str().unwrap().contains("Chi nhánh: Đà Nẵng; Nhân viên: 17; Doanh số quý 1: 640,2"), "{top}");
 
     // Answers cite the row with its sheet and range.
-    let answer = ask(&api, &ws, &alice, "Chi nhánh Đà Nẵng có bao nhiêu nhân viên?", &csv_id).await;
+    let answer = api.ask_about(&ws, &alice, "Chi nhánh Đà Nẵng có bao nhiêu nhân viên?", &csv_id, WAIT).await;
     assert!(answer["content"].as_str().unwrap().contains("Nhân viên: 17"), "{answer}");
     let ranges = check_citations(&api, &ws, &alice, &answer).await;
     assert!(ranges.contains(&"chi-nhanh!A3:C3".to_string()), "{ranges:?}");
 
-    let answer = ask(&api, &ws, &alice, "Tổng doanh thu năm 2023 và 2024 là bao nhiêu?", &xlsx_id).await;
+    let answer = api.ask_about(&ws, &alice, "Tổng doanh thu năm 2023 và 2024 là bao nhiêu?", &xlsx_id, WAIT).await;
     assert!(answer["content"].as_str().unwrap().contains("Tổng: 664.4"), "{answer}");
     let ranges = check_citations(&api, &ws, &alice, &answer).await;
     assert!(ranges.contains(&"Doanh thu!A2:E2".to_string()), "{ranges:?}");

@@ -44,20 +44,6 @@ fn scan_png() -> Vec<u8> {
     png
 }
 
-/// Waits until the document is `ingested` or `failed`; returns its row.
-async fn settled(api: &Api, ws: &str, token: &str, id: &str) -> Value {
-    let path = format!("/v1/workspaces/{ws}/documents/{id}");
-    let started = Instant::now();
-    loop {
-        let (_, d) = api.get(&path, token).await;
-        if matches!(d["status"].as_str(), Some("ingested" | "failed")) {
-            return d;
-        }
-        assert!(started.elapsed() < WAIT, "document {id} neither ingested nor failed: {d}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
-
 fn rect(b: &Value) -> [f32; 4] {
     ["x0", "y0", "x1", "y1"].map(|k| b[k].as_f64().unwrap() as f32)
 }
@@ -142,7 +128,7 @@ async fn images_are_read_by_ocr_cited_with_pixel_boxes_and_shown_with_them_and_b
         ids.push(v["document_id"].as_str().unwrap().to_string());
     }
     for ((name, _, _, want), id) in cases.iter().zip(&ids) {
-        let d = settled(&api, &ws, &alice, id).await;
+        let d = api.settled(&ws, &alice, id, WAIT).await;
         match *want {
             "ingested" => assert_eq!(d["status"], "ingested", "{name}: {d}"),
             code => {

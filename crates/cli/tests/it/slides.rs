@@ -8,7 +8,7 @@
 //! tests (`crates/docparse/src/tests/slide_inputs.rs`, shared with the
 //! parser's unit tests).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -22,53 +22,6 @@ pub(crate) mod slide_inputs;
 use slide_inputs::{encrypted_pptx, odp, pictures_only_pptx, pptx_bomb, pptx_in_parts, sales_deck, truncated_pptx, ODP, PPTX};
 
 const WAIT: Duration = Duration::from_secs(120);
-
-async fn upload(api: &Api, ws: &str, token: &str, name: &str, content_type: &str, bytes: Vec<u8>) -> String {
-    let (s, v) = api.upload(ws, token, name, content_type, bytes).await;
-    assert_eq!(s, StatusCode::ACCEPTED, "{name}: {v}");
-    v["document_id"].as_str().unwrap().to_string()
-}
-
-/// Waits until the document is `ingested` or `failed`; returns its row.
-async fn settled(api: &Api, ws: &str, token: &str, id: &str) -> Value {
-    let path = format!("/v1/workspaces/{ws}/documents/{id}");
-    let started = Instant::now();
-    loop {
-        let (_, d) = api.get(&path, token).await;
-        if matches!(d["status"].as_str(), Some("ingested" | "failed")) {
-            return d;
-        }
-        assert!(started.elapsed() < WAIT, "document {id} neither ingested nor failed: {d}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-/// Asks in a new conversation about one document and waits for the answer.
-async fn ask(api: &Api, ws: &str, token: &str, question: &str, document: &str) -> Value {
-    let (s, conv) = api.post(&format!("/v1/workspaces/{ws}/conversations"), token, json!({})).await;
-    assert_eq!(s, StatusCode::CREATED, "{conv}");
-    let conv = conv["id"].as_str().unwrap().to_string();
-    let (s, posted) = api
-        .post(
-            &format!("/v1/workspaces/{ws}/conversations/{conv}/messages"),
-            token,
-            json!({"content": question, "document_ids": [document]}),
-        )
-        .await;
-    assert_eq!(s, StatusCode::ACCEPTED, "{posted}");
-    let assistant = posted["assistant_message"]["id"].as_str().unwrap().to_string();
-    let path = format!("/v1/workspaces/{ws}/conversations/{conv}/messages/{assistant}");
-    let started = Instant::now();
-    loop {
-        let (_, m) = api.get(&path, token).await;
-        if m["status"] != "pending" {
-            assert_eq!(m["status"], "done", "{m}");
-            return m;
-        }
-        assert!(started.elapsed() < WAIT, "no answer to {question:?}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
 
 /// Every citation slices the raw text exactly and is on the page (slide)
 /// of the segment it is in. Returns each citation's slide number and text.
@@ -117,10 +70,10 @@ async fn presentations_are_ingested_slide_by_slide_and_cited_by_slide_and_poison
     ];
     let mut ids = Vec::new();
     for (name, ct, bytes, _) in &cases {
-        ids.push(upload(&api, &ws, &alice, name, ct, bytes.clone()).await);
+        ids.push(api.upload_accepted(&ws, &alice, name, ct, bytes.clone()).await);
     }
     for ((name, _, _, want), id) in cases.iter().zip(&ids) {
-        let d = settled(&api, &ws, &alice, id).await;
+        let d = api.settled(&ws, &alice, id, WAIT).await;
         match *want {
             "ingested" => {
                 assert_eq!(d["status"], "ingested", "{name}: {d}");
@@ -170,7 +123,7 @@ async fn presentations_are_ingested_slide_by_slide_and_cited_by_slide_and_poison
     assert!(human.contains("ban-hang.pptx  slide 3  chars ") || human.contains("ban-hang.odp  slide 3  chars "), "{human}");
 
     // An answer about the table on slide 2 cites its row there.
-    let answer = ask(&api, &ws, &alice, "Doanh thu miền Nam là bao nhiêu tỷ đồng?", &pptx_id).await;
+    let answer = api.ask_about(&ws, &alice, "Doanh thu miền Nam là bao nhiêu tỷ đồng?", &pptx_id, WAIT).await;
     assert!(answer["content"].as_str().unwrap().contains("538,1"), "{answer}");
     let cited = cited_slides(&api, &ws, &alice, &answer).await;
     assert!(cited.iter().any(|(slide, text)| *slide == 2 && text.contains("Miền Nam")), "{cited:?}");
