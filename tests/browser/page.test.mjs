@@ -91,6 +91,18 @@ test("upload, watch the pipeline, ask, and open every citation on the raw text",
   aliceWorkspace = await page.$eval("#workspace-select", (s) => s.value);
   assert.equal(await page.$eval("#workspace-select", (s) => s.selectedOptions[0].textContent), "Báo cáo tài chính");
 
+  // Pushed, not polled: from here until the PDF is ingested every request
+  // for the document list fails, so each status the page shows came by the
+  // workspace's status stream.
+  const listPath = `/v1/workspaces/${aliceWorkspace}/documents`;
+  let listRequests = 0;
+  const refuseList = (route) => {
+    if (route.request().method() !== "GET") return route.continue();
+    listRequests += 1;
+    return route.abort();
+  };
+  const isList = (url) => url.pathname === listPath;
+  await page.route(isList, refuseList);
   // Three files at once: one good, one corrupt, one empty.
   await page.setInputFiles("#file-input", [pdfPath, join(WORK, "hong.pdf"), join(WORK, "rong.txt")]);
   // Refused at upload: the row keeps the server's reason.
@@ -114,6 +126,8 @@ test("upload, watch the pipeline, ask, and open every citation on the raw text",
   assert.ok(seen.has("ingested"), `the PDF reached ingested (seen: ${[...seen]})`);
   // Pushed, not polled: the page follows the workspace's status stream.
   assert.ok(requests.some((p) => p.endsWith("/documents/events")), "the page opened the document status stream");
+  await page.unroute(isList, refuseList);
+  console.log(`statuses seen without the list: ${[...seen].join(", ")}; list requests refused meanwhile: ${listRequests}`);
   assert.equal(await doc.getAttribute("data-page-count"), "2");
   assert.match(await doc.textContent(), /2 pages/, "an English browser gets the English page");
   await screenshot(page, "documents.png");
