@@ -295,7 +295,7 @@ pub async fn purge(tx: &mut Transaction<'_, Postgres>, workspace_id: &str, id: U
         "UPDATE documents SET parser = NULL, page_count = NULL, segment_count = NULL, char_count = NULL,
                 full_text_uri = NULL, segments_uri = NULL, active_chunking_version = NULL, chunk_count = NULL,
                 embedding_model = NULL, embedding_dimension = NULL, failure_code = NULL, failure_reason = NULL,
-                failed_at = NULL, failed_steps = 0, succeeded_at = NULL, pages_without_text = '{}', ocr_pages = '{}', line_count = NULL, pages = '[]'::jsonb
+                failed_at = NULL, failed_steps = 0, pages_without_text = '{}', ocr_pages = '{}', line_count = NULL, pages = '[]'::jsonb
          WHERE id = $1 AND workspace_id = $2 AND status = 'deleted'",
     )
     .bind(id)

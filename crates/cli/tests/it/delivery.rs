@@ -178,6 +178,28 @@ async fn verify_reports_a_skipped_document_and_repair_recovers_it() {
     t.cleanup().await;
 }
 
+/// A successful DocumentParsed of one empty page.
+fn parsed_event(envelope: rag_events::Envelope, doc: &str) -> rag_events::DocumentParsed {
+    rag_events::DocumentParsed {
+        envelope,
+        document_id: doc.to_string(),
+        parser_name: "text".into(),
+        parser_version: "1".into(),
+        page_count: Some(1),
+        segment_count: Some(0),
+        char_count: Some(0),
+        full_text_uri: None,
+        full_text_sha256: None,
+        segments_uri: None,
+        segments_sha256: None,
+        failure: None,
+        pages_without_text: Vec::new(),
+        ocr_pages: Vec::new(),
+        line_count: None,
+        pages: Vec::new(),
+    }
+}
+
 /// A failed document recovers whatever order its later steps are projected
 /// in. Topics are projected independently: the DocumentParsed redriven
 /// after the failure (it occurred before the failure) may land after the
@@ -185,7 +207,7 @@ async fn verify_reports_a_skipped_document_and_repair_recovers_it() {
 /// Seen in CI as a document failed forever after a redrive.
 #[tokio::test]
 async fn a_failed_document_recovers_whatever_order_its_redriven_steps_land_in() {
-    use rag_events::{DocumentChunked, DocumentIngested, DocumentParsed, Envelope, Failure};
+    use rag_events::{DocumentChunked, DocumentIngested, Envelope, Failure};
     let t = TestEnv::new().await;
     let ws = t.workspace.clone();
     let orders: [[usize; 3]; 6] = [[0, 1, 2], [0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]];
@@ -194,24 +216,7 @@ async fn a_failed_document_recovers_whatever_order_its_redriven_steps_land_in() 
         // The upstream parse, before the failure.
         let mut parsed_envelope = Envelope::originating(&ws, "upstream-parser");
         parsed_envelope.occurred_at -= 60_000;
-        let parsed = DocumentParsed {
-            envelope: parsed_envelope,
-            document_id: doc.clone(),
-            parser_name: "upstream".into(),
-            parser_version: "1".into(),
-            page_count: Some(1),
-            segment_count: Some(0),
-            char_count: Some(0),
-            full_text_uri: None,
-            full_text_sha256: None,
-            segments_uri: None,
-            segments_sha256: None,
-            failure: None,
-            pages_without_text: Vec::new(),
-            ocr_pages: Vec::new(),
-            line_count: None,
-            pages: Vec::new(),
-        };
+        let parsed = parsed_event(parsed_envelope, &doc);
         // The failure: a failed chunking, 30 s after the parse.
         let mut failed_envelope = Envelope::caused_by(&parsed.envelope, "failed-chunker", "chunker");
         failed_envelope.occurred_at = parsed.envelope.occurred_at + 30_000;
@@ -277,7 +282,7 @@ async fn a_failed_document_recovers_whatever_order_its_redriven_steps_land_in() 
 /// recovers when every failed step succeeds again, and only then.
 #[tokio::test]
 async fn a_document_recovers_when_its_failed_steps_succeed_again_and_only_then() {
-    use rag_events::{DocumentChunked, DocumentIngested, DocumentParsed, DocumentUploaded, Envelope, Failure};
+    use rag_events::{DocumentChunked, DocumentIngested, DocumentUploaded, Envelope, Failure};
     use rag_store::documents::{mark_failed, DocumentStatus};
     let t = TestEnv::new().await;
     let ws = t.workspace.clone();
@@ -300,24 +305,7 @@ async fn a_document_recovers_when_its_failed_steps_succeed_again_and_only_then()
         uploaded_by: "u".into(),
         metadata: Default::default(),
     };
-    let parsed = |cause: &Envelope, doc: &str| DocumentParsed {
-        envelope: Envelope::caused_by(cause, "parser", "parser"),
-        document_id: doc.to_string(),
-        parser_name: "text".into(),
-        parser_version: "1".into(),
-        page_count: Some(1),
-        segment_count: Some(0),
-        char_count: Some(0),
-        full_text_uri: None,
-        full_text_sha256: None,
-        segments_uri: None,
-        segments_sha256: None,
-        failure: None,
-        pages_without_text: Vec::new(),
-        ocr_pages: Vec::new(),
-        line_count: None,
-        pages: Vec::new(),
-    };
+    let parsed = |cause: &Envelope, doc: &str| parsed_event(Envelope::caused_by(cause, "parser", "parser"), doc);
     let chunked = |cause: &Envelope, doc: &str, failure: Option<&str>| DocumentChunked {
         envelope: Envelope::caused_by(cause, "chunker", "chunker"),
         document_id: doc.to_string(),
