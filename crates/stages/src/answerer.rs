@@ -202,7 +202,7 @@ impl Answerer {
         let retrieval_ms = retrieval_started.elapsed().as_millis() as u64;
         let deltas = DeltaSender::start(self.retriever.pool.clone(), ws, conversation, assistant);
         let mut on_partial = deltas.callback();
-        let ranker = crate::evidence_ranker::EmbedderRanker(&self.retriever.embedder);
+        let ranker = crate::evidence_ranker::EmbedderRanker { embedder: &self.retriever.embedder, query: &query };
         let answered = answer_question(self.llm.as_ref(), &q.question, &history, &sources, options, Some(&ranker), &mut on_partial).await;
         drop(on_partial);
         deltas.finish().await;

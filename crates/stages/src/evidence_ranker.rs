@@ -9,14 +9,20 @@ use rag_answer::EvidenceRanker;
 use rag_embed::{Embedder, InputKind};
 use tracing::warn;
 
-/// Cosine of the question's and each sentence's vectors, with the
-/// embedder's own query/passage convention (e5's `query: ` / `passage: `).
-pub struct EmbedderRanker<'a>(pub &'a Embedder);
+/// Cosine of the query's and each sentence's vectors, with the embedder's
+/// own query/passage convention (e5's `query: ` / `passage: `).
+pub struct EmbedderRanker<'a> {
+    pub embedder: &'a Embedder,
+    /// What the question was retrieved with: a follow-up ("Còn năm 2022
+    /// thì sao?") condensed into a standalone question, which says what
+    /// the sentences must be about where the follow-up alone does not.
+    pub query: &'a str,
+}
 
 impl EvidenceRanker for EmbedderRanker<'_> {
-    fn rank<'a>(&'a self, question: &'a str, texts: &'a [String]) -> Pin<Box<dyn Future<Output = Option<Vec<f64>>> + Send + 'a>> {
+    fn rank<'a>(&'a self, _question: &'a str, texts: &'a [String]) -> Pin<Box<dyn Future<Output = Option<Vec<f64>>> + Send + 'a>> {
         Box::pin(async move {
-            let query = match self.0.embed(&[question.to_string()], InputKind::Query).await {
+            let query = match self.embedder.embed(&[self.query.to_string()], InputKind::Query).await {
                 Ok(mut v) if v.len() == 1 => v.remove(0),
                 Ok(_) => return None, // no embedder: nothing to rank by
                 Err(e) => {
@@ -24,7 +30,7 @@ impl EvidenceRanker for EmbedderRanker<'_> {
                     return None;
                 }
             };
-            let sentences = match self.0.embed(texts, InputKind::Passage).await {
+            let sentences = match self.embedder.embed(texts, InputKind::Passage).await {
                 Ok(v) if v.len() == texts.len() => v,
                 Ok(_) => return None,
                 Err(e) => {
