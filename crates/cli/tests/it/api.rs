@@ -384,10 +384,13 @@ async fn the_document_stream_pushes_each_status_and_a_resumed_stream_misses_none
     let (_, a) = api.upload(&ws, &alice, "ha-noi.md", "text/markdown", HANOI.as_bytes().to_vec()).await;
     let a = a["document_id"].as_str().unwrap().to_string();
     let (seen, last) = statuses_until(&mut events, &a, "ingested").await;
-    // Pushed in pipeline order (a step may be passed between two reads).
+    // Pushed in pipeline order, never back (a step may be passed between
+    // two reads; a status may repeat: the DocumentIngested projected before
+    // its DocumentChunked changes the active chunking version while the
+    // status waits at `parsed`, and that change is pushed too; seen in CI).
     let order = ["uploaded", "parsed", "chunked", "ingested"];
     let ranks: Vec<usize> = seen.iter().map(|s| order.iter().position(|o| o == s).unwrap()).collect();
-    assert!(ranks.windows(2).all(|w| w[0] < w[1]), "{seen:?}");
+    assert!(ranks.windows(2).all(|w| w[0] <= w[1]), "{seen:?}");
     assert_eq!(seen[0], "uploaded", "the upload itself is pushed: {seen:?}");
 
     // Away while a second document goes through the whole pipeline: the
