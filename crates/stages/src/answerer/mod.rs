@@ -7,8 +7,7 @@
 
 use rag_answer::llm::ChatClient;
 use rag_answer::prompt::Turn;
-use rag_answer::StreamedSection;
-use rag_answer::{answer_question, retrieval_query, AnswerMode, AnswerOutcome, SegmentSpan, SourceChunk};
+use rag_answer::{answer_question, retrieval_query, AnswerMode, SegmentSpan, SourceChunk};
 use rag_bus::{Inbound, Outcome, Positions, Stage, StageIdentity, StageOutput};
 use rag_events::{AnswerProduced, Envelope, EventType, Failure, QuestionAsked};
 use rag_store::messages;
@@ -22,14 +21,17 @@ use crate::common::{decode, producer_name};
 use crate::error::StageError;
 use crate::retriever::{Mode, Retrieval, Retriever};
 
+mod deltas;
+mod metadata;
+
+use deltas::DeltaSender;
+use metadata::{retrieval_json, Asked};
+
 pub const STAGE: &str = "answerer";
 pub const GROUP: &str = "rag-answerer";
 
 /// Earlier turns read for the model and for condensing a follow-up.
 const HISTORY_TURNS: i64 = rag_answer::HISTORY_TURNS as i64;
-/// At most one delta per this long (plus one whenever a section is added
-/// or closes): enough for text to flow, few enough notifications.
-const DELTA_EVERY: std::time::Duration = std::time::Duration::from_millis(120);
 /// How long an answer waits for the projector to have projected its own
 /// question before reading the conversation's history (see `answer`).
 const HISTORY_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
@@ -270,139 +272,6 @@ impl Answerer {
                 .collect(),
             cell_range: geometry.cells.as_ref().map(rag_docparse::CellRange::label),
         })
-    }
-}
-
-/// What retrieval was asked.
-struct Asked<'a> {
-    query: &'a str,
-    /// `question`, `llm` (condensed by the model) or `previous_turn`.
-    query_source: &'static str,
-    /// Condensing, retrieving and reading the chunks' segments.
-    retrieval_ms: u64,
-}
-
-/// What retrieval found, what it was asked, and what grounding did, for
-/// the message metadata.
-fn retrieval_json(r: &Retrieval, asked: &Asked<'_>, outcome: Option<&AnswerOutcome>) -> String {
-    let chunks: Vec<serde_json::Value> = r
-        .chunks
-        .iter()
-        .map(|c| {
-            serde_json::json!({
-                "chunk_id": c.hit.chunk_id, "document_id": c.hit.document_id, "filename": c.hit.filename,
-                "chunking_version": c.hit.chunking_version, "score": c.score,
-                "lexical_rank": c.lexical_rank, "dense_rank": c.dense_rank,
-            })
-        })
-        .collect();
-    let mut v = serde_json::json!({
-        "mode": r.mode, "query_language": r.query_language, "dense_used": r.dense_used, "chunks": chunks,
-        "query": asked.query, "query_source": asked.query_source, "retrieval_ms": asked.retrieval_ms,
-    });
-    if let Some(fusion) = &r.fusion {
-        v["fusion"] = serde_json::to_value(fusion).unwrap_or_default();
-    }
-    if let Some(rerank) = &r.rerank {
-        v["rerank"] = serde_json::to_value(rerank).unwrap_or_default();
-    }
-    if let Some(o) = outcome {
-        v["citation_report"] = serde_json::to_value(&o.report).unwrap_or_default();
-        v["llm_error"] = o.llm_error.clone().into();
-        v["answer_mode"] = o.mode.as_str().into();
-        v["evidence"] = serde_json::json!({"units": o.evidence_units, "chunks": o.evidence_chunks});
-        v["llm_first_token_ms"] = o.first_token.map(|d| d.as_millis() as u64).into();
-        let epoch_ms =
-            |t: Option<std::time::SystemTime>| t.and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok()).map(|d| d.as_millis() as u64);
-        v["llm_first_token_at_ms"] = epoch_ms(o.first_token_at).into();
-        v["llm_first_words_at_ms"] = epoch_ms(o.first_words_at).into();
-        v["llm_streamed"] = o.streamed.into();
-        v["llm_ms"] = o.llm_elapsed.map(|d| d.as_millis() as u64).into();
-        if let Some(t) = &o.timings {
-            v["llm_timings"] = t.clone();
-        }
-    }
-    v.to_string()
-}
-
-/// Sends the answer's text so far as it grows ([`messages::AnswerDelta`]
-/// notifications): the model's callback only queues a snapshot (at most
-/// one per [`DELTA_EVERY`], and one whenever a section is added or
-/// closes); a task sends them in order.
-struct DeltaSender {
-    tx: tokio::sync::mpsc::UnboundedSender<messages::AnswerDelta>,
-    task: tokio::task::JoinHandle<()>,
-    template: messages::AnswerDelta,
-}
-
-impl DeltaSender {
-    fn start(pool: rag_store::sqlx::PgPool, ws: &str, conversation: Uuid, message: Uuid) -> Self {
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<messages::AnswerDelta>();
-        let task = tokio::spawn(async move {
-            while let Some(delta) = rx.recv().await {
-                if let Err(e) = messages::notify_answer_delta(&pool, &delta).await {
-                    // Deltas are a courtesy: the answer itself is the event.
-                    tracing::debug!(error = %e, "sending an answer delta");
-                }
-            }
-        });
-        let template = messages::AnswerDelta {
-            workspace_id: ws.to_string(),
-            conversation_id: conversation,
-            message_id: message,
-            seq: 0,
-            from: 0,
-            sections: vec![],
-        };
-        DeltaSender { tx, task, template }
-    }
-
-    fn callback(&self) -> impl FnMut(&[StreamedSection]) + Send + 'static {
-        let tx = self.tx.clone();
-        let template = self.template.clone();
-        let mut seq = 0u64;
-        let mut last_sent: Option<std::time::Instant> = None;
-        let mut last_shape: (usize, usize) = (0, 0);
-        move |sections: &[StreamedSection]| {
-            let shape = (sections.len(), sections.iter().filter(|s| s.closed).count());
-            // A retry starts the text again from nothing: say so at once.
-            let restarted = shape.0 < last_shape.0;
-            let due = last_sent.is_none_or(|t| t.elapsed() >= DELTA_EVERY);
-            if sections.is_empty() || !(due || restarted || shape != last_shape) {
-                return;
-            }
-            last_shape = shape;
-            last_sent = Some(std::time::Instant::now());
-            let delta = messages::AnswerDelta {
-                seq,
-                sections: sections
-                    .iter()
-                    .map(|s| messages::DeltaSection {
-                        text: s.text.clone(),
-                        closed: s.closed,
-                        citations: s
-                            .citations
-                            .iter()
-                            .map(|c| messages::DeltaCitation {
-                                document_id: c.document_id.clone(),
-                                page_idx: c.page_idx,
-                                char_start: c.char_start,
-                                char_end: c.char_end,
-                                snippet_preview: c.snippet_preview.clone(),
-                            })
-                            .collect(),
-                    })
-                    .collect(),
-                ..template.clone()
-            };
-            seq += 1;
-            let _ = tx.send(delta);
-        }
-    }
-
-    async fn finish(self) {
-        drop(self.tx);
-        let _ = self.task.await;
     }
 }
 

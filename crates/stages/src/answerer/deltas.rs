@@ -1,0 +1,91 @@
+//! The answer's text so far, sent as it grows (ephemeral deltas; the event
+//! stays the record).
+
+use rag_answer::StreamedSection;
+use rag_store::messages;
+use uuid::Uuid;
+
+/// At most one delta per this long (plus one whenever a section is added
+/// or closes): enough for text to flow, few enough notifications.
+const DELTA_EVERY: std::time::Duration = std::time::Duration::from_millis(120);
+
+/// Sends the answer's text so far as it grows ([`messages::AnswerDelta`]
+/// notifications): the model's callback only queues a snapshot (at most
+/// one per [`DELTA_EVERY`], and one whenever a section is added or
+/// closes); a task sends them in order.
+pub(super) struct DeltaSender {
+    tx: tokio::sync::mpsc::UnboundedSender<messages::AnswerDelta>,
+    task: tokio::task::JoinHandle<()>,
+    template: messages::AnswerDelta,
+}
+
+impl DeltaSender {
+    pub(super) fn start(pool: rag_store::sqlx::PgPool, ws: &str, conversation: Uuid, message: Uuid) -> Self {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<messages::AnswerDelta>();
+        let task = tokio::spawn(async move {
+            while let Some(delta) = rx.recv().await {
+                if let Err(e) = messages::notify_answer_delta(&pool, &delta).await {
+                    // Deltas are a courtesy: the answer itself is the event.
+                    tracing::debug!(error = %e, "sending an answer delta");
+                }
+            }
+        });
+        let template = messages::AnswerDelta {
+            workspace_id: ws.to_string(),
+            conversation_id: conversation,
+            message_id: message,
+            seq: 0,
+            from: 0,
+            sections: vec![],
+        };
+        DeltaSender { tx, task, template }
+    }
+
+    pub(super) fn callback(&self) -> impl FnMut(&[StreamedSection]) + Send + 'static {
+        let tx = self.tx.clone();
+        let template = self.template.clone();
+        let mut seq = 0u64;
+        let mut last_sent: Option<std::time::Instant> = None;
+        let mut last_shape: (usize, usize) = (0, 0);
+        move |sections: &[StreamedSection]| {
+            let shape = (sections.len(), sections.iter().filter(|s| s.closed).count());
+            // A retry starts the text again from nothing: say so at once.
+            let restarted = shape.0 < last_shape.0;
+            let due = last_sent.is_none_or(|t| t.elapsed() >= DELTA_EVERY);
+            if sections.is_empty() || !(due || restarted || shape != last_shape) {
+                return;
+            }
+            last_shape = shape;
+            last_sent = Some(std::time::Instant::now());
+            let delta = messages::AnswerDelta {
+                seq,
+                sections: sections
+                    .iter()
+                    .map(|s| messages::DeltaSection {
+                        text: s.text.clone(),
+                        closed: s.closed,
+                        citations: s
+                            .citations
+                            .iter()
+                            .map(|c| messages::DeltaCitation {
+                                document_id: c.document_id.clone(),
+                                page_idx: c.page_idx,
+                                char_start: c.char_start,
+                                char_end: c.char_end,
+                                snippet_preview: c.snippet_preview.clone(),
+                            })
+                            .collect(),
+                    })
+                    .collect(),
+                ..template.clone()
+            };
+            seq += 1;
+            let _ = tx.send(delta);
+        }
+    }
+
+    pub(super) async fn finish(self) {
+        drop(self.tx);
+        let _ = self.task.await;
+    }
+}
