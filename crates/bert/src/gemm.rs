@@ -1,3 +1,4 @@
+// Kept whole at ~400 lines: the packed layout, the cache blocking and the three kernels that read them are one concern (tests are in gemm_tests.rs).
 //! Single-precision matrix products for the encoder.
 //!
 //! The right-hand side is packed once into column panels of [`NR`] floats
