@@ -26,7 +26,7 @@
 //! **Tables.** A table's first row is its header, kept as such
 //! (`Quý | Doanh thu | Lợi nhuận`), and every other row is written with the
 //! header's column names, as a spreadsheet's rows are
-//! (`Quý: Q1; Doanh thu: 312,5; Lợi nhuận: 41,2`, see `sheet.rs` for why),
+//! (`Quý: Q1; Doanh thu: 312,5; Lợi nhuận: 41,2`, see `sheet/mod.rs` for why),
 //! so a retrieved or cited row is never numbers without their columns. A
 //! one-row table is its cells joined by ` | `.
 //!
