@@ -12,7 +12,7 @@
 //! one-byte length norms and a sum over terms, while this ranking takes the
 //! best of a word's variants (`tăng` or `~tang`), and statistics of the
 //! queried documents only. Exact scoring of the matching postings in memory
-//! costs a few milliseconds at 100,000 chunks (see `rag-engine bench`), where
+//! costs a few milliseconds at 100,000 chunks (see `rag-dev bench`), where
 //! the same scoring in SQL took seconds.
 //!
 //! Removing a document marks its chunks dead (their postings are skipped);
@@ -33,18 +33,9 @@ mod tests;
 use dense::dot;
 use quantized::QuantizedVectors;
 
-/// BM25 parameters.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Bm25 {
-    pub k1: f64,
-    pub b: f64,
-}
-
-impl Default for Bm25 {
-    fn default() -> Self {
-        Bm25 { k1: 1.2, b: 0.75 }
-    }
-}
+/// BM25 parameters and query terms are `rag-model`'s: the SQL scorer
+/// takes the same input.
+pub use rag_model::{Bm25, QueryTerm};
 
 /// A searchable chunk as the read models hold it.
 #[derive(Debug, Clone, PartialEq)]
@@ -64,15 +55,6 @@ pub struct IndexedChunk {
 pub struct ChunkVector {
     pub model: String,
     pub values: Vec<f32>,
-}
-
-/// A query term: its word (a word's terms do not add up, the best counts)
-/// and weight.
-#[derive(Debug, Clone, PartialEq)]
-pub struct QueryTerm {
-    pub term: String,
-    pub word: i32,
-    pub weight: f64,
 }
 
 /// A ranked chunk.

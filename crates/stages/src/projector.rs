@@ -219,6 +219,8 @@ impl Stage for Projector {
                       chunk_mappings = purged.chunk_mappings, segments = purged.segments, "document deleted and purged");
             }
             AnyEvent::DocumentParsed(e) => {
+                // Segments parsed before line ranges existed get them from the tiling.
+                let segments = rag_docparse::segments::with_line_ranges(&segments);
                 pipeline::apply_parsed(&mut tx, e, &segments).await?;
                 info!(workspace_id = %e.envelope.workspace_id, document_id = %e.document_id,
                       event_id = %e.envelope.event_id, segments = segments.len(),

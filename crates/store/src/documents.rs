@@ -253,7 +253,7 @@ pub async fn apply_deleted(tx: &mut Transaction<'_, Postgres>, e: &rag_events::D
 /// The document's status, if it has a row (any workspace).
 pub async fn status_of<'e, E: sqlx::PgExecutor<'e>>(executor: E, id: Uuid) -> Result<Option<DocumentStatus>, StoreError> {
     let status: Option<String> = sqlx::query_scalar("SELECT status FROM documents WHERE id = $1").bind(id).fetch_optional(executor).await?;
-    status.map(|s| s.parse()).transpose()
+    Ok(status.map(|s| s.parse()).transpose()?)
 }
 
 /// When the document was uploaded, if it is still on its way to its first

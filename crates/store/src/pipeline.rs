@@ -3,9 +3,8 @@
 //! index.
 
 use chrono::{DateTime, Utc};
-use rag_chunking::Chunk;
-use rag_docparse::Segment;
 use rag_events::{DocumentChunked, DocumentIngested, DocumentParsed, Failure};
+use rag_model::{Chunk, Segment};
 use sqlx::{PgPool, Postgres, Transaction};
 use uuid::Uuid;
 
@@ -43,7 +42,10 @@ async fn fail(
 }
 
 /// DocumentParsed: parse facts, the segments (replacing any earlier ones),
-/// status parsed; or failed with the reason.
+/// status parsed; or failed with the reason. The segments are stored as
+/// given: the caller gives them their line ranges
+/// (`rag_docparse::segments::with_line_ranges` numbers those parsed before
+/// line ranges existed).
 pub async fn apply_parsed(tx: &mut Transaction<'_, Postgres>, e: &DocumentParsed, segments: &[Segment]) -> Result<(), StoreError> {
     let id = doc_id(&e.document_id)?;
     let ws = &e.envelope.workspace_id;
@@ -73,9 +75,6 @@ pub async fn apply_parsed(tx: &mut Transaction<'_, Postgres>, e: &DocumentParsed
     .execute(&mut **tx)
     .await?;
     sqlx::query("DELETE FROM segments WHERE document_id = $1").bind(id).execute(&mut **tx).await?;
-    // Segments parsed before line ranges existed get them from the tiling.
-    let segments = rag_docparse::segments::with_line_ranges(segments);
-    let segments = &segments[..];
     for batch in segments.chunks(1000) {
         let idx: Vec<i32> = batch.iter().map(|s| s.segment_index as i32).collect();
         let page: Vec<i32> = batch.iter().map(|s| s.page_idx as i32).collect();

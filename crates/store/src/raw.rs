@@ -1,9 +1,14 @@
 //! The raw viewer's read side: a document's segments (text, line range and
-//! boxes), its pages, its chunk mappings, and where a cited span is.
-//! Everything is read within one workspace.
+//! line fragments, as stored), its pages, its chunk mappings, and the
+//! segments of a cited span. Everything is read within one workspace.
+//!
+//! Where a span is on the page is `rag-model`'s rule over the stored
+//! segments (`span_geometry`, `span_boxes`, re-exported by `rag-docparse`):
+//! a caller reads [`span_segments`] and computes it; [`span`] and
+//! [`chunk_mappings`] apply that rule for the callers that want the rows
+//! and their geometry in one call.
 
-use rag_docparse::segments::{span_geometry, SpanGeometry};
-use rag_docparse::{CellRange, LineFragment, PageSize, Segment};
+use rag_model::{span_boxes, span_geometry, CellRange, LineFragment, PageBox, PageSize, Segment, SpanGeometry};
 use serde::Serialize;
 use sqlx::types::Json;
 use sqlx::PgPool;
@@ -76,10 +81,10 @@ pub async fn pages(pool: &PgPool, workspace_id: &str, document_id: Uuid) -> Resu
     Ok(pages.map(|p| p.0).unwrap_or_default())
 }
 
-/// Where the characters `[start, end)` of a document are: their boxes
-/// (exactly those characters, one per piece of line), their lines, and in
-/// a spreadsheet the sheet and cells of the rows they are in.
-pub async fn span(pool: &PgPool, workspace_id: &str, document_id: Uuid, start: u64, end: u64) -> Result<SpanGeometry, StoreError> {
+/// The stored segments that overlap the characters `[start, end)` of a
+/// document, in order: what the span's boxes, lines and cells are computed
+/// from (`rag_docparse::segments::span_geometry`).
+pub async fn span_segments(pool: &PgPool, workspace_id: &str, document_id: Uuid, start: u64, end: u64) -> Result<Vec<Segment>, StoreError> {
     let rows: Vec<SegmentRow> = sqlx::query_as(&format!(
         "SELECT {SEGMENT_COLUMNS} FROM segments
          WHERE workspace_id = $1 AND document_id = $2 AND char_start < $4 AND char_end > $3 ORDER BY segment_index"
@@ -90,8 +95,15 @@ pub async fn span(pool: &PgPool, workspace_id: &str, document_id: Uuid, start: u
     .bind(end as i64)
     .fetch_all(pool)
     .await?;
-    let segments: Vec<Segment> = rows.into_iter().map(Segment::from).collect();
-    Ok(span_geometry(&segments, start, end))
+    Ok(rows.into_iter().map(Segment::from).collect())
+}
+
+/// Where the characters `[start, end)` of a document are: their boxes
+/// (exactly those characters, one per piece of line), their lines, and in
+/// a spreadsheet the sheet and cells of the rows they are in
+/// ([`span_segments`] and `span_geometry`).
+pub async fn span(pool: &PgPool, workspace_id: &str, document_id: Uuid, start: u64, end: u64) -> Result<SpanGeometry, StoreError> {
+    Ok(span_geometry(&span_segments(pool, workspace_id, document_id, start, end).await?, start, end))
 }
 
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
@@ -109,11 +121,12 @@ pub struct ChunkMappingRow {
     pub line_end: Option<i32>,
     /// Where the chunk is on its pages (from its segments' line fragments).
     #[sqlx(skip)]
-    pub boxes: Vec<rag_docparse::PageBox>,
+    pub boxes: Vec<PageBox>,
 }
 
 /// A document's chunk mappings (every chunking version it has), each with
-/// the boxes of its characters.
+/// the boxes of its characters (`span_boxes` over the document's line
+/// fragments).
 pub async fn chunk_mappings(pool: &PgPool, workspace_id: &str, document_id: Uuid) -> Result<Vec<ChunkMappingRow>, StoreError> {
     let mut rows: Vec<ChunkMappingRow> = sqlx::query_as(
         "SELECT chunk_id, chunking_version, chunk_index, page_start, page_end, segment_start_index,
@@ -127,7 +140,7 @@ pub async fn chunk_mappings(pool: &PgPool, workspace_id: &str, document_id: Uuid
     let segments = segments(pool, workspace_id, document_id).await?;
     let fragments: Vec<&LineFragment> = segments.iter().flat_map(|s| s.boxes.0.iter()).collect();
     for r in &mut rows {
-        r.boxes = rag_docparse::geometry::span_boxes(fragments.iter().copied(), r.char_start as u64, r.char_end as u64);
+        r.boxes = span_boxes(fragments.iter().copied(), r.char_start as u64, r.char_end as u64);
     }
     Ok(rows)
 }

@@ -16,9 +16,9 @@ pub struct SearchScope<'a> {
     pub document_ids: &'a [Uuid],
 }
 
-/// BM25 parameters and query terms are the in-memory scorer's: both
-/// scorers take the same input and must rank alike.
-pub use rag_searchindex::{Bm25, QueryTerm};
+/// BM25 parameters and query terms are `rag-model`'s, the in-memory
+/// scorer's input too: both scorers take the same input and must rank alike.
+pub use rag_model::{Bm25, QueryTerm};
 
 /// A chunk of the index, as retrieval returns it.
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow, serde::Serialize)]

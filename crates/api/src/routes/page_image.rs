@@ -89,7 +89,10 @@ pub async fn page_image(
         None => return Err(ApiError::not_found("page")),
     };
     let boxes = match highlight {
-        Some((a, b)) => rag_store::raw::span(state.pool(), &ws, id, a, b).await?.boxes,
+        Some((a, b)) => {
+            let segments = rag_store::raw::span_segments(state.pool(), &ws, id, a, b).await?;
+            rag_docparse::geometry::span_boxes(segments.iter().flat_map(|s| &s.boxes), a, b)
+        }
         None => Vec::new(),
     };
     let drawn: Vec<rag_docparse::Rect> = boxes.iter().filter(|b| b.page_idx == size.page_idx).map(|b| b.rect).collect();

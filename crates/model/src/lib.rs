@@ -1,0 +1,29 @@
+//! The plain data types every layer shares: a document's segments and
+//! where their text is on the page (line fragments, boxes, page sizes,
+//! spreadsheet cells), its chunks, the lexical scorers' query terms and
+//! BM25 parameters, and the document status rule.
+//!
+//! A leaf: no I/O, nothing but serde. The parser (`rag-docparse`) and
+//! chunking (`rag-chunking`) make these values, the read models
+//! (`rag-store`) keep them, the stages and the API pass them on; each of
+//! those crates re-exports the types it used to define, so their old paths
+//! still work. The only logic here is what belongs to the types: a span's
+//! boxes and lines from its segments ([`span_boxes`], [`span_geometry`]),
+//! a cell range's A1 label, a status's rank.
+
+pub mod cells;
+pub mod chunk;
+pub mod geometry;
+pub mod search;
+pub mod segment;
+pub mod status;
+
+pub use cells::{column_name, CellRange, CellText};
+pub use chunk::Chunk;
+pub use geometry::{span_boxes, Axis, LineFragment, PageBox, PageSize, Rect};
+pub use search::{Bm25, QueryTerm};
+pub use segment::{span_geometry, Segment, SpanGeometry};
+pub use status::{DocumentStatus, UnknownStatus};
+
+#[cfg(test)]
+mod tests;
