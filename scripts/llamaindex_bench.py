@@ -1,13 +1,13 @@
-"""The LlamaIndex side of `rag-engine bench` (part `llamaindex`).
+"""The LlamaIndex side of `rag-dev bench` (part `llamaindex`).
 
-Runs the corpus that `rag-engine bench` wrote (the same generated documents,
+Runs the corpus that `rag-dev bench` wrote (the same generated documents,
 encoder texts, retrieval fixtures and queries it measured itself) through
 LlamaIndex on this machine, with the same all-MiniLM-L6-v2 directory, and
 prints one JSON object on stdout. Progress goes to stderr.
 
 Started by scripts/llamaindex-bench, which creates the virtualenv; not meant
 to be run by hand (the corpus layout is rag-engine's, see
-crates/cli/src/bench/llamaindex.rs).
+crates/devtools/src/bench/llamaindex.rs).
 
 What is measured, each the way a LlamaIndex user would do it by default:
 - encoder: HuggingFaceEmbedding(model_dir).get_text_embedding_batch on the

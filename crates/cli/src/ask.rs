@@ -13,7 +13,7 @@ use rag_bus::EventProducer;
 use rag_events::{Codec, Envelope, QuestionAsked};
 use rag_store::messages::{self, MessageStatus};
 
-use crate::config::Settings;
+use rag_app::config::{DatabaseSettings, KafkaSettings};
 
 #[derive(Args, Debug)]
 pub struct AskArgs {
@@ -59,9 +59,18 @@ fn stream_to_terminal(shown: &mut String, text: &str) {
     *shown = text.to_string();
 }
 
-pub async fn ask(s: &Settings, args: AskArgs) -> anyhow::Result<ExitCode> {
-    let pool = rag_store::connect(&s.store()).await.context("connecting to Postgres (DATABASE_URL)")?;
-    let producer = EventProducer::new(&s.bus(), Codec::embedded()?, "rag-engine/cli")?;
+/// What `ask` reads: the broker it asks on, the database it waits on.
+#[derive(clap::Args, Debug)]
+pub struct AskSettings {
+    #[command(flatten)]
+    pub kafka: KafkaSettings,
+    #[command(flatten)]
+    pub database: DatabaseSettings,
+}
+
+pub async fn ask(s: &AskSettings, args: AskArgs) -> anyhow::Result<ExitCode> {
+    let pool = rag_store::connect(&s.database.store()).await.context("connecting to Postgres (DATABASE_URL)")?;
+    let producer = EventProducer::new(&s.kafka.client_bus()?, Codec::embedded()?, "rag-engine/cli")?;
     let conversation = args.conversation.unwrap_or_else(uuid::Uuid::now_v7);
     let (user_message, assistant_message) = (uuid::Uuid::now_v7(), uuid::Uuid::now_v7());
     let event = QuestionAsked {

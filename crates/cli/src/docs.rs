@@ -3,7 +3,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Subcommand;
 
-use crate::config::{validate_workspace, Settings};
+use rag_app::config::{validate_workspace, BlobSettings, DatabaseSettings, KafkaSettings};
 
 #[derive(Subcommand, Debug)]
 pub enum DocsCommand {
@@ -86,8 +86,20 @@ fn human_size(n: Option<i64>) -> String {
     }
 }
 
-pub async fn docs(s: &Settings, cmd: DocsCommand) -> anyhow::Result<ExitCode> {
-    let pool = rag_store::connect(&s.store()).await.context("connecting to Postgres (DATABASE_URL)")?;
+/// What `docs` reads: the database, the originals (page images), and the
+/// broker a deletion is announced on.
+#[derive(clap::Args, Debug)]
+pub struct DocsSettings {
+    #[command(flatten)]
+    pub kafka: KafkaSettings,
+    #[command(flatten)]
+    pub database: DatabaseSettings,
+    #[command(flatten)]
+    pub blobs: BlobSettings,
+}
+
+pub async fn docs(s: &DocsSettings, cmd: DocsCommand) -> anyhow::Result<ExitCode> {
+    let pool = rag_store::connect(&s.database.store()).await.context("connecting to Postgres (DATABASE_URL)")?;
     match cmd {
         DocsCommand::List { workspace, json } => {
             validate_workspace(&workspace)?;
@@ -165,7 +177,7 @@ pub async fn docs(s: &Settings, cmd: DocsCommand) -> anyhow::Result<ExitCode> {
                 Some(d) if d.status != rag_store::documents::DocumentStatus::Deleted => {}
                 _ => anyhow::bail!("document {id} not found in workspace {workspace}"),
             }
-            let producer = rag_bus::EventProducer::new(&s.bus(), rag_events::Codec::embedded()?, "rag-engine/cli")?;
+            let producer = rag_bus::EventProducer::new(&s.kafka.client_bus()?, rag_events::Codec::embedded()?, "rag-engine/cli")?;
             let event = rag_events::DocumentDeleted {
                 envelope: rag_events::Envelope::originating(&workspace, format!("rag-engine/cli@{}", env!("CARGO_PKG_VERSION"))),
                 document_id: id.to_string(),
@@ -184,7 +196,7 @@ pub async fn docs(s: &Settings, cmd: DocsCommand) -> anyhow::Result<ExitCode> {
                 anyhow::bail!("document {id} not found in workspace {workspace}");
             };
             let out = out.unwrap_or_else(|| format!("page-{page}.png").into());
-            let shown = crate::page_png::write(s, &pool, &d, page, highlight, dpi, &out).await?;
+            let shown = crate::page_png::write(&s.blobs, &pool, &d, page, highlight, dpi, &out).await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&shown)?);
             } else {

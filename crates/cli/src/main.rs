@@ -1,18 +1,26 @@
-//! `rag-engine`: runs the pipeline's stages and the operator/user commands
-//! (the command line; everything else is in the `rag_engine` library).
+//! `rag-engine`: runs the pipeline's stages, the user commands (upload,
+//! docs, search, ask, setup) and the operator commands of `rag-ops`. The
+//! configuration and the stages come from `rag-app`; benchmarks, the chaos
+//! harness and evaluations are a separate binary (`rag-dev`, not shipped).
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use rag_engine::config::Settings;
-use rag_engine::{ask, bench, chaos, dlq, docs, eval, rebuild, replay, run, search, setup, token, upload, verify};
+mod ask;
+mod docs;
+mod page_png;
+mod search;
+mod setup;
+mod upload;
+
+use rag_app::config::{DatabaseSettings, JwtSettings, KafkaSettings, LogFormat, Settings};
+use rag_app::run;
+use rag_ops::{dlq, rebuild, replay, token, verify};
 
 const AFTER_HELP: &str = "\
 Other environment variables:
   RUST_LOG              log filter (default: info,rdkafka=warn,sqlx=warn)
-  RAG_ENGINE_FAILPOINT  testing only: <point>:<n> hangs the process at the n-th hit
-                        of a failpoint so a test can kill it there
 
 Every command that prints data takes --json. Exit status is non-zero on failure.";
 
@@ -22,50 +30,103 @@ Every command that prints data takes --json. Exit status is non-zero on failure.
 struct Cli {
     #[command(subcommand)]
     command: Command,
-    #[command(flatten)]
-    settings: Settings,
+    /// Log format on stderr: text or json.
+    #[arg(long, env = "LOG_FORMAT", default_value = "text", global = true)]
+    log_format: LogFormat,
 }
 
+/// Each command takes the setting groups it uses (its `--help` lists them
+/// with their variables and defaults); `run` and the operator commands take
+/// them all.
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Run pipeline stages until SIGINT/SIGTERM (`all`: every stage in one process).
-    Run(run::RunArgs),
+    Run {
+        #[command(flatten)]
+        args: run::RunArgs,
+        #[command(flatten)]
+        settings: Settings,
+    },
     /// Apply the database migrations (embedded in the binary).
-    Migrate,
+    Migrate {
+        #[command(flatten)]
+        database: DatabaseSettings,
+    },
     /// Create what the pipeline needs: topics, bucket, migrations. Idempotent.
-    Init,
+    Init {
+        #[command(flatten)]
+        settings: setup::InitSettings,
+    },
     /// Manage Kafka topics.
-    #[command(subcommand)]
-    Topics(setup::TopicsCommand),
+    Topics {
+        #[command(subcommand)]
+        command: setup::TopicsCommand,
+        #[command(flatten)]
+        kafka: KafkaSettings,
+    },
     /// Store files (or whole directories) and produce DocumentUploaded for each.
-    Upload(upload::UploadArgs),
+    Upload {
+        #[command(flatten)]
+        args: upload::UploadArgs,
+        #[command(flatten)]
+        settings: upload::UploadCommandSettings,
+    },
     /// Inspect documents.
-    #[command(subcommand)]
-    Docs(docs::DocsCommand),
-    /// Benchmarks on the real stack: every part and its goal, or one part (prints numbers; never a test).
-    Bench(bench::BenchArgs),
+    Docs {
+        #[command(subcommand)]
+        command: docs::DocsCommand,
+        #[command(flatten)]
+        settings: docs::DocsSettings,
+    },
     /// Ask a question; waits for the answer and prints it with numbered citations.
-    Ask(ask::AskArgs),
+    Ask {
+        #[command(flatten)]
+        args: ask::AskArgs,
+        #[command(flatten)]
+        settings: ask::AskSettings,
+    },
     /// Search a workspace: ranked chunks with scores and positions.
-    Search(search::SearchArgs),
-    /// Quality evaluations on the real stack.
-    #[command(subcommand)]
-    Eval(eval::EvalCommand),
+    Search {
+        #[command(flatten)]
+        args: search::SearchArgs,
+        #[command(flatten)]
+        settings: search::SearchSettings,
+    },
     /// Mint a bearer token for the HTTP API (signed with JWT_SECRET).
-    Token(token::TokenArgs),
+    Token {
+        #[command(flatten)]
+        args: token::TokenArgs,
+        #[command(flatten)]
+        jwt: JwtSettings,
+    },
     /// Rebuild the read models by replaying every topic.
-    #[command(subcommand)]
-    Rebuild(rebuild::RebuildCommand),
+    Rebuild {
+        #[command(subcommand)]
+        command: rebuild::RebuildCommand,
+        #[command(flatten)]
+        settings: Settings,
+    },
     /// Replay retained events into new read models (re-chunking).
-    #[command(subcommand)]
-    Replay(replay::ReplayCommand),
+    Replay {
+        #[command(subcommand)]
+        command: replay::ReplayCommand,
+        #[command(flatten)]
+        settings: Settings,
+    },
     /// Dead letters: list, show, redrive.
-    #[command(subcommand)]
-    Dlq(dlq::DlqCommand),
-    /// Fault injection on the local stack (kills stages, restarts services), then invariant checks; prints a JSON summary.
-    Chaos(chaos::ChaosArgs),
+    Dlq {
+        #[command(subcommand)]
+        command: dlq::DlqCommand,
+        #[command(flatten)]
+        settings: Settings,
+    },
     /// Check the log against the read models: no position past a log end, no document or question stuck (exit 1 if any; --repair re-drives them).
-    Verify(verify::VerifyArgs),
+    Verify {
+        #[command(flatten)]
+        args: verify::VerifyArgs,
+        #[command(flatten)]
+        settings: Settings,
+    },
 }
 
 fn main() -> ExitCode {
@@ -75,7 +136,7 @@ fn main() -> ExitCode {
         return ExitCode::from(u8::try_from(rag_stages::parse_worker::serve()).unwrap_or(1));
     }
     let cli = Cli::parse();
-    let json_logs = cli.settings.log_format == rag_engine::config::LogFormat::Json;
+    let json_logs = cli.log_format == LogFormat::Json;
     if let Err(e) = rag_telemetry::init_logs(json_logs) {
         eprintln!("error: {e}");
         return ExitCode::FAILURE;
@@ -88,24 +149,20 @@ fn main() -> ExitCode {
         }
     };
     let result = runtime.block_on(async move {
-        let s = &cli.settings;
         match cli.command {
-            Command::Run(args) => run::run(s, args).await,
-            Command::Migrate => setup::migrate(s).await,
-            Command::Init => setup::init(s).await,
-            Command::Topics(cmd) => setup::topics(s, cmd).await,
-            Command::Upload(args) => upload::upload(s, args).await,
-            Command::Docs(cmd) => docs::docs(s, cmd).await,
-            Command::Bench(cmd) => bench::bench(s, cmd).await,
-            Command::Search(args) => search::search(s, args).await,
-            Command::Ask(args) => ask::ask(s, args).await,
-            Command::Eval(cmd) => eval::eval(s, cmd).await,
-            Command::Token(args) => token::token(s, args),
-            Command::Dlq(cmd) => dlq::dlq(s, cmd).await,
-            Command::Replay(cmd) => replay::replay(s, cmd).await,
-            Command::Rebuild(cmd) => rebuild::rebuild(s, cmd).await,
-            Command::Verify(args) => verify::verify(s, args).await,
-            Command::Chaos(args) => chaos::chaos(s, args).await,
+            Command::Run { args, settings } => run::run(&settings, args).await,
+            Command::Migrate { database } => setup::migrate(&database).await,
+            Command::Init { settings } => setup::init(&settings).await,
+            Command::Topics { command, kafka } => setup::topics(&kafka, command).await,
+            Command::Upload { args, settings } => upload::upload(&settings, args).await,
+            Command::Docs { command, settings } => docs::docs(&settings, command).await,
+            Command::Search { args, settings } => search::search(&settings, args).await,
+            Command::Ask { args, settings } => ask::ask(&settings, args).await,
+            Command::Token { args, jwt } => token::token(&jwt, args),
+            Command::Dlq { command, settings } => dlq::dlq(&settings, command).await,
+            Command::Replay { command, settings } => replay::replay(&settings, command).await,
+            Command::Rebuild { command, settings } => rebuild::rebuild(&settings, command).await,
+            Command::Verify { args, settings } => verify::verify(&settings, args).await,
         }
     });
     match result {

@@ -11,7 +11,7 @@ use rag_docparse::{PageSize, Rect};
 use rag_store::documents::DocumentRow;
 use serde::Serialize;
 
-use crate::config::Settings;
+use rag_app::config::BlobSettings;
 
 #[derive(Debug, Serialize)]
 pub struct PagePng {
@@ -24,7 +24,7 @@ pub struct PagePng {
 }
 
 pub async fn write(
-    s: &Settings,
+    s: &BlobSettings,
     pool: &rag_store::sqlx::PgPool,
     d: &DocumentRow,
     page: u32,

@@ -6,7 +6,7 @@ use anyhow::Context;
 use clap::Args;
 use rag_stages::retriever::Mode;
 
-use crate::config::Settings;
+use rag_app::config::{DatabaseSettings, EmbeddingSettings, RetrievalSettings, StageSettings};
 
 #[derive(Args, Debug)]
 pub struct SearchArgs {
@@ -29,14 +29,29 @@ pub struct SearchArgs {
     json: bool,
 }
 
-pub async fn search(s: &Settings, args: SearchArgs) -> anyhow::Result<ExitCode> {
-    let pool = rag_store::connect(&s.store()).await.context("connecting to Postgres (DATABASE_URL)")?;
-    let mut retriever = s.retriever(pool)?;
+/// What `search` reads: the database, the embedder and the retrieval
+/// settings (the same retriever as the answerer's).
+#[derive(clap::Args, Debug)]
+pub struct SearchSettings {
+    #[command(flatten)]
+    pub database: DatabaseSettings,
+    #[command(flatten)]
+    pub embedding: EmbeddingSettings,
+    #[command(flatten)]
+    pub retrieval: RetrievalSettings,
+}
+
+pub async fn search(s: &SearchSettings, args: SearchArgs) -> anyhow::Result<ExitCode> {
+    let pool = rag_store::connect(&s.database.store()).await.context("connecting to Postgres (DATABASE_URL)")?;
+    // A remote embedder retries as the stages would (STAGE_* from the
+    // environment, else their defaults).
+    let retry = rag_app::config::from_env::<StageSettings>()?.retry();
+    let mut retriever = s.retrieval.retriever_with(&s.embedding, pool, s.embedding.embedder(retry)?)?;
     // One query per process: loading the workspace's in-memory index
     // (seconds for a large one) would cost more than the SQL scorer, which
     // ranks the same.
     retriever.search_index = None;
-    let top_k = args.top_k.unwrap_or(s.retrieval_top_k).max(1);
+    let top_k = args.top_k.unwrap_or(s.retrieval.retrieval_top_k).max(1);
     let result = retriever.retrieve(&args.workspace, &args.query, top_k, &args.documents, args.mode).await?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&result)?);

@@ -11,7 +11,7 @@ use rag_bus::EventProducer;
 use rag_events::Codec;
 use serde::Serialize;
 
-use crate::config::{validate_workspace, Settings};
+use rag_app::config::{validate_workspace, BlobSettings, KafkaSettings, UploadSettings};
 
 #[derive(Args, Debug)]
 pub struct UploadArgs {
@@ -86,14 +86,26 @@ pub fn guess_content_type(path: &Path) -> String {
     }
 }
 
-pub async fn upload(s: &Settings, args: UploadArgs) -> anyhow::Result<ExitCode> {
+/// What `upload` reads: the bucket originals go to, the broker they are
+/// announced on, and the size limit.
+#[derive(clap::Args, Debug)]
+pub struct UploadCommandSettings {
+    #[command(flatten)]
+    pub kafka: KafkaSettings,
+    #[command(flatten)]
+    pub blobs: BlobSettings,
+    #[command(flatten)]
+    pub uploads: UploadSettings,
+}
+
+pub async fn upload(s: &UploadCommandSettings, args: UploadArgs) -> anyhow::Result<ExitCode> {
     validate_workspace(&args.workspace)?;
     let files = collect(&args.paths)?;
     if files.is_empty() {
         anyhow::bail!("no files found under {}", args.paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "));
     }
-    let blobs = BlobStore::new(&s.blobs());
-    let producer = EventProducer::new(&s.bus(), Codec::embedded()?, "rag-engine/cli-upload")?;
+    let blobs = BlobStore::new(&s.blobs.blobs());
+    let producer = EventProducer::new(&s.kafka.client_bus()?, Codec::embedded()?, "rag-engine/cli-upload")?;
     let total: u64 = files.iter().map(|(_, n)| n).sum();
     let bar = ProgressBar::new(total);
     if args.json {
@@ -174,7 +186,7 @@ struct LocalFile<'a> {
 }
 
 async fn upload_one(
-    s: &Settings,
+    s: &UploadCommandSettings,
     args: &UploadArgs,
     blobs: &BlobStore,
     producer: &EventProducer,
@@ -182,12 +194,12 @@ async fn upload_one(
 ) -> anyhow::Result<(String, String, String, u64)> {
     let LocalFile { path, filename, content_type, metadata } = file;
     let on_disk = tokio::fs::metadata(path).await.with_context(|| path.display().to_string())?.len();
-    if on_disk > s.upload_max_bytes {
-        anyhow::bail!("file is {on_disk} bytes, over the limit of {} (UPLOAD_MAX_BYTES)", s.upload_max_bytes);
+    if on_disk > s.uploads.upload_max_bytes {
+        anyhow::bail!("file is {on_disk} bytes, over the limit of {} (UPLOAD_MAX_BYTES)", s.uploads.upload_max_bytes);
     }
     let (sha256, size) = rag_blobs::hash_file(path).await?;
-    if size > s.upload_max_bytes {
-        anyhow::bail!("file is {size} bytes, over the limit of {} (UPLOAD_MAX_BYTES)", s.upload_max_bytes);
+    if size > s.uploads.upload_max_bytes {
+        anyhow::bail!("file is {size} bytes, over the limit of {} (UPLOAD_MAX_BYTES)", s.uploads.upload_max_bytes);
     }
     let mut metadata = metadata.clone();
     metadata.insert("source_path".to_string(), path.display().to_string());

@@ -1,7 +1,9 @@
 //! Crash-test hooks. `RAG_ENGINE_FAILPOINT=<name>:<n>` makes the process
 //! stop dead at the n-th time it reaches the named point: it prints
 //! `FAILPOINT <name> reached` on stderr and hangs, so a test can SIGKILL it
-//! at exactly that moment. Unset in production; costs one atomic add.
+//! at exactly that moment. Compiled in with the `failpoints` feature only
+//! (the test command's build); without it `from_env` never sets one, and a
+//! `hit` is an immediate return.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -26,8 +28,15 @@ impl Failpoint {
         Some(Failpoint { name: name.to_string(), at, seen: AtomicU64::new(0) })
     }
 
+    #[cfg(feature = "failpoints")]
     pub fn from_env() -> Option<Failpoint> {
         std::env::var("RAG_ENGINE_FAILPOINT").ok().and_then(|s| Failpoint::parse(&s))
+    }
+
+    /// Without the `failpoints` feature the variable is not read at all.
+    #[cfg(not(feature = "failpoints"))]
+    pub fn from_env() -> Option<Failpoint> {
+        None
     }
 
     /// Hangs forever (until killed) when this is the configured hit.

@@ -1,6 +1,6 @@
 //! Hybrid retrieval: BM25 over the inverted index and nearest neighbours
 //! over pgvector, fused by `rag_retrieval::fuse` (language-aware). Used by
-//! the answerer, `rag-engine search` and `rag-engine eval retrieval`.
+//! the answerer, `rag-engine search` and `rag-dev eval retrieval`.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -23,14 +23,19 @@ pub enum Mode {
     Hybrid,
 }
 
+/// A retrieval mode name that is not one of lexical, dense, hybrid.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown retrieval mode {0:?} (lexical, dense, hybrid)")]
+pub struct UnknownMode(pub String);
+
 impl std::str::FromStr for Mode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = UnknownMode;
+    fn from_str(s: &str) -> Result<Self, UnknownMode> {
         match s {
             "lexical" => Ok(Mode::Lexical),
             "dense" => Ok(Mode::Dense),
             "hybrid" => Ok(Mode::Hybrid),
-            other => Err(format!("unknown retrieval mode {other:?} (lexical, dense, hybrid)")),
+            other => Err(UnknownMode(other.to_string())),
         }
     }
 }

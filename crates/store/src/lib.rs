@@ -17,6 +17,7 @@ pub mod pipeline;
 pub mod raw;
 pub mod search;
 pub mod status;
+#[cfg(any(test, feature = "test-support"))]
 pub mod testing;
 mod transitions;
 pub mod workspaces;

@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::api_client::*;
 use crate::app::TestApp;
 use crate::common::*;
-use rag_engine::run::StageName;
+use rag_app::run::StageName;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 

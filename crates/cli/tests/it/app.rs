@@ -8,8 +8,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rag_engine::config::Settings;
-use rag_engine::run::{start_api, start_stages, StageName, StageTasks};
+use rag_app::config::Settings;
+use rag_app::run::{start_api, start_stages, StageName, StageTasks};
 use rag_telemetry::PrometheusHandle;
 use tokio_util::sync::CancellationToken;
 

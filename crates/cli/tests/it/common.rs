@@ -67,7 +67,7 @@ where
 /// The stages of a test's apps, so cleanup stops them before deleting
 /// their topics (deleting topics under running consumers broke the local
 /// broker's connections and crashed the test process).
-pub type LiveApps = Arc<Mutex<Vec<(tokio_util::sync::CancellationToken, Arc<tokio::sync::Mutex<rag_engine::run::StageTasks>>)>>>;
+pub type LiveApps = Arc<Mutex<Vec<(tokio_util::sync::CancellationToken, Arc<tokio::sync::Mutex<rag_app::run::StageTasks>>)>>>;
 
 pub struct TestEnv {
     pub env: HashMap<String, String>,
@@ -193,15 +193,36 @@ impl TestEnv {
     }
 
     pub fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_rag-engine"));
+        self.command_of(Path::new(env!("CARGO_BIN_EXE_rag-engine")), args)
+    }
+
+    /// `rag-dev` (benchmarks, chaos, evaluations): another package's
+    /// binary, so cargo gives no `CARGO_BIN_EXE_` for it; it is built next to
+    /// `rag-engine` by any workspace build (the test command's included).
+    pub fn dev_command(&self, args: &[&str]) -> Command {
+        let exe = Path::new(env!("CARGO_BIN_EXE_rag-engine")).with_file_name("rag-dev");
+        assert!(
+            exe.exists(),
+            "{} is not built: build the workspace (`cargo build --workspace --bins`) or run the test command",
+            exe.display()
+        );
+        self.command_of(&exe, args)
+    }
+
+    fn command_of(&self, exe: &Path, args: &[&str]) -> Command {
+        let mut cmd = Command::new(exe);
         cmd.args(args).envs(&self.env).env("RUST_LOG", "info,rdkafka=warn,sqlx=warn").kill_on_drop(true);
         cmd
     }
 
     /// Runs a command to completion; returns (status ok, stdout, stderr).
     pub async fn run(&self, args: &[&str]) -> (bool, String, String) {
-        let out = self.command(args).stdin(Stdio::null()).output().await.unwrap();
-        (out.status.success(), String::from_utf8_lossy(&out.stdout).to_string(), String::from_utf8_lossy(&out.stderr).to_string())
+        output_of(self.command(args)).await
+    }
+
+    /// Runs a `rag-dev` command to completion, like [`TestEnv::run`].
+    pub async fn run_dev(&self, args: &[&str]) -> (bool, String, String) {
+        output_of(self.dev_command(args)).await
     }
 
     /// Starts a long-running process (a stage) with its stderr captured.
@@ -307,9 +328,11 @@ impl Process {
     /// documented `FAILPOINT <name> reached` line on stderr and hangs
     /// (`rag_stages::failpoint`), so the test can SIGKILL it right there.
     pub async fn wait_for_failpoint(&self, timeout: Duration) {
-        wait_until("the process to reach its failpoint", timeout, || async {
-            self.lines.lock().unwrap().iter().any(|l| l.starts_with("FAILPOINT ") && l.ends_with(" reached"))
-        })
+        wait_until(
+            "the process to reach its failpoint (a build without `--features rag-engine/failpoints` never does; scripts/test turns it on)",
+            timeout,
+            || async { self.lines.lock().unwrap().iter().any(|l| l.starts_with("FAILPOINT ") && l.ends_with(" reached")) },
+        )
         .await;
     }
 
@@ -382,4 +405,9 @@ pub async fn read_all(brokers: &str, topic: &str) -> Vec<rdkafka::message::Owned
     })
     .await
     .unwrap()
+}
+
+async fn output_of(mut command: Command) -> (bool, String, String) {
+    let out = command.stdin(Stdio::null()).output().await.unwrap();
+    (out.status.success(), String::from_utf8_lossy(&out.stdout).to_string(), String::from_utf8_lossy(&out.stderr).to_string())
 }

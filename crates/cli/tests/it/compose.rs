@@ -101,9 +101,9 @@ fn env_of(service: &Value) -> HashMap<String, String> {
     out
 }
 
-/// `[env: NAME=...] [default: VALUE]` pairs from `rag-engine --help`.
+/// `[env: NAME=...] [default: VALUE]` pairs from `rag-engine run --help` (run takes every setting).
 fn env_defaults() -> Vec<(String, String)> {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rag-engine")).arg("--help").output().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rag-engine")).args(["run", "--help"]).output().unwrap();
     let help = String::from_utf8(out.stdout).unwrap().replace('\n', " ");
     let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
     let mut pairs = Vec::new();
@@ -224,5 +224,36 @@ fn dashboard_queries_only_metrics_the_code_exports() {
                 }
             }
         }
+    }
+}
+
+/// The variables `rag-engine COMMAND --help` lists.
+fn env_names_of(command: &[&str]) -> BTreeSet<String> {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rag-engine")).args(command).arg("--help").output().unwrap();
+    assert!(out.status.success(), "{command:?} --help");
+    let help = String::from_utf8(out.stdout).unwrap();
+    help.split("[env: ")
+        .skip(1)
+        .map(|part| part.chars().take_while(|c| c.is_ascii_uppercase() || *c == '_' || c.is_ascii_digit()).collect())
+        .collect()
+}
+
+#[test]
+fn each_command_lists_only_the_settings_it_reads() {
+    let run = env_names_of(&["run"]);
+    assert!(run.len() >= 100, "run takes every setting: {run:?}");
+    let token = env_names_of(&["token"]);
+    assert_eq!(token, ["JWT_AUDIENCE", "JWT_MAX_TTL_SECS", "JWT_SECRET", "LOG_FORMAT"].map(String::from).into(), "token");
+    let migrate = env_names_of(&["migrate"]);
+    assert!(migrate.contains("DATABASE_URL") && !migrate.iter().any(|n| n.starts_with("KAFKA_") || n.starts_with("S3_")), "{migrate:?}");
+    let search = env_names_of(&["search"]);
+    assert!(search.contains("EMBEDDER") && search.contains("RETRIEVAL_TOP_K") && search.contains("DATABASE_URL"), "{search:?}");
+    assert!(!search.iter().any(|n| n.starts_with("KAFKA_") || n.starts_with("STAGE_") || n.starts_with("API_")), "{search:?}");
+    let upload = env_names_of(&["upload"]);
+    assert!(upload.contains("UPLOAD_MAX_BYTES") && upload.contains("S3_BUCKET") && upload.contains("KAFKA_BROKERS"), "{upload:?}");
+    assert!(!upload.iter().any(|n| n.starts_with("ANSWER_") || n.starts_with("EMBEDDING_")), "{upload:?}");
+    // Every variable some command reads is one `run` reads.
+    for command in [&token, &migrate, &search, &upload] {
+        assert!(command.is_subset(&run), "{:?}", command.difference(&run).collect::<Vec<_>>());
     }
 }

@@ -1,4 +1,4 @@
-//! `rag-engine eval retrieval` and `eval answers` end to end on the repository's small
+//! `rag-dev eval retrieval` and `eval answers` end to end on the repository's small
 //! Vietnamese/English BEIR set: ingestion through the real pipeline, every
 //! mode, per-language rows, and the language-aware fusion (Vietnamese
 //! queries with the English-only local model rank exactly as lexical).
@@ -10,7 +10,7 @@ async fn eval_retrieval_reports_every_mode_per_language() {
     let model_dir = stack_env().get("MINILM_MODEL_DIR").cloned().expect("MINILM_MODEL_DIR");
     let t = TestEnv::new().await.with_env(&[("EMBEDDING_MODEL_DIR", &model_dir), ("EMBEDDING_THREADS", "1")]);
     let dir = repo_root().join("eval/vi-sample");
-    let (ok, out, err) = t.run(&["eval", "retrieval", dir.to_str().unwrap(), "--embedder", "local", "--json"]).await;
+    let (ok, out, err) = t.run_dev(&["eval", "retrieval", dir.to_str().unwrap(), "--embedder", "local", "--json"]).await;
     assert!(ok, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     for mode in ["lexical", "dense", "hybrid"] {
@@ -34,7 +34,7 @@ async fn eval_retrieval_reports_every_mode_per_language() {
 async fn eval_answers_scores_extractive_answers_through_the_pipeline() {
     let t = TestEnv::new().await;
     let dir = repo_root().join("eval/vi-dev");
-    let (ok, out, err) = t.run(&["eval", "answers", dir.to_str().unwrap(), "--json"]).await;
+    let (ok, out, err) = t.run_dev(&["eval", "answers", dir.to_str().unwrap(), "--json"]).await;
     assert!(ok, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["run"]["questions"], 48);

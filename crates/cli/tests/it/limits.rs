@@ -12,7 +12,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use crate::api_client::*;
 use crate::app::TestApp;
 use crate::common::*;
-use rag_engine::run::StageName;
+use rag_app::run::StageName;
 
 fn retry_after(headers: &reqwest::header::HeaderMap) -> u64 {
     headers.get("retry-after").and_then(|v| v.to_str().ok()).and_then(|v| v.parse().ok()).expect("a Retry-After header")

@@ -1,0 +1,281 @@
+//! `rag-dev eval answers DIR`: a SQuAD-style set (passages, questions,
+//! the answer text and the passage that holds it, or nulls for a question
+//! the passages do not answer) through the real pipeline: the passages are
+//! ingested into a fresh workspace, every question is produced as
+//! QuestionAsked and answered by the answerer stage (extractive, or the
+//! configured LLM), and the projected answers are scored as a user would
+//! judge them: the answer inside a cited span, the gold passage cited,
+//! citations that do not slice the raw text, sections shown without
+//! support, abstention on unanswerable questions (and citations given to
+//! them), seconds to the first words on the page and to the whole answer;
+//! overall and per question language.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use clap::Args;
+use rag_bus::EventProducer;
+use rag_events::{Codec, Envelope, QuestionAsked};
+use rag_store::messages::MessageStatus;
+use serde::Deserialize;
+
+use super::answer_scores::{score, totals, unanswerable, Asked, Scored, Totals};
+use super::dataset::{corpus_items, documents_by_corpus_id, read_jsonl, CorpusDoc, Query};
+use crate::ingest::{ingest, IngestOptions};
+use rag_app::config::Settings;
+
+#[derive(Args, Debug)]
+pub struct AnswersArgs {
+    /// Dataset directory: corpus.jsonl, queries.jsonl, answers.jsonl (`query-id`, `corpus-id`, `answer`).
+    dir: PathBuf,
+    /// Ask only the first N questions.
+    #[arg(long)]
+    max_questions: Option<usize>,
+    /// Seconds to wait for each answer.
+    #[arg(long, default_value_t = 300)]
+    timeout: u64,
+    /// Uploads in flight while ingesting.
+    #[arg(long, default_value_t = 16)]
+    concurrency: usize,
+    /// Print JSON: {"all": {...}, "by_language": {...}, "unanswerable": {...}, "questions": [...], "run": {...}}.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Deserialize)]
+struct GoldAnswer {
+    #[serde(rename = "query-id")]
+    query_id: String,
+    /// None: the passages do not answer the question.
+    #[serde(rename = "corpus-id")]
+    corpus_id: Option<String>,
+    answer: Option<String>,
+}
+
+/// Waits for the answer to `assistant` until `timeout` after `asked_at`:
+/// the first streamed words (a delta with text, heard on the answer-delta
+/// channel) and the projected message. None when it did not come in time.
+async fn await_answer(
+    pool: &rag_store::sqlx::PgPool,
+    listener: &mut rag_store::sqlx::postgres::PgListener,
+    pipeline: &mut crate::ingest::Pipeline,
+    workspace: &str,
+    assistant: uuid::Uuid,
+    asked_at: Instant,
+    timeout: Duration,
+) -> anyhow::Result<Option<(rag_store::messages::MessageRow, Option<(Duration, u64)>)>> {
+    let mut first_words: Option<(Duration, u64)> = None;
+    loop {
+        if let Some(failed) = pipeline.failed_stage() {
+            anyhow::bail!("a stage stopped during the run: {failed}");
+        }
+        if let Some(m) = rag_store::messages::get(pool, workspace, assistant).await? {
+            if m.status != MessageStatus::Pending {
+                return Ok(Some((m, first_words)));
+            }
+        }
+        if asked_at.elapsed() >= timeout {
+            return Ok(None);
+        }
+        // Deltas, or 100 ms: whichever comes first.
+        if let Ok(Ok(n)) = tokio::time::timeout(Duration::from_millis(100), listener.recv()).await {
+            if first_words.is_none() {
+                let delta: Option<rag_store::messages::AnswerDelta> = serde_json::from_str(n.payload()).ok();
+                if delta.is_some_and(|d| d.message_id == assistant && d.sections.iter().any(|s| !s.text.trim().is_empty())) {
+                    let epoch_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+                    first_words = Some((asked_at.elapsed(), epoch_ms));
+                }
+            }
+        }
+    }
+}
+
+pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<ExitCode> {
+    let corpus: Vec<CorpusDoc> = read_jsonl(&args.dir.join("corpus.jsonl"))?;
+    let queries: Vec<Query> = read_jsonl(&args.dir.join("queries.jsonl"))?;
+    let gold: Vec<GoldAnswer> = read_jsonl(&args.dir.join("answers.jsonl"))?;
+    let text_of: HashMap<&str, &str> = queries.iter().map(|q| (q.id.as_str(), q.text.as_str())).collect();
+    let mut asked: Vec<(&GoldAnswer, &str)> = gold.iter().filter_map(|g| text_of.get(g.query_id.as_str()).map(|t| (g, *t))).collect();
+    if let Some(n) = args.max_questions {
+        asked.truncate(n);
+    }
+    anyhow::ensure!(!corpus.is_empty() && !asked.is_empty(), "the dataset has no passages or no questions");
+    let answers_by =
+        if s.answers.answer_llm_base_url.as_deref().unwrap_or("").is_empty() { "extractive" } else { "the LLM (extractive as fallback)" };
+    let unanswerable_count = asked.iter().filter(|(g, _)| g.answer.is_none()).count();
+    eprintln!(
+        "eval answers: {} passages, {} questions ({unanswerable_count} not answered by the passages), answers by {answers_by}",
+        corpus.len(),
+        asked.len()
+    );
+
+    let items = std::sync::Arc::new(corpus_items(&corpus));
+    let run = ingest(
+        s,
+        "eval",
+        corpus.len(),
+        IngestOptions { keep_running: true, ..IngestOptions::new(args.concurrency, args.json) },
+        move |i| items[i].clone(),
+    )
+    .await?;
+    let mut pipeline = run.pipeline.context("the pipeline stopped after the ingest")?;
+    eprintln!("eval answers: ingested in {:.1} s into workspace {}", run.total_seconds, run.workspace);
+    let by_corpus = documents_by_corpus_id(&run.pool, &run.workspace).await?;
+    let mut raw_texts: HashMap<String, Vec<char>> = HashMap::new();
+    for document in by_corpus.values() {
+        if let Some(full) = rag_store::raw::full_text(&run.pool, &run.workspace, *document).await? {
+            raw_texts.insert(document.to_string(), full);
+        }
+    }
+    let mut listener = rag_store::sqlx::postgres::PgListener::connect_with(&run.pool).await.context("listening for answer deltas")?;
+    listener.listen(rag_store::messages::ANSWER_DELTAS_CHANNEL).await.context("listening for answer deltas")?;
+
+    let producer = EventProducer::new(&pipeline.settings.bus(), Codec::embedded()?, "rag-engine/eval")?;
+    let mut scored: Vec<Scored> = Vec::new();
+    let started = Instant::now();
+    for (i, (g, question)) in asked.iter().enumerate() {
+        let assistant = uuid::Uuid::now_v7();
+        let event = QuestionAsked {
+            envelope: Envelope::originating(&run.workspace, "rag-engine/eval"),
+            conversation_id: uuid::Uuid::now_v7().to_string(),
+            user_message_id: uuid::Uuid::now_v7().to_string(),
+            assistant_message_id: assistant.to_string(),
+            question: question.to_string(),
+            asked_by: "eval".into(),
+            top_k: None,
+            document_ids: Vec::new(),
+        };
+        let asked_at = Instant::now();
+        producer.send(&event).await.context("producing QuestionAsked")?;
+        let timeout = Duration::from_secs(args.timeout);
+        let (message, first_words) = await_answer(&run.pool, &mut listener, &mut pipeline, &run.workspace, assistant, asked_at, timeout)
+            .await?
+            .with_context(|| format!("no answer to {} within {} s", g.query_id, args.timeout))?;
+        let latency = asked_at.elapsed();
+        let language = rag_retrieval::detect_language(question).code();
+        let gold_document = g.corpus_id.as_ref().and_then(|c| by_corpus.get(c)).map(|d| d.to_string());
+        let asked_question = Asked { id: &g.query_id, language, gold_document: gold_document.as_deref(), answer: g.answer.as_deref() };
+        let s = score(
+            &asked_question,
+            &message.metadata,
+            message.status,
+            &raw_texts,
+            first_words.map_or(latency, |f| f.0),
+            latency,
+            first_words.map(|f| f.1),
+        );
+        if !args.json {
+            let verdict = if s.answerable {
+                format!(
+                    "gold cited {}  answer in a citation {}",
+                    if s.gold_cited { "yes" } else { "no " },
+                    if s.answer_in_citation { "yes" } else { "no " }
+                )
+            } else {
+                format!("unanswerable: {}", if s.abstained && s.citations == 0 { "abstained" } else { "ANSWERED" })
+            };
+            eprintln!(
+                "[{}/{}] {} {:<10} first words {:>6} ms  answer {:>6} ms  {verdict}{}",
+                i + 1,
+                asked.len(),
+                g.query_id,
+                s.mode,
+                s.first_token_ms,
+                s.latency_ms,
+                if s.bad_slices > 0 { format!("  {} bad slices", s.bad_slices) } else { String::new() }
+            );
+        }
+        scored.push(s);
+    }
+    let question_seconds = started.elapsed().as_secs_f64();
+    pipeline.stop().await;
+
+    let all = totals(scored.iter());
+    let none = unanswerable(scored.iter());
+    let mut by_language: BTreeMap<String, Totals> = BTreeMap::new();
+    for lang in ["vi", "en", "other"] {
+        let t = totals(scored.iter().filter(|s| s.language == lang));
+        if t.questions > 0 {
+            by_language.insert(lang.to_string(), t);
+        }
+    }
+    let bad_slices: usize = scored.iter().map(|s| s.bad_slices).sum();
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "all": all, "by_language": by_language, "unanswerable": none, "questions": scored,
+                "run": {"passages": corpus.len(), "questions": asked.len(), "answers_by": answers_by,
+                        "llm_model": s.answers.answer_llm_model.clone().unwrap_or_default(), "embedder": s.embedding.embedder_choice().to_string(),
+                        "evidence_chars": s.answers.evidence_chars(),
+                        "ingest_seconds": run.total_seconds, "question_seconds": question_seconds, "workspace": run.workspace},
+            }))?
+        );
+    } else {
+        println!(
+            "answers on {} ({} passages, {} questions; answers by {answers_by}; embedder {})",
+            args.dir.display(),
+            corpus.len(),
+            asked.len(),
+            s.embedding.embedder_choice()
+        );
+        println!(
+            "{:<8} {:>9} {:>6} {:>9} {:>11} {:>12} {:>9} {:>10} {:>11} {:>14} {:>14} {:>10}",
+            "language",
+            "answerable",
+            "failed",
+            "abstained",
+            "gold cited",
+            "answer cited",
+            "bad slice",
+            "unlocated",
+            "unsupported",
+            "first p50/p95",
+            "whole p50/p95",
+            "LLM tokens"
+        );
+        for (lang, t) in std::iter::once(("all".to_string(), &all)).chain(by_language.iter().map(|(l, t)| (l.clone(), t))) {
+            println!(
+                "{lang:<8} {:>9} {:>6} {:>9} {:>10.1}% {:>11.1}% {:>9} {:>10} {:>11} {:>14} {:>14} {:>10}",
+                t.questions,
+                t.failed,
+                t.abstained,
+                100.0 * t.gold_cited,
+                100.0 * t.answer_in_citation,
+                t.bad_slices,
+                t.unlocated_quotes,
+                t.unsupported_sections,
+                format!("{:.1}/{:.1} s", t.first_token_ms.p50 as f64 / 1000.0, t.first_token_ms.p95 as f64 / 1000.0),
+                format!("{:.1}/{:.1} s", t.latency_ms.p50 as f64 / 1000.0, t.latency_ms.p95 as f64 / 1000.0),
+                t.llm_tokens
+            );
+        }
+        if none.questions > 0 {
+            println!(
+                "unanswerable: {} questions, {:.1}% abstained, {} citations given to them",
+                none.questions,
+                100.0 * none.abstained,
+                none.citations
+            );
+        }
+        if all.llama_ms.p50 > 0 {
+            println!(
+                "answerable, LLM: retrieval p50 {} ms; prompt p50 {} tokens; prefill {:.0} tokens/s, decode {:.1} tokens/s; \
+                 llama.cpp alone p50 {:.1} s, the whole answer {:.2}x that (p50); the page's first words {} ms (p50) / {} ms (p95) after the model's",
+                all.retrieval_ms.p50,
+                all.prompt_tokens.p50,
+                all.prefill_tokens_per_s,
+                all.decode_tokens_per_s,
+                all.llama_ms.p50 as f64 / 1000.0,
+                all.latency_over_llama,
+                all.stream_lag_ms.p50,
+                all.stream_lag_ms.p95
+            );
+        }
+        println!("workspace {}: ingest {:.1} s, questions {:.1} s", run.workspace, run.total_seconds, question_seconds);
+    }
+    Ok(if bad_slices == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}

@@ -1,0 +1,30 @@
+//! `rag-dev eval`: quality measured on public datasets through the real
+//! pipeline: retrieval (`retrieval.rs`, nDCG and recall per mode and
+//! language) and answers (`answers.rs`, what a user feels of an answer).
+//! Both read their dataset through `dataset.rs`.
+
+use std::process::ExitCode;
+
+use clap::Subcommand;
+
+use rag_app::config::Settings;
+
+mod answer_scores;
+mod answers;
+mod dataset;
+mod retrieval;
+
+#[derive(Subcommand, Debug)]
+pub enum EvalCommand {
+    /// Retrieval quality on a BEIR-format dataset (corpus.jsonl, queries.jsonl, qrels/test.tsv).
+    Retrieval(retrieval::RetrievalArgs),
+    /// Answer quality on a SQuAD-style set (corpus.jsonl, queries.jsonl, answers.jsonl): every question through the real pipeline.
+    Answers(answers::AnswersArgs),
+}
+
+pub async fn eval(s: &Settings, cmd: EvalCommand) -> anyhow::Result<ExitCode> {
+    match cmd {
+        EvalCommand::Retrieval(args) => retrieval::eval_retrieval(s, args).await,
+        EvalCommand::Answers(args) => answers::eval_answers(s, args).await,
+    }
+}

@@ -1,0 +1,10 @@
+//! Operator commands of rag-engine, reached as `rag-engine dlq|replay|
+//! rebuild|verify|token`: they repair and inspect a running deployment
+//! (docs/operations.md) and ship in the product image, unlike the
+//! development tools of `rag-devtools`.
+
+pub mod dlq;
+pub mod rebuild;
+pub mod replay;
+pub mod token;
+pub mod verify;

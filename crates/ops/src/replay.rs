@@ -1,0 +1,292 @@
+//! `rag-engine replay chunking`: re-runs chunking over the retained
+//! DocumentParsed events into another chunking version. The chunker runs
+//! here, in a consumer group of its own that reads the topic from the
+//! beginning up to its end as of the start; the running pipeline's indexer
+//! builds the new version beside the old one, and the projector flips each
+//! document to it once it is fully ingested (removing the old version in
+//! the same transaction). Queries keep working throughout and read exactly
+//! one version of each document.
+
+use std::collections::{BTreeSet, HashMap};
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use rag_bus::{headers, EventProducer, Inbound, Outcome, Stage, StageIdentity, StageOutput};
+use rag_events::{Codec, DocumentParsed, EventType};
+use rag_stages::chunker::{self, Chunker};
+use rag_stages::StageError;
+use rag_store::documents::DocumentStatus;
+use rag_store::sqlx::PgPool;
+use tokio_util::sync::CancellationToken;
+
+use rag_app::config::Settings;
+
+#[derive(Subcommand, Debug)]
+pub enum ReplayCommand {
+    /// Re-chunk parsed documents with another profile (e.g. `fine@1`); needs `rag-engine run` (indexer, projector) running.
+    Chunking(ChunkingArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ChunkingArgs {
+    /// The profile `name@version` to chunk with (shipped: default@1, fine@1).
+    #[arg(long)]
+    pub profile: String,
+    /// Only this workspace.
+    #[arg(long)]
+    pub workspace: Option<String>,
+    /// Only this document (repeatable).
+    #[arg(long = "document")]
+    pub documents: Vec<uuid::Uuid>,
+    /// Seconds to wait for the replayed documents to be ingested in the new version.
+    #[arg(long, default_value_t = 1800)]
+    pub timeout: u64,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// What a replay did (printed by the command, reported by `bench`).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ReplaySummary {
+    pub profile: String,
+    pub workspace: Option<String>,
+    /// DocumentParsed events read (the whole topic up to its end as of the start).
+    pub events_read: i64,
+    pub documents: usize,
+    pub documents_on_new_version: i64,
+    pub documents_failed_or_deleted: i64,
+    pub events_skipped: u64,
+    pub chunks: i64,
+    pub chunking_seconds: f64,
+    /// From the start until every replayed document is ingested on the new version.
+    pub duration_seconds: f64,
+}
+
+#[derive(Default)]
+struct Progress {
+    /// Next offset per partition (what the replay has consumed).
+    next: HashMap<i32, i64>,
+    /// Documents handed to the chunker.
+    replayed: BTreeSet<String>,
+    skipped: u64,
+}
+
+/// The chunker, restricted to the selected documents, recording progress.
+struct Replaying {
+    chunker: Chunker,
+    /// A group of its own per run: the replay always reads from the
+    /// beginning and never moves the offsets of the pipeline's chunker.
+    group: String,
+    pool: PgPool,
+    workspace: Option<String>,
+    documents: Vec<String>,
+    progress: Arc<Mutex<Progress>>,
+}
+
+impl Replaying {
+    fn selected(&self, msg: &Inbound, event: &DocumentParsed) -> bool {
+        let ws = msg.header(headers::WORKSPACE_ID).map(|w| String::from_utf8_lossy(w).into_owned());
+        self.workspace.as_ref().is_none_or(|w| Some(w) == ws.as_ref() || *w == event.envelope.workspace_id)
+            && (self.documents.is_empty() || self.documents.contains(&event.document_id))
+            && event.failure.is_none()
+    }
+
+    fn record(&self, msg: &Inbound, replayed: Option<String>) {
+        if let Ok(mut p) = self.progress.lock() {
+            p.next.insert(msg.partition, msg.offset + 1);
+            match replayed {
+                Some(doc) => {
+                    p.replayed.insert(doc);
+                }
+                None => p.skipped += 1,
+            }
+        }
+    }
+}
+
+impl Stage for Replaying {
+    type Error = StageError;
+
+    fn identity(&self) -> StageIdentity {
+        StageIdentity { name: "replay-chunker", group: self.group.clone(), ..self.chunker.identity() }
+    }
+
+    async fn process(&self, msg: &Inbound) -> Result<Outcome, StageError> {
+        let payload = msg.payload.as_deref().unwrap_or_default();
+        let event: DocumentParsed = match self.chunker.output.codec().decode(payload) {
+            Ok(e) => e,
+            Err(_) => {
+                // Undecodable records were dead-lettered by the pipeline already.
+                self.record(msg, None);
+                return Ok(Outcome::Applied);
+            }
+        };
+        let live = match uuid::Uuid::parse_str(&event.document_id) {
+            Ok(id) => rag_store::documents::status_of(&self.pool, id)
+                .await?
+                .is_some_and(|s| !matches!(s, DocumentStatus::Deleted | DocumentStatus::Uploaded)),
+            Err(_) => false,
+        };
+        if !(live && self.selected(msg, &event)) {
+            self.record(msg, None);
+            return Ok(Outcome::Applied);
+        }
+        let outcome = self.chunker.process(msg).await?;
+        self.record(msg, Some(event.document_id));
+        Ok(outcome)
+    }
+}
+
+pub async fn replay(s: &Settings, cmd: ReplayCommand) -> anyhow::Result<ExitCode> {
+    let ReplayCommand::Chunking(args) = cmd;
+    let summary = replay_chunking(s, &args).await?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&summary)?);
+    } else {
+        println!(
+            "replayed {} document(s) onto {}: {} ingested ({} chunks), {} failed or deleted; {} events read, {} skipped; {:.1} s",
+            summary.documents,
+            summary.profile,
+            summary.documents_on_new_version,
+            summary.chunks,
+            summary.documents_failed_or_deleted,
+            summary.events_read,
+            summary.events_skipped,
+            summary.duration_seconds
+        );
+    }
+    Ok(if summary.documents_failed_or_deleted == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// Replays DocumentParsed into `args.profile` and waits until every
+/// replayed document is ingested on it (needs the indexer and projector
+/// running on the same topics). Progress bars unless `args.json`.
+pub async fn replay_chunking(s: &Settings, args: &ChunkingArgs) -> anyhow::Result<ReplaySummary> {
+    let profile = rag_chunking::profile(&args.profile).ok_or_else(|| {
+        let known: Vec<String> = rag_chunking::profiles().iter().map(|p| p.id()).collect();
+        anyhow::anyhow!("unknown profile {:?}; known: {}", args.profile, known.join(", "))
+    })?;
+    if let Some(ws) = &args.workspace {
+        rag_app::config::validate_workspace(ws)?;
+    }
+    let started = Instant::now();
+    let bus = s.bus();
+    let pool = rag_store::connect(&s.store()).await.context("connecting to Postgres (DATABASE_URL)")?;
+    let codec = Codec::embedded()?;
+    let topic = bus.topics.of(EventType::DocumentParsed);
+    let ends: HashMap<i32, i64> = rag_bus::admin::watermarks(&bus, &topic)
+        .await
+        .with_context(|| format!("reading the watermarks of {topic} (KAFKA_BROKERS)"))?
+        .into_iter()
+        .filter(|(_, low, high)| high > low)
+        .map(|(p, _, high)| (p, high))
+        .collect();
+    let total: i64 = ends.values().sum();
+    let chunker = Chunker {
+        blobs: rag_blobs::BlobStore::new(&s.blobs()),
+        output: StageOutput::new(EventProducer::new(&bus, codec.clone(), "rag-engine/replay")?, chunker::STAGE),
+        profile: profile.clone(),
+        counter: s.embedding.token_counter()?,
+    };
+    let progress = Arc::new(Mutex::new(Progress::default()));
+    let replaying = Replaying {
+        chunker,
+        group: format!("{}.replay-{}", chunker::group(&profile), uuid::Uuid::now_v7()),
+        pool: pool.clone(),
+        workspace: args.workspace.clone(),
+        documents: args.documents.iter().map(|d| d.to_string()).collect(),
+        progress: progress.clone(),
+    };
+    let bar = ProgressBar::new(total.max(0) as u64);
+    if args.json {
+        bar.set_draw_target(ProgressDrawTarget::hidden());
+    }
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} chunking   [{elapsed_precise}] {bar:30} {pos}/{len} events {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let shutdown = CancellationToken::new();
+    let stage = if total > 0 {
+        let dlq = EventProducer::new(&bus, codec.clone(), "rag-engine/replay-dlq")?;
+        let (bus, shutdown) = (bus.clone(), shutdown.clone());
+        Some(tokio::spawn(async move { rag_bus::stage::run_stage(&bus, Arc::new(replaying), dlq, shutdown).await }))
+    } else {
+        None
+    };
+    // Phase 1: every retained DocumentParsed (as of the start) is chunked.
+    if let Some(mut stage) = stage {
+        loop {
+            let (consumed, replayed) = {
+                let p = progress.lock().map_err(|_| anyhow::anyhow!("progress lock poisoned"))?;
+                let consumed: i64 = ends.iter().map(|(part, end)| p.next.get(part).copied().unwrap_or(0).min(*end)).sum();
+                (consumed, p.replayed.len())
+            };
+            bar.set_position(consumed as u64);
+            bar.set_message(format!("({replayed} documents)"));
+            if consumed >= total {
+                break;
+            }
+            tokio::select! {
+                r = &mut stage => anyhow::bail!("the replay's chunker stopped: {:?}", r),
+                _ = tokio::time::sleep(Duration::from_millis(200)) => {}
+            }
+        }
+        shutdown.cancel();
+        let _ = stage.await;
+    }
+    bar.finish_and_clear();
+    let (replayed, skipped) = {
+        let p = progress.lock().map_err(|_| anyhow::anyhow!("progress lock poisoned"))?;
+        (p.replayed.iter().cloned().collect::<Vec<_>>(), p.skipped)
+    };
+    let chunked_secs = started.elapsed().as_secs_f64();
+    // Phase 2: the pipeline ingests the new version and flips each document.
+    let version = profile.id();
+    let ids: Vec<uuid::Uuid> = replayed.iter().filter_map(|d| uuid::Uuid::parse_str(d).ok()).collect();
+    let bar = ProgressBar::new(ids.len() as u64);
+    if args.json {
+        bar.set_draw_target(ProgressDrawTarget::hidden());
+    }
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} ingesting  [{elapsed_precise}] {bar:30} {pos}/{len} documents on {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar.set_message(version.clone());
+    let deadline = Instant::now() + Duration::from_secs(args.timeout);
+    let (flipped, failed, chunks) = loop {
+        let rag_store::operations::ReplayProgress { flipped, gone: failed, chunks } =
+            rag_store::operations::replay_progress(&pool, &ids, &version).await?;
+        bar.set_position((flipped + failed) as u64);
+        if flipped + failed >= ids.len() as i64 {
+            break (flipped, failed, chunks);
+        }
+        if Instant::now() > deadline {
+            bar.finish_and_clear();
+            anyhow::bail!(
+                "{} of {} replayed documents are not ingested on {version} after {} s: is `rag-engine run` (indexer, projector) running?",
+                ids.len() as i64 - flipped - failed,
+                ids.len(),
+                args.timeout
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    };
+    bar.finish_and_clear();
+    Ok(ReplaySummary {
+        profile: version,
+        workspace: args.workspace.clone(),
+        events_read: total,
+        documents: ids.len(),
+        documents_on_new_version: flipped,
+        documents_failed_or_deleted: failed,
+        events_skipped: skipped,
+        chunks,
+        chunking_seconds: (chunked_secs * 10.0).round() / 10.0,
+        duration_seconds: (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
+    })
+}
