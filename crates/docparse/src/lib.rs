@@ -41,8 +41,8 @@ pub(crate) use limits::OutputBudget;
 pub use limits::{Limits, MAX_OUTPUT_CHARS};
 pub use ocr::{OcrError, OcrPage, OcrWord};
 pub use segments::{char_slice, Block, Segment};
-pub use sniff::sniff;
 pub(crate) use sniff::OLE_MAGIC;
+pub use sniff::{sniff, SniffError};
 
 pub const PARSER_NAME: &str = "rag-docparse";
 /// Bump when the output for the same input changes.

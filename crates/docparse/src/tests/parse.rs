@@ -328,21 +328,49 @@ proptest! {
 fn uploads_are_sniffed_by_their_bytes_and_names() {
     use crate::{sniff, Format};
     assert!(sniff(Format::Pdf, "a.pdf", b"%PDF-1.7\n...").is_ok());
-    assert!(sniff(Format::Pdf, "a.pdf", b"<html>").unwrap_err().contains("PDF"));
+    assert!(sniff(Format::Pdf, "a.pdf", b"<html>").unwrap_err().to_string().contains("PDF"));
     assert!(sniff(Format::Docx, "a.docx", b"PK\x03\x04rest").is_ok());
     assert!(sniff(Format::Docx, "a.docx", b"%PDF").is_err());
     assert!(sniff(Format::Text, "notes.txt", "Xin chào thế giới".as_bytes()).is_ok());
     // A head cut inside a character is still text.
     assert!(sniff(Format::Text, "notes.txt", &"thế".as_bytes()[..3]).is_ok());
-    assert!(sniff(Format::Text, "a.txt", b"MZ\x90\x00").unwrap_err().contains("binary"));
-    assert!(sniff(Format::Text, "a.txt", b"abc\0def").unwrap_err().contains("NUL"));
+    assert!(sniff(Format::Text, "a.txt", b"MZ\x90\x00").unwrap_err().to_string().contains("binary"));
+    assert!(sniff(Format::Text, "a.txt", b"abc\0def").unwrap_err().to_string().contains("NUL"));
     assert!(sniff(Format::Text, "a.txt", b"\xff\xfe\x00b").is_err());
-    assert!(sniff(Format::Text, "setup.exe", b"hello").unwrap_err().contains(".exe"));
+    assert!(sniff(Format::Text, "setup.exe", b"hello").unwrap_err().to_string().contains(".exe"));
     assert!(sniff(Format::Html, "x.SVG", b"<svg/>").is_err());
     assert!(sniff(Format::Text, "app.js", b"alert(1)").is_err());
     assert!(sniff(Format::DocAi, "ocr.json", b"  {\"text\": \"\"}").is_ok());
     assert!(sniff(Format::DocAi, "ocr.json", b"[1, 2]").is_err());
     assert!(sniff(Format::Html, "page.html", b"\xEF\xBB\xBF<html></html>").is_ok());
+}
+
+#[test]
+fn a_sniff_refusal_is_a_type_whose_text_is_the_reason_given() {
+    use crate::{sniff, Format, SniffError};
+    let refusals: [(Format, &str, &[u8], SniffError, &str); 5] = [
+        (Format::Text, "Setup.EXE", b"hello", SniffError::NeverADocument("exe".into()), "files ending in .exe are not documents"),
+        (
+            Format::Odp,
+            "a.odp",
+            b"%PDF",
+            SniffError::NotZip("an ODP presentation"),
+            "the file is not a zip archive, as an ODP presentation is",
+        ),
+        (
+            Format::Csv,
+            "a.csv",
+            b"\x7fELF",
+            SniffError::BinaryMagic("\x7fELF".into()),
+            "the file is binary (it starts with \"\\u{7f}ELF\"), not text",
+        ),
+        (Format::Text, "a.txt", b"ab\xffc", SniffError::NotUtf8(2), "the file is not UTF-8 text (invalid byte at 2)"),
+        (Format::DocAi, "a.json", b"[]", SniffError::NotJsonObject, "the file is not a JSON object, as Document AI output is"),
+    ];
+    for (format, filename, head, error, text) in refusals {
+        assert_eq!(sniff(format, filename, head), Err(error.clone()));
+        assert_eq!(error.to_string(), text);
+    }
 }
 
 #[test]
