@@ -34,6 +34,29 @@ impl DocumentStatus {
         matches!(self, DocumentStatus::Uploaded | DocumentStatus::Parsed | DocumentStatus::Chunked)
     }
 
+    /// The success steps, in pipeline order: their ranks are 0 to 3 and
+    /// their bits in a document's projected steps `1 << rank`.
+    pub const STEPS: [DocumentStatus; 4] =
+        [DocumentStatus::Uploaded, DocumentStatus::Parsed, DocumentStatus::Chunked, DocumentStatus::Ingested];
+
+    /// This step's bit in the projected step bits; 0 for a status that is
+    /// not a step (failed, deleted).
+    pub fn step_bit(self) -> i16 {
+        if Self::STEPS.contains(&self) {
+            1 << self.rank()
+        } else {
+            0
+        }
+    }
+
+    /// The rule the read models show a status by: the last step of the
+    /// unbroken run from the upload in `bits` (a step projected before its
+    /// predecessor does not count yet); None when the upload itself is
+    /// missing. `rag_store::status` writes this same rule in SQL.
+    pub fn last_unbroken_step(bits: i16) -> Option<DocumentStatus> {
+        Self::STEPS.iter().take_while(|step| bits & step.step_bit() != 0).last().copied()
+    }
+
     pub fn rank(self) -> i16 {
         match self {
             DocumentStatus::Uploaded => 0,

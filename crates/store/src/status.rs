@@ -14,14 +14,25 @@ impl From<UnknownStatus> for StoreError {
 }
 
 /// SQL: the rank of the last success step of the unbroken run from the
-/// upload in the step bits `bits` (-1: the upload itself is missing).
+/// upload in the step bits `bits` (-1: the upload itself is missing):
+/// [`DocumentStatus::last_unbroken_step`], generated from its steps.
 pub(crate) fn contiguous_rank(bits: &str) -> String {
-    format!(
-        "(CASE WHEN {bits} & 15 = 15 THEN 3 WHEN {bits} & 7 = 7 THEN 2 WHEN {bits} & 3 = 3 THEN 1 WHEN {bits} & 1 = 1 THEN 0 ELSE -1 END)"
-    )
+    let mut mask = 0;
+    let mut arms: Vec<String> = DocumentStatus::STEPS
+        .iter()
+        .map(|step| {
+            mask |= step.step_bit();
+            format!("WHEN {bits} & {mask} = {mask} THEN {}", step.rank())
+        })
+        .collect();
+    // The longest run first: CASE takes the first arm that holds.
+    arms.reverse();
+    format!("(CASE {} ELSE -1 END)", arms.join(" "))
 }
 
 /// SQL: the success status of a rank from [`contiguous_rank`].
 pub(crate) fn status_of_rank(rank: &str) -> String {
-    format!("(CASE {rank} WHEN 3 THEN 'ingested' WHEN 2 THEN 'chunked' WHEN 1 THEN 'parsed' ELSE 'uploaded' END)")
+    let arms: Vec<String> =
+        DocumentStatus::STEPS.iter().rev().map(|step| format!("WHEN {} THEN '{}'", step.rank(), step.as_str())).collect();
+    format!("(CASE {rank} {} ELSE 'uploaded' END)", arms.join(" "))
 }

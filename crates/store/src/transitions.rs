@@ -45,10 +45,7 @@ impl StepOutcome {
 /// The bit of a success step (bit 0 uploaded … bit 3 ingested); 0 for the
 /// statuses that are not steps.
 pub(crate) fn step_bit(step: DocumentStatus) -> i16 {
-    match step {
-        DocumentStatus::Uploaded | DocumentStatus::Parsed | DocumentStatus::Chunked | DocumentStatus::Ingested => 1 << step.rank(),
-        DocumentStatus::Failed | DocumentStatus::Deleted => 0,
-    }
+    step.step_bit()
 }
 
 /// Applies one step's outcome to the document's status (creating the row if

@@ -9,51 +9,51 @@ use super::{parse_fraction, LlmFallbackChoice};
 #[command(next_help_heading = "Answers (environment variable, default)")]
 pub struct AnswerSettings {
     /// Answer LLM: base URL of an OpenAI-compatible API, version included (requests go to {base}/chat/completions). With ANSWER_LLM_MODEL and ANSWER_LLM_API_KEY it enables LLM answers; otherwise answers are extractive.
-    #[arg(long, env = "ANSWER_LLM_BASE_URL", requires_all = ["answer_llm_model", "answer_llm_api_key"])]
+    #[arg(long, env = "ANSWER_LLM_BASE_URL", global = true, requires_all = ["answer_llm_model", "answer_llm_api_key"])]
     pub answer_llm_base_url: Option<String>,
     /// Answer LLM model name (with ANSWER_LLM_BASE_URL and ANSWER_LLM_API_KEY).
-    #[arg(long, env = "ANSWER_LLM_MODEL", requires_all = ["answer_llm_base_url", "answer_llm_api_key"])]
+    #[arg(long, env = "ANSWER_LLM_MODEL", global = true, requires_all = ["answer_llm_base_url", "answer_llm_api_key"])]
     pub answer_llm_model: Option<String>,
     /// Answer LLM API key (with ANSWER_LLM_BASE_URL and ANSWER_LLM_MODEL; any value for a local server).
-    #[arg(long, env = "ANSWER_LLM_API_KEY", hide_env_values = true, requires_all = ["answer_llm_base_url", "answer_llm_model"])]
+    #[arg(long, env = "ANSWER_LLM_API_KEY", global = true, hide_env_values = true, requires_all = ["answer_llm_base_url", "answer_llm_model"])]
     pub answer_llm_api_key: Option<SecretString>,
     /// Most tokens of one answer (0: the provider's default).
-    #[arg(long, env = "ANSWER_LLM_MAX_TOKENS", default_value_t = 600)]
+    #[arg(long, env = "ANSWER_LLM_MAX_TOKENS", global = true, default_value_t = 600)]
     pub answer_llm_max_tokens: u32,
     /// Answer LLM temperature: 0 (deterministic) unless set.
-    #[arg(long, env = "ANSWER_LLM_TEMPERATURE", default_value_t = 0.0)]
+    #[arg(long, env = "ANSWER_LLM_TEMPERATURE", global = true, default_value_t = 0.0)]
     pub answer_llm_temperature: f32,
     /// Seed sent with every LLM call (providers that accept one then sample reproducibly).
-    #[arg(long, env = "ANSWER_LLM_SEED", default_value_t = 0)]
+    #[arg(long, env = "ANSWER_LLM_SEED", global = true, default_value_t = 0)]
     pub answer_llm_seed: u64,
     /// Timeout of one LLM call, in seconds.
-    #[arg(long, env = "ANSWER_LLM_TIMEOUT_SECS", default_value_t = 120)]
+    #[arg(long, env = "ANSWER_LLM_TIMEOUT_SECS", global = true, default_value_t = 120)]
     pub answer_llm_timeout_secs: u64,
     /// Stream the answer (`stream: true`): the page shows its text as it is generated.
-    #[arg(long, env = "ANSWER_LLM_STREAM", default_value_t = true, action = clap::ArgAction::Set)]
+    #[arg(long, env = "ANSWER_LLM_STREAM", global = true, default_value_t = true, action = clap::ArgAction::Set)]
     pub answer_llm_stream: bool,
     /// Send llama.cpp's `cache_prompt: true` (reuse the cached prompt prefix). Off by default: other providers may reject the field; `scripts/models up` turns it on for its local server.
-    #[arg(long, env = "ANSWER_LLM_CACHE_PROMPT", default_value_t = false, action = clap::ArgAction::Set)]
+    #[arg(long, env = "ANSWER_LLM_CACHE_PROMPT", global = true, default_value_t = false, action = clap::ArgAction::Set)]
     pub answer_llm_cache_prompt: bool,
     /// Context size of the answer model, in tokens (llama.cpp's `--ctx`): the evidence never makes the prompt longer than it.
-    #[arg(long, env = "RAG_LLM_CONTEXT", default_value_t = 4096)]
+    #[arg(long, env = "RAG_LLM_CONTEXT", global = true, default_value_t = 4096)]
     pub rag_llm_context: u32,
     /// Check each LLM answer before it is shown: one short call asks the model whether the sentences the answer cites state what the question asks; if not, the answer abstains (docs/answers.md).
-    #[arg(long, env = "ANSWER_VERIFY", default_value_t = true, action = clap::ArgAction::Set)]
+    #[arg(long, env = "ANSWER_VERIFY", global = true, default_value_t = true, action = clap::ArgAction::Set)]
     pub answer_verify: bool,
     /// How sure the check must be (0 to 1, from the token probabilities of its reply) for an answer to be shown; 0.5 is the model's own yes/no; 0.4 by default (docs/answers.md). Providers that give no token probabilities are taken at their yes/no.
-    #[arg(long, env = "ANSWER_VERIFY_THRESHOLD", default_value_t = rag_answer::VERIFY_THRESHOLD, value_parser = parse_fraction)]
+    #[arg(long, env = "ANSWER_VERIFY_THRESHOLD", global = true, default_value_t = rag_answer::VERIFY_THRESHOLD, value_parser = parse_fraction)]
     pub answer_verify_threshold: f64,
     /// An LLM is shown only the retrieved chunks scoring at least this fraction of the best one (0: all of them): a small model cites a passage that merely shares words with the question less often, and reads less before its first words. The extractive answer reads every chunk.
-    #[arg(long, env = "ANSWER_EVIDENCE_CUTOFF", default_value_t = rag_answer::EVIDENCE_CUTOFF, value_parser = parse_fraction)]
+    #[arg(long, env = "ANSWER_EVIDENCE_CUTOFF", global = true, default_value_t = rag_answer::EVIDENCE_CUTOFF, value_parser = parse_fraction)]
     pub answer_evidence_cutoff: f64,
     /// An LLM is shown only this many evidence sentences, those the embedder finds closest to the question (0: every sentence of the chunks shown; without an embedder, every sentence). A small model given fewer sentences cites the one that answers more often and reads less before its first words.
-    #[arg(long, env = "ANSWER_EVIDENCE_SENTENCES", default_value_t = rag_answer::EVIDENCE_SENTENCES)]
+    #[arg(long, env = "ANSWER_EVIDENCE_SENTENCES", global = true, default_value_t = rag_answer::EVIDENCE_SENTENCES)]
     pub answer_evidence_sentences: usize,
     /// Evidence given to the model, in tokens at most (the best-ranked chunks first; the rest left out). Prefill dominates latency on small machines.
-    #[arg(long, env = "ANSWER_EVIDENCE_TOKENS", default_value_t = 1200)]
+    #[arg(long, env = "ANSWER_EVIDENCE_TOKENS", global = true, default_value_t = 1200)]
     pub answer_evidence_tokens: u32,
     /// When the LLM fails (down, timeouts, invalid JSON twice): `extractive` answers from the chunks' sentences, `fail` marks the answer failed.
-    #[arg(long, env = "ANSWER_LLM_FALLBACK", default_value = "extractive")]
+    #[arg(long, env = "ANSWER_LLM_FALLBACK", global = true, default_value = "extractive")]
     pub answer_llm_fallback: LlmFallbackChoice,
 }

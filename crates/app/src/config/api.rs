@@ -11,43 +11,43 @@ use super::UploadSettings;
 #[command(next_help_heading = "HTTP API (environment variable, default)")]
 pub struct ApiSettings {
     /// Workspaces one user may own (each has WORKSPACE_MAX_BYTES); creating one more gets 409 `too_many_workspaces`.
-    #[arg(long, env = "API_WORKSPACES_PER_USER", default_value_t = 50)]
+    #[arg(long, env = "API_WORKSPACES_PER_USER", global = true, default_value_t = 50)]
     pub api_workspaces_per_user: u64,
     /// Address the HTTP API listens on (`run api`, `run all`).
-    #[arg(long, env = "API_ADDR", default_value = "127.0.0.1:8080")]
+    #[arg(long, env = "API_ADDR", global = true, default_value = "127.0.0.1:8080")]
     pub api_addr: SocketAddr,
     /// Origins allowed to call the API from a browser, comma-separated; `*` for any; empty: no CORS.
-    #[arg(long, env = "CORS_ALLOWED_ORIGINS", default_value = "")]
+    #[arg(long, env = "CORS_ALLOWED_ORIGINS", global = true, default_value = "")]
     pub cors_allowed_origins: String,
     /// Largest JSON request body of the API, in bytes (uploads are bounded by UPLOAD_MAX_BYTES).
-    #[arg(long, env = "API_JSON_BODY_MAX_BYTES", default_value_t = 64 * 1024)]
+    #[arg(long, env = "API_JSON_BODY_MAX_BYTES", global = true, default_value_t = 64 * 1024)]
     pub api_json_body_max_bytes: usize,
     /// Seconds the API waits for the broker to confirm an event before answering 503.
-    #[arg(long, env = "API_PRODUCE_TIMEOUT_SECS", default_value_t = 15)]
+    #[arg(long, env = "API_PRODUCE_TIMEOUT_SECS", global = true, default_value_t = 15)]
     pub api_produce_timeout_secs: u64,
     /// Sustained API requests per second of one user (or address, before sign-in); over it: 429 with Retry-After.
-    #[arg(long, env = "API_RATE_PER_SEC", default_value_t = 20)]
+    #[arg(long, env = "API_RATE_PER_SEC", global = true, default_value_t = 20)]
     pub api_rate_per_sec: u32,
     /// API requests one user may send at once above API_RATE_PER_SEC.
-    #[arg(long, env = "API_RATE_BURST", default_value_t = 100)]
+    #[arg(long, env = "API_RATE_BURST", global = true, default_value_t = 100)]
     pub api_rate_burst: u32,
     /// Questions one user may ask per minute (each can cost an LLM call); over it: 429.
-    #[arg(long, env = "API_QUESTIONS_PER_MINUTE", default_value_t = 20)]
+    #[arg(long, env = "API_QUESTIONS_PER_MINUTE", global = true, default_value_t = 20)]
     pub api_questions_per_minute: u32,
     /// Event streams one user may hold open at once; over it: 429.
-    #[arg(long, env = "API_STREAMS_PER_USER", default_value_t = 8)]
+    #[arg(long, env = "API_STREAMS_PER_USER", global = true, default_value_t = 8)]
     pub api_streams_per_user: usize,
     /// Uploads of one user being received at once; over it: 429.
-    #[arg(long, env = "API_UPLOADS_PER_USER", default_value_t = 4)]
+    #[arg(long, env = "API_UPLOADS_PER_USER", global = true, default_value_t = 4)]
     pub api_uploads_per_user: usize,
     /// Seconds to receive a request's headers, and the most a kept-alive connection may sit idle between requests, before it is closed.
-    #[arg(long, env = "API_HEADER_TIMEOUT_SECS", default_value_t = 30)]
+    #[arg(long, env = "API_HEADER_TIMEOUT_SECS", global = true, default_value_t = 30)]
     pub api_header_timeout_secs: u64,
     /// Seconds to receive a request's body (an upload included).
-    #[arg(long, env = "API_BODY_TIMEOUT_SECS", default_value_t = 300)]
+    #[arg(long, env = "API_BODY_TIMEOUT_SECS", global = true, default_value_t = 300)]
     pub api_body_timeout_secs: u64,
     /// Development sign-in: `POST /dev/sign-in` (and the page's sign-in form) mints a token for any user name without a password. Only on a developer's machine (`scripts/demo` turns it on); never in production.
-    #[arg(long, env = "API_DEV_SIGN_IN", default_value_t = false, action = clap::ArgAction::Set)]
+    #[arg(long, env = "API_DEV_SIGN_IN", global = true, default_value_t = false, action = clap::ArgAction::Set)]
     pub api_dev_sign_in: bool,
 }
 

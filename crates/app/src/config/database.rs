@@ -10,13 +10,13 @@ use secrecy::SecretString;
 #[command(next_help_heading = "Postgres (environment variable, default)")]
 pub struct DatabaseSettings {
     /// Postgres (with pgvector) holding the read models.
-    #[arg(long, env = "DATABASE_URL", default_value = "postgres://rag@127.0.0.1:15432/rag")]
+    #[arg(long, env = "DATABASE_URL", global = true, default_value = "postgres://rag@127.0.0.1:15432/rag")]
     pub database_url: SecretString,
     /// Connection pool size per process.
-    #[arg(long, env = "DATABASE_MAX_CONNECTIONS", default_value_t = 10)]
+    #[arg(long, env = "DATABASE_MAX_CONNECTIONS", global = true, default_value_t = 10)]
     pub database_max_connections: u32,
     /// A pooled Postgres connection idle at least this long (ms) is checked with a round trip before use; a busier one is used as it is (sqlx checks every one: a round trip per statement). A connection that died with the server meanwhile fails one statement, which the stages retry.
-    #[arg(long, env = "DATABASE_PING_IF_IDLE_MS", default_value_t = 1000)]
+    #[arg(long, env = "DATABASE_PING_IF_IDLE_MS", global = true, default_value_t = 1000)]
     pub database_ping_if_idle_ms: u64,
 }
 

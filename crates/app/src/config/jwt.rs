@@ -9,13 +9,13 @@ use secrecy::{ExposeSecret, SecretString};
 #[command(next_help_heading = "Tokens (environment variable, default)")]
 pub struct JwtSettings {
     /// HS256 secret of the API's bearer tokens (Supabase: the project's JWT secret); at least 32 bytes. Required by `run api`/`run all` and `token`.
-    #[arg(long, env = "JWT_SECRET", default_value = "", hide_env_values = true)]
+    #[arg(long, env = "JWT_SECRET", global = true, default_value = "", hide_env_values = true)]
     pub jwt_secret: SecretString,
     /// Audience (`aud`) a token must carry; empty: not checked.
-    #[arg(long, env = "JWT_AUDIENCE", default_value = "authenticated")]
+    #[arg(long, env = "JWT_AUDIENCE", global = true, default_value = "authenticated")]
     pub jwt_audience: String,
     /// Longest lifetime of a bearer token the API accepts, in seconds (`exp` - `iat`, and `exp` - now); longer-lived tokens are refused.
-    #[arg(long, env = "JWT_MAX_TTL_SECS", default_value_t = 7 * 24 * 3600)]
+    #[arg(long, env = "JWT_MAX_TTL_SECS", global = true, default_value_t = 7 * 24 * 3600)]
     pub jwt_max_ttl_secs: u64,
 }
 

@@ -12,28 +12,28 @@ use super::StageSettings;
 #[command(next_help_heading = "Kafka (environment variable, default)")]
 pub struct KafkaSettings {
     /// Kafka bootstrap servers.
-    #[arg(long, env = "KAFKA_BROKERS", default_value = "127.0.0.1:19092")]
+    #[arg(long, env = "KAFKA_BROKERS", global = true, default_value = "127.0.0.1:19092")]
     pub kafka_brokers: String,
     /// Prefix of every topic and consumer group, to run several deployments on one broker.
-    #[arg(long, env = "TOPIC_PREFIX", default_value = "")]
+    #[arg(long, env = "TOPIC_PREFIX", global = true, default_value = "")]
     pub topic_prefix: String,
     /// Partitions of each topic when `topics ensure` creates it.
-    #[arg(long, env = "TOPIC_PARTITIONS", default_value_t = 6)]
+    #[arg(long, env = "TOPIC_PARTITIONS", global = true, default_value_t = 6)]
     pub topic_partitions: i32,
     /// Longest wait of a consumer fetch (librdkafka's default). Kafka answers as soon as data is there, so this only bounds an idle wait; the local broker (tansu) always waits it out, so there it is each hop's latency, traded against its idle CPU (docs/local-stack.md).
-    #[arg(long, env = "KAFKA_FETCH_WAIT_MAX_MS", default_value_t = 500)]
+    #[arg(long, env = "KAFKA_FETCH_WAIT_MAX_MS", global = true, default_value_t = 500)]
     pub kafka_fetch_wait_max_ms: u32,
     /// Consumer group session timeout: how fast a dead instance's partitions move on.
-    #[arg(long, env = "KAFKA_SESSION_TIMEOUT_MS", default_value_t = 10_000)]
+    #[arg(long, env = "KAFKA_SESSION_TIMEOUT_MS", global = true, default_value_t = 10_000)]
     pub kafka_session_timeout_ms: u32,
     /// Longest a stage may spend on one event, retries included, before the broker's group takes its partitions away (librdkafka max.poll.interval.ms).
-    #[arg(long, env = "KAFKA_MAX_POLL_INTERVAL_MS", default_value_t = 900_000)]
+    #[arg(long, env = "KAFKA_MAX_POLL_INTERVAL_MS", global = true, default_value_t = 900_000)]
     pub kafka_max_poll_interval_ms: u32,
     /// The idempotent producer (enable.idempotence). The local profile sets false: tansu's idempotence breaks across its restarts; order is then kept with one request in flight.
-    #[arg(long, env = "KAFKA_IDEMPOTENCE", default_value_t = true, action = clap::ArgAction::Set)]
+    #[arg(long, env = "KAFKA_IDEMPOTENCE", global = true, default_value_t = true, action = clap::ArgAction::Set)]
     pub kafka_idempotence: bool,
     /// librdkafka debug contexts for diagnosis (e.g. `cgrp,fetch`; its `debug` property), logged under the target `librdkafka`: also set RUST_LOG=info,librdkafka=debug. Unset: none.
-    #[arg(long, env = "KAFKA_DEBUG")]
+    #[arg(long, env = "KAFKA_DEBUG", global = true)]
     pub kafka_debug: Option<String>,
 }
 

@@ -7,6 +7,10 @@
 //! - [`app`]: [`app::TestApp`], the real stages and API in-process.
 //! - [`api_client`]: the typed HTTP client.
 
+// Test code through and through (helpers included, which clippy's
+// allow-unwrap-in-tests does not see as tests): a panic is the report.
+#![allow(clippy::unwrap_used)]
+
 mod answers;
 mod api;
 mod api_client;

@@ -56,6 +56,24 @@ async fn an_upload_is_projected_once_and_only_its_workspace_sees_it() {
     db.drop_database().await;
 }
 
+/// The status rule in SQL is the Rust rule: for every combination of
+/// projected steps, Postgres computes the same last unbroken step.
+#[tokio::test]
+async fn the_sql_status_rule_is_the_rust_rule() {
+    let db = super::fresh().await;
+    for bits in 0..16i16 {
+        let sql = format!(
+            "SELECT {rank}::int2, {status} FROM (SELECT $1::int2 AS bits) b",
+            rank = crate::status::contiguous_rank("b.bits"),
+            status = crate::status::status_of_rank(&crate::status::contiguous_rank("b.bits")),
+        );
+        let (rank, status): (i16, String) = sqlx::query_as(&sql).bind(bits).fetch_one(&db.pool).await.unwrap();
+        let expected = DocumentStatus::last_unbroken_step(bits);
+        assert_eq!(rank, expected.map_or(-1, |s| s.rank()), "bits {bits:04b}");
+        assert_eq!(status, expected.unwrap_or(DocumentStatus::Uploaded).as_str(), "bits {bits:04b}");
+    }
+}
+
 /// The four success events of a document are on four topics and may be
 /// projected in any order: whatever the order, the status shown never runs
 /// ahead of a step not yet projected, and all four end at `ingested`.
