@@ -4,3 +4,4 @@
 
 mod citations;
 mod llm;
+mod llm_server;

@@ -1,0 +1,194 @@
+//! A small HTTP server speaking the OpenAI chat-completions protocol,
+//! whole or streamed (server-sent events), answering call by call as a
+//! test tells it, and the chunks and question the tests of `llm.rs` ask
+//! the answer orchestrator about.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::llm::{ChatClient, ChatConfig};
+use crate::StreamedSection;
+use crate::{answer_question, AnswerOptions, LlmFallback, SegmentSpan, SourceChunk};
+
+/// No check: each test below gives the model's replies call by call.
+pub(super) const UNCHECKED: AnswerOptions = AnswerOptions {
+    fallback: LlmFallback::Fail,
+    evidence_chars: 10_000,
+    verify: false,
+    verify_threshold: crate::VERIFY_THRESHOLD,
+    llm_chunks: usize::MAX,
+    evidence_sentences: 0,
+};
+
+/// The same, falling back to the extractive answer.
+pub(super) const EXTRACTIVE: AnswerOptions = AnswerOptions { fallback: LlmFallback::Extractive, ..UNCHECKED };
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::{Json, Router};
+
+/// What the fake server answers, call by call (the last one repeats).
+#[derive(Clone)]
+pub(super) enum Reply {
+    Content(String),
+    /// Server-sent events carrying the content in pieces of this many
+    /// chars; `cut`: the connection closes halfway, without `[DONE]`.
+    Stream {
+        content: String,
+        piece: usize,
+        cut: bool,
+    },
+    Status(u16),
+    Sleep(Duration),
+    /// The check's reply `{"answers": true}` with token probabilities as
+    /// llama.cpp gives them: P(" true") at the value's token.
+    Judged(f64),
+}
+
+pub(super) struct Server {
+    replies: Vec<Reply>,
+    pub(super) calls: AtomicUsize,
+    pub(super) requests: std::sync::Mutex<Vec<serde_json::Value>>,
+}
+
+fn usage() -> serde_json::Value {
+    serde_json::json!({"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150})
+}
+
+async fn completions(State(s): State<Arc<Server>>, headers: HeaderMap, Json(body): Json<serde_json::Value>) -> Response {
+    assert_eq!(headers.get("authorization").unwrap(), "Bearer test-key");
+    s.requests.lock().unwrap().push(body.clone());
+    let n = s.calls.fetch_add(1, Ordering::SeqCst);
+    let reply = s.replies.get(n).or(s.replies.last()).cloned().unwrap();
+    match reply {
+        Reply::Status(code) => {
+            let mut r = (StatusCode::from_u16(code).unwrap(), Json(serde_json::json!({"error": {"message": "slow down"}}))).into_response();
+            if code == 429 {
+                r.headers_mut().insert("retry-after", "0".parse().unwrap());
+            }
+            r
+        }
+        Reply::Sleep(d) => {
+            tokio::time::sleep(d).await;
+            StatusCode::OK.into_response()
+        }
+        Reply::Content(content) => Json(serde_json::json!({
+            "id": "chatcmpl-1", "object": "chat.completion", "model": body["model"],
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+            "usage": usage()
+        }))
+        .into_response(),
+        Reply::Judged(p_true) => {
+            let token = |t: &str, top: serde_json::Value| serde_json::json!({"token": t, "logprob": -0.01, "top_logprobs": top});
+            let value =
+                serde_json::json!([{"token": " true", "logprob": p_true.ln()}, {"token": " false", "logprob": (1.0 - p_true).ln()}]);
+            Json(serde_json::json!({
+                "object": "chat.completion", "model": body["model"],
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": "{\"answers\": true}"}, "finish_reason": "stop",
+                    "logprobs": {"content": [token("{\"", serde_json::json!([])), token("answers", serde_json::json!([])),
+                        token("\":", serde_json::json!([])), token(" true", value), token("}", serde_json::json!([]))]}}],
+                "usage": usage()
+            }))
+            .into_response()
+        }
+        Reply::Stream { content, piece, cut } => {
+            let chars: Vec<char> = content.chars().collect();
+            let pieces: Vec<String> = chars.chunks(piece.max(1)).map(|c| c.iter().collect()).collect();
+            let keep = if cut { pieces.len() / 2 } else { pieces.len() };
+            let mut events: Vec<String> = pieces[..keep]
+                .iter()
+                .map(|p| {
+                    let chunk = serde_json::json!({"object": "chat.completion.chunk", "model": body["model"],
+                        "choices": [{"index": 0, "delta": {"content": p}, "finish_reason": null}]});
+                    format!("data: {chunk}\n\n")
+                })
+                .collect();
+            if !cut {
+                let last = serde_json::json!({"object": "chat.completion.chunk", "model": body["model"], "choices": [], "usage": usage(),
+                    "timings": {"prompt_per_second": 100.0, "predicted_per_second": 20.0}});
+                events.push(format!("data: {last}\n\n"));
+                events.push("data: [DONE]\n\n".into());
+            }
+            let stream = futures_lite_stream(events);
+            Response::builder().header("content-type", "text/event-stream").body(Body::from_stream(stream)).unwrap()
+        }
+    }
+}
+
+/// The events one by one, with a pause between them (so the client reads
+/// them as separate pieces).
+fn futures_lite_stream(events: Vec<String>) -> impl futures::Stream<Item = Result<String, std::io::Error>> {
+    futures::stream::unfold(events.into_iter(), |mut it| async move {
+        let next = it.next()?;
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        Some((Ok(next), it))
+    })
+}
+
+pub(super) async fn serve(replies: Vec<Reply>) -> (String, Arc<Server>) {
+    let state = Arc::new(Server { replies, calls: AtomicUsize::new(0), requests: Default::default() });
+    let app = Router::new().route("/v1/chat/completions", post(completions)).with_state(state.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (format!("http://{addr}/v1"), state)
+}
+
+pub(super) fn client(base_url: &str, timeout_ms: u64) -> ChatClient {
+    ChatClient::new(ChatConfig {
+        base_url: base_url.into(),
+        model: "fake-gpt".into(),
+        api_key: "test-key".into(),
+        max_tokens: Some(500),
+        temperature: None,
+        timeout: Duration::from_millis(timeout_ms),
+        max_retries: 2,
+        retry_backoff: Duration::from_millis(10),
+        seed: Some(7),
+        cache_prompt: true,
+        stream: true,
+    })
+    .unwrap()
+}
+
+const TEXT: &str = "Doanh thu thuần năm 2023 đạt 1.245,6 tỷ đồng, tăng 12,4%.\n\nLợi nhuận sau thuế đạt 187,3 tỷ đồng.";
+
+pub(super) fn chunks() -> Vec<SourceChunk> {
+    vec![SourceChunk {
+        chunk_id: "chunk-aaa".into(),
+        document_id: "doc-1".into(),
+        content: TEXT.into(),
+        char_start: 0,
+        char_end: TEXT.chars().count() as u64,
+        filename: Some("bao-cao.pdf".into()),
+        page_start: 0,
+        page_end: 1,
+        lines: None,
+        segments: vec![
+            SegmentSpan { segment_index: 0, page_idx: 0, char_start: 0, char_end: 59 },
+            SegmentSpan { segment_index: 1, page_idx: 1, char_start: 59, char_end: 96 },
+        ],
+    }]
+}
+
+pub(super) const QUESTION: &str = "Doanh thu năm 2023 tăng bao nhiêu?";
+
+pub(super) fn answer_json(cites: &[&str]) -> String {
+    serde_json::json!({"answerable": true, "sections": [{"text": "Doanh thu tăng 12,4%.", "cites": cites}]}).to_string()
+}
+
+pub(super) async fn ask(
+    client: &ChatClient,
+    fallback: LlmFallback,
+    question: &str,
+) -> (Result<crate::AnswerOutcome, crate::AnswerError>, Vec<Vec<StreamedSection>>) {
+    let mut partials = Vec::new();
+    let out = answer_question(Some(client), question, &[], &chunks(), AnswerOptions { fallback, ..UNCHECKED }, None, &mut |p| {
+        partials.push(p.to_vec())
+    })
+    .await;
+    (out, partials)
+}
