@@ -257,3 +257,55 @@ fn each_command_lists_only_the_settings_it_reads() {
         assert!(command.is_subset(&run), "{:?}", command.difference(&run).collect::<Vec<_>>());
     }
 }
+
+/// The words of a README command line: `cargo run [-q] --bin BIN -- ARGS`
+/// with its comment, `&` and `)` dropped, quotes honoured, and each optional
+/// `[...]` taken with its first alternative (`[--mode lexical|dense]` ->
+/// `--mode lexical`), so every flag the README shows is exercised; an upper
+/// case placeholder becomes a uuid.
+fn readme_command(line: &str) -> Option<(String, Vec<String>)> {
+    let rest = line.split_once("cargo run ")?.1;
+    let rest = rest.split_once(" # ").map_or(rest, |(c, _)| c).trim().trim_end_matches('&').trim_end_matches(')').trim();
+    let (bin, args) = rest.trim_start_matches("-q ").strip_prefix("--bin ")?.split_once(" -- ")?;
+    let mut words = Vec::new();
+    let (mut word, mut quoted, mut any) = (String::new(), false, false);
+    for c in args.replace(['[', ']'], " ").chars() {
+        match c {
+            '"' => (quoted, any) = (!quoted, true),
+            ' ' if !quoted => {
+                if any || !word.is_empty() {
+                    words.push(std::mem::take(&mut word));
+                }
+                any = false;
+            }
+            c => word.push(c),
+        }
+    }
+    if any || !word.is_empty() {
+        words.push(word);
+    }
+    // A placeholder (`ID`, `C`: upper case) stands for an id: a uuid.
+    let placeholder = |w: &str| w.len() <= 4 && w.chars().all(|c| c.is_ascii_uppercase());
+    let words = words.into_iter().map(|w| match w {
+        w if w.starts_with('-') => w,
+        w if placeholder(&w) => uuid::Uuid::nil().to_string(),
+        w => w.split('|').next().unwrap_or_default().to_string(),
+    });
+    Some((bin.trim().to_string(), words.collect()))
+}
+
+#[test]
+fn every_readme_command_parses() {
+    let readme = std::fs::read_to_string(crate::common::repo_root().join("README.md")).unwrap();
+    let engine = std::path::Path::new(env!("CARGO_BIN_EXE_rag-engine"));
+    let commands: Vec<_> = readme.lines().filter_map(readme_command).collect();
+    assert!(commands.len() >= 15, "read the README's commands: {commands:?}");
+    for (bin, args) in commands {
+        let exe = engine.with_file_name(&bin);
+        assert!(exe.exists(), "README runs {bin}, which the workspace does not build");
+        // `--help` last: clap checks every word before it (the command
+        // path, each flag and its value) and then prints instead of running.
+        let out = std::process::Command::new(&exe).args(&args).arg("--help").output().unwrap();
+        assert!(out.status.success(), "README: {bin} {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr));
+    }
+}
