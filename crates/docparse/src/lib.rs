@@ -2,7 +2,8 @@
 //! paragraph-level segments that tile it out.
 //!
 //! Supported: plain text, Markdown, HTML, PDF with a text layer, DOCX,
-//! Google Document AI JSON, spreadsheets (CSV, TSV, XLSX, XLS, ODS), and
+//! Google Document AI JSON, spreadsheets (CSV, TSV, XLSX, XLS, ODS),
+//! presentations (PPTX, ODP: one page per slide), and
 //! with a recogniser ([`PageOcr`]) scanned PDF pages and images (PNG, JPEG,
 //! TIFF, WebP). Every failure is a [`ParseError`] with a stable
 //! [`ParseError::code`]; nothing here panics on hostile input (PDF
