@@ -5,6 +5,15 @@ use clap::Subcommand;
 
 use rag_app::config::{validate_workspace, BlobSettings, DatabaseSettings, KafkaSettings};
 
+/// A chunk as `docs show --json` prints it: its stored mapping and the
+/// boxes of its characters (computed here: the store returns rows only).
+#[derive(serde::Serialize)]
+struct ChunkShown<'a> {
+    #[serde(flatten)]
+    mapping: &'a rag_store::raw::ChunkMappingRow,
+    boxes: Vec<rag_docparse::PageBox>,
+}
+
 #[derive(Subcommand, Debug)]
 pub enum DocsCommand {
     /// List a workspace's documents, newest first.
@@ -228,10 +237,24 @@ pub async fn docs(s: &DocsSettings, cmd: DocsCommand) -> anyhow::Result<ExitCode
             };
             let mappings = rag_store::raw::chunk_mappings(&pool, &workspace, id).await?;
             if json {
+                // Each active chunk with where its characters are on the
+                // pages, from the document's line fragments.
+                let segments = rag_store::raw::segments(&pool, &workspace, id).await?;
+                let fragments: Vec<&rag_docparse::LineFragment> = segments.iter().flat_map(|s| s.boxes.0.iter()).collect();
+                let chunks: Vec<ChunkShown> = mappings
+                    .iter()
+                    .filter(|m| Some(&m.chunking_version) == d.active_chunking_version.as_ref())
+                    .map(|mapping| ChunkShown {
+                        mapping,
+                        boxes: rag_docparse::geometry::span_boxes(
+                            fragments.iter().copied(),
+                            mapping.char_start as u64,
+                            mapping.char_end as u64,
+                        ),
+                    })
+                    .collect();
                 let mut v = serde_json::to_value(&d)?;
-                v["chunks"] = serde_json::to_value(
-                    mappings.iter().filter(|m| Some(&m.chunking_version) == d.active_chunking_version.as_ref()).collect::<Vec<_>>(),
-                )?;
+                v["chunks"] = serde_json::to_value(chunks)?;
                 println!("{}", serde_json::to_string_pretty(&v)?);
             } else {
                 println!("id:            {}", d.id);

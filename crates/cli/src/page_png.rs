@@ -6,7 +6,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Context;
-use rag_docparse::segments::SpanGeometry;
+use rag_docparse::segments::{span_geometry, SpanGeometry};
 use rag_docparse::{PageSize, Rect};
 use rag_store::documents::DocumentRow;
 use serde::Serialize;
@@ -52,7 +52,7 @@ pub async fn write(
         anyhow::bail!("page {page} is in {} (Document AI): there is no PDF to render", size.unit);
     }
     let span = match highlight {
-        Some((a, b)) => rag_store::raw::span(pool, &d.workspace_id, d.id, a, b).await?,
+        Some((a, b)) => span_geometry(&rag_store::raw::span_segments(pool, &d.workspace_id, d.id, a, b).await?, a, b),
         None => Default::default(),
     };
     if highlight.is_some() && span.boxes.is_empty() {

@@ -2,14 +2,17 @@
 //! fragments built from them.
 //!
 //! The types segments carry ([`Rect`], [`Axis`], [`PageSize`],
-//! [`LineFragment`], [`PageBox`]) and the boxes of a character span
-//! ([`span_boxes`]) are `rag-model`'s, re-exported here; their coordinates
-//! are on the page *as displayed* (see `rag_model::geometry`).
+//! [`LineFragment`], [`PageBox`]) are `rag-model`'s, re-exported here;
+//! their coordinates are on the page *as displayed* (see
+//! `rag_model::geometry`). The boxes of a character span ([`span_boxes`])
+//! are computed here from the line fragments, by whoever shows or cites
+//! the span (the answerer, the API, the CLI): the read models only keep
+//! the fragments.
 //!
 //! Line ranges, and the geometry of a span of segments, are in
 //! [`crate::segments`]: boxes know nothing of segments.
 
-pub use rag_model::geometry::{span_boxes, Axis, LineFragment, PageBox, PageSize, Rect};
+pub use rag_model::geometry::{Axis, LineFragment, PageBox, PageSize, Rect};
 
 /// The box of one character of the extracted text and its line direction.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -124,6 +127,28 @@ pub fn fragments(base: u64, chars: &[char], glyphs: &[Option<(u32, Glyph)>]) -> 
     }
     if let Some(o) = open.take() {
         close(o, &mut out);
+    }
+    out
+}
+
+/// The boxes of the characters `[start, end)` of the full text: one per
+/// line fragment they touch, narrowed along the line to exactly those
+/// characters.
+pub fn span_boxes<'a>(fragments: impl IntoIterator<Item = &'a LineFragment>, start: u64, end: u64) -> Vec<PageBox> {
+    let mut out = Vec::new();
+    for f in fragments {
+        let (a, b) = (start.max(f.char_start), end.min(f.char_end));
+        if a >= b {
+            continue;
+        }
+        let (ia, ib) = ((a - f.char_start) as usize, (b - f.char_start) as usize);
+        let (Some(&ea), Some(&eb)) = (f.edges.get(ia), f.edges.get(ib)) else { continue };
+        let (lo, hi) = (ea.min(eb), ea.max(eb));
+        let rect = match f.axis {
+            Axis::X => Rect { x0: lo, x1: hi, ..f.rect },
+            Axis::Y => Rect { y0: lo, y1: hi, ..f.rect },
+        };
+        out.push(PageBox { page_idx: f.page_idx, rect });
     }
     out
 }

@@ -12,15 +12,16 @@
 //! `line_start` is the line of its first character, `line_end` the line of
 //! its last character that is not part of the trailing paragraph separator.
 
+use serde::{Deserialize, Serialize};
 use unicode_normalization::UnicodeNormalization;
 use unicode_segmentation::UnicodeSegmentation;
 
 use crate::cells::{CellRange, CellText};
-use crate::geometry::{self, Glyph};
+use crate::geometry::{self, span_boxes, Glyph, PageBox};
 
-/// The segment and the geometry of a span of segments are `rag-model`'s
-/// (shared with chunking, the read models and the API).
-pub use rag_model::segment::{span_geometry, Segment, SpanGeometry};
+/// The segment is `rag-model`'s (shared with chunking, the read models and
+/// the API).
+pub use rag_model::segment::Segment;
 
 /// A paragraph as extracted from the source, before normalisation.
 #[derive(Debug, Clone, PartialEq)]
@@ -298,6 +299,40 @@ pub fn line_range(segments: &[Segment]) -> Option<(u32, u32)> {
     Some((segments.first()?.line_start?, segments.last()?.line_end?))
 }
 
+/// Where a span of the full text is: its boxes, its lines, and for a
+/// spreadsheet its sheet and cells.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SpanGeometry {
+    pub boxes: Vec<PageBox>,
+    pub line_start: Option<u32>,
+    pub line_end: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cells: Option<CellRange>,
+}
+
+/// The geometry of the characters `[start, end)` from the segments that
+/// overlap them (in order, each with its line range): what a citation and
+/// a highlighted page show, computed from the stored segments
+/// (`rag_store::raw::span_segments`).
+pub fn span_geometry(segments: &[Segment], start: u64, end: u64) -> SpanGeometry {
+    let boxes = span_boxes(segments.iter().flat_map(|s| &s.boxes), start, end);
+    // The line of a character: its segment's first line plus the newlines
+    // before it in the segment.
+    let line_of = |at: u64| -> Option<u32> {
+        let s = segments.iter().find(|s| s.char_start <= at && at < s.char_end)?;
+        let before = s.text.chars().take((at - s.char_start) as usize).filter(|c| *c == '\n').count() as u32;
+        Some(s.line_start? + before)
+    };
+    let last = (start..end).rev().find(|at| {
+        segments.iter().find(|s| s.char_start <= *at && *at < s.char_end).and_then(|s| s.text.chars().nth((*at - s.char_start) as usize))
+            != Some('\n')
+    });
+    // The rows the span touches (an empty span: the row it is in).
+    let touched = segments.iter().filter(|s| s.char_start < end.max(start + 1) && start < s.char_end);
+    let cells = CellRange::spanning(touched.filter_map(|s| s.cells.as_ref()));
+    SpanGeometry { boxes, line_start: line_of(start), line_end: last.and_then(line_of), cells }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -321,6 +356,34 @@ mod tests {
         assert_eq!((g.line_start, g.line_end), (Some(3), Some(4)));
         let g = span_geometry(&segs, 21, 26);
         assert_eq!((g.line_start, g.line_end), (Some(4), Some(4)));
+        assert!(g.boxes.is_empty());
+    }
+
+    #[test]
+    fn a_span_has_the_boxes_of_exactly_its_characters_and_its_lines() {
+        use crate::geometry::{Axis, LineFragment, Rect};
+        let mut first = Segment::new(0, 0, 0, "ab cd\n\n");
+        first.line_start = Some(1);
+        first.line_end = Some(1);
+        first.boxes = vec![LineFragment {
+            page_idx: 0,
+            char_start: 0,
+            char_end: 5,
+            rect: Rect { x0: 0., y0: 0., x1: 23., y1: 10. },
+            axis: Axis::X,
+            edges: vec![0., 5., 10., 13., 18., 23.],
+        }];
+        let mut second = Segment::new(1, 0, 7, "one\ntwo");
+        second.line_start = Some(3);
+        second.line_end = Some(4);
+        let segments = [first, second];
+        // "cd\n\none\nt": the box of "cd", lines 1..4.
+        let g = span_geometry(&segments, 3, 12);
+        assert_eq!(g.boxes, [PageBox { page_idx: 0, rect: Rect { x0: 13., y0: 0., x1: 23., y1: 10. } }]);
+        assert_eq!((g.line_start, g.line_end), (Some(1), Some(4)));
+        // A span ending on a newline ends on the line before it.
+        let g = span_geometry(&segments, 7, 11);
+        assert_eq!((g.line_start, g.line_end), (Some(3), Some(3)));
         assert!(g.boxes.is_empty());
     }
 }

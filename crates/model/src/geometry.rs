@@ -7,8 +7,9 @@
 //! OCR'd pages, the unit Document AI states for its pages. A segment
 //! carries one [`LineFragment`] per piece of a line it covers; a fragment
 //! knows the edge of every character along its line, so the boxes of any
-//! character span ([`span_boxes`]) are exact, not the whole line's.
-//! Building fragments from glyphs is the parser's (`rag-docparse`).
+//! character span are exact, not the whole line's. Building fragments from
+//! glyphs, and the boxes of a span from them, are the parser's
+//! (`rag_docparse::geometry`).
 
 use serde::{Deserialize, Serialize};
 
@@ -110,26 +111,4 @@ pub struct PageBox {
     pub page_idx: u32,
     #[serde(flatten)]
     pub rect: Rect,
-}
-
-/// The boxes of the characters `[start, end)` of the full text: one per
-/// line fragment they touch, narrowed along the line to exactly those
-/// characters.
-pub fn span_boxes<'a>(fragments: impl IntoIterator<Item = &'a LineFragment>, start: u64, end: u64) -> Vec<PageBox> {
-    let mut out = Vec::new();
-    for f in fragments {
-        let (a, b) = (start.max(f.char_start), end.min(f.char_end));
-        if a >= b {
-            continue;
-        }
-        let (ia, ib) = ((a - f.char_start) as usize, (b - f.char_start) as usize);
-        let (Some(&ea), Some(&eb)) = (f.edges.get(ia), f.edges.get(ib)) else { continue };
-        let (lo, hi) = (ea.min(eb), ea.max(eb));
-        let rect = match f.axis {
-            Axis::X => Rect { x0: lo, x1: hi, ..f.rect },
-            Axis::Y => Rect { y0: lo, y1: hi, ..f.rect },
-        };
-        out.push(PageBox { page_idx: f.page_idx, rect });
-    }
-    out
 }

@@ -7,9 +7,12 @@
 //! chunking (`rag-chunking`) make these values, the read models
 //! (`rag-store`) keep them, the stages and the API pass them on; each of
 //! those crates re-exports the types it used to define, so their old paths
-//! still work. The only logic here is what belongs to the types: a span's
-//! boxes and lines from its segments ([`span_boxes`], [`span_geometry`]),
-//! a cell range's A1 label, a status's rank.
+//! still work. The only logic here is what belongs to the types: a cell
+//! range's A1 label and the range spanning several, a status's rank. Where
+//! a span is on the page (its boxes and lines from its segments) is the
+//! parser's rule (`rag_docparse::geometry`, `rag_docparse::segments`),
+//! applied by the stages, the API and the CLI to the segments the read
+//! models return.
 
 pub mod cells;
 pub mod chunk;
@@ -20,9 +23,9 @@ pub mod status;
 
 pub use cells::{column_name, CellRange, CellText};
 pub use chunk::Chunk;
-pub use geometry::{span_boxes, Axis, LineFragment, PageBox, PageSize, Rect};
+pub use geometry::{Axis, LineFragment, PageBox, PageSize, Rect};
 pub use search::{Bm25, QueryTerm};
-pub use segment::{span_geometry, Segment, SpanGeometry};
+pub use segment::Segment;
 pub use status::{DocumentStatus, UnknownStatus};
 
 #[cfg(test)]

@@ -1,5 +1,4 @@
-//! A segment: one paragraph-level unit of a document's full raw text, and
-//! the geometry of a span of segments.
+//! A segment: one paragraph-level unit of a document's full raw text.
 //!
 //! Offsets count Unicode scalar values (Rust `char`s) everywhere, citations
 //! included. Segments are contiguous and tile the whole text.
@@ -9,13 +8,13 @@
 //! new one (blank lines between paragraphs count). A segment's
 //! `line_start` is the line of its first character, `line_end` the line of
 //! its last character that is not part of the trailing paragraph separator.
-//! Building segments and numbering their lines is the parser's
-//! (`rag_docparse::segments`).
+//! Building segments, numbering their lines and the geometry of a span of
+//! segments are the parser's (`rag_docparse::segments`).
 
 use serde::{Deserialize, Serialize};
 
 use crate::cells::CellRange;
-use crate::geometry::{span_boxes, LineFragment, PageBox};
+use crate::geometry::LineFragment;
 
 /// One paragraph-level unit of the raw text.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -69,36 +68,4 @@ impl Segment {
             slide: false,
         }
     }
-}
-
-/// Where a span of the full text is: its boxes, its lines, and for a
-/// spreadsheet its sheet and cells.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct SpanGeometry {
-    pub boxes: Vec<PageBox>,
-    pub line_start: Option<u32>,
-    pub line_end: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cells: Option<CellRange>,
-}
-
-/// The geometry of the characters `[start, end)` from the segments that
-/// overlap them (in order, each with its line range).
-pub fn span_geometry(segments: &[Segment], start: u64, end: u64) -> SpanGeometry {
-    let boxes = span_boxes(segments.iter().flat_map(|s| &s.boxes), start, end);
-    // The line of a character: its segment's first line plus the newlines
-    // before it in the segment.
-    let line_of = |at: u64| -> Option<u32> {
-        let s = segments.iter().find(|s| s.char_start <= at && at < s.char_end)?;
-        let before = s.text.chars().take((at - s.char_start) as usize).filter(|c| *c == '\n').count() as u32;
-        Some(s.line_start? + before)
-    };
-    let last = (start..end).rev().find(|at| {
-        segments.iter().find(|s| s.char_start <= *at && *at < s.char_end).and_then(|s| s.text.chars().nth((*at - s.char_start) as usize))
-            != Some('\n')
-    });
-    // The rows the span touches (an empty span: the row it is in).
-    let touched = segments.iter().filter(|s| s.char_start < end.max(start + 1) && start < s.char_end);
-    let cells = CellRange::spanning(touched.filter_map(|s| s.cells.as_ref()));
-    SpanGeometry { boxes, line_start: line_of(start), line_end: last.and_then(line_of), cells }
 }

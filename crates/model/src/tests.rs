@@ -43,30 +43,3 @@ fn the_wire_shape_is_the_one_blobs_and_rows_hold() {
     assert_eq!(v, serde_json::json!({"segment_index": 0, "page_idx": 0, "char_start": 0, "char_end": 7, "text": "Title\n\n"}));
     assert_eq!(serde_json::from_value::<Segment>(v).unwrap(), s);
 }
-
-#[test]
-fn a_span_has_the_boxes_of_exactly_its_characters_and_its_lines() {
-    let mut first = Segment::new(0, 0, 0, "ab cd\n\n");
-    first.line_start = Some(1);
-    first.line_end = Some(1);
-    first.boxes = vec![LineFragment {
-        page_idx: 0,
-        char_start: 0,
-        char_end: 5,
-        rect: Rect { x0: 0., y0: 0., x1: 23., y1: 10. },
-        axis: Axis::X,
-        edges: vec![0., 5., 10., 13., 18., 23.],
-    }];
-    let mut second = Segment::new(1, 0, 7, "one\ntwo");
-    second.line_start = Some(3);
-    second.line_end = Some(4);
-    let segments = [first, second];
-    // "cd\n\none\nt": the box of "cd", lines 1..4.
-    let g = span_geometry(&segments, 3, 12);
-    assert_eq!(g.boxes, [PageBox { page_idx: 0, rect: Rect { x0: 13., y0: 0., x1: 23., y1: 10. } }]);
-    assert_eq!((g.line_start, g.line_end), (Some(1), Some(4)));
-    // A span ending on a newline ends on the line before it.
-    let g = span_geometry(&segments, 7, 11);
-    assert_eq!((g.line_start, g.line_end), (Some(3), Some(3)));
-    assert!(g.boxes.is_empty());
-}

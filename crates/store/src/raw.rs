@@ -2,13 +2,13 @@
 //! line fragments, as stored), its pages, its chunk mappings, and the
 //! segments of a cited span. Everything is read within one workspace.
 //!
-//! Where a span is on the page is `rag-model`'s rule over the stored
-//! segments (`span_geometry`, `span_boxes`, re-exported by `rag-docparse`):
-//! a caller reads [`span_segments`] and computes it; [`span`] and
-//! [`chunk_mappings`] apply that rule for the callers that want the rows
-//! and their geometry in one call.
+//! Only stored data comes out of here. Where a span is on the page (its
+//! boxes, lines and cells) is the parser's rule (`rag_docparse::segments`,
+//! `rag_docparse::geometry`), applied by the caller to what it reads: the
+//! segments of a cited span ([`span_segments`]), or a document's line
+//! fragments ([`segments`]) for a chunk mapping's characters.
 
-use rag_model::{span_boxes, span_geometry, CellRange, LineFragment, PageBox, PageSize, Segment, SpanGeometry};
+use rag_model::{CellRange, LineFragment, PageSize, Segment};
 use serde::Serialize;
 use sqlx::types::Json;
 use sqlx::PgPool;
@@ -83,7 +83,8 @@ pub async fn pages(pool: &PgPool, workspace_id: &str, document_id: Uuid) -> Resu
 
 /// The stored segments that overlap the characters `[start, end)` of a
 /// document, in order: what the span's boxes, lines and cells are computed
-/// from (`rag_docparse::segments::span_geometry`).
+/// from (by the parser's rule in `rag_docparse::segments`: the answerer
+/// for a citation, the API and the CLI for a highlighted page).
 pub async fn span_segments(pool: &PgPool, workspace_id: &str, document_id: Uuid, start: u64, end: u64) -> Result<Vec<Segment>, StoreError> {
     let rows: Vec<SegmentRow> = sqlx::query_as(&format!(
         "SELECT {SEGMENT_COLUMNS} FROM segments
@@ -96,14 +97,6 @@ pub async fn span_segments(pool: &PgPool, workspace_id: &str, document_id: Uuid,
     .fetch_all(pool)
     .await?;
     Ok(rows.into_iter().map(Segment::from).collect())
-}
-
-/// Where the characters `[start, end)` of a document are: their boxes
-/// (exactly those characters, one per piece of line), their lines, and in
-/// a spreadsheet the sheet and cells of the rows they are in
-/// ([`span_segments`] and `span_geometry`).
-pub async fn span(pool: &PgPool, workspace_id: &str, document_id: Uuid, start: u64, end: u64) -> Result<SpanGeometry, StoreError> {
-    Ok(span_geometry(&span_segments(pool, workspace_id, document_id, start, end).await?, start, end))
 }
 
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
@@ -119,16 +112,14 @@ pub struct ChunkMappingRow {
     pub char_end: i64,
     pub line_start: Option<i32>,
     pub line_end: Option<i32>,
-    /// Where the chunk is on its pages (from its segments' line fragments).
-    #[sqlx(skip)]
-    pub boxes: Vec<PageBox>,
 }
 
-/// A document's chunk mappings (every chunking version it has), each with
-/// the boxes of its characters (`span_boxes` over the document's line
-/// fragments).
+/// A document's chunk mappings (every chunking version it has), as stored.
+/// Where a chunk is on its pages is the caller's to compute (the boxes of
+/// its characters, `rag_docparse::geometry`, over the line fragments of
+/// the document's [`segments`]).
 pub async fn chunk_mappings(pool: &PgPool, workspace_id: &str, document_id: Uuid) -> Result<Vec<ChunkMappingRow>, StoreError> {
-    let mut rows: Vec<ChunkMappingRow> = sqlx::query_as(
+    Ok(sqlx::query_as(
         "SELECT chunk_id, chunking_version, chunk_index, page_start, page_end, segment_start_index,
                 segment_end_index, char_start, char_end, line_start, line_end
          FROM chunk_mappings WHERE workspace_id = $1 AND document_id = $2 ORDER BY chunking_version, chunk_index",
@@ -136,11 +127,5 @@ pub async fn chunk_mappings(pool: &PgPool, workspace_id: &str, document_id: Uuid
     .bind(workspace_id)
     .bind(document_id)
     .fetch_all(pool)
-    .await?;
-    let segments = segments(pool, workspace_id, document_id).await?;
-    let fragments: Vec<&LineFragment> = segments.iter().flat_map(|s| s.boxes.0.iter()).collect();
-    for r in &mut rows {
-        r.boxes = span_boxes(fragments.iter().copied(), r.char_start as u64, r.char_end as u64);
-    }
-    Ok(rows)
+    .await?)
 }

@@ -149,7 +149,8 @@ async fn citations_point_at_the_page_through_replay_and_rebuild() {
     let citations = answer["metadata"]["citations"].as_array().unwrap();
     let c = citations.iter().find(|c| c["document_id"] == pdf.to_string()).unwrap_or_else(|| panic!("no citation of the PDF: {answer}"));
     let (start, end) = (c["char_start"].as_u64().unwrap(), c["char_end"].as_u64().unwrap());
-    let expected = rag_store::raw::span(&t.pool, &ws, pdf, start, end).await.unwrap();
+    let expected =
+        rag_docparse::segments::span_geometry(&rag_store::raw::span_segments(&t.pool, &ws, pdf, start, end).await.unwrap(), start, end);
     let boxes: Vec<rag_docparse::PageBox> = serde_json::from_value(c["boxes"].clone()).unwrap();
     assert!(!boxes.is_empty(), "{c}");
     assert_eq!(boxes, expected.boxes);
@@ -196,10 +197,9 @@ async fn citations_point_at_the_page_through_replay_and_rebuild() {
         let first = pdf_segments.iter().find(|s| s.segment_index == m.segment_start_index).unwrap();
         let last = pdf_segments.iter().find(|s| s.segment_index == m.segment_end_index).unwrap();
         assert_eq!((m.line_start, m.line_end), (first.line_start, last.line_end), "{m:?}");
-        assert!(
-            !m.boxes.is_empty() && m.boxes.iter().all(|b| b.page_idx as i32 >= m.page_start && b.page_idx as i32 <= m.page_end),
-            "{m:?}"
-        );
+        let boxes =
+            rag_docparse::geometry::span_boxes(pdf_segments.iter().flat_map(|s| s.boxes.0.iter()), m.char_start as u64, m.char_end as u64);
+        assert!(!boxes.is_empty() && boxes.iter().all(|b| b.page_idx as i32 >= m.page_start && b.page_idx as i32 <= m.page_end), "{m:?}");
     }
     run.stop().await;
     let before = dump(&t).await;

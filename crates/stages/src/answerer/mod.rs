@@ -250,7 +250,10 @@ impl Answerer {
     /// whatever happens later.
     async fn to_event(&self, ws: &str, c: &rag_answer::Citation) -> Result<rag_events::Citation, StageError> {
         let geometry = match Uuid::parse_str(&c.document_id) {
-            Ok(id) => rag_store::raw::span(&self.retriever.pool, ws, id, c.char_start, c.char_end).await?,
+            Ok(id) => {
+                let segments = rag_store::raw::span_segments(&self.retriever.pool, ws, id, c.char_start, c.char_end).await?;
+                rag_docparse::segments::span_geometry(&segments, c.char_start, c.char_end)
+            }
             Err(_) => Default::default(),
         };
         Ok(rag_events::Citation {
