@@ -229,4 +229,24 @@ mod tests {
                 .expect("blank is valid");
         assert!(blank.answer_llm().expect("extractive").is_none());
     }
+
+    #[test]
+    fn unset_and_blank_settings_are_none() {
+        let vars = |pairs: &[(&str, &str)]| pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let blank = crate::config::Settings::from_vars(&vars(&[
+            ("EMBEDDER", "openai"),
+            ("EMBEDDING_BASE_URL", ""),
+            ("EMBEDDING_MODEL", " "),
+            ("EMBEDDING_MODEL_DIR", ""),
+            ("JWT_SECRET", ""),
+        ]))
+        .expect("blank values are valid");
+        assert!(blank.embedding.model_dir().is_none());
+        let Err(e) = blank.embedder() else { panic!("openai without its settings") };
+        let message = e.to_string();
+        assert!(message.contains("EMBEDDING_BASE_URL, EMBEDDING_MODEL, EMBEDDING_DIMENSION"), "{message}");
+        let Err(e) = blank.jwt() else { panic!("no secret") };
+        let message = e.to_string();
+        assert!(message.contains("JWT_SECRET is not set"), "{message}");
+    }
 }

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use secrecy::ExposeSecret;
+use secrecy::{ExposeSecret, SecretString};
 
 use anyhow::Context;
 
@@ -98,11 +98,10 @@ impl EmbeddingSettings {
     /// The token counter of the embedding model, or a word counter (with a
     /// warning) when no model directory is configured.
     pub fn token_counter(&self) -> anyhow::Result<std::sync::Arc<dyn rag_chunking::TokenCounter>> {
-        if self.embedding_model_dir.is_empty() {
+        let Some(dir) = self.model_dir() else {
             tracing::warn!("EMBEDDING_MODEL_DIR is not set: chunk budgets are counted in words, not word pieces");
             return Ok(std::sync::Arc::new(rag_chunking::WordCounter));
-        }
-        let dir = std::path::Path::new(&self.embedding_model_dir);
+        };
         if rag_bert::is_packed_model_dir(dir) {
             return Ok(std::sync::Arc::new(E5PieceCounter(rag_bert::PieceCounter::load(dir)?)));
         }
@@ -113,7 +112,7 @@ impl EmbeddingSettings {
     /// EMBEDDING_MODEL_DIR.
     pub fn embedder_choice(&self) -> EmbedderChoice {
         match self.embedder {
-            EmbedderChoice::Auto if self.embedding_model_dir.is_empty() => EmbedderChoice::None,
+            EmbedderChoice::Auto if self.model_dir().is_none() => EmbedderChoice::None,
             EmbedderChoice::Auto => EmbedderChoice::Local,
             chosen => chosen,
         }
@@ -121,30 +120,34 @@ impl EmbeddingSettings {
 
     /// The configured embedder; a remote one retries as `retry` says.
     pub fn embedder(&self, retry: RetryPolicy) -> anyhow::Result<rag_embed::Embedder> {
-        if self.embedder == EmbedderChoice::Auto && self.embedding_model_dir.is_empty() {
+        if self.embedder == EmbedderChoice::Auto && self.model_dir().is_none() {
             tracing::warn!(
                 "no embedding model (EMBEDDING_MODEL_DIR is not set): lexical search only; scripts/stack up installs multilingual-e5-small and sets it in .local/env"
             );
         }
         match self.embedder_choice() {
             EmbedderChoice::Openai => {
-                let missing: Vec<&str> = [
-                    ("EMBEDDING_BASE_URL", self.embedding_base_url.is_empty()),
-                    ("EMBEDDING_MODEL", self.embedding_model.is_empty()),
-                    ("EMBEDDING_DIMENSION", self.embedding_dimension == 0),
-                ]
-                .into_iter()
-                .filter_map(|(name, miss)| miss.then_some(name))
-                .collect();
-                if !missing.is_empty() {
+                // Unset and set to the empty string (or 0) alike are missing.
+                let base_url = self.embedding_base_url.as_deref().filter(|v| !v.trim().is_empty());
+                let model = self.embedding_model.as_deref().filter(|v| !v.trim().is_empty());
+                let dimension = self.embedding_dimension.filter(|d| *d > 0);
+                let (Some(base_url), Some(model), Some(dimension)) = (base_url, model, dimension) else {
+                    let missing: Vec<&str> = [
+                        ("EMBEDDING_BASE_URL", base_url.is_none()),
+                        ("EMBEDDING_MODEL", model.is_none()),
+                        ("EMBEDDING_DIMENSION", dimension.is_none()),
+                    ]
+                    .into_iter()
+                    .filter_map(|(name, miss)| miss.then_some(name))
+                    .collect();
                     anyhow::bail!("EMBEDDER=openai needs {}", missing.join(", "));
-                }
+                };
                 let embedder = rag_embed::Embedder::openai(
                     rag_embed::OpenAiConfig {
-                        base_url: self.embedding_base_url.clone(),
-                        model: self.embedding_model.clone(),
-                        api_key: self.embedding_api_key.clone(),
-                        dimension: self.embedding_dimension,
+                        base_url: base_url.to_string(),
+                        model: model.to_string(),
+                        api_key: self.embedding_api_key.clone().unwrap_or_else(|| SecretString::from(String::new())),
+                        dimension,
                         batch_size: self.embedding_batch_size.max(1),
                         timeout: Duration::from_secs(self.embedding_timeout_secs.max(1)),
                         max_retries: retry.max_retries,
@@ -155,11 +158,10 @@ impl EmbeddingSettings {
                 Ok(embedder)
             }
             EmbedderChoice::Local => {
-                if self.embedding_model_dir.is_empty() {
+                let Some(dir) = self.model_dir() else {
                     anyhow::bail!("EMBEDDER=local needs EMBEDDING_MODEL_DIR (a sentence-transformers model directory)");
-                }
+                };
                 let precision = self.embedding_precision.resolve();
-                let dir = std::path::Path::new(&self.embedding_model_dir);
                 let e5 = rag_bert::is_packed_model_dir(dir);
                 let convention = self.embedding_input_convention.resolve(e5);
                 if e5 && convention == rag_embed::InputConvention::None {

@@ -9,8 +9,8 @@ use secrecy::{ExposeSecret, SecretString};
 #[command(next_help_heading = "Tokens (environment variable, default)")]
 pub struct JwtSettings {
     /// HS256 secret of the API's bearer tokens (Supabase: the project's JWT secret); at least 32 bytes. Required by `run api`/`run all` and `token`.
-    #[arg(long, env = "JWT_SECRET", global = true, default_value = "", hide_env_values = true)]
-    pub jwt_secret: SecretString,
+    #[arg(long, env = "JWT_SECRET", global = true, hide_env_values = true)]
+    pub jwt_secret: Option<SecretString>,
     /// Audience (`aud`) a token must carry; empty: not checked.
     #[arg(long, env = "JWT_AUDIENCE", global = true, default_value = "authenticated")]
     pub jwt_audience: String,
@@ -21,10 +21,10 @@ pub struct JwtSettings {
 
 impl JwtSettings {
     pub fn jwt(&self) -> anyhow::Result<rag_api::JwtAuth> {
-        if self.jwt_secret.expose_secret().is_empty() {
+        let Some(secret) = self.jwt_secret.as_ref().filter(|s| !s.expose_secret().is_empty()) else {
             anyhow::bail!("JWT_SECRET is not set: the API needs the HS256 secret of its bearer tokens (at least 32 bytes; scripts/stack writes one to .local/env)");
-        }
-        let auth = rag_api::JwtAuth::new(self.jwt_secret.expose_secret(), Some(&self.jwt_audience))?;
+        };
+        let auth = rag_api::JwtAuth::new(secret.expose_secret(), Some(&self.jwt_audience))?;
         Ok(auth.with_max_ttl(Duration::from_secs(self.jwt_max_ttl_secs.max(1))))
     }
 }

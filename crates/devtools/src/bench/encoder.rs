@@ -61,8 +61,8 @@ pub fn bench_texts(model_dir: &std::path::Path, args: &EncoderArgs) -> anyhow::R
     Ok(((0..args.batch.max(1)).map(|seed| text_with_pieces(&encoder, args.pieces, seed)).collect(), encoder.dimension()))
 }
 
-pub async fn run(model_dir: &str, threads: usize, args: &EncoderArgs) -> anyhow::Result<EncoderReport> {
-    let dir = PathBuf::from(model_dir);
+pub async fn run(model_dir: Option<&std::path::Path>, threads: usize, args: &EncoderArgs) -> anyhow::Result<EncoderReport> {
+    let dir = PathBuf::from(model_dir.context("the encoder benchmark needs EMBEDDING_MODEL_DIR")?);
     let args = args.clone();
     eprintln!("bench encoder: {} ({} word pieces, batches of {}, {} s)", dir.display(), args.pieces, args.batch, args.seconds);
     tokio::task::spawn_blocking(move || {

@@ -2,6 +2,7 @@
 //! (S3, Kafka, every stage, Postgres), timed from the first upload to the
 //! last document ingested.
 
+use anyhow::Context;
 use clap::Args;
 use rag_store::audit::RowProblem;
 use rag_store::documents::DocumentStatus;
@@ -205,7 +206,7 @@ async fn audit(s: &Settings, args: &IngestArgs, run: &IngestRun) -> anyhow::Resu
     // longer than the encoder part's 128 pieces (attention grows with it).
     let (embedded_word_pieces, standalone) = if s.embedding.embedder_choice() == EmbedderChoice::Local {
         let documents = rag_store::operations::chunk_contents(pool, workspace).await?;
-        let dir = std::path::PathBuf::from(&s.embedding.embedding_model_dir);
+        let dir = s.embedding.model_dir().context("EMBEDDER=local without EMBEDDING_MODEL_DIR")?.to_path_buf();
         let (threads, precision) = (s.embedding.embedding_threads, s.embedding.embedding_precision.resolve());
         // As the indexer gives them (`passage: ` first for e5).
         let convention = s.embedding.embedding_input_convention.resolve(rag_bert::is_packed_model_dir(&dir));

@@ -75,7 +75,8 @@ pub struct Comparison {
 
 /// Inputs of the LlamaIndex run, the same as the bench's own parts.
 pub struct Inputs<'a> {
-    pub model_dir: &'a str,
+    /// The sentence-transformers directory both sides embed with.
+    pub model_dir: &'a Path,
     pub threads: usize,
     pub encoder: &'a encoder::EncoderArgs,
     pub ingest: &'a ingest::IngestArgs,
@@ -99,11 +100,11 @@ fn script() -> PathBuf {
 }
 
 pub async fn run(inputs: &Inputs<'_>) -> anyhow::Result<LlamaIndexRun> {
-    anyhow::ensure!(!inputs.model_dir.is_empty(), "the LlamaIndex comparison needs EMBEDDING_MODEL_DIR (the same model for both)");
+    let model_dir = inputs.model_dir;
     // LlamaIndex loads a sentence-transformers directory; the packed 4-bit
     // e5 file (the default model) has no loader there.
     anyhow::ensure!(
-        !rag_bert::is_packed_model_dir(std::path::Path::new(inputs.model_dir)),
+        !rag_bert::is_packed_model_dir(model_dir),
         "the LlamaIndex comparison needs a sentence-transformers model on both sides: EMBEDDING_MODEL_DIR=$MINILM_MODEL_DIR (the packed multilingual-e5 has no LlamaIndex loader)"
     );
     let dir = std::env::temp_dir().join(format!("rag-bench-llamaindex-{}", uuid::Uuid::new_v4()));

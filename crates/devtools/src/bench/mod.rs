@@ -14,6 +14,7 @@ mod retrieval;
 
 use std::process::ExitCode;
 
+use anyhow::Context;
 use clap::{Args, Subcommand, ValueEnum};
 use serde::Serialize;
 
@@ -108,7 +109,7 @@ pub async fn bench(s: &Settings, args: BenchArgs) -> anyhow::Result<ExitCode> {
             Ok(if report.exactly_once() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
         }
         Some(BenchCommand::Encoder(a)) => {
-            let report = encoder::run(&s.embedding.embedding_model_dir, s.embedding.embedding_threads, &a).await?;
+            let report = encoder::run(s.embedding.model_dir(), s.embedding.embedding_threads, &a).await?;
             if json {
                 print_json(&report)?
             } else {
@@ -168,7 +169,7 @@ async fn full(s: &Settings, args: &BenchArgs) -> anyhow::Result<ExitCode> {
     let embedding_documents = (args.documents / 2).max(1);
     let encoder_args = encoder::EncoderArgs { pieces: 128, batch: 32, seconds: 10 };
     if wants(Part::Encoder) {
-        r.encoder = Some(encoder::run(&s.embedding.embedding_model_dir, s.embedding.embedding_threads, &encoder_args).await?);
+        r.encoder = Some(encoder::run(s.embedding.model_dir(), s.embedding.embedding_threads, &encoder_args).await?);
     }
     if wants(Part::Ingest) {
         // The operator's re-chunking replay, timed on the same run.
@@ -192,7 +193,7 @@ async fn full(s: &Settings, args: &BenchArgs) -> anyhow::Result<ExitCode> {
     }
     if wants(Part::Llamaindex) {
         let inputs = llamaindex::Inputs {
-            model_dir: &s.embedding.embedding_model_dir,
+            model_dir: s.embedding.model_dir().context("the LlamaIndex comparison needs EMBEDDING_MODEL_DIR (the same model for both)")?,
             threads: s.embedding.embedding_threads,
             encoder: &encoder_args,
             ingest: &ingest_args(args.documents),
