@@ -125,7 +125,7 @@ pub struct DocumentRow {
     pub updated_at: DateTime<Utc>,
 }
 
-const COLUMNS: &str = "id, workspace_id, filename, content_type, size_bytes, sha256, blob_uri, uploaded_by, metadata,
+pub(crate) const COLUMNS: &str = "id, workspace_id, filename, content_type, size_bytes, sha256, blob_uri, uploaded_by, metadata,
     status, failure_code, failure_reason, page_count, pages_without_text, ocr_pages, active_chunking_version, chunk_count, uploaded_at, updated_at";
 
 /// Documents of one workspace, newest first (deleted ones excluded).

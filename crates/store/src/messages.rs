@@ -161,7 +161,7 @@ pub struct MessageRow {
     pub updated_at: DateTime<Utc>,
 }
 
-const COLUMNS: &str = "id, conversation_id, workspace_id, role, content, status, metadata, created_at, updated_at";
+pub(crate) const COLUMNS: &str = "id, conversation_id, workspace_id, role, content, status, metadata, created_at, updated_at";
 
 pub async fn get(pool: &PgPool, workspace_id: &str, id: Uuid) -> Result<Option<MessageRow>, StoreError> {
     Ok(sqlx::query_as(&format!("SELECT {COLUMNS} FROM messages WHERE id = $1 AND workspace_id = $2"))

@@ -4,11 +4,19 @@
 //! [`TestDatabase::drop_database`]. For the tests of this crate and of the
 //! crates above it, and for the trials of `rag-engine chaos`; the pipeline
 //! itself never calls it.
+//!
+//! Also the reads the integration tests make across a test database that
+//! the product does not need ([`all_documents`], [`all_messages`],
+//! [`all_chunks`], [`traces`], ...), so the tests stay off the table layout.
 
 use std::path::Path;
 
 use sqlx::PgPool;
 
+use uuid::Uuid;
+
+use crate::documents::{DocumentRow, DocumentStatus};
+use crate::messages::MessageRow;
 use crate::StoreError;
 
 pub struct TestDatabase {
@@ -60,4 +68,96 @@ impl TestDatabase {
             admin.close().await;
         }
     }
+}
+
+// Reads the integration tests make across a test database (every
+// workspace, deleted documents included) that the product never needs.
+// They keep the tests off the table layout: a migration changes them here.
+
+/// Every document of the database, any workspace, deleted ones included, by id.
+pub async fn all_documents(pool: &PgPool) -> Result<Vec<DocumentRow>, StoreError> {
+    Ok(sqlx::query_as(&format!("SELECT {} FROM documents ORDER BY id", crate::documents::COLUMNS)).fetch_all(pool).await?)
+}
+
+/// Every message of the database, any workspace, oldest first.
+pub async fn all_messages(pool: &PgPool) -> Result<Vec<MessageRow>, StoreError> {
+    Ok(sqlx::query_as(&format!("SELECT {} FROM messages ORDER BY created_at, id", crate::messages::COLUMNS)).fetch_all(pool).await?)
+}
+
+/// The embedding a document was indexed with.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct DocumentEmbedding {
+    pub id: Uuid,
+    #[sqlx(try_from = "String")]
+    pub status: DocumentStatus,
+    pub embedding_model: Option<String>,
+    pub embedding_dimension: Option<i32>,
+}
+
+/// Every document's embedding model and dimension, by id.
+pub async fn document_embeddings(pool: &PgPool) -> Result<Vec<DocumentEmbedding>, StoreError> {
+    Ok(sqlx::query_as("SELECT id, status, embedding_model, embedding_dimension FROM documents ORDER BY id").fetch_all(pool).await?)
+}
+
+/// A chunk of the search index as stored, whatever its version or document.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct StoredChunk {
+    pub chunk_id: String,
+    pub document_id: Uuid,
+    pub chunking_version: String,
+    pub content: String,
+    pub term_count: i32,
+    pub terms: Vec<String>,
+    pub tfs: Vec<i32>,
+    pub embedding_model: Option<String>,
+    pub embedding_dimension: Option<i32>,
+    pub embedding: Option<Vec<f32>>,
+}
+
+/// Every chunk of the search index, any workspace, version or document status, by chunk id.
+pub async fn all_chunks(pool: &PgPool) -> Result<Vec<StoredChunk>, StoreError> {
+    Ok(sqlx::query_as(
+        "SELECT chunk_id, document_id, chunking_version, content, term_count, terms, tfs, embedding_model, embedding_dimension,
+                embedding::real[] AS embedding
+         FROM search_chunks ORDER BY chunk_id",
+    )
+    .fetch_all(pool)
+    .await?)
+}
+
+/// Where a document's full text is stored (`documents.full_text_uri`), if it has a row and one.
+pub async fn full_text_uri(pool: &PgPool, document_id: Uuid) -> Result<Option<String>, StoreError> {
+    let uri: Option<Option<String>> =
+        sqlx::query_scalar("SELECT full_text_uri FROM documents WHERE id = $1").bind(document_id).fetch_optional(pool).await?;
+    Ok(uri.flatten())
+}
+
+/// The chunking versions the chunk mappings of the database hold, sorted.
+pub async fn mapped_chunking_versions(pool: &PgPool) -> Result<Vec<String>, StoreError> {
+    Ok(sqlx::query_scalar("SELECT DISTINCT chunking_version FROM chunk_mappings ORDER BY 1").fetch_all(pool).await?)
+}
+
+/// The rows of the derived tables, a document's or all of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Traces {
+    pub search_chunks: i64,
+    /// Postings (terms) of its search chunks.
+    pub terms: i64,
+    pub chunk_mappings: i64,
+    pub segments: i64,
+}
+
+/// The rows a document (None: every document, whatever its workspace)
+/// has in the search chunks, chunk mappings and segments.
+pub async fn traces(pool: &PgPool, document_id: Option<Uuid>) -> Result<Traces, StoreError> {
+    let (search_chunks, terms, chunk_mappings, segments): (i64, i64, i64, i64) = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM search_chunks WHERE $1::uuid IS NULL OR document_id = $1),
+                (SELECT coalesce(sum(cardinality(terms)), 0)::int8 FROM search_chunks WHERE $1::uuid IS NULL OR document_id = $1),
+                (SELECT count(*) FROM chunk_mappings WHERE $1::uuid IS NULL OR document_id = $1),
+                (SELECT count(*) FROM segments WHERE $1::uuid IS NULL OR document_id = $1)",
+    )
+    .bind(document_id)
+    .fetch_one(pool)
+    .await?;
+    Ok(Traces { search_chunks, terms, chunk_mappings, segments })
 }
