@@ -14,13 +14,9 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
-use rag_store::sqlx;
 
 async fn wait_ingested(t: &TestEnv, n: i64) {
-    wait_until("documents ingested", Duration::from_secs(120), || async {
-        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM documents WHERE status = 'ingested'").fetch_one(&t.pool).await.unwrap() == n
-    })
-    .await;
+    wait_until("documents ingested", Duration::from_secs(120), || async { t.ingested_count().await == n }).await;
 }
 
 async fn ask(t: &TestEnv, workspace: &str, question: &str, extra: &[&str]) -> (bool, serde_json::Value) {
@@ -102,14 +98,7 @@ async fn extractive_answers_cite_exact_spans_and_workspaces_stay_apart() {
     assert_eq!(m["content"], "Tài liệu của bạn không đề cập đến nội dung này.");
 
     // Isolation: the other workspace's documents are never retrieved or cited.
-    let ours: Vec<String> = sqlx::query_scalar::<_, uuid::Uuid>("SELECT id FROM documents WHERE workspace_id = $1")
-        .bind(&t.workspace)
-        .fetch_all(&t.pool)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|u| u.to_string())
-        .collect();
+    let ours: Vec<String> = t.documents().await.into_iter().filter(|d| d.workspace_id == t.workspace).map(|d| d.id.to_string()).collect();
     for q in ["Doanh thu của đối thủ tăng bao nhiêu?", "secret merger", "What did the board approve?"] {
         let (_, m) = ask(&t, &t.workspace, q, &["--top-k", "20"]).await;
         for c in m["metadata"]["retrieval"]["chunks"].as_array().unwrap() {
@@ -124,11 +113,8 @@ async fn extractive_answers_cite_exact_spans_and_workspaces_stay_apart() {
         }
     }
     // The user message and the answer are both in the conversation.
-    let roles: Vec<(String, String)> = sqlx::query_as("SELECT role, status FROM messages WHERE workspace_id = $1 ORDER BY created_at")
-        .bind(&t.workspace)
-        .fetch_all(&t.pool)
-        .await
-        .unwrap();
+    let roles: Vec<(String, String)> =
+        t.messages().await.into_iter().filter(|m| m.workspace_id == t.workspace).map(|m| (m.role, m.status.as_str().to_string())).collect();
     assert_eq!(roles.len(), 16);
     assert!(roles.iter().all(|(_, s)| s == "done"));
     t.cleanup().await;
@@ -248,7 +234,7 @@ async fn llm_answers_are_validated_remember_the_conversation_and_failures_are_fi
     assert_eq!(m["metadata"]["failure"]["code"], "llm_failed");
     let reason = m["metadata"]["failure"]["message"].as_str().unwrap_or_default();
     assert!(!reason.is_empty() && !reason.contains("http") && !reason.contains("127.0.0.1"), "no provider URL shown: {reason}");
-    let pending: i64 = sqlx::query_scalar("SELECT count(*) FROM messages WHERE status = 'pending'").fetch_one(&t.pool).await.unwrap();
+    let pending = t.messages().await.iter().filter(|m| m.status == rag_store::messages::MessageStatus::Pending).count();
     assert_eq!(pending, 0);
     let tokens = all.metric_sum("rag_llm_tokens_total", &[]);
     assert!(tokens >= 480.0, "LLM tokens are exported: {tokens}");

@@ -7,14 +7,12 @@ use std::time::Duration;
 
 use crate::common::*;
 use rag_events::EventType;
-use rag_store::sqlx;
 
 const WAIT: Duration = Duration::from_secs(120);
 
 async fn statuses(t: &TestEnv, workspace: &str) -> HashMap<String, String> {
-    let rows: Vec<(Option<String>, String)> =
-        sqlx::query_as("SELECT filename, status FROM documents WHERE workspace_id = $1").bind(workspace).fetch_all(&t.pool).await.unwrap();
-    rows.into_iter().map(|(f, s)| (f.unwrap_or_default(), s)).collect()
+    let docs = t.documents().await.into_iter().filter(|d| d.workspace_id == workspace);
+    docs.map(|d| (d.filename.unwrap_or_default(), d.status.as_str().to_string())).collect()
 }
 
 async fn wait_terminal(t: &TestEnv, workspace: &str, n: usize) -> HashMap<String, String> {
@@ -147,14 +145,11 @@ async fn verify_reports_a_skipped_document_and_repair_recovers_it() {
         c.commit(&tpl, CommitMode::Sync).unwrap();
     }
     for (p, _, high) in &ends {
-        sqlx::query("INSERT INTO consumer_offsets (consumer_group, topic, partition, next_offset) VALUES ($1, $2, $3, $4)")
-            .bind(bus.group_of("rag-projector"))
-            .bind(&topic)
-            .bind(p)
-            .bind(high)
-            .execute(&t.pool)
-            .await
-            .unwrap();
+        // The projector's stored offset at the log end: it claimed the last record.
+        let mut tx = t.pool.begin().await.unwrap();
+        let claim = rag_store::offsets::claim(&mut tx, &bus.group_of("rag-projector"), &topic, *p, high - 1).await.unwrap();
+        assert_eq!(claim, rag_store::offsets::Claim::Apply);
+        tx.commit().await.unwrap();
     }
     let _all = t.spawn(&["run", "all"], &[]);
     tokio::time::sleep(Duration::from_secs(5)).await;
@@ -258,12 +253,7 @@ async fn a_failed_document_recovers_whatever_order_its_redriven_steps_land_in() 
                 _ => rag_store::pipeline::apply_ingested(&mut tx, &ingested).await.unwrap(),
             }
             tx.commit().await.unwrap();
-            let row: (String, Option<String>) = sqlx::query_as("SELECT status, failure_code FROM documents WHERE id = $1::uuid")
-                .bind(&doc)
-                .fetch_one(&t.pool)
-                .await
-                .unwrap();
-            seen.push(row);
+            seen.push(t.status_and_failure(&doc).await);
         }
         let last = seen.last().unwrap();
         assert_eq!(last, &("ingested".to_string(), None), "projected in the order {order:?}: statuses {seen:?}");
@@ -286,14 +276,8 @@ async fn a_document_recovers_when_its_failed_steps_succeed_again_and_only_then()
     use rag_store::documents::{mark_failed, DocumentStatus};
     let t = TestEnv::new().await;
     let ws = t.workspace.clone();
-    let status = |doc: String| {
-        let pool = t.pool.clone();
-        async move {
-            let row: (String, Option<String>) =
-                sqlx::query_as("SELECT status, failure_code FROM documents WHERE id = $1::uuid").bind(&doc).fetch_one(&pool).await.unwrap();
-            (row.0, row.1)
-        }
-    };
+    let env = &t;
+    let status = move |doc: String| async move { env.status_and_failure(&doc).await };
     let upload = |doc: &str| DocumentUploaded {
         envelope: Envelope::originating(&ws, "api"),
         document_id: doc.to_string(),

@@ -9,8 +9,16 @@ use crate::common::*;
 use axum::routing::post;
 use axum::{Json, Router};
 use rag_store::sqlx;
+use rag_store::testing;
 
 const DIM: usize = 8;
+
+/// The distinct (model, dimension) the documents of the test's database were embedded with.
+async fn embedding_identities(t: &TestEnv) -> Vec<(Option<String>, Option<i32>)> {
+    let docs = testing::document_embeddings(&t.pool).await.unwrap();
+    let distinct: std::collections::BTreeSet<_> = docs.into_iter().map(|d| (d.embedding_model, d.embedding_dimension)).collect();
+    distinct.into_iter().collect()
+}
 
 async fn embeddings(Json(body): Json<serde_json::Value>) -> Json<serde_json::Value> {
     let data: Vec<serde_json::Value> = body["input"]
@@ -51,23 +59,18 @@ async fn chunks_are_embedded_with_the_configured_model() {
     std::fs::write(dir.join("a.txt"), "Doanh thu tăng.\n\nLợi nhuận giảm.").unwrap();
     let (ok, _, err) = t.run(&["upload", dir.to_str().unwrap(), "--workspace", &t.workspace]).await;
     assert!(ok, "{err}");
-    wait_until("ingested", Duration::from_secs(90), || async {
-        sqlx::query_scalar::<_, String>("SELECT status FROM documents").fetch_optional(&t.pool).await.unwrap().as_deref()
-            == Some("ingested")
-    })
-    .await;
-    let (model, dim): (Option<String>, Option<i32>) =
-        sqlx::query_as("SELECT embedding_model, embedding_dimension FROM documents").fetch_one(&t.pool).await.unwrap();
-    assert_eq!((model.as_deref(), dim), (Some("fake-embed-8"), Some(8)));
-    let rows: Vec<(String, i32, String)> =
-        sqlx::query_as("SELECT embedding_model, embedding_dimension, embedding::text FROM search_chunks").fetch_all(&t.pool).await.unwrap();
+    wait_until("ingested", Duration::from_secs(90), || async { t.only_status().await.as_deref() == Some("ingested") }).await;
+    let docs = testing::document_embeddings(&t.pool).await.unwrap();
+    assert_eq!(docs.len(), 1);
+    assert_eq!((docs[0].embedding_model.as_deref(), docs[0].embedding_dimension), (Some("fake-embed-8"), Some(8)));
+    let rows = testing::all_chunks(&t.pool).await.unwrap();
     assert!(!rows.is_empty());
-    for (m, d, v) in &rows {
-        assert_eq!((m.as_str(), *d), ("fake-embed-8", 8));
-        let parsed: Vec<f32> = v.trim_matches(|c| c == '[' || c == ']').split(',').map(|x| x.parse().unwrap()).collect();
-        let norm: f32 = parsed.iter().map(|x| x * x).sum::<f32>().sqrt();
+    for c in &rows {
+        assert_eq!((c.embedding_model.as_deref(), c.embedding_dimension), (Some("fake-embed-8"), Some(8)));
+        let norm: f32 = c.embedding.as_ref().unwrap().iter().map(|x| x * x).sum::<f32>().sqrt();
         assert!((norm - 1.0).abs() < 1e-4, "stored unit vectors");
     }
+    // The index definition is what is tested: raw SQL on the catalogue.
     let hnsw: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM pg_indexes WHERE tablename = 'search_chunks' AND indexdef ILIKE '%hnsw%vector(8)%fake-embed-8%'",
     )
@@ -76,14 +79,11 @@ async fn chunks_are_embedded_with_the_configured_model() {
     .unwrap();
     assert_eq!(hnsw, 1, "one HNSW index for this model and dimension");
     // The vector index answers a nearest-neighbour query.
-    let nearest: String = sqlx::query_scalar(
-        "SELECT chunk_id FROM search_chunks WHERE embedding_model = 'fake-embed-8' AND embedding_dimension = 8
-         ORDER BY embedding::vector(8) <=> (SELECT embedding::vector(8) FROM search_chunks LIMIT 1) LIMIT 1",
-    )
-    .fetch_one(&t.pool)
-    .await
-    .unwrap();
-    assert!(nearest.starts_with("chunk-"));
+    let scope = rag_store::search::SearchScope { workspace_id: &t.workspace, document_ids: &[] };
+    let query = rows[0].embedding.as_ref().unwrap();
+    let nearest = rag_store::search::dense(&t.pool, &scope, "fake-embed-8", query, 1).await.unwrap();
+    assert_eq!(nearest.len(), 1);
+    assert!(nearest[0].chunk_id.starts_with("chunk-"));
     t.cleanup().await;
 }
 
@@ -101,27 +101,16 @@ async fn the_local_encoder_embeds_chunks_in_the_pipeline() {
     std::fs::write(dir.join("money.txt"), "Quarterly revenue rose sharply thanks to strong cloud sales.").unwrap();
     let (ok, _, err) = t.run(&["upload", dir.to_str().unwrap(), "--workspace", &t.workspace]).await;
     assert!(ok, "{err}");
-    wait_until("both ingested", Duration::from_secs(120), || async {
-        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM documents WHERE status = 'ingested'").fetch_one(&t.pool).await.unwrap() == 2
-    })
-    .await;
-    let models: Vec<(Option<String>, Option<i32>)> =
-        sqlx::query_as("SELECT DISTINCT embedding_model, embedding_dimension FROM documents").fetch_all(&t.pool).await.unwrap();
+    wait_until("both ingested", Duration::from_secs(120), || async { t.ingested_count().await == 2 }).await;
+    let models = embedding_identities(&t).await;
     assert_eq!(models, vec![(Some("all-MiniLM-L6-v2".to_string()), Some(384))]);
 
     let encoder = rag_bert::SentenceEncoder::load(std::path::Path::new(&model_dir), 1).unwrap();
     let query = encoder.encode(&["How did the company's income change?"]).unwrap().remove(0);
-    let literal = format!("[{}]", query.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(","));
-    let nearest: String = sqlx::query_scalar(
-        "SELECT d.filename FROM search_chunks c JOIN documents d ON d.id = c.document_id
-         WHERE c.embedding_model = 'all-MiniLM-L6-v2' AND c.embedding_dimension = 384
-         ORDER BY c.embedding::vector(384) <=> $1::vector(384) LIMIT 1",
-    )
-    .bind(&literal)
-    .fetch_one(&t.pool)
-    .await
-    .unwrap();
-    assert_eq!(nearest, "money.txt");
+    let scope = rag_store::search::SearchScope { workspace_id: &t.workspace, document_ids: &[] };
+    let nearest = rag_store::search::dense(&t.pool, &scope, "all-MiniLM-L6-v2", &query, 1).await.unwrap();
+    assert_eq!(nearest.len(), 1);
+    assert_eq!(nearest[0].filename.as_deref(), Some("money.txt"));
     t.cleanup().await;
 }
 
@@ -148,13 +137,9 @@ async fn multilingual_e5_in_process_embeds_and_retrieves_vietnamese() {
     }
     let (ok, _, err) = t.run(&["upload", dir.to_str().unwrap(), "--workspace", &t.workspace]).await;
     assert!(ok, "{err}");
-    wait_until("all four ingested", Duration::from_secs(120), || async {
-        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM documents WHERE status = 'ingested'").fetch_one(&t.pool).await.unwrap() == 4
-    })
-    .await;
+    wait_until("all four ingested", Duration::from_secs(120), || async { t.ingested_count().await == 4 }).await;
     // The input convention is part of the index identity.
-    let models: Vec<(Option<String>, Option<i32>)> =
-        sqlx::query_as("SELECT DISTINCT embedding_model, embedding_dimension FROM documents").fetch_all(&t.pool).await.unwrap();
+    let models = embedding_identities(&t).await;
     assert_eq!(models, vec![(Some("multilingual-e5-small+prefix".to_string()), Some(384))]);
 
     // Questions that share no word with their passage: only the dense side
@@ -208,18 +193,13 @@ async fn a_workspace_moves_onto_e5_by_replay_while_search_keeps_working() {
     ];
     t.upload_files(&ws, &docs).await;
     let models = || async {
-        sqlx::query_scalar::<_, String>(
-            "SELECT DISTINCT coalesce(d.embedding_model, '-') FROM documents d WHERE d.status = 'ingested'
-             UNION SELECT DISTINCT coalesce(c.embedding_model, '-') FROM search_chunks c",
-        )
-        .fetch_all(&t.pool)
-        .await
-        .unwrap()
+        let docs = testing::document_embeddings(&t.pool).await.unwrap();
+        let docs = docs.into_iter().filter(|d| d.status == rag_store::documents::DocumentStatus::Ingested).map(|d| d.embedding_model);
+        let chunks = testing::all_chunks(&t.pool).await.unwrap().into_iter().map(|c| c.embedding_model);
+        let distinct: std::collections::BTreeSet<String> = docs.chain(chunks).map(|m| m.unwrap_or_else(|| "-".into())).collect();
+        distinct.into_iter().collect::<Vec<_>>()
     };
-    wait_until("three documents ingested with MiniLM", Duration::from_secs(120), || async {
-        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM documents WHERE status = 'ingested'").fetch_one(&t.pool).await.unwrap() == 3
-    })
-    .await;
+    wait_until("three documents ingested with MiniLM", Duration::from_secs(120), || async { t.ingested_count().await == 3 }).await;
     assert_eq!(models().await, ["all-MiniLM-L6-v2"]);
     before.stop().await;
 

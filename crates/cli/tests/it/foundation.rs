@@ -115,14 +115,9 @@ async fn undecodable_message_goes_to_dlq_and_the_next_one_is_processed() {
     assert!(header(m, headers::DLQ_REASON).unwrap().contains("single-object"));
 
     // The document the poison message was keyed by is marked failed, with the reason.
-    let (status, reason): (String, Option<String>) =
-        rag_store::sqlx::query_as("SELECT status, failure_reason FROM documents WHERE id = $1::uuid")
-            .bind(&first.document_id)
-            .fetch_one(&t.pool)
-            .await
-            .unwrap();
-    assert_eq!(status, "failed");
-    assert!(reason.unwrap().contains("single-object"));
+    let doc = t.find_document(&first.document_id).await.unwrap();
+    assert_eq!(doc.status.as_str(), "failed");
+    assert!(doc.failure_reason.unwrap().contains("single-object"));
     // Three records consumed, the stored offsets moved past all of them.
     wait_until("offsets past the poison message", WAIT, || async { t.stored_offsets_sum("rag-projector").await == 3 }).await;
     t.cleanup().await;

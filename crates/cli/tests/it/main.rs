@@ -6,6 +6,7 @@
 //!   running CLI commands, and subprocesses where a process must die.
 //! - [`app`]: [`app::TestApp`], the real stages and API in-process.
 //! - [`api_client`]: the typed HTTP client.
+//! - [`api`], [`api_access`]: the HTTP API (the flow and streams; the access rules).
 
 // Test code through and through (helpers included, which clippy's
 // allow-unwrap-in-tests does not see as tests): a panic is the report.
@@ -13,6 +14,7 @@
 
 mod answers;
 mod api;
+mod api_access;
 mod api_client;
 mod app;
 mod broker_restart;

@@ -75,14 +75,7 @@ async fn every_metric_the_dashboard_queries_is_exported() {
     let run = TestApp::spawn(&t, &[]).await;
     let ws = t.workspace.clone();
     t.upload_files(&ws, &[("lighthouse.txt", "The lighthouse stands on a granite cliff above the harbour.")]).await;
-    wait_until("the document ingested", Duration::from_secs(120), || async {
-        rag_store::sqlx::query_scalar::<_, i64>("SELECT count(*) FROM documents WHERE status = 'ingested'")
-            .fetch_one(&t.pool)
-            .await
-            .unwrap()
-            == 1
-    })
-    .await;
+    wait_until("the document ingested", Duration::from_secs(120), || async { t.ingested_count().await == 1 }).await;
     let (ok, out, err) = t.run(&["ask", "Where does the lighthouse stand?", "--workspace", &ws, "--json"]).await;
     assert!(ok, "{err}");
     assert!(out.contains("\"mode\": \"llm\""), "{out}");

@@ -5,23 +5,16 @@ use std::time::Duration;
 
 use crate::app::TestApp;
 use crate::common::*;
-use rag_store::sqlx;
+use rag_store::testing;
 
 const LIGHTHOUSE: &str =
     "The lighthouse keeper lit the lamp every evening at dusk.\n\nThe lighthouse stands on a granite cliff above the harbour.\n";
 const HANOI: &str = "# Hà Nội\n\nHà Nội là thủ đô của Việt Nam. Thành phố nằm bên bờ sông Hồng.\n";
 
-async fn count(t: &TestEnv, sql: &str, doc: uuid::Uuid) -> i64 {
-    sqlx::query_scalar::<_, i64>(sql).bind(doc).fetch_one(&t.pool).await.unwrap()
-}
-
+/// The document's search chunks, their terms, its chunk mappings and segments.
 async fn traces(t: &TestEnv, doc: uuid::Uuid) -> [i64; 4] {
-    [
-        count(t, "SELECT count(*) FROM search_chunks WHERE document_id = $1", doc).await,
-        count(t, "SELECT coalesce(sum(cardinality(terms)), 0)::int8 FROM search_chunks WHERE document_id = $1", doc).await,
-        count(t, "SELECT count(*) FROM chunk_mappings WHERE document_id = $1", doc).await,
-        count(t, "SELECT count(*) FROM segments WHERE document_id = $1", doc).await,
-    ]
+    let tr = testing::traces(&t.pool, Some(doc)).await.unwrap();
+    [tr.search_chunks, tr.terms, tr.chunk_mappings, tr.segments]
 }
 
 #[tokio::test]
@@ -31,24 +24,19 @@ async fn deletion_leaves_no_trace_and_answers_keep_their_citations() {
     let ws = t.workspace.clone();
     // Two documents with the same bytes share one stored original.
     t.upload_files(&ws, &[("lighthouse.txt", LIGHTHOUSE), ("lighthouse-copy.txt", LIGHTHOUSE), ("ha-noi.md", HANOI)]).await;
-    wait_until("three documents ingested", Duration::from_secs(120), || async {
-        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM documents WHERE status = 'ingested'").fetch_one(&t.pool).await.unwrap() == 3
-    })
-    .await;
+    wait_until("three documents ingested", Duration::from_secs(120), || async { t.ingested_count().await == 3 }).await;
     let (ok, out, err) = t.run(&["ask", "Where does the lighthouse stand?", "--workspace", &ws, "--json", "--timeout", "60"]).await;
     assert!(ok, "{err}");
     let answer: serde_json::Value = serde_json::from_str(&out).unwrap();
     let cited = answer["metadata"]["citations"][0].clone();
     assert!(cited["text"].as_str().is_some_and(|s| s.contains("lighthouse")), "{answer}");
     let doc: uuid::Uuid = cited["document_id"].as_str().unwrap().parse().unwrap();
-    let (filename, blob_uri): (String, String) =
-        sqlx::query_as("SELECT filename, blob_uri FROM documents WHERE id = $1").bind(doc).fetch_one(&t.pool).await.unwrap();
-    let twin: uuid::Uuid = sqlx::query_scalar("SELECT id FROM documents WHERE blob_uri = $1 AND id <> $2")
-        .bind(&blob_uri)
-        .bind(doc)
-        .fetch_one(&t.pool)
-        .await
-        .unwrap();
+    let docs = t.documents().await;
+    let cited_doc = docs.iter().find(|d| d.id == doc).unwrap();
+    let (filename, blob_uri) = (cited_doc.filename.clone().unwrap(), cited_doc.blob_uri.clone().unwrap());
+    let twins: Vec<uuid::Uuid> = docs.iter().filter(|d| d.blob_uri.as_ref() == Some(&blob_uri) && d.id != doc).map(|d| d.id).collect();
+    assert_eq!(twins.len(), 1, "one twin shares the original: {twins:?}");
+    let twin = twins[0];
     assert!(traces(&t, doc).await.iter().all(|n| *n > 0), "indexed before the deletion");
     let blobs = t.blob_store();
     let derived = format!("w/{ws}/d/{doc}/");
@@ -60,7 +48,7 @@ async fn deletion_leaves_no_trace_and_answers_keep_their_citations() {
     assert!(blobs.list(&derived).await.unwrap().is_empty(), "derived blobs are deleted");
     let original = blobs.key_of(&blob_uri).unwrap().to_string();
     assert!(blobs.head(&original).await.unwrap().is_some(), "{filename}: the original is kept while its twin uses it");
-    let status: String = sqlx::query_scalar("SELECT status FROM documents WHERE id = $1").bind(doc).fetch_one(&t.pool).await.unwrap();
+    let (status, _) = t.status_and_failure(&doc.to_string()).await;
     assert_eq!(status, "deleted");
     let (ok, out, _) = t.run(&["search", "lighthouse granite cliff", "--workspace", &ws, "--json"]).await;
     assert!(ok);
@@ -70,8 +58,7 @@ async fn deletion_leaves_no_trace_and_answers_keep_their_citations() {
 
     // The answer given before keeps the text it cited.
     let message: uuid::Uuid = answer["id"].as_str().unwrap().parse().unwrap();
-    let metadata: serde_json::Value =
-        sqlx::query_scalar("SELECT metadata FROM messages WHERE id = $1").bind(message).fetch_one(&t.pool).await.unwrap();
+    let metadata = rag_store::messages::get(&t.pool, &ws, message).await.unwrap().unwrap().metadata;
     assert_eq!(metadata["citations"][0]["text"], cited["text"]);
     assert_eq!(metadata["sections"], answer["metadata"]["sections"]);
 
@@ -83,12 +70,7 @@ async fn deletion_leaves_no_trace_and_answers_keep_their_citations() {
     // Deleting twice is refused; the other document is untouched.
     let (ok, _, err) = t.run(&["docs", "delete", &doc.to_string(), "--workspace", &ws]).await;
     assert!(!ok && err.contains("not found"), "{err}");
-    let hanoi: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM search_chunks sc JOIN documents d ON d.id = sc.document_id WHERE d.filename = 'ha-noi.md'",
-    )
-    .fetch_one(&t.pool)
-    .await
-    .unwrap();
+    let hanoi = testing::traces(&t.pool, Some(t.document_id("ha-noi.md").await)).await.unwrap().search_chunks;
     assert!(hanoi > 0);
     run.stop().await;
     t.cleanup().await;
@@ -131,13 +113,7 @@ async fn a_poison_message_is_listed_shown_and_redriven_after_the_fix() {
         pages: Vec::new(),
     };
     t.producer().send(&event).await.unwrap();
-    let status = || async {
-        sqlx::query_as::<_, (String, Option<String>)>("SELECT status, failure_code FROM documents WHERE id = $1::uuid")
-            .bind(&doc)
-            .fetch_optional(&t.pool)
-            .await
-            .unwrap()
-    };
+    let status = || async { t.find_document(&doc).await.map(|d| (d.status.as_str().to_string(), d.failure_code)) };
     wait_until("the document marked failed", Duration::from_secs(60), || async { matches!(status().await, Some((s, _)) if s == "failed") })
         .await;
 
@@ -176,13 +152,7 @@ async fn a_poison_message_is_listed_shown_and_redriven_after_the_fix() {
     assert_eq!(redriven[0]["topic"], t.topics().of(rag_events::EventType::DocumentParsed).as_str());
     // Topics are projected independently: the redriven DocumentParsed's
     // segments may land after the document's DocumentIngested.
-    let segments = || async {
-        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM segments WHERE document_id = $1::uuid")
-            .bind(&doc)
-            .fetch_one(&t.pool)
-            .await
-            .unwrap()
-    };
+    let segments = || async { testing::traces(&t.pool, Some(doc.parse().unwrap())).await.unwrap().segments };
     wait_until("the document recovered, ingested and its segments projected", Duration::from_secs(90), || async {
         matches!(status().await, Some((s, None)) if s == "ingested") && segments().await >= parsed.segments.len() as i64
     })
@@ -213,14 +183,11 @@ async fn replaying_chunking_flips_versions_while_questions_keep_being_answered()
     let (a, b, c) = (long("lighthouse"), long("harbour"), long("granite cliff"));
     t.upload_files(&ws, &[("a.txt", a.as_str()), ("b.txt", b.as_str()), ("c.txt", c.as_str()), ("ha-noi.md", HANOI)]).await;
     wait_until("four documents ingested on default@1", Duration::from_secs(120), || async {
-        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM documents WHERE status = 'ingested' AND active_chunking_version = 'default@1'")
-            .fetch_one(&t.pool)
-            .await
-            .unwrap()
-            == 4
+        let docs = t.documents().await;
+        docs.iter().filter(|d| d.status.as_str() == "ingested" && d.active_chunking_version.as_deref() == Some("default@1")).count() == 4
     })
     .await;
-    let before: i64 = sqlx::query_scalar("SELECT sum(chunk_count)::bigint FROM documents").fetch_one(&t.pool).await.unwrap();
+    let before: i64 = t.documents().await.iter().filter_map(|d| d.chunk_count).map(i64::from).sum();
 
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let asker = {
@@ -266,14 +233,11 @@ async fn replaying_chunking_flips_versions_while_questions_keep_being_answered()
         }
         assert!(versions.values().all(|v| v.len() == 1), "one version per document in an answer: {versions:?}");
     }
-    let left: Vec<String> = sqlx::query_scalar(
-        "SELECT DISTINCT chunking_version FROM search_chunks UNION SELECT DISTINCT chunking_version FROM chunk_mappings",
-    )
-    .fetch_all(&t.pool)
-    .await
-    .unwrap();
+    let chunks = testing::all_chunks(&t.pool).await.unwrap().into_iter().map(|c| c.chunking_version);
+    let mapped = testing::mapped_chunking_versions(&t.pool).await.unwrap();
+    let left: Vec<String> = chunks.chain(mapped).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
     assert_eq!(left, ["fine@1"], "the old version is removed after the flip");
-    let doc: String = sqlx::query_scalar("SELECT id::text FROM documents WHERE filename = 'a.txt'").fetch_one(&t.pool).await.unwrap();
+    let doc = t.document_id("a.txt").await.to_string();
     let (ok, out, _) = t.run(&["docs", "show", &doc, "--workspace", &ws, "--json"]).await;
     assert!(ok);
     let shown: serde_json::Value = serde_json::from_str(&out).unwrap();

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crate::app::TestApp;
 use crate::common::*;
-use rag_store::sqlx;
+use rag_store::testing;
 
 const WAIT: Duration = Duration::from_secs(120);
 
@@ -39,9 +39,8 @@ fn fixture(name: &str) -> Vec<u8> {
 }
 
 async fn statuses(t: &TestEnv) -> HashMap<String, (String, Option<String>)> {
-    let rows: Vec<(Option<String>, String, Option<String>)> =
-        sqlx::query_as("SELECT filename, status, failure_code FROM documents").fetch_all(&t.pool).await.unwrap();
-    rows.into_iter().map(|(f, s, c)| (f.unwrap_or_default(), (s, c))).collect()
+    let docs = t.documents().await.into_iter();
+    docs.map(|d| (d.filename.unwrap_or_default(), (d.status.as_str().to_string(), d.failure_code))).collect()
 }
 
 async fn upload(t: &TestEnv, dir: &std::path::Path) -> serde_json::Value {
@@ -49,8 +48,14 @@ async fn upload(t: &TestEnv, dir: &std::path::Path) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-async fn count(t: &TestEnv, sql: &str) -> i64 {
-    sqlx::query_scalar(sql).fetch_one(&t.pool).await.unwrap()
+/// Every chunk of the search index, with its postings.
+async fn chunks(t: &TestEnv) -> Vec<testing::StoredChunk> {
+    testing::all_chunks(&t.pool).await.unwrap()
+}
+
+/// Chunks of the index that hold `term`.
+async fn with_term(t: &TestEnv, term: &str) -> usize {
+    chunks(t).await.iter().filter(|c| c.terms.iter().any(|x| x == term)).count()
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -90,13 +95,11 @@ async fn every_format_ingests_and_bad_inputs_fail_with_their_reason() {
     // Topics are projected independently: a document's DocumentIngested can
     // be projected before its DocumentChunked (the mappings) lands.
     wait_until("the mappings of every ingested document", WAIT, || async {
-        count(
-            &t,
-            "SELECT count(*) FROM documents d WHERE status = 'ingested' AND NOT EXISTS
-                       (SELECT 1 FROM chunk_mappings m WHERE m.document_id = d.id)",
-        )
-        .await
-            == 0
+        let mut unmapped = 0;
+        for d in t.documents().await.into_iter().filter(|d| d.status.as_str() == "ingested") {
+            unmapped += usize::from(testing::traces(&t.pool, Some(d.id)).await.unwrap().chunk_mappings == 0);
+        }
+        unmapped == 0
     })
     .await;
     let s = statuses(&t).await;
@@ -115,12 +118,12 @@ async fn every_format_ingests_and_bad_inputs_fail_with_their_reason() {
     for (name, code) in expect_failed {
         assert_eq!(s[name], ("failed".to_string(), Some(code.to_string())), "{name}");
     }
-    let reason: String =
-        sqlx::query_scalar("SELECT failure_reason FROM documents WHERE filename = 'encrypted.pdf'").fetch_one(&t.pool).await.unwrap();
+    let encrypted = t.find_document(&t.document_id("encrypted.pdf").await.to_string()).await.unwrap();
+    let reason = encrypted.failure_reason.unwrap();
     assert!(reason.contains("password"), "{reason}");
 
     // The Vietnamese report keeps its pages; the viewer's JSON has them.
-    let id: uuid::Uuid = sqlx::query_scalar("SELECT id FROM documents WHERE filename = 'bao-cao.pdf'").fetch_one(&t.pool).await.unwrap();
+    let id = t.document_id("bao-cao.pdf").await;
     let (ok, out, err) = t.run(&["docs", "segments", &id.to_string(), "--workspace", &t.workspace, "--json"]).await;
     assert!(ok, "{err}");
     let viewer: serde_json::Value = serde_json::from_str(&out).unwrap();
@@ -130,8 +133,8 @@ async fn every_format_ingests_and_bad_inputs_fail_with_their_reason() {
     assert_eq!(page_of("1.245,6 tỷ đồng"), 0);
     assert_eq!(page_of("Vốn chủ sở hữu"), 1);
     assert_eq!(page_of("Rủi ro tỷ giá"), 2);
-    let pages: i32 = sqlx::query_scalar("SELECT page_count FROM documents WHERE id = $1").bind(id).fetch_one(&t.pool).await.unwrap();
-    assert_eq!(pages, 3);
+    let pages = t.find_document(&id.to_string()).await.unwrap().page_count;
+    assert_eq!(pages, Some(3));
     let (ok, human, _) = t.run(&["docs", "segments", &id.to_string(), "--workspace", &t.workspace]).await;
     assert!(ok && human.contains("── page 2 ──") && human.contains("Vốn chủ sở hữu"), "{human}");
     // Another workspace cannot see it.
@@ -141,13 +144,12 @@ async fn every_format_ingests_and_bad_inputs_fail_with_their_reason() {
     // In every ingested document: segments tile the full text, each chunk's
     // range is the union of its segments', and the index holds that text.
     let blobs = t.blob_store();
-    let docs: Vec<(uuid::Uuid, String, String)> =
-        sqlx::query_as("SELECT id, full_text_uri, active_chunking_version FROM documents WHERE status = 'ingested'")
-            .fetch_all(&t.pool)
-            .await
-            .unwrap();
+    let docs: Vec<_> = t.documents().await.into_iter().filter(|d| d.status.as_str() == "ingested").collect();
     assert_eq!(docs.len(), 7);
-    for (doc, uri, version) in docs {
+    let contents: HashMap<String, String> = chunks(&t).await.into_iter().map(|c| (c.chunk_id, c.content)).collect();
+    for d in docs {
+        let (doc, version) = (d.id, d.active_chunking_version.unwrap());
+        let uri = testing::full_text_uri(&t.pool, doc).await.unwrap().unwrap();
         assert_eq!(version, "default@1");
         let full = String::from_utf8(blobs.get(blobs.key_of(&uri).unwrap()).await.unwrap()).unwrap();
         let segs = rag_store::raw::segments(&t.pool, &t.workspace, doc).await.unwrap();
@@ -163,38 +165,25 @@ async fn every_format_ingests_and_bad_inputs_fail_with_their_reason() {
             let last = &segs[m.segment_end_index as usize];
             assert_eq!((m.char_start, m.char_end), (first.char_start, last.char_end));
             assert_eq!((m.page_start, m.page_end), (first.page_idx, last.page_idx));
-            let content: String = sqlx::query_scalar("SELECT content FROM search_chunks WHERE chunk_id = $1")
-                .bind(&m.chunk_id)
-                .fetch_one(&t.pool)
-                .await
-                .unwrap();
+            let content = contents[&m.chunk_id].as_str();
             assert_eq!(content, rag_docparse::char_slice(&full, m.char_start as u64, m.char_end as u64));
         }
     }
     // Vietnamese terms are indexed with diacritics and folded.
-    assert!(count(&t, "SELECT count(*) FROM search_chunks WHERE 'vận' = ANY(terms)").await >= 1);
-    assert!(count(&t, "SELECT count(*) FROM search_chunks WHERE '~van' = ANY(terms)").await >= 1);
+    assert!(with_term(&t, "vận").await >= 1);
+    assert!(with_term(&t, "~van").await >= 1);
     // Each term has its frequency, and the words (not their folded or stem
     // variants) add up to the chunk's length.
-    assert_eq!(count(&t, "SELECT count(*) FROM search_chunks WHERE cardinality(terms) <> cardinality(tfs)").await, 0);
-    assert_eq!(
-        count(
-            &t,
-            "SELECT count(*) FROM search_chunks c WHERE term_count <>
-               (SELECT coalesce(sum(tf), 0) FROM UNNEST(c.terms, c.tfs) AS p(term, tf) WHERE term NOT LIKE '~%' AND term NOT LIKE '^%')"
-        )
-        .await,
-        0
-    );
+    let all = chunks(&t).await;
+    assert_eq!(all.iter().filter(|c| c.terms.len() != c.tfs.len()).count(), 0);
+    let words = |c: &testing::StoredChunk| -> i64 {
+        c.terms.iter().zip(&c.tfs).filter(|(term, _)| !term.starts_with('~') && !term.starts_with('^')).map(|(_, tf)| i64::from(*tf)).sum()
+    };
+    assert_eq!(all.iter().filter(|c| i64::from(c.term_count) != words(c)).count(), 0);
 
     // A re-delivered event changes nothing: produce every DocumentParsed and
     // DocumentChunked again, byte for byte.
-    let before = (
-        count(&t, "SELECT count(*) FROM segments").await,
-        count(&t, "SELECT count(*) FROM chunk_mappings").await,
-        count(&t, "SELECT count(*) FROM search_chunks").await,
-        count(&t, "SELECT coalesce(sum(cardinality(terms)), 0)::int8 FROM search_chunks").await,
-    );
+    let before = testing::traces(&t.pool, None).await.unwrap();
     let producer = t.producer();
     for event in [rag_events::EventType::DocumentParsed, rag_events::EventType::DocumentChunked] {
         let topic = t.topics().of(event);
@@ -207,12 +196,7 @@ async fn every_format_ingests_and_bad_inputs_fail_with_their_reason() {
     wait_until("re-delivered events processed", WAIT, || async { read_all(&t.env["KAFKA_BROKERS"], &ingested_topic).await.len() >= 14 })
         .await;
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let after = (
-        count(&t, "SELECT count(*) FROM segments").await,
-        count(&t, "SELECT count(*) FROM chunk_mappings").await,
-        count(&t, "SELECT count(*) FROM search_chunks").await,
-        count(&t, "SELECT coalesce(sum(cardinality(terms)), 0)::int8 FROM search_chunks").await,
-    );
+    let after = testing::traces(&t.pool, None).await.unwrap();
     assert_eq!(before, after, "re-delivery changed the read models");
     assert_eq!(statuses(&t).await, s, "re-delivery changed a status");
 
@@ -261,7 +245,7 @@ async fn a_transient_failure_that_outlives_its_retries_stops_the_stage_and_a_res
     failing.stop().await;
     // `run all` stops every stage with the failed one, so the projector
     // may not have caught up: no row yet is fine, a final state is not.
-    let st: Option<String> = sqlx::query_scalar("SELECT status FROM documents").fetch_optional(&t.pool).await.unwrap();
+    let st = t.only_status().await;
     assert!(
         matches!(st.as_deref(), None | Some("uploaded" | "parsed" | "chunked")),
         "not indexed, not failed: the event waits (status {st:?})"
@@ -270,11 +254,10 @@ async fn a_transient_failure_that_outlives_its_retries_stops_the_stage_and_a_res
     let _fixed = TestApp::spawn(&t, &[]).await;
     wait_until("ingested after the restart", WAIT, || async {
         // No row yet is possible: the projector may not have run before the stop.
-        sqlx::query_scalar::<_, String>("SELECT status FROM documents").fetch_optional(&t.pool).await.unwrap().as_deref()
-            == Some("ingested")
+        t.only_status().await.as_deref() == Some("ingested")
     })
     .await;
-    assert!(count(&t, "SELECT count(*) FROM search_chunks").await >= 1);
+    assert!(!chunks(&t).await.is_empty());
     t.cleanup().await;
 }
 
@@ -298,8 +281,8 @@ async fn a_scanned_page_goes_through_ocr_or_is_marked() {
         let (ok, out, err) = t.run(&["docs", "show", &id, "--workspace", &t.workspace, "--json"]).await;
         assert!(ok, "{err}");
         let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
-        let page2: Vec<String> =
-            sqlx::query_scalar("SELECT text FROM segments WHERE page_idx = 1 ORDER BY segment_index").fetch_all(&t.pool).await.unwrap();
+        let segments = rag_store::raw::segments(&t.pool, &t.workspace, id.parse().unwrap()).await.unwrap();
+        let page2: Vec<String> = segments.into_iter().filter(|s| s.page_idx == 1).map(|s| s.text).collect();
         if expect_ocr {
             assert_eq!(doc["ocr_pages"], serde_json::json!([1]), "{doc}");
             assert_eq!(doc["pages_without_text"], serde_json::json!([]));

@@ -5,13 +5,15 @@ use std::time::Duration;
 
 use crate::app::TestApp;
 use crate::common::*;
+use rag_store::documents::DocumentStatus;
 use rag_store::sqlx;
 
 const LIGHTHOUSE: &str =
     "The lighthouse keeper lit the lamp every evening at dusk.\n\nThe lighthouse stands on a granite cliff above the harbour.\n";
 const HANOI: &str = "# Hà Nội\n\nHà Nội là thủ đô của Việt Nam. Thành phố nằm bên bờ sông Hồng.\n";
 
-/// Every read model's rows as text, in a stable order.
+/// Every read model's rows as text, in a stable order. Raw SQL on purpose:
+/// whole tables compared row for row, whatever their columns.
 async fn dump(t: &TestEnv) -> std::collections::BTreeMap<&'static str, Vec<String>> {
     let mut out = std::collections::BTreeMap::new();
     for table in ["documents", "segments", "chunk_mappings", "search_chunks", "document_versions", "messages", "conversations"] {
@@ -30,23 +32,10 @@ async fn rebuilding_the_read_models_gives_identical_rows() {
     let run = TestApp::spawn(&t, &[]).await;
     let ws = t.workspace.clone();
     t.upload_files(&ws, &[("lighthouse.txt", LIGHTHOUSE), ("ha-noi.md", HANOI), ("gone.txt", "This document will be deleted soon.")]).await;
-    let settled = |n: i64| {
-        let pool = t.pool.clone();
-        async move {
-            sqlx::query_scalar::<_, i64>("SELECT count(*) FROM documents WHERE status IN ('ingested', 'deleted')")
-                .fetch_one(&pool)
-                .await
-                .unwrap()
-                == n
-        }
-    };
+    let env = &t;
+    let settled = move |n: i64| async move { env.count_with_status(&[DocumentStatus::Ingested, DocumentStatus::Deleted]).await == n };
     wait_until("three documents ingested", Duration::from_secs(120), || settled(3)).await;
-    let id_of = |name: &'static str| {
-        let pool = t.pool.clone();
-        async move {
-            sqlx::query_scalar::<_, uuid::Uuid>("SELECT id FROM documents WHERE filename = $1").bind(name).fetch_one(&pool).await.unwrap()
-        }
-    };
+    let id_of = |name: &'static str| t.document_id(name);
     let (gone, hanoi) = (id_of("gone.txt").await, id_of("ha-noi.md").await);
     let (ok, _, err) = t.run(&["docs", "delete", &gone.to_string(), "--workspace", &ws]).await;
     assert!(ok, "{err}");
@@ -57,8 +46,7 @@ async fn rebuilding_the_read_models_gives_identical_rows() {
         assert!(ok, "{err}");
     }
     wait_until("the deletion purged", Duration::from_secs(60), || async {
-        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM segments WHERE document_id = $1").bind(gone).fetch_one(&t.pool).await.unwrap()
-            == 0
+        rag_store::testing::traces(&t.pool, Some(gone)).await.unwrap().segments == 0
     })
     .await;
     run.stop().await;
@@ -84,10 +72,7 @@ async fn rebuilding_the_read_models_gives_identical_rows() {
     assert!(ok, "{err}");
     // The answer may be projected before its question (topics are read
     // independently): wait for the user message too.
-    wait_until("the new question and answer projected", Duration::from_secs(60), || async {
-        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM messages").fetch_one(&t.pool).await.unwrap() == 6
-    })
-    .await;
+    wait_until("the new question and answer projected", Duration::from_secs(60), || async { t.messages().await.len() == 6 }).await;
     again.stop().await;
     let resumed = dump(&t).await;
     assert_eq!(resumed["messages"].len(), 6);
@@ -110,16 +95,8 @@ async fn citations_point_at_the_page_through_replay_and_rebuild() {
     let run = TestApp::spawn(&t, &[]).await;
     let ws = t.workspace.clone();
     t.upload_files(&ws, &[("bao-cao.pdf", fixture("geometry-one-column.pdf")), ("bao-cao.txt", fixture("geometry-source.txt"))]).await;
-    wait_until("both ingested", Duration::from_secs(120), || async {
-        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM documents WHERE status = 'ingested'").fetch_one(&t.pool).await.unwrap() == 2
-    })
-    .await;
-    let id_of = |name: &'static str| {
-        let pool = t.pool.clone();
-        async move {
-            sqlx::query_scalar::<_, uuid::Uuid>("SELECT id FROM documents WHERE filename = $1").bind(name).fetch_one(&pool).await.unwrap()
-        }
-    };
+    wait_until("both ingested", Duration::from_secs(120), || async { t.ingested_count().await == 2 }).await;
+    let id_of = |name: &'static str| t.document_id(name);
     let (pdf, txt) = (id_of("bao-cao.pdf").await, id_of("bao-cao.txt").await);
     let pdf_segments = rag_store::raw::segments(&t.pool, &ws, pdf).await.unwrap();
     let txt_segments = rag_store::raw::segments(&t.pool, &ws, txt).await.unwrap();

@@ -8,7 +8,6 @@ use std::time::Duration;
 use crate::app::TestApp;
 use crate::common::*;
 use rag_events::{DocumentDeleted, Envelope};
-use rag_store::sqlx;
 
 async fn search(t: &TestEnv, workspace: &str, query: &str, extra: &[&str]) -> serde_json::Value {
     let mut args = vec!["search", query, "--workspace", workspace, "--json"];
@@ -41,10 +40,7 @@ async fn hybrid_search_ranks_scopes_and_isolates_workspaces() {
     )
     .await;
     t.upload_files(&other, &[("revenue-other.txt", shared), ("secret.txt", "Confidential revenue plan for the merger.")]).await;
-    wait_until("five documents ingested", Duration::from_secs(120), || async {
-        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM documents WHERE status = 'ingested'").fetch_one(&t.pool).await.unwrap() == 5
-    })
-    .await;
+    wait_until("five documents ingested", Duration::from_secs(120), || async { t.ingested_count().await == 5 }).await;
 
     // Lexical: the matching document first, with positions into the raw text.
     let r = search(&t, &t.workspace, "revenue cloud", &["--mode", "lexical"]).await;
@@ -83,7 +79,7 @@ async fn hybrid_search_ranks_scopes_and_isolates_workspaces() {
 
     // Document filter.
     let ids: Vec<(uuid::Uuid, String)> =
-        sqlx::query_as("SELECT id, filename FROM documents WHERE workspace_id = $1").bind(&t.workspace).fetch_all(&t.pool).await.unwrap();
+        t.documents().await.into_iter().filter(|d| d.workspace_id == t.workspace).map(|d| (d.id, d.filename.unwrap())).collect();
     let cats = ids.iter().find(|(_, f)| f == "cats.txt").unwrap().0.to_string();
     let r = search(&t, &t.workspace, "revenue cat", &["--document", &cats]).await;
     assert_eq!(filenames(&r), vec!["cats.txt"]);

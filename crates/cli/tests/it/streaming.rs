@@ -17,7 +17,6 @@ use serde_json::json;
 
 use crate::api_client::*;
 use crate::common::*;
-use rag_store::sqlx;
 
 const ANSWER_TEXT: &str = "Ngọn hải đăng đứng trên vách đá granite phía trên bến cảng, và người gác thắp đèn mỗi tối lúc hoàng hôn.";
 
@@ -129,14 +128,8 @@ async fn a_streamed_answer_survives_a_kill_mid_stream_as_exactly_one_answer() {
     .await;
     assert!(!matches!(more, Ok(Some(_))), "a second final event: {more:?}");
     // ...one assistant message with the text once, one AnswerProduced.
-    let rows: Vec<(String, String, String)> = sqlx::query_as(
-        "SELECT role, status, content FROM messages WHERE workspace_id = $1 AND conversation_id = $2::uuid ORDER BY created_at",
-    )
-    .bind(&ws)
-    .bind(&conv)
-    .fetch_all(&t.pool)
-    .await
-    .unwrap();
+    let messages = rag_store::messages::list(&t.pool, &ws, conv.parse().unwrap()).await.unwrap();
+    let rows: Vec<(String, String, String)> = messages.into_iter().map(|m| (m.role, m.status.as_str().to_string(), m.content)).collect();
     assert_eq!(rows.len(), 2, "{rows:?}");
     assert_eq!((rows[1].0.as_str(), rows[1].1.as_str(), rows[1].2.as_str()), ("assistant", "done", ANSWER_TEXT));
     let topic = t.topics().of(rag_events::EventType::AnswerProduced);

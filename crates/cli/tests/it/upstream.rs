@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use crate::app::TestApp;
 use crate::common::*;
-use rag_store::sqlx;
 
 #[tokio::test]
 async fn the_documented_upstream_producer_gets_a_document_ingested() {
@@ -28,23 +27,13 @@ async fn the_documented_upstream_producer_gets_a_document_ingested() {
     let doc = produced["document_id"].as_str().unwrap().to_string();
     assert_eq!(produced["topic"], format!("{}documents.uploaded", t.prefix));
     wait_until("the upstream document ingested", Duration::from_secs(120), || async {
-        sqlx::query_scalar::<_, String>("SELECT status FROM documents WHERE id = $1::uuid")
-            .bind(&doc)
-            .fetch_optional(&t.pool)
-            .await
-            .unwrap()
-            .as_deref()
-            == Some("ingested")
+        t.find_document(&doc).await.is_some_and(|d| d.status.as_str() == "ingested")
     })
     .await;
-    let (filename, content_type, uploaded_by, metadata): (String, String, String, serde_json::Value) =
-        sqlx::query_as("SELECT filename, content_type, uploaded_by, metadata FROM documents WHERE id = $1::uuid")
-            .bind(&doc)
-            .fetch_one(&t.pool)
-            .await
-            .unwrap();
+    let d = t.find_document(&doc).await.unwrap();
+    let metadata = d.metadata;
     assert_eq!(
-        (filename.as_str(), content_type.as_str(), uploaded_by.as_str()),
+        (d.filename.unwrap().as_str(), d.content_type.unwrap().as_str(), d.uploaded_by.unwrap().as_str()),
         ("so-tay-nhan-vien.md", "text/markdown", "upstream-example")
     );
     assert_eq!(metadata["source"], "hr-system");

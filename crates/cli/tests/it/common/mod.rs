@@ -2,6 +2,18 @@
 //! Each test gets a fresh database and its own topic prefix (hence its own
 //! topics and consumer groups), so tests run in parallel without seeing each
 //! other, as in zero-to-production's `tests/api/helpers.rs`.
+//!
+//! - this module: [`TestEnv`], the test's environment, and running CLI commands;
+//! - [`reads`]: what the tests read from the store, through its functions;
+//! - [`process`]: a subprocess of the binary, where a process must die;
+//! - [`readers`]: the metrics a process serves and a topic's records.
+
+mod process;
+mod readers;
+mod reads;
+
+pub use process::Process;
+pub use readers::{metrics_of, read_all, sum_metric};
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -11,10 +23,10 @@ use std::time::{Duration, Instant};
 
 use rag_bus::{BusConfig, EventProducer};
 use rag_events::{Codec, DocumentUploaded, Envelope, Topics};
-use rag_store::sqlx::{self, PgPool};
+use rag_store::sqlx::PgPool;
 use rag_store::testing::TestDatabase;
 use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
+use tokio::process::Command;
 
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
@@ -264,25 +276,6 @@ impl TestEnv {
         }
     }
 
-    pub async fn document_count(&self) -> i64 {
-        sqlx::query_scalar("SELECT count(*) FROM documents").fetch_one(&self.pool).await.unwrap()
-    }
-
-    pub async fn document_ids(&self) -> Vec<String> {
-        let ids: Vec<uuid::Uuid> = sqlx::query_scalar("SELECT id FROM documents ORDER BY id").fetch_all(&self.pool).await.unwrap();
-        ids.into_iter().map(|i| i.to_string()).collect()
-    }
-
-    /// Sum of the projector's stored next offsets over every partition.
-    pub async fn stored_offsets_sum(&self, group: &str) -> i64 {
-        sqlx::query_scalar::<_, Option<i64>>("SELECT sum(next_offset)::bigint FROM consumer_offsets WHERE consumer_group = $1")
-            .bind(format!("{}{group}", self.prefix))
-            .fetch_one(&self.pool)
-            .await
-            .unwrap()
-            .unwrap_or(0)
-    }
-
     pub fn blob_store(&self) -> rag_blobs::BlobStore {
         rag_blobs::BlobStore::new(&rag_blobs::BlobConfig {
             endpoint: self.env["S3_ENDPOINT"].clone(),
@@ -313,98 +306,6 @@ impl TestEnv {
         }
         self.db.drop_database().await;
     }
-}
-
-pub struct Process {
-    pub child: Child,
-    pub lines: Arc<Mutex<Vec<String>>>,
-    pub metrics_port: u16,
-    /// Where `run all` / `run api` serve the HTTP API.
-    pub api_port: u16,
-}
-
-impl Process {
-    /// Waits until the process stops at its failpoint: it prints the
-    /// documented `FAILPOINT <name> reached` line on stderr and hangs
-    /// (`rag_stages::failpoint`), so the test can SIGKILL it right there.
-    pub async fn wait_for_failpoint(&self, timeout: Duration) {
-        wait_until(
-            "the process to reach its failpoint (a build without `--features rag-engine/failpoints` never does; scripts/test turns it on)",
-            timeout,
-            || async { self.lines.lock().unwrap().iter().any(|l| l.starts_with("FAILPOINT ") && l.ends_with(" reached")) },
-        )
-        .await;
-    }
-
-    pub async fn metrics(&self) -> String {
-        metrics_of(self.metrics_port).await
-    }
-
-    /// Value of a counter/gauge summed over the series whose labels contain
-    /// every given `label="value"` fragment.
-    pub async fn metric_sum(&self, name: &str, fragments: &[&str]) -> f64 {
-        sum_metric(&self.metrics().await, name, fragments)
-    }
-
-    pub async fn sigkill(&mut self) {
-        self.child.kill().await.unwrap();
-    }
-
-    /// SIGTERM, then wait for the exit status.
-    pub async fn terminate(&mut self, timeout: Duration) -> std::process::ExitStatus {
-        let pid = self.child.id().expect("process still running");
-        let status = std::process::Command::new("kill").arg("-TERM").arg(pid.to_string()).status().unwrap();
-        assert!(status.success());
-        tokio::time::timeout(timeout, self.child.wait()).await.expect("process did not stop after SIGTERM").unwrap()
-    }
-}
-
-/// The metrics a process serves on `port` (empty while it is not up).
-pub async fn metrics_of(port: u16) -> String {
-    match reqwest::get(format!("http://127.0.0.1:{port}/metrics")).await {
-        Ok(r) => r.text().await.unwrap_or_default(),
-        Err(_) => String::new(),
-    }
-}
-
-pub fn sum_metric(text: &str, name: &str, fragments: &[&str]) -> f64 {
-    text.lines()
-        .filter(|l| !l.starts_with('#'))
-        .filter(|l| l.starts_with(name) && l[name.len()..].starts_with(['{', ' ']))
-        .filter(|l| fragments.iter().all(|f| l.contains(f)))
-        .filter_map(|l| l.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok()))
-        .sum()
-}
-
-/// Every record of a topic, read from the beginning until it stays quiet for 2 s.
-pub async fn read_all(brokers: &str, topic: &str) -> Vec<rdkafka::message::OwnedMessage> {
-    use rdkafka::consumer::{BaseConsumer, Consumer};
-    let consumer: BaseConsumer = rdkafka::ClientConfig::new()
-        .set("bootstrap.servers", brokers)
-        .set("group.id", format!("reader-{}", uuid::Uuid::new_v4()))
-        .set("auto.offset.reset", "earliest")
-        .set("enable.auto.commit", "false")
-        .set("fetch.wait.max.ms", "20")
-        .create()
-        .unwrap();
-    let topic = topic.to_string();
-    tokio::task::spawn_blocking(move || {
-        consumer.subscribe(&[&topic]).unwrap();
-        let mut out = Vec::new();
-        let mut idle = 0;
-        while idle < 10 {
-            match consumer.poll(Duration::from_millis(200)) {
-                Some(Ok(m)) => {
-                    out.push(m.detach());
-                    idle = 0;
-                }
-                _ => idle += 1,
-            }
-        }
-        out
-    })
-    .await
-    .unwrap()
 }
 
 async fn output_of(mut command: Command) -> (bool, String, String) {
