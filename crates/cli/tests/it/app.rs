@@ -64,21 +64,21 @@ impl TestApp {
 
     /// A counter or gauge summed over the series whose labels contain every
     /// `label="value"` fragment.
-    pub fn metric_sum(&self, name: &str, fragments: &[&str]) -> f64 {
-        sum_metric(&self.metrics(), name, fragments)
+    pub fn metric_sum(&self, name: &str, labels: &[&str]) -> f64 {
+        sum_metric(&self.metrics(), name, labels)
     }
 
     /// Waits until the metric's sum reaches `at_least`.
-    pub async fn wait_for_metric(&self, name: &str, fragments: &[&str], at_least: f64, timeout: Duration) {
-        wait_until(&format!("{name}{fragments:?} >= {at_least}"), timeout, || async { self.metric_sum(name, fragments) >= at_least }).await;
+    pub async fn wait_for_metric(&self, name: &str, labels: &[&str], at_least: f64, timeout: Duration) {
+        wait_until(&format!("{name}{labels:?} >= {at_least}"), timeout, || async { self.metric_sum(name, labels) >= at_least }).await;
     }
 
     /// Waits until this app's instance of `stage` has been given partitions.
     pub async fn wait_for_assignment(&self, stage: &str, timeout: Duration) {
-        let fragments = [format!("stage=\"{stage}\""), "kind=\"assign\"".to_string()];
-        let fragments: Vec<&str> = fragments.iter().map(String::as_str).collect();
-        let before = sum_metric(&self.at_spawn, "rag_consumer_rebalances_total", &fragments);
-        self.wait_for_metric("rag_consumer_rebalances_total", &fragments, before + 1.0, timeout).await;
+        let labels = [format!("stage=\"{stage}\""), "kind=\"assign\"".to_string()];
+        let labels: Vec<&str> = labels.iter().map(String::as_str).collect();
+        let before = sum_metric(&self.at_spawn, "rag_consumer_rebalances_total", &labels);
+        self.wait_for_metric("rag_consumer_rebalances_total", &labels, before + 1.0, timeout).await;
     }
 
     /// Waits until a task ends on its own (a stage that gave up): its name

@@ -95,8 +95,9 @@ async fn every_metric_the_dashboard_queries_is_exported() {
     assert!(sum_metric(&text, "rag_llm_tokens_total", &["kind=\"prompt\""]) >= 120.0);
     assert!(sum_metric(&text, "rag_question_to_answer_seconds_count", &[]) >= 1.0);
     assert!(sum_metric(&text, "rag_upload_to_ingested_seconds_count", &[]) >= 1.0);
+    let dlq_topic = format!("topic=\"{}\"", rag_events::Topics::dlq_of(&t.topics().of(rag_events::EventType::DocumentUploaded)));
     wait_until("the dead-letter topic's size exported", Duration::from_secs(30), || async {
-        sum_metric(&run.metrics(), "rag_dlq_messages", &["documents.uploaded.dlq"]) >= 1.0
+        sum_metric(&run.metrics(), "rag_dlq_messages", &[&dlq_topic]) >= 1.0
     })
     .await;
     run.stop().await;

@@ -35,8 +35,8 @@ impl Process {
 
     /// Value of a counter/gauge summed over the series whose labels contain
     /// every given `label="value"` fragment.
-    pub async fn metric_sum(&self, name: &str, fragments: &[&str]) -> f64 {
-        sum_metric(&self.metrics().await, name, fragments)
+    pub async fn metric_sum(&self, name: &str, labels: &[&str]) -> f64 {
+        sum_metric(&self.metrics().await, name, labels)
     }
 
     pub async fn sigkill(&mut self) {

@@ -11,12 +11,68 @@ pub async fn metrics_of(port: u16) -> String {
     }
 }
 
-pub fn sum_metric(text: &str, name: &str, fragments: &[&str]) -> f64 {
+/// One sample of the Prometheus text format: `name{k="v",...} value`.
+struct Sample<'a> {
+    name: &'a str,
+    labels: Vec<(&'a str, String)>,
+    value: f64,
+}
+
+/// Parses a sample line (None for comments, blank lines and anything else):
+/// label values are unescaped (`\"`, `\\`, `\n`), so a match is on whole
+/// names and values, never on a piece of the line.
+fn sample(line: &str) -> Option<Sample<'_>> {
+    if line.starts_with('#') || line.trim().is_empty() {
+        return None;
+    }
+    let name_end = line.find(['{', ' '])?;
+    let (name, mut rest) = line.split_at(name_end);
+    let mut labels = Vec::new();
+    if let Some(body) = rest.strip_prefix('{') {
+        let mut chars = body.char_indices();
+        let mut key_start = 0;
+        loop {
+            let (eq, _) = chars.by_ref().find(|(_, c)| *c == '=' || *c == '}')?;
+            if body[eq..].starts_with('}') {
+                rest = &body[eq + 1..];
+                break;
+            }
+            let key = body[key_start..eq].trim_start_matches(',');
+            chars.next().filter(|(_, c)| *c == '"')?;
+            let mut value = String::new();
+            loop {
+                match chars.next()? {
+                    (_, '\\') => match chars.next()?.1 {
+                        'n' => value.push('\n'),
+                        c => value.push(c),
+                    },
+                    (_, '"') => break,
+                    (_, c) => value.push(c),
+                }
+            }
+            labels.push((key, value));
+            key_start = chars.clone().next().map_or(body.len(), |(i, _)| i);
+        }
+    }
+    let value = rest.split_whitespace().next()?.parse().ok()?;
+    Some(Sample { name, labels, value })
+}
+
+/// The sum of `name`'s samples whose labels include every `key="value"` of
+/// `labels` (exactly: `stage="parser"` does not match `stage="parser-x"`).
+pub fn sum_metric(text: &str, name: &str, labels: &[&str]) -> f64 {
+    let wanted: Vec<(&str, &str)> = labels
+        .iter()
+        .map(|l| {
+            let (k, v) = l.split_once('=').unwrap_or_else(|| panic!("a label is key=\"value\": {l}"));
+            (k, v.trim_matches('"'))
+        })
+        .collect();
     text.lines()
-        .filter(|l| !l.starts_with('#'))
-        .filter(|l| l.starts_with(name) && l[name.len()..].starts_with(['{', ' ']))
-        .filter(|l| fragments.iter().all(|f| l.contains(f)))
-        .filter_map(|l| l.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok()))
+        .filter_map(sample)
+        .filter(|s| s.name == name)
+        .filter(|s| wanted.iter().all(|(k, v)| s.labels.iter().any(|(lk, lv)| lk == k && lv == v)))
+        .map(|s| s.value)
         .sum()
 }
 
@@ -49,4 +105,18 @@ pub async fn read_all(brokers: &str, topic: &str) -> Vec<rdkafka::message::Owned
     })
     .await
     .unwrap()
+}
+
+#[test]
+fn metric_sums_match_whole_names_and_label_values() {
+    let text = "# HELP rag_x_total x\n\
+                rag_x_total{stage=\"parser\",kind=\"a\\\"b\"} 2\n\
+                rag_x_total{stage=\"parser-x\",kind=\"a\\\"b\"} 5\n\
+                rag_x_total_sum{stage=\"parser\"} 7\n\
+                rag_x_total 1\n";
+    assert_eq!(sum_metric(text, "rag_x_total", &[]), 8.0);
+    assert_eq!(sum_metric(text, "rag_x_total", &["stage=\"parser\""]), 2.0);
+    assert_eq!(sum_metric(text, "rag_x_total", &["kind=\"a\"b\""]), 7.0);
+    assert_eq!(sum_metric(text, "rag_x_total_sum", &[]), 7.0);
+    assert_eq!(sum_metric(text, "rag_x", &[]), 0.0);
 }
