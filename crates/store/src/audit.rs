@@ -1,4 +1,4 @@
-//! Read-model audits for fault-injection checks (`rag-engine chaos`): per
+//! Read-model audits for fault-injection checks (`rag-dev chaos`): per
 //! document, the rows its events say it has beside the rows it has.
 
 use sqlx::PgPool;

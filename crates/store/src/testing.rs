@@ -2,7 +2,7 @@
 //! does: created on the Postgres of `scripts/stack up` (its `DATABASE_URL`,
 //! from the environment or `.local/env`), migrated, and dropped by
 //! [`TestDatabase::drop_database`]. For the tests of this crate and of the
-//! crates above it, and for the trials of `rag-engine chaos`; the pipeline
+//! crates above it, and for the trials of `rag-dev chaos`; the pipeline
 //! itself never calls it.
 //!
 //! Also the reads the integration tests make across a test database that

@@ -46,8 +46,10 @@ impl InternalEvent for ProjectorStarted {
     }
 }
 
-/// The answerer starts: its answer times per mode and, with a language
-/// model, that model's token counters exist from zero.
+/// The answerer starts: its answer times per mode and the token counters
+/// exist from zero: the configured model's, or, without a language model
+/// (extractive answers), `model="none"`'s, so the dashboard's token panel
+/// shows 0 rather than "No data".
 pub struct AnswererStarted<'a> {
     /// Every mode an answer can have.
     pub modes: &'a [&'a str],
@@ -59,10 +61,9 @@ impl InternalEvent for AnswererStarted<'_> {
         for mode in self.modes {
             let _ = histogram!(names::QUESTION_TO_ANSWER_SECONDS, MODE => mode.to_string());
         }
-        if let Some(model) = self.llm_model {
-            for kind in ["prompt", "completion"] {
-                counter!(names::LLM_TOKENS, "model" => model.to_string(), KIND => kind).increment(0);
-            }
+        let model = self.llm_model.unwrap_or("none");
+        for kind in ["prompt", "completion"] {
+            counter!(names::LLM_TOKENS, "model" => model.to_string(), KIND => kind).increment(0);
         }
     }
 }
