@@ -11,6 +11,11 @@ use serde::{Deserialize, Serialize};
 use crate::error::ApiError;
 use crate::AppState;
 
+/// Installs the HS256 signer jsonwebtoken uses in this process (ring's
+/// HMAC, see `jwt_crypto`); [`JwtAuth::new`] does it, so only code that
+/// calls jsonwebtoken without a `JwtAuth` (tests minting odd tokens) needs to.
+pub use crate::jwt_crypto::install as install_jwt_crypto;
+
 /// Shortest accepted secret: HS256 with less than 256 bits of key is weak.
 pub const MIN_SECRET_BYTES: usize = 32;
 
@@ -75,6 +80,7 @@ impl JwtAuth {
     /// With an audience, tokens must carry it in `aud`.
     pub fn new(secret: &str, audience: Option<&str>) -> Result<Self, AuthError> {
         check_secret(secret)?;
+        install_jwt_crypto();
         let audience = audience.filter(|a| !a.is_empty()).map(str::to_string);
         let mut validation = Validation::new(Algorithm::HS256);
         // Clock skew between the token issuer and us.
@@ -238,6 +244,7 @@ mod tests {
     }
 
     fn signed(claims: serde_json::Value) -> String {
+        install_jwt_crypto();
         jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &EncodingKey::from_secret(SECRET.as_bytes())).unwrap()
     }
 

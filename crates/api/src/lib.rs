@@ -8,6 +8,7 @@
 pub mod auth;
 mod deltas;
 pub mod error;
+mod jwt_crypto;
 pub mod limits;
 mod middleware;
 pub mod model;

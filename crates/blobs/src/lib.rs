@@ -13,6 +13,7 @@ use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
 use aws_sdk_s3::Client;
+use aws_smithy_http_client::tls;
 use secrecy::{ExposeSecret, SecretString};
 use sha2::{Digest, Sha256};
 use tokio::io::AsyncReadExt;
@@ -110,6 +111,12 @@ impl BlobStore {
             .request_checksum_calculation(RequestChecksumCalculation::WhenRequired)
             .response_checksum_validation(ResponseChecksumValidation::WhenRequired)
             .credentials_provider(creds)
+            // rustls on ring (the workspace manifest says why).
+            .http_client(
+                aws_smithy_http_client::Builder::new()
+                    .tls_provider(tls::Provider::Rustls(tls::rustls_provider::CryptoMode::Ring))
+                    .build_https(),
+            )
             .build();
         BlobStore { client: Client::from_conf(conf), bucket: cfg.bucket.clone(), cache: Arc::new(cache::BlobCache::new(cfg.cache_bytes)) }
     }

@@ -130,6 +130,7 @@ pub async fn token(t: &TestEnv, user: &str) -> String {
 }
 
 pub fn jwt(secret: &str, claims: Value) -> String {
+    rag_api::auth::install_jwt_crypto();
     jsonwebtoken::encode(
         &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256),
         &claims,
