@@ -66,8 +66,8 @@ pub const EVIDENCE_SENTENCES: usize = 4;
 /// The default of `verify_threshold`: the model's own choice (true more
 /// likely than false), not a value tuned to a set. With the check's
 /// Vietnamese instructions, right answers on eval/vi-dev scored from 0.54
-/// up and wrong ones up to 0.48 (two it cannot tell apart, at 0.85 and
-/// 0.92); on eval/en-dev the two overlap between 0.42 and 0.54, where any
+/// up and wrong ones up to 0.48 (two it cannot tell apart, at 0.84 and
+/// 0.93); on eval/en-dev the two overlap between 0.42 and 0.54, where any
 /// threshold trades a right answer for a wrong one. docs/answers.md has
 /// the sweep.
 pub const VERIFY_THRESHOLD: f64 = 0.5;
