@@ -94,6 +94,10 @@ async fn each_limit_answers_429_with_retry_after() {
             }
         });
         tx.send(Ok(b"The first half of a slow upload. ".to_vec())).await.unwrap();
+        // A head start for the slow upload, longer after each lost race: on
+        // a loaded machine its request took longer to reach the handler than
+        // the first probe, ten times in a row.
+        tokio::time::sleep(Duration::from_millis(200 * attempts)).await;
         match poll_status(&api, &ws, &alice, &slow).await {
             Some((s, v)) => break (tx, slow, s, v),
             None => {
