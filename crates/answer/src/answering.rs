@@ -32,13 +32,18 @@ pub struct AnswerOptions {
     /// own true/false decides.
     pub verify_threshold: f64,
     /// A model is shown only the first this many chunks (the answerer's
-    /// evidence cutoff, `evidence::within_best`); an extractive answer
-    /// (no model, or the model failed) reads every chunk.
+    /// evidence cutoff, `evidence::within_best`); a second look and an
+    /// extractive answer (no model, or the model failed) read every chunk.
     pub llm_chunks: usize,
     /// A model is shown only this many evidence sentences, those an
     /// [`EvidenceRanker`] finds closest to the question (0: all of them,
     /// and all of them when there is no ranker).
     pub evidence_sentences: usize,
+    /// When the check holds an answer back, show the model the sentences
+    /// of every retrieved chunk but those it cited (narrowed to the
+    /// closest, with a ranker) and let it answer once more
+    /// (`ANSWER_SECOND_LOOK`).
+    pub second_look: bool,
 }
 
 /// How close each evidence sentence is to the question (the embedder's
@@ -133,15 +138,28 @@ fn add_usage(total: &mut Option<llm::LlmUsage>, u: &llm::LlmUsage) {
     });
 }
 
+/// One look at the evidence: the model's answer to the units it was
+/// shown, checked.
+struct Look {
+    outcome: AnswerOutcome,
+    /// The units an answer the check held back cited: a second look is
+    /// shown others.
+    held_back_units: Vec<evidence::EvidenceUnit>,
+}
+
 /// Answers `question` from `chunks` (best ranked first). With the LLM: the
 /// chunks become numbered evidence units (as many chunks as fit
 /// `evidence_chars`), the model answers under the output contract (two
 /// tries at a readable reply), cited ids become exact spans, and
 /// `answerable: false` (or no section left with a valid citation) is an
-/// abstention. `on_partial` sees the sections' text as it streams. Without
-/// the LLM, or when it fails and the fallback is extractive, the best
-/// evidence units are the answer, or it abstains. `Err` only when the LLM
-/// failed and the fallback is `Fail`.
+/// abstention. When the check holds an answer back, the model gets a
+/// second look (`second_look`): the sentences of every retrieved chunk,
+/// not only those within the evidence cutoff (`llm_chunks`), without the
+/// ones the held-back answer cited, narrowed again to the closest.
+/// `on_partial` sees the sections' text as it streams. Without the LLM,
+/// or when it fails and the fallback is extractive, the best evidence
+/// units are the answer, or it abstains. `Err` only when the LLM failed
+/// and the fallback is `Fail`.
 pub async fn answer_question(
     llm: Option<&llm::ChatClient>,
     question: &str,
@@ -167,25 +185,150 @@ pub async fn answer_question(
     if chunks.is_empty() {
         return Ok(AnswerOutcome::plain(AnswerMode::NoAnswer, abstention(question), true));
     }
-    // What the model is shown; the extractive fallback above keeps them all.
-    let chunks = &chunks[..options.llm_chunks.clamp(1, chunks.len())];
     // The history shares the context with the evidence.
     let history_chars: usize = history.iter().rev().take(HISTORY_TURNS).map(|t| t.content.chars().count().min(prompt::TURN_CHARS)).sum();
-    let mut evidence = evidence::build(chunks, options.evidence_chars.saturating_sub(history_chars).max(MIN_EVIDENCE_CHARS));
-    if let Some(ranker) = ranker.filter(|_| options.evidence_sentences > 0 && evidence.units.len() > options.evidence_sentences) {
-        let texts: Vec<String> = evidence
-            .units
-            .iter()
-            .map(|u| match &u.heading {
-                Some(h) => format!("{} {}", h.trim_start_matches('#').trim(), u.text),
-                None => u.text.clone(),
-            })
-            .collect();
-        if let Some(scores) = ranker.rank(question, &texts).await {
-            evidence.keep_closest(&scores, options.evidence_sentences);
+    let budget = options.evidence_chars.saturating_sub(history_chars).max(MIN_EVIDENCE_CHARS);
+    let looks = if options.second_look && options.verify { 2 } else { 1 };
+    // Sentences a held-back answer cited, and every sentence shown so far.
+    let mut excluded: Vec<UnitKey> = Vec::new();
+    let mut shown: Vec<UnitKey> = Vec::new();
+    let mut first: Option<AnswerOutcome> = None;
+    for look in 0..looks {
+        // The first look reads the chunks within the evidence cutoff; a
+        // second one every retrieved chunk (the extractive fallback above
+        // always does).
+        let chunks = if look == 0 { &chunks[..options.llm_chunks.clamp(1, chunks.len())] } else { chunks };
+        let mut evidence = evidence::build(chunks, budget);
+        if !excluded.is_empty() {
+            let keep: Vec<f64> =
+                evidence.units.iter().map(|u| if excluded.contains(&unit_key(chunks, u)) { f64::NEG_INFINITY } else { 1.0 }).collect();
+            match keep.iter().filter(|k| k.is_finite()).count() {
+                0 => evidence.units.clear(),
+                left => evidence.keep_closest(&keep, left),
+            }
         }
+        if let Some(ranker) = ranker.filter(|_| options.evidence_sentences > 0 && evidence.units.len() > options.evidence_sentences) {
+            let texts: Vec<String> = evidence
+                .units
+                .iter()
+                .map(|u| match &u.heading {
+                    Some(h) => format!("{} {}", h.trim_start_matches('#').trim(), u.text),
+                    None => u.text.clone(),
+                })
+                .collect();
+            if let Some(scores) = ranker.rank(question, &texts).await {
+                evidence.keep_closest(&scores, options.evidence_sentences);
+            }
+        }
+        // A second look at nothing new would repeat the first.
+        if look > 0 && evidence.units.iter().all(|u| shown.contains(&unit_key(chunks, u))) {
+            break;
+        }
+        shown.extend(evidence.units.iter().map(|u| unit_key(chunks, u)));
+        let error = match look_at(client, question, history, chunks, &evidence, options, on_partial).await {
+            Ok(seen) => {
+                let mut outcome = seen.outcome;
+                if let Some(earlier) = first.take() {
+                    outcome = second_look_of(earlier, outcome);
+                }
+                if look + 1 < looks && !seen.held_back_units.is_empty() {
+                    tracing::info!(
+                        score = ?outcome.report.verify_score,
+                        "the check held the answer back; the model takes a second look at the evidence"
+                    );
+                    excluded.extend(seen.held_back_units.iter().map(|u| unit_key(chunks, u)));
+                    first = Some(outcome);
+                    continue;
+                }
+                return Ok(outcome);
+            }
+            Err(e) => e,
+        };
+        // The second look failed: the first one's abstention stands.
+        if let Some(earlier) = first {
+            tracing::warn!(error = %error, "the second look at the evidence failed; the answer abstains");
+            return Ok(earlier);
+        }
+        return match options.fallback {
+            LlmFallback::Extractive => {
+                let mut out = extractive_or_abstain(Some(error.to_string()));
+                out.usage = error.usage;
+                out.report.invalid_outputs = error.invalid_outputs;
+                Ok(out)
+            }
+            LlmFallback::Fail => Err(error.error),
+        };
     }
-    let evidence = evidence;
+    // The second look had nothing new to show: the first one's abstention stands.
+    first.ok_or(AnswerError::Contract(contract::ContractError::Violation("no reply".into())))
+}
+
+/// A sentence of the evidence wherever it was shown: its document and
+/// span in the raw text.
+type UnitKey = (String, u64, u64);
+
+fn unit_key(chunks: &[SourceChunk], u: &evidence::EvidenceUnit) -> UnitKey {
+    let c = &chunks[u.chunk];
+    (c.document_id.clone(), c.char_start + u.start as u64, c.char_start + u.end as u64)
+}
+
+/// The outcome of a second look, which keeps the first look's start (its
+/// first token and words were the first on the page), the whole time and
+/// usage of both, and what the first one's check held back.
+fn second_look_of(first: AnswerOutcome, mut second: AnswerOutcome) -> AnswerOutcome {
+    if let Some(u) = &first.usage {
+        let mut total = Some(u.clone());
+        if let Some(s) = &second.usage {
+            add_usage(&mut total, s);
+        }
+        second.usage = total;
+    }
+    let first_llm_ms = first
+        .timings
+        .as_ref()
+        .and_then(|t| Some(t["prompt_ms"].as_f64()? + t["predicted_ms"].as_f64()?))
+        .map(|ms| ms as u64 + first.report.verify_llm_ms.unwrap_or(0));
+    second.report.first_look_llm_ms = first_llm_ms;
+    second.report.second_looks = 1;
+    let mut rejected = first.report.rejected_sections;
+    rejected.append(&mut second.report.rejected_sections);
+    second.report.rejected_sections = rejected;
+    second.report.first_look_score = first.report.verify_score;
+    second.first_token = first.first_token;
+    second.first_token_at = first.first_token_at.or(second.first_token_at);
+    second.first_words_at = first.first_words_at.or(second.first_words_at);
+    second.llm_elapsed = match (first.llm_elapsed, second.llm_elapsed) {
+        (Some(a), Some(b)) => Some(a + b),
+        (a, b) => a.or(b),
+    };
+    second
+}
+
+/// Why a look gave no answer, with what it had used.
+struct LookError {
+    error: AnswerError,
+    usage: Option<llm::LlmUsage>,
+    invalid_outputs: usize,
+}
+
+impl std::fmt::Display for LookError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.error.fmt(f)
+    }
+}
+
+/// The model answers from `evidence` under the output contract (two tries
+/// at a readable reply), and the check holds back an answer its citations
+/// do not support.
+async fn look_at(
+    client: &llm::ChatClient,
+    question: &str,
+    history: &[prompt::Turn],
+    chunks: &[SourceChunk],
+    evidence: &evidence::Evidence,
+    options: AnswerOptions,
+    on_partial: OnPartial<'_>,
+) -> Result<Look, LookError> {
     let mut messages = prompt::build(question, &evidence.render(chunks), history, HISTORY_TURNS);
     let ids: Vec<String> = evidence.units.iter().map(|u| u.id.clone()).collect();
     let schema = contract::schema(&ids);
@@ -201,7 +344,7 @@ pub async fn answer_question(
             if first_words_at.is_none() && sections.iter().any(|s| !s.text.trim().is_empty()) {
                 first_words_at = Some(std::time::SystemTime::now());
             }
-            on_partial(&streamed_sections(&sections, &evidence, chunks, &mut grounded));
+            on_partial(&streamed_sections(&sections, evidence, chunks, &mut grounded));
         };
         let asked_at = std::time::SystemTime::now();
         match client.complete(&messages, llm::Format::Schema(&schema), &mut on_text).await {
@@ -211,10 +354,11 @@ pub async fn answer_question(
                     Ok(parsed) => {
                         report.lenient_parses += usize::from(parsed.lenient);
                         let mut sections = if parsed.answer.answerable {
-                            grounding::ground(&parsed.answer, &evidence, chunks, &mut report)
+                            grounding::ground(&parsed.answer, evidence, chunks, &mut report)
                         } else {
                             Vec::new()
                         };
+                        let mut held_back_units = Vec::new();
                         if !sections.is_empty() && options.verify {
                             match verify(client, question, &sections).await {
                                 Ok((verdict, score, u, llm_ms)) => {
@@ -228,6 +372,14 @@ pub async fn answer_question(
                                     report.verified = Some(!held_back).filter(|_| score.is_some() || verdict.is_some());
                                     if held_back {
                                         report.rejected_sections = sections.iter().map(|s| s.text.clone()).collect();
+                                        held_back_units = parsed
+                                            .answer
+                                            .sections
+                                            .iter()
+                                            .flat_map(|s| &s.cites)
+                                            .filter_map(|id| evidence.get(id))
+                                            .map(|(_, u)| u.clone())
+                                            .collect();
                                         sections.clear();
                                     }
                                 }
@@ -240,7 +392,7 @@ pub async fn answer_question(
                         if abstained {
                             sections = abstention(question);
                         }
-                        return Ok(AnswerOutcome {
+                        let outcome = AnswerOutcome {
                             mode: AnswerMode::Llm,
                             sections,
                             abstained,
@@ -255,7 +407,8 @@ pub async fn answer_question(
                             streamed: c.streamed,
                             evidence_units: evidence.units.len(),
                             evidence_chunks: evidence.chunks_used,
-                        });
+                        };
+                        return Ok(Look { outcome, held_back_units });
                     }
                     Err(e) => {
                         tracing::warn!(attempt = attempt + 1, error = %e, "the model's answer does not follow the output contract");
@@ -274,15 +427,7 @@ pub async fn answer_question(
             }
         }
     }
-    match options.fallback {
-        LlmFallback::Extractive => {
-            let mut out = extractive_or_abstain(Some(error.to_string()));
-            out.usage = usage;
-            out.report.invalid_outputs = report.invalid_outputs;
-            Ok(out)
-        }
-        LlmFallback::Fail => Err(error),
-    }
+    Err(LookError { error, usage, invalid_outputs: report.invalid_outputs })
 }
 
 /// Asks the model whether what `sections` cite answers `question`

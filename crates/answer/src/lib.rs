@@ -127,10 +127,26 @@ pub struct CitationReport {
     pub verify_llm_ms: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify_error: Option<String>,
+    /// Second looks at the evidence (0 or 1): the check held the first
+    /// answer back, and the model was shown the next closest sentences.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub second_looks: usize,
+    /// The check's certainty about the first look's answer, when a second
+    /// look followed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_look_score: Option<f64>,
+    /// The first look's time inside the model server (its answer and
+    /// check), when a second look followed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_look_llm_ms: Option<u64>,
     /// Quote-based answers (before evidence ids): quotes found in no
     /// chunk. Always 0 now: kept so older answers' metadata still reads.
     #[serde(default)]
     pub unlocated_quotes: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// Why the model gave no answer (with `LlmFallback::Fail`; otherwise the

@@ -150,6 +150,7 @@ pub async fn start_stages(
                     // Set per question by the evidence cutoff.
                     llm_chunks: usize::MAX,
                     evidence_sentences: s.answers.answer_evidence_sentences,
+                    second_look: s.answers.answer_second_look,
                 },
                 evidence_cutoff: s.answers.answer_evidence_cutoff,
                 output: StageOutput::new(producer.clone(), answerer::STAGE),

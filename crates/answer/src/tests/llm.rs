@@ -292,3 +292,80 @@ async fn the_model_is_shown_only_the_sentences_the_ranker_finds_closest() {
     assert_eq!(out.evidence_units, 2);
     assert!(server.requests.lock().unwrap()[0]["messages"][1]["content"].as_str().unwrap().contains("[S2] Lợi nhuận"));
 }
+
+#[tokio::test]
+async fn an_answer_the_check_holds_back_gets_a_second_look_at_the_next_closest_sentences() {
+    // The ranker puts the revenue sentence first: the model is shown it
+    // alone, cites it for a profit question, and the check says no.
+    let one = AnswerOptions { evidence_sentences: 1, verify: true, ..UNCHECKED };
+    let ranker = ByWord("Doanh thu", Some(()));
+    let profit = serde_json::json!({"answerable": true, "sections": [{"text": "Lợi nhuận đạt 187,3 tỷ.", "cites": ["S1"]}]}).to_string();
+    let (url, server) =
+        serve(vec![Reply::Content(answer_json(&["S1"])), Reply::Judged(0.2), Reply::Content(profit), Reply::Judged(0.9)]).await;
+    let mut partials = Vec::new();
+    let out = answer_question(Some(&client(&url, 5000)), "Lợi nhuận sau thuế?", &[], &chunks(), one, Some(&ranker), &mut |p| {
+        partials.push(p.to_vec())
+    })
+    .await
+    .unwrap();
+    // The second look was shown the next closest sentence, not the one
+    // the held-back answer cited, and its answer stands.
+    assert!(!out.abstained);
+    assert_eq!(out.sections[0].citations[0].text, "Lợi nhuận sau thuế đạt 187,3 tỷ đồng.");
+    let prompts: Vec<String> =
+        server.requests.lock().unwrap().iter().map(|r| r["messages"][1]["content"].as_str().unwrap_or_default().to_string()).collect();
+    assert!(prompts[0].contains("[S1] Doanh thu thuần") && !prompts[0].contains("Lợi nhuận"), "{}", prompts[0]);
+    assert!(prompts[2].contains("[S1] Lợi nhuận sau thuế") && !prompts[2].contains("Doanh thu"), "{}", prompts[2]);
+    assert_eq!((out.report.second_looks, out.report.verified), (1, Some(true)));
+    assert!((out.report.first_look_score.unwrap() - 0.2).abs() < 1e-9);
+    assert_eq!(out.report.rejected_sections, vec!["Doanh thu tăng 12,4%.".to_string()]);
+    assert_eq!(out.usage.as_ref().unwrap().total_tokens, 600);
+    // The page saw the first look's text, then the second's from nothing.
+    assert!(partials.iter().any(|p| p.first().is_some_and(|s| s.text.starts_with("Doanh thu"))));
+    assert_eq!(partials.last().unwrap()[0].text, "Lợi nhuận đạt 187,3 tỷ.");
+
+    // Held back twice: the answer abstains after the second look, with no third.
+    let (url, server) =
+        serve(vec![Reply::Content(answer_json(&["S1"])), Reply::Judged(0.2), Reply::Content(answer_json(&["S1"])), Reply::Judged(0.1)])
+            .await;
+    let out = answer_question(Some(&client(&url, 5000)), "Cổ tức?", &[], &chunks(), one, Some(&ranker), &mut |_| {}).await.unwrap();
+    assert!(out.abstained && out.citations().is_empty());
+    assert_eq!((server.calls.load(Ordering::SeqCst), out.report.second_looks, out.report.rejected_sections.len()), (4, 1, 2));
+
+    // Without a ranker, a second look reads the chunks past the evidence
+    // cutoff too: here the dividend passage of another document.
+    let mut both = chunks();
+    let dividend = "Cổ tức năm 2023 là 15% bằng tiền mặt.";
+    both.push(crate::SourceChunk {
+        chunk_id: "chunk-bbb".into(),
+        document_id: "doc-2".into(),
+        content: dividend.into(),
+        char_start: 0,
+        char_end: dividend.chars().count() as u64,
+        filename: Some("co-tuc.pdf".into()),
+        page_start: 0,
+        page_end: 0,
+        lines: None,
+        segments: vec![crate::SegmentSpan { segment_index: 0, page_idx: 0, char_start: 0, char_end: dividend.chars().count() as u64 }],
+    });
+    let cutoff = AnswerOptions { llm_chunks: 1, verify: true, ..UNCHECKED };
+    let (url, server) =
+        serve(vec![Reply::Content(answer_json(&["S1"])), Reply::Judged(0.2), Reply::Content(answer_json(&["S2"])), Reply::Judged(0.9)])
+            .await;
+    let out = answer_question(Some(&client(&url, 5000)), "Cổ tức?", &[], &both, cutoff, None, &mut |_| {}).await.unwrap();
+    assert_eq!(out.citations().iter().map(|c| c.text.as_str()).collect::<Vec<_>>(), [dividend]);
+    let second = server.requests.lock().unwrap()[2]["messages"][1]["content"].as_str().unwrap_or_default().to_string();
+    assert!(second.contains("[S1] Lợi nhuận sau thuế") && second.contains("[S2] Cổ tức") && !second.contains("Doanh thu"), "{second}");
+    // Nothing new to show (every sentence was in the first look): no second look.
+    let (url, server) = serve(vec![Reply::Content(answer_json(&["S1"])), Reply::Judged(0.2)]).await;
+    let out = answer_question(Some(&client(&url, 5000)), "Cổ tức?", &[], &chunks(), cutoff, None, &mut |_| {}).await.unwrap();
+    assert!(out.abstained && out.report.second_looks == 0);
+    assert_eq!(server.calls.load(Ordering::SeqCst), 2);
+
+    // Off: the first check's verdict is the answer.
+    let (url, server) = serve(vec![Reply::Content(answer_json(&["S1"])), Reply::Judged(0.2)]).await;
+    let off = AnswerOptions { second_look: false, ..one };
+    let out = answer_question(Some(&client(&url, 5000)), "Cổ tức?", &[], &chunks(), off, Some(&ranker), &mut |_| {}).await.unwrap();
+    assert!(out.abstained && out.report.second_looks == 0);
+    assert_eq!(server.calls.load(Ordering::SeqCst), 2);
+}

@@ -19,6 +19,7 @@ pub(super) const UNCHECKED: AnswerOptions = AnswerOptions {
     verify_threshold: crate::VERIFY_THRESHOLD,
     llm_chunks: usize::MAX,
     evidence_sentences: 0,
+    second_look: true,
 };
 
 /// The same, falling back to the extractive answer.

@@ -60,6 +60,10 @@ pub struct Scored {
     /// `ANSWER_VERIFY_THRESHOLD` over a run made with it at 0 shows what
     /// each threshold would hold back.
     pub verify_score: Option<f64>,
+    /// The check held the first answer back and the model looked again
+    /// (`ANSWER_SECOND_LOOK`); the check's certainty about that first one.
+    pub second_look: bool,
+    pub first_look_score: Option<f64>,
     /// What the answer said (its sections, or the check's rejected ones)
     /// and the text of each citation: to read why a question missed.
     pub answer_text: String,
@@ -179,7 +183,7 @@ pub fn score(
             if answer == 0 {
                 0
             } else {
-                answer + report["verify_llm_ms"].as_u64().unwrap_or(0)
+                answer + report["verify_llm_ms"].as_u64().unwrap_or(0) + report["first_look_llm_ms"].as_u64().unwrap_or(0)
             }
         },
         prompt_tokens: metadata["retrieval"]["llm_timings"]["prompt_n"].as_u64().unwrap_or(0),
@@ -189,6 +193,8 @@ pub fn score(
             .zip(metadata["retrieval"]["llm_first_words_at_ms"].as_u64())
             .map(|(page, model)| page.saturating_sub(model)),
         verify_score: report["verify_score"].as_f64(),
+        second_look: report["second_looks"].as_u64().unwrap_or(0) > 0,
+        first_look_score: report["first_look_score"].as_f64(),
         answer_text: {
             let shown = sections.iter().filter_map(|s| s["text"].as_str());
             let held_back = report["rejected_sections"].as_array().into_iter().flatten().filter_map(|s| s.as_str());
