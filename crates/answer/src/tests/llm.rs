@@ -336,18 +336,8 @@ async fn an_answer_the_check_holds_back_gets_a_second_look_at_the_next_closest_s
     // cutoff too: here the dividend passage of another document.
     let mut both = chunks();
     let dividend = "Cổ tức năm 2023 là 15% bằng tiền mặt.";
-    both.push(crate::SourceChunk {
-        chunk_id: "chunk-bbb".into(),
-        document_id: "doc-2".into(),
-        content: dividend.into(),
-        char_start: 0,
-        char_end: dividend.chars().count() as u64,
-        filename: Some("co-tuc.pdf".into()),
-        page_start: 0,
-        page_end: 0,
-        lines: None,
-        segments: vec![crate::SegmentSpan { segment_index: 0, page_idx: 0, char_start: 0, char_end: dividend.chars().count() as u64 }],
-    });
+    let whole = crate::SegmentSpan { segment_index: 0, page_idx: 0, char_start: 0, char_end: dividend.chars().count() as u64 };
+    both.push(chunk("doc-2", dividend, "co-tuc.pdf", vec![whole]));
     let cutoff = AnswerOptions { llm_chunks: 1, verify: true, ..UNCHECKED };
     let (url, server) =
         serve(vec![Reply::Content(answer_json(&["S1"])), Reply::Judged(0.2), Reply::Content(answer_json(&["S2"])), Reply::Judged(0.9)])

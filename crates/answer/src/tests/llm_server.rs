@@ -158,21 +158,32 @@ pub(super) fn client(base_url: &str, timeout_ms: u64) -> ChatClient {
 const TEXT: &str = "Doanh thu thuần năm 2023 đạt 1.245,6 tỷ đồng, tăng 12,4%.\n\nLợi nhuận sau thuế đạt 187,3 tỷ đồng.";
 
 pub(super) fn chunks() -> Vec<SourceChunk> {
-    vec![SourceChunk {
-        chunk_id: "chunk-aaa".into(),
-        document_id: "doc-1".into(),
-        content: TEXT.into(),
-        char_start: 0,
-        char_end: TEXT.chars().count() as u64,
-        filename: Some("bao-cao.pdf".into()),
-        page_start: 0,
-        page_end: 1,
-        lines: None,
-        segments: vec![
+    vec![chunk(
+        "doc-1",
+        TEXT,
+        "bao-cao.pdf",
+        vec![
             SegmentSpan { segment_index: 0, page_idx: 0, char_start: 0, char_end: 59 },
             SegmentSpan { segment_index: 1, page_idx: 1, char_start: 59, char_end: 96 },
         ],
-    }]
+    )]
+}
+
+/// A chunk that is the whole of document `document_id`, laid out on the
+/// pages of its `segments`.
+pub(super) fn chunk(document_id: &str, text: &str, filename: &str, segments: Vec<SegmentSpan>) -> SourceChunk {
+    SourceChunk {
+        chunk_id: format!("chunk-{document_id}"),
+        document_id: document_id.into(),
+        content: text.into(),
+        char_start: 0,
+        char_end: text.chars().count() as u64,
+        filename: Some(filename.into()),
+        page_start: segments.first().map_or(0, |s| s.page_idx),
+        page_end: segments.last().map_or(0, |s| s.page_idx),
+        lines: None,
+        segments,
+    }
 }
 
 pub(super) const QUESTION: &str = "Doanh thu năm 2023 tăng bao nhiêu?";
