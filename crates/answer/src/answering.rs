@@ -1,11 +1,11 @@
-//! Answering one question: the evidence a model is shown, its streamed
-//! sections grounded as they close, the check of the whole answer, and the
+//! Answering one question: the evidence a model is shown, a second look
+//! when the check holds its answer back (`look.rs` is one look), and the
 //! extractive fallback; and the query a follow-up question is searched
 //! with.
 
+use crate::look::{add_usage, look_at};
 use crate::{
-    abstention, contract, evidence, extractive, grounding, llm, prompt, AnswerError, AnswerMode, AnswerOutcome, Citation, CitationReport,
-    LlmFallback, Section, SourceChunk,
+    abstention, contract, evidence, extractive, llm, prompt, AnswerError, AnswerMode, AnswerOutcome, Citation, LlmFallback, SourceChunk,
 };
 
 /// Sections per extractive answer.
@@ -77,10 +77,6 @@ pub const EVIDENCE_SENTENCES: usize = 4;
 /// the sweep.
 pub const VERIFY_THRESHOLD: f64 = 0.5;
 
-/// Candidates asked for at each token of the check's reply: enough for
-/// both `true` and `false` to be among them.
-const VERIFY_CANDIDATES: u8 = 5;
-
 /// A section while the answer is written: its text so far and, once the
 /// model has closed it, its citations, grounded as the final answer's
 /// are (the check may still turn the whole answer into an abstention).
@@ -93,59 +89,6 @@ pub struct StreamedSection {
 
 /// What the answer says so far, while the model writes it.
 pub type OnPartial<'a> = &'a mut (dyn FnMut(&[StreamedSection]) + Send);
-
-/// The sections so far, each closed one with its citations. `grounded`
-/// keeps what earlier calls grounded, so a section is grounded once
-/// however many deltas follow it.
-fn streamed_sections(
-    partial: &[contract::PartialSection],
-    evidence: &evidence::Evidence,
-    chunks: &[SourceChunk],
-    grounded: &mut Vec<(contract::ModelSection, Vec<Citation>)>,
-) -> Vec<StreamedSection> {
-    partial
-        .iter()
-        .map(|p| {
-            let citations = match &p.written {
-                Some(written) => match grounded.iter().find(|(w, _)| w == written) {
-                    Some((_, c)) => c.clone(),
-                    None => {
-                        let one = contract::ModelAnswer { answerable: true, sections: vec![written.clone()] };
-                        let c: Vec<Citation> = grounding::ground(&one, evidence, chunks, &mut CitationReport::default())
-                            .into_iter()
-                            .flat_map(|s| s.citations)
-                            .collect();
-                        grounded.push((written.clone(), c.clone()));
-                        c
-                    }
-                },
-                None => Vec::new(),
-            };
-            StreamedSection { text: p.text.clone(), closed: p.closed, citations }
-        })
-        .collect()
-}
-
-fn add_usage(total: &mut Option<llm::LlmUsage>, u: &llm::LlmUsage) {
-    *total = Some(match total.take() {
-        None => u.clone(),
-        Some(t) => llm::LlmUsage {
-            model: u.model.clone(),
-            prompt_tokens: t.prompt_tokens + u.prompt_tokens,
-            completion_tokens: t.completion_tokens + u.completion_tokens,
-            total_tokens: t.total_tokens + u.total_tokens,
-        },
-    });
-}
-
-/// One look at the evidence: the model's answer to the units it was
-/// shown, checked.
-struct Look {
-    outcome: AnswerOutcome,
-    /// The units an answer the check held back cited: a second look is
-    /// shown others.
-    held_back_units: Vec<evidence::EvidenceUnit>,
-}
 
 /// Answers `question` from `chunks` (best ranked first). With the LLM: the
 /// chunks become numbered evidence units (as many chunks as fit
@@ -302,162 +245,6 @@ fn second_look_of(first: AnswerOutcome, mut second: AnswerOutcome) -> AnswerOutc
         (a, b) => a.or(b),
     };
     second
-}
-
-/// Why a look gave no answer, with what it had used.
-struct LookError {
-    error: AnswerError,
-    usage: Option<llm::LlmUsage>,
-    invalid_outputs: usize,
-}
-
-impl std::fmt::Display for LookError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.error.fmt(f)
-    }
-}
-
-/// The model answers from `evidence` under the output contract (two tries
-/// at a readable reply), and the check holds back an answer its citations
-/// do not support.
-async fn look_at(
-    client: &llm::ChatClient,
-    question: &str,
-    history: &[prompt::Turn],
-    chunks: &[SourceChunk],
-    evidence: &evidence::Evidence,
-    options: AnswerOptions,
-    on_partial: OnPartial<'_>,
-) -> Result<Look, LookError> {
-    let mut messages = prompt::build(question, &evidence.render(chunks), history, HISTORY_TURNS);
-    let ids: Vec<String> = evidence.units.iter().map(|u| u.id.clone()).collect();
-    let schema = contract::schema(&ids);
-    let mut usage: Option<llm::LlmUsage> = None;
-    let mut report = CitationReport::default();
-    // Set by the loop below before it can end without an answer.
-    let mut error = AnswerError::Contract(contract::ContractError::Violation("no reply".into()));
-    let mut grounded = Vec::new();
-    for attempt in 0..2 {
-        let mut first_words_at: Option<std::time::SystemTime> = None;
-        let mut on_text = |so_far: &str| {
-            let (_, sections) = contract::partial_sections(so_far);
-            if first_words_at.is_none() && sections.iter().any(|s| !s.text.trim().is_empty()) {
-                first_words_at = Some(std::time::SystemTime::now());
-            }
-            on_partial(&streamed_sections(&sections, evidence, chunks, &mut grounded));
-        };
-        let asked_at = std::time::SystemTime::now();
-        match client.complete(&messages, llm::Format::Schema(&schema), &mut on_text).await {
-            Ok(c) => {
-                add_usage(&mut usage, &c.usage);
-                match contract::parse(&c.content) {
-                    Ok(parsed) => {
-                        report.lenient_parses += usize::from(parsed.lenient);
-                        let mut sections = if parsed.answer.answerable {
-                            grounding::ground(&parsed.answer, evidence, chunks, &mut report)
-                        } else {
-                            Vec::new()
-                        };
-                        let mut held_back_units = Vec::new();
-                        if !sections.is_empty() && options.verify {
-                            match verify(client, question, &sections).await {
-                                Ok((verdict, score, u, llm_ms)) => {
-                                    add_usage(&mut usage, &u);
-                                    report.verify_llm_ms = llm_ms;
-                                    report.verify_score = score;
-                                    let held_back = match score {
-                                        Some(p) => p < options.verify_threshold,
-                                        None => verdict == Some(false),
-                                    };
-                                    report.verified = Some(!held_back).filter(|_| score.is_some() || verdict.is_some());
-                                    if held_back {
-                                        report.rejected_sections = sections.iter().map(|s| s.text.clone()).collect();
-                                        held_back_units = parsed
-                                            .answer
-                                            .sections
-                                            .iter()
-                                            .flat_map(|s| &s.cites)
-                                            .filter_map(|id| evidence.get(id))
-                                            .map(|(_, u)| u.clone())
-                                            .collect();
-                                        sections.clear();
-                                    }
-                                }
-                                // The check is a guard, not the answer: an
-                                // answer it could not check is still shown.
-                                Err(e) => report.verify_error = Some(e.to_string()),
-                            }
-                        }
-                        let abstained = sections.is_empty();
-                        if abstained {
-                            sections = abstention(question);
-                        }
-                        let outcome = AnswerOutcome {
-                            mode: AnswerMode::Llm,
-                            sections,
-                            abstained,
-                            usage,
-                            report,
-                            llm_error: None,
-                            first_token: c.first_token,
-                            first_token_at: c.first_token.map(|d| asked_at + d),
-                            first_words_at,
-                            llm_elapsed: Some(c.elapsed),
-                            timings: c.timings,
-                            streamed: c.streamed,
-                            evidence_units: evidence.units.len(),
-                            evidence_chunks: evidence.chunks_used,
-                        };
-                        return Ok(Look { outcome, held_back_units });
-                    }
-                    Err(e) => {
-                        tracing::warn!(attempt = attempt + 1, error = %e, "the model's answer does not follow the output contract");
-                        report.invalid_outputs += 1;
-                        // Deterministic sampling would repeat the same reply:
-                        // the second try is told what was wrong.
-                        messages.push(prompt::ChatMessage::new("assistant", c.content.chars().take(2000).collect::<String>()));
-                        messages.push(prompt::ChatMessage::new("user", prompt::retry(&e.to_string())));
-                        error = AnswerError::Contract(e);
-                    }
-                }
-            }
-            Err(e) => {
-                error = AnswerError::Llm(e);
-                break; // transport errors were already retried by the client
-            }
-        }
-    }
-    Err(LookError { error, usage, invalid_outputs: report.invalid_outputs })
-}
-
-/// Asks the model whether what `sections` cite answers `question`
-/// (`prompt::VERIFY`): the verdict (None when the reply says neither), how
-/// sure the model was (None without token probabilities), the call's
-/// usage and its time inside the model server.
-async fn verify(
-    client: &llm::ChatClient,
-    question: &str,
-    sections: &[Section],
-) -> Result<(Option<bool>, Option<f64>, llm::LlmUsage, Option<u64>), llm::LlmError> {
-    let mut cited: Vec<&str> = Vec::new();
-    for c in sections.iter().flat_map(|s| &s.citations) {
-        if !cited.contains(&c.text.as_str()) && cited.len() < 6 {
-            cited.push(&c.text);
-        }
-    }
-    let schema = contract::verdict_schema();
-    let messages = prompt::verify(question, &cited);
-    let c = match client.complete_with_logprobs(&messages, llm::Format::Schema(&schema), VERIFY_CANDIDATES).await {
-        // Some providers refuse `logprobs` (HTTP 400) rather than ignore it:
-        // asked again without, the check still gives its yes/no.
-        Err(llm::LlmError::Failed(e)) => {
-            tracing::debug!(error = %e, "the check was refused with token probabilities; asking without");
-            client.complete(&messages, llm::Format::Schema(&schema), &mut |_| {}).await?
-        }
-        other => other?,
-    };
-    let llm_ms = c.timings.as_ref().and_then(|t| Some(t["prompt_ms"].as_f64()? + t["predicted_ms"].as_f64()?)).map(|ms| ms as u64);
-    Ok((contract::parse_verdict(&c.content), contract::verdict_probability(&c.logprobs), c.usage, llm_ms))
 }
 
 /// The query to retrieve with: the question itself, or for a follow-up

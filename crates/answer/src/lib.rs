@@ -21,6 +21,7 @@ pub mod llm;
 pub mod prompt;
 
 mod answering;
+mod look;
 pub use answering::{
     answer_question, retrieval_query, AnswerOptions, EvidenceRanker, StreamedSection, EVIDENCE_CUTOFF, EVIDENCE_SENTENCES,
     EXTRACTIVE_SECTIONS, HISTORY_TURNS, VERIFY_THRESHOLD,
