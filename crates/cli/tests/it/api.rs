@@ -8,6 +8,7 @@ use std::time::Duration;
 use crate::api_client::*;
 use crate::app::TestApp;
 use crate::common::*;
+use rag_app::run::StageName;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
@@ -159,7 +160,12 @@ async fn statuses_until(events: &mut tokio::sync::mpsc::UnboundedReceiver<Sse>, 
 #[tokio::test]
 async fn the_document_stream_pushes_each_status_and_a_resumed_stream_misses_none() {
     let t = TestEnv::new().await;
-    let run = TestApp::spawn(&t, &[]).await;
+    // The API and the projector first: an upload stays `uploaded` until the
+    // other stages start. With the whole pipeline running, parsing can end
+    // within one poll of the stream, which then pushes `parsed` first (its
+    // rows are the documents as they are, a step may be passed; seen in CI).
+    let run = TestApp::spawn_stages(&t, StageName::Api, &[]).await;
+    let projector = TestApp::spawn_stages(&t, StageName::Projector, &[]).await;
     let api = Api::new(run.api_port);
     api.wait_ready().await;
     let (alice, bob) = (token(&t, "alice").await, token(&t, "bob").await);
@@ -175,7 +181,13 @@ async fn the_document_stream_pushes_each_status_and_a_resumed_stream_misses_none
     assert!(ready.id.parse::<i64>().is_ok(), "{ready:?}");
     let (_, a) = api.upload(&ws, &alice, "ha-noi.md", "text/markdown", HANOI.as_bytes().to_vec()).await;
     let a = a["document_id"].as_str().unwrap().to_string();
-    let (seen, last) = statuses_until(&mut events, &a, "ingested").await;
+    let (mut seen, _) = statuses_until(&mut events, &a, "uploaded").await;
+    let mut rest = Vec::new();
+    for stage in [StageName::Parser, StageName::Chunker, StageName::Indexer] {
+        rest.push(TestApp::spawn_stages(&t, stage, &[]).await);
+    }
+    let (more, last) = statuses_until(&mut events, &a, "ingested").await;
+    seen.extend(more);
     // Pushed in pipeline order, never back (a step may be passed between
     // two reads; a status may repeat: the DocumentIngested projected before
     // its DocumentChunked changes the active chunking version while the
@@ -206,6 +218,8 @@ async fn the_document_stream_pushes_each_status_and_a_resumed_stream_misses_none
         api.http.get(format!("{}{path}", api.base)).bearer_auth(&alice).header("Last-Event-ID", "not-an-id").send().await.unwrap();
     assert_eq!(refused.status(), StatusCode::BAD_REQUEST);
     assert_eq!(refused.json::<Value>().await.unwrap()["error"]["code"], "invalid_last_event_id");
-    run.stop().await;
+    for app in rest.into_iter().chain([projector, run]) {
+        app.stop().await;
+    }
     t.cleanup().await;
 }
