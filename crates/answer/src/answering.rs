@@ -142,14 +142,7 @@ pub async fn answer_question(
         // always does).
         let chunks = if look == 0 { &chunks[..options.llm_chunks.clamp(1, chunks.len())] } else { chunks };
         let mut evidence = evidence::build(chunks, budget);
-        if !excluded.is_empty() {
-            let keep: Vec<f64> =
-                evidence.units.iter().map(|u| if excluded.contains(&unit_key(chunks, u)) { f64::NEG_INFINITY } else { 1.0 }).collect();
-            match keep.iter().filter(|k| k.is_finite()).count() {
-                0 => evidence.units.clear(),
-                left => evidence.keep_closest(&keep, left),
-            }
-        }
+        evidence.drop_units(|u| excluded.contains(&unit_key(chunks, u)));
         if let Some(ranker) = ranker.filter(|_| options.evidence_sentences > 0 && evidence.units.len() > options.evidence_sentences) {
             let texts: Vec<String> = evidence
                 .units
@@ -226,11 +219,7 @@ fn second_look_of(first: AnswerOutcome, mut second: AnswerOutcome) -> AnswerOutc
         }
         second.usage = total;
     }
-    let first_llm_ms = first
-        .timings
-        .as_ref()
-        .and_then(|t| Some(t["prompt_ms"].as_f64()? + t["predicted_ms"].as_f64()?))
-        .map(|ms| ms as u64 + first.report.verify_llm_ms.unwrap_or(0));
+    let first_llm_ms = first.timings.as_ref().and_then(llm::server_ms).map(|ms| ms + first.report.verify_llm_ms.unwrap_or(0));
     second.report.first_look_llm_ms = first_llm_ms;
     second.report.second_looks = 1;
     let mut rejected = first.report.rejected_sections;

@@ -218,6 +218,6 @@ async fn verify(
         }
         other => other?,
     };
-    let llm_ms = c.timings.as_ref().and_then(|t| Some(t["prompt_ms"].as_f64()? + t["predicted_ms"].as_f64()?)).map(|ms| ms as u64);
+    let llm_ms = c.timings.as_ref().and_then(llm::server_ms);
     Ok((contract::parse_verdict(&c.content), contract::verdict_probability(&c.logprobs), c.usage, llm_ms))
 }

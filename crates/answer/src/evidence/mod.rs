@@ -71,8 +71,22 @@ impl Evidence {
         for i in order.into_iter().take(n) {
             keep[i] = true;
         }
+        self.keep(&keep);
+    }
+
+    /// Leaves out the units `leave_out` names, renumbering the rest as
+    /// [`Evidence::keep_closest`] does.
+    pub fn drop_units(&mut self, leave_out: impl Fn(&EvidenceUnit) -> bool) {
+        let keep: Vec<bool> = self.units.iter().map(|u| !leave_out(u)).collect();
+        self.keep(&keep);
+    }
+
+    /// Keeps the units `keep` marks, in prompt order, renumbered `S1`…; a
+    /// heading shown above a unit left out moves to the next unit kept of
+    /// its chunk.
+    fn keep(&mut self, keep: &[bool]) {
         let mut carried: Option<(usize, String)> = None;
-        let mut kept = Vec::with_capacity(n);
+        let mut kept = Vec::with_capacity(self.units.len());
         for (i, mut u) in std::mem::take(&mut self.units).into_iter().enumerate() {
             if !keep[i] {
                 if let Some(h) = u.heading.take() {

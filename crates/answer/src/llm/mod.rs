@@ -64,6 +64,12 @@ pub enum Format<'a> {
     Schema(&'a serde_json::Value),
 }
 
+/// The time a call spent inside llama.cpp's server (prefill + decode),
+/// from the `timings` it returns; None when they are not given.
+pub fn server_ms(timings: &serde_json::Value) -> Option<u64> {
+    Some((timings["prompt_ms"].as_f64()? + timings["predicted_ms"].as_f64()?) as u64)
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Completion {
     pub content: String,

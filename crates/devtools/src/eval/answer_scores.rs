@@ -177,8 +177,7 @@ pub fn score(
         llm_tokens: metadata["llm_usage"]["total_tokens"].as_u64().unwrap_or(0),
         retrieval_ms: metadata["retrieval"]["retrieval_ms"].as_u64().unwrap_or(0),
         llama_ms: {
-            let t = &metadata["retrieval"]["llm_timings"];
-            let answer = (t["prompt_ms"].as_f64().unwrap_or(0.0) + t["predicted_ms"].as_f64().unwrap_or(0.0)) as u64;
+            let answer = rag_answer::llm::server_ms(&metadata["retrieval"]["llm_timings"]).unwrap_or(0);
             // Unknown (0) when the server gave no timings for the answer.
             if answer == 0 {
                 0
