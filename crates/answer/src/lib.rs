@@ -273,10 +273,10 @@ impl AnswerOutcome {
     }
 }
 
-/// The question is Vietnamese (it has a letter that folding changes: a
-/// Vietnamese diacritic or đ).
+/// The question is Vietnamese, with its marks or without them ("tai lieu
+/// noi gi ve nghi phep").
 fn is_vietnamese(question: &str) -> bool {
-    rag_lexical::words(question).iter().any(|w| rag_lexical::fold(w) != *w)
+    rag_retrieval::detect_language(question) == rag_retrieval::Language::Vi
 }
 
 /// The reply when the documents do not answer, in the question's language.
@@ -290,6 +290,17 @@ pub fn abstention_text(question: &str) -> &'static str {
 
 fn abstention(question: &str) -> Vec<Section> {
     vec![Section { text: abstention_text(question).to_string(), source_ids: vec![], citations: vec![] }]
+}
+
+#[cfg(test)]
+mod abstention_tests {
+    #[test]
+    fn abstentions_speak_the_questions_language_with_or_without_marks() {
+        let vi = "Tài liệu của bạn không đề cập đến nội dung này.";
+        assert_eq!(super::abstention_text("Giám đốc sinh năm nào?"), vi);
+        assert_eq!(super::abstention_text("giam doc sinh nam nao"), vi);
+        assert_eq!(super::abstention_text("When was the director born?"), "Your documents do not say.");
+    }
 }
 
 #[cfg(test)]

@@ -1,6 +1,8 @@
 //! Which language a text is in, and which languages an embedder reads.
 
 use serde::Serialize;
+
+use crate::syllable::AsciiWord;
 use unicode_normalization::UnicodeNormalization;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -56,21 +58,14 @@ fn is_vietnamese_letter(c: char) -> bool {
     ) || (VI.contains(lower) && !"âêôàáèéìíòóùúý".contains(lower))
 }
 
-/// Frequent Vietnamese syllables (diacritics folded) that are not English
-/// words: they recognise Vietnamese typed without diacritics.
-const VI_SYLLABLES: &[&str] = &[
-    "doanh", "nhieu", "nhuan", "khong", "duoc", "nhung", "cua", "cac", "voi", "nay", "mot", "tang", "giam", "thoi", "tiet", "noi", "hom",
-    "ngay", "thang", "chinh", "cong", "loi", "von", "gia", "xang", "bao", "thu", "quy", "viet", "nguoi", "nuoc", "nghiep", "tien", "nhat",
-    "trong", "cho", "nhu", "khi", "theo", "dong", "bang", "tuc", "xuat", "khau", "gao", "ngap", "lut", "chia", "rui", "phong", "ngua",
-    "sau", "thue", "vay", "hang", "truong", "dien",
-];
-
-/// The language of a text: Vietnamese when at least a fifth of its words
-/// look Vietnamese (a Vietnamese-only letter, a frequent Vietnamese
-/// syllable even without diacritics, or, half as strong, a letter Vietnamese
-/// shares with French and others), provided one clear sign is there;
-/// English/ASCII Latin when at least four letters in five are ASCII; other
-/// otherwise.
+/// The language of a text: Vietnamese when it has words with Vietnamese
+/// marks and at least a fifth of its words look Vietnamese (a
+/// Vietnamese-only letter, a Vietnamese syllable typed without marks, or,
+/// half as strong, a letter Vietnamese shares with French and others); or,
+/// without marks, when its words that can only be Vietnamese syllables
+/// outweigh those that cannot be (`syllable`: "doanh thu nam 2023 la bao
+/// nhieu" is Vietnamese, "Where is Da Nang?" English); English/ASCII Latin
+/// when at least four letters in five are ASCII; other otherwise.
 pub fn detect_language(text: &str) -> Language {
     let mut signs = LanguageSigns::default();
     // Retrieval asks this of every candidate chunk: ASCII words (most of
@@ -79,25 +74,20 @@ pub fn detect_language(text: &str) -> Language {
         unicode_normalization::IsNormalized::Yes => std::borrow::Cow::Borrowed(text),
         _ => std::borrow::Cow::Owned(text.nfc().collect()),
     };
-    for word in normalised.split(|c: char| !c.is_alphabetic()).filter(|w| !w.is_empty()) {
+    for (i, word) in normalised.split(|c: char| !c.is_alphabetic()).filter(|w| !w.is_empty()).enumerate() {
         if word.is_ascii() {
-            // Folding and lower-casing an ASCII word is lower-casing it.
-            signs.words += 1;
-            signs.letters += word.len();
-            signs.ascii += word.len();
             let mut buf = [0u8; 16];
-            if word.len() <= buf.len() {
+            if word.len() <= buf.len() && !is_name(word, i == 0) {
                 let lower = &mut buf[..word.len()];
                 lower.copy_from_slice(word.as_bytes());
                 lower.make_ascii_lowercase();
-                if VI_SYLLABLES.iter().any(|s| s.as_bytes() == &*lower) {
-                    signs.clear += 1;
-                    signs.score += 1.0;
-                }
+                signs.add_ascii(word.len(), std::str::from_utf8(lower).ok().map(crate::syllable::ascii_word));
+            } else {
+                signs.add_ascii(word.len(), word_beyond_syllables(word, i == 0));
             }
             continue;
         }
-        signs.add_word(word);
+        signs.add_word(word, i == 0);
     }
     signs.verdict()
 }
@@ -106,24 +96,61 @@ pub fn detect_language(text: &str) -> Language {
 #[derive(Default)]
 struct LanguageSigns {
     words: usize,
-    /// Words with a clear Vietnamese sign.
+    /// Words with a Vietnamese mark (a letter no other common language has).
     clear: usize,
     score: f64,
+    /// ASCII words that can only be Vietnamese syllables (frequent
+    /// Vietnamese words weigh 1.5).
+    unmarked_vietnamese: f64,
+    /// ASCII words that cannot be Vietnamese syllables.
+    foreign: usize,
     letters: usize,
     ascii: usize,
 }
 
 impl LanguageSigns {
-    /// One word (NFC), any script.
-    fn add_word(&mut self, word: &str) {
+    /// One ASCII word of `len` letters and what it says.
+    fn add_ascii(&mut self, len: usize, says: Option<AsciiWord>) {
+        self.words += 1;
+        self.letters += len;
+        self.ascii += len;
+        match says {
+            Some(AsciiWord::Vietnamese(weight)) => self.unmarked_vietnamese += weight,
+            Some(AsciiWord::Either) => {}
+            Some(AsciiWord::Foreign) | None => self.foreign += 1,
+        }
+    }
+
+    /// One word (NFC), any script; `first`: the text's first word.
+    fn add_word(&mut self, word: &str, first: bool) {
+        if word.is_ascii() {
+            let lower = word.to_ascii_lowercase();
+            let says = if lower.len() <= 16 && !is_name(word, first) {
+                Some(crate::syllable::ascii_word(&lower))
+            } else {
+                word_beyond_syllables(word, first)
+            };
+            self.add_ascii(word.len(), says);
+            return;
+        }
         self.words += 1;
         let lower = word.to_lowercase();
-        let folded = rag_lexical::fold(&lower);
-        if word.chars().any(is_vietnamese_letter) || VI_SYLLABLES.contains(&folded.as_str()) {
+        if word.chars().any(is_vietnamese_letter) {
             self.clear += 1;
             self.score += 1.0;
         } else if lower.chars().any(|c| !c.is_ascii() && "âêôàáèéìíòóùúý".contains(c)) {
-            self.score += 0.5;
+            // A letter French shares, on a Vietnamese syllable ("giá",
+            // "hôm", "nào") is as clear a sign as a Vietnamese-only one;
+            // on anything else ("café", "très") half a sign...
+            if crate::syllable::is_vietnamese_syllable(&rag_lexical::fold(&lower)) && lower.chars().count() > 1 {
+                self.clear += 1;
+                self.score += 1.0;
+            } else {
+                // ...and a word that cannot be a Vietnamese syllable speaks
+                // against it, as an ASCII one does.
+                self.score += 0.5;
+                self.foreign += 1;
+            }
         }
         for c in word.chars() {
             self.letters += 1;
@@ -134,9 +161,12 @@ impl LanguageSigns {
     }
 
     fn verdict(&self) -> Language {
+        let unmarked = self.unmarked_vietnamese;
         if self.words == 0 {
             Language::Other
-        } else if self.clear > 0 && self.score * 5.0 >= self.words as f64 {
+        } else if (self.clear > 0 && (self.score + unmarked) * 5.0 >= self.words as f64)
+            || (unmarked > self.foreign as f64 && self.ascii * 5 >= self.letters * 4)
+        {
             Language::Vi
         } else if self.ascii * 5 >= self.letters * 4 {
             Language::En
@@ -144,6 +174,72 @@ impl LanguageSigns {
             Language::Other
         }
     }
+}
+
+/// How a question is typed, for reports per form: Vietnamese with its
+/// marks, Vietnamese without any, Vietnamese with English terms in it
+/// ("deadline nộp báo cáo Q3", with or without marks), English, other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum QueryForm {
+    Accented,
+    Unaccented,
+    Mixed,
+    English,
+    Other,
+}
+
+impl QueryForm {
+    pub fn code(self) -> &'static str {
+        match self {
+            QueryForm::Accented => "accented",
+            QueryForm::Unaccented => "unaccented",
+            QueryForm::Mixed => "mixed",
+            QueryForm::English => "english",
+            QueryForm::Other => "other",
+        }
+    }
+}
+
+/// The form of `question`: its language, then for Vietnamese whether it
+/// holds a lower-case word of three letters or more that is no Vietnamese
+/// syllable (an English term: names and acronyms are capitalised and do
+/// not count), else whether any word has a mark.
+pub fn query_form(question: &str) -> QueryForm {
+    match detect_language(question) {
+        Language::En => QueryForm::English,
+        Language::Other => QueryForm::Other,
+        Language::Vi => {
+            let words: Vec<&str> = question.split(|c: char| !c.is_alphabetic()).filter(|w| !w.is_empty()).collect();
+            let english_term = words
+                .iter()
+                .any(|w| w.len() >= 3 && w.bytes().all(|b| b.is_ascii_lowercase()) && !crate::syllable::is_vietnamese_syllable(w));
+            if english_term {
+                QueryForm::Mixed
+            } else if words.iter().any(|w| rag_lexical::fold(w) != *w) {
+                QueryForm::Accented
+            } else {
+                QueryForm::Unaccented
+            }
+        }
+    }
+}
+
+/// A capitalised word inside a text ("Da Nang", "Tim", "Pro"), or a
+/// brand's inner capital ("iPhone"): a name, which says nothing of the
+/// language around it. All capitals ("GDP", "DOANH THU") are not names.
+fn is_name(word: &str, first: bool) -> bool {
+    let bytes = word.as_bytes();
+    let Some(&head) = bytes.first() else { return false };
+    let has_lower = bytes.iter().any(u8::is_ascii_lowercase);
+    let inner_upper = bytes.iter().skip(1).any(u8::is_ascii_uppercase);
+    (!first && head.is_ascii_uppercase() && has_lower) || (head.is_ascii_lowercase() && inner_upper)
+}
+
+/// What a word [`crate::syllable::ascii_word`] is not asked about says: a
+/// name nothing, a long word that it is foreign.
+fn word_beyond_syllables(word: &str, first: bool) -> Option<AsciiWord> {
+    is_name(word, first).then_some(AsciiWord::Either)
 }
 
 /// Languages the embedder's vectors are meaningful for.
@@ -201,8 +297,8 @@ mod reference {
     fn reference(text: &str) -> Language {
         let mut signs = LanguageSigns::default();
         let normalised: String = text.nfc().collect();
-        for word in normalised.split(|c: char| !c.is_alphabetic()).filter(|w| !w.is_empty()) {
-            signs.add_word(word);
+        for (i, word) in normalised.split(|c: char| !c.is_alphabetic()).filter(|w| !w.is_empty()).enumerate() {
+            signs.add_word(word, i == 0);
         }
         signs.verdict()
     }
@@ -247,5 +343,63 @@ mod reference {
             }
         }
         assert!(lines > 100, "only {lines} lines compared");
+    }
+}
+
+#[cfg(test)]
+mod labelled {
+    use super::*;
+
+    /// eval/lid/questions.tsv: questions written for this repository,
+    /// labelled vi, mixed (Vietnamese with English terms) or en; the
+    /// unaccented form of every vi and mixed question is derived here.
+    #[test]
+    fn forms() {
+        assert_eq!(query_form("Doanh thu năm 2023 là bao nhiêu?"), QueryForm::Accented);
+        assert_eq!(query_form("doanh thu nam 2023 la bao nhieu"), QueryForm::Unaccented);
+        assert_eq!(query_form("deadline nộp báo cáo Q3 là khi nào"), QueryForm::Mixed);
+        assert_eq!(query_form("deadline nop bao cao Q3 la khi nao"), QueryForm::Mixed);
+        assert_eq!(query_form("Ai là tác giả của Python"), QueryForm::Accented);
+        assert_eq!(query_form("Who wrote Python?"), QueryForm::English);
+    }
+
+    #[test]
+    fn questions_are_told_apart_with_and_without_diacritics() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../eval/lid/questions.tsv");
+        let text = std::fs::read_to_string(&path).expect("eval/lid/questions.tsv is in the repository");
+        // form -> (right, total, misses)
+        let mut forms: std::collections::BTreeMap<&str, (usize, usize, Vec<String>)> = Default::default();
+        for line in text.lines() {
+            let (label, question) = line.split_once('\t').expect("LABEL<TAB>QUESTION");
+            let cases: Vec<(&str, String, Language)> = match label {
+                "en" => vec![("en", question.to_string(), Language::En)],
+                "vi" => {
+                    vec![("vi accented", question.to_string(), Language::Vi), ("vi unaccented", rag_lexical::fold(question), Language::Vi)]
+                }
+                "mixed" => {
+                    vec![
+                        ("mixed accented", question.to_string(), Language::Vi),
+                        ("mixed unaccented", rag_lexical::fold(question), Language::Vi),
+                    ]
+                }
+                other => panic!("unknown label {other:?}"),
+            };
+            for (form, q, want) in cases {
+                let entry = forms.entry(form).or_default();
+                entry.1 += 1;
+                if detect_language(&q) == want {
+                    entry.0 += 1;
+                } else {
+                    entry.2.push(q);
+                }
+            }
+        }
+        for (form, (right, total, misses)) in &forms {
+            let share = *right as f64 / *total as f64;
+            println!("{form}: {right} of {total} ({:.1}%)", share * 100.0);
+            assert!(*total >= 100, "{form}: only {total} questions");
+            assert!(share >= 0.98, "{form}: {right} of {total}; missed {misses:?}");
+        }
+        assert_eq!(forms.len(), 5);
     }
 }

@@ -15,10 +15,14 @@
 mod fusion;
 mod language;
 pub mod metrics;
+mod restore;
+mod syllable;
 mod terms;
 
 pub use fusion::{fuse, query_coverage, Candidate, Fused, FusionDecision};
-pub use language::{detect_language, EmbedderLanguages, Language, UnknownLanguage};
+pub use language::{detect_language, query_form, EmbedderLanguages, Language, QueryForm, UnknownLanguage};
+pub use restore::{needs_restoration, restore_diacritics, Restoration};
+pub use syllable::is_vietnamese_syllable;
 pub use terms::{document_analysis, query_analysis, query_terms, QueryTerm, FOLDED_WEIGHT, STEM_WEIGHT};
 
 #[cfg(test)]
@@ -33,6 +37,13 @@ mod tests {
         assert_eq!(detect_language("thoi tiet ha noi hom nay"), Language::Vi);
         assert_eq!(detect_language("gia xang giam"), Language::Vi);
         assert_eq!(detect_language("doanh thu quý 3 tăng bao nhiêu"), Language::Vi);
+        // Without any mark, by its syllables; names and English terms
+        // inside say nothing either way.
+        assert_eq!(detect_language("doanh thu nam 2023 la bao nhieu"), Language::Vi);
+        assert_eq!(detect_language("Ai la leader cua team backend?"), Language::Vi);
+        assert_eq!(detect_language("deadline nộp báo cáo Q3 là khi nào"), Language::Vi);
+        assert_eq!(detect_language("Where is Da Nang?"), Language::En);
+        assert_eq!(detect_language("Can I go to the bank on a Sunday?"), Language::En);
         assert_eq!(detect_language("How did the company's income change?"), Language::En);
         assert_eq!(detect_language("The board approved a dividend"), Language::En);
         assert_eq!(detect_language("What is the boundary layer thickness?"), Language::En);

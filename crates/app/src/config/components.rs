@@ -207,6 +207,7 @@ impl RetrievalSettings {
             dense_weight: self.retrieval_dense_weight,
             reranker: self.reranker()?,
             rerank_candidates: self.rerank_candidates.max(1),
+            restore_diacritics: self.retrieval_restore_diacritics,
             search_index: match self.lexical_index {
                 LexicalIndexChoice::Memory => Some(std::sync::Arc::new(rag_stages::search_index::SearchIndexes::new(
                     pool,

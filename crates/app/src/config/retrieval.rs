@@ -23,6 +23,9 @@ pub struct RetrievalSettings {
     /// Weight of the dense ranking in the fusion (lexical weighs 1).
     #[arg(long, env = "RETRIEVAL_DENSE_WEIGHT", global = true, default_value_t = 1.0)]
     pub retrieval_dense_weight: f64,
+    /// Restore the diacritics of a Vietnamese question typed without any ("doanh thu nam 2023") from the texts the lexical side finds for it, before it is embedded and shown to the answer's model (docs/answers.md). `false`: such a question is embedded as typed.
+    #[arg(long, env = "RETRIEVAL_RESTORE_DIACRITICS", global = true, default_value_t = true, action = clap::ArgAction::Set)]
+    pub retrieval_restore_diacritics: bool,
     /// Reranker (optional): base URL of a Cohere/Jina-style rerank API, version included (requests go to {base}/rerank; llama.cpp's server with a reranking model, TEI, Jina, Cohere). Unset: no reranking, the fused order.
     #[arg(long, env = "RERANK_BASE_URL", global = true)]
     pub rerank_base_url: Option<String>,

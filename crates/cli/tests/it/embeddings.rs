@@ -155,6 +155,13 @@ async fn multilingual_e5_in_process_embeds_and_retrieves_vietnamese() {
             serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
         }
     };
+    // Typed without marks: restored from the workspace's text before it is
+    // embedded, so the dense side reads it as Vietnamese.
+    let unaccented = search("loi nhuan sau thue nam 2023 giam", "hybrid").await;
+    assert_eq!(unaccented["query_language"], "vi", "{unaccented}");
+    assert_eq!(unaccented["restoration"]["text"], "lợi nhuận sau thuế năm 2023 giảm", "{unaccented}");
+    assert_eq!(unaccented["chunks"][0]["filename"], "loi-nhuan.txt");
+    assert_eq!(unaccented["chunks"][0]["dense_rank"], 1, "{unaccented}");
     for (query, want) in [
         ("Vì sao công ty kiếm được ít tiền hơn?", "loi-nhuan.txt"),
         ("thiên tai làm nước dâng ở đâu", "bao.txt"),

@@ -40,9 +40,21 @@ pub struct AnswersArgs {
     /// Uploads in flight while ingesting.
     #[arg(long, default_value_t = 16)]
     concurrency: usize,
-    /// Print JSON: {"all": {...}, "by_language": {...}, "unanswerable": {...}, "questions": [...], "run": {...}}.
+    /// Ask every question with its diacritics stripped (đ -> d), as a user
+    /// without an input method types it; figures per language stay by the
+    /// question's language as written, and `vietnamese_replies` counts the
+    /// Vietnamese questions answered (or abstained) with Vietnamese marks.
+    #[arg(long)]
+    strip_diacritics: bool,
+    /// Print JSON: {"all": {...}, "by_language": {...}, "unanswerable": {...}, "vietnamese_replies": {...}, "questions": [...], "run": {...}}.
     #[arg(long)]
     json: bool,
+}
+
+/// Whether a reply is written with Vietnamese marks (a word that folding
+/// changes).
+fn has_vietnamese_marks(text: &str) -> bool {
+    rag_lexical::words(text).iter().any(|w| rag_lexical::fold(w) != *w)
 }
 
 #[derive(Deserialize)]
@@ -135,8 +147,13 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
 
     let producer = EventProducer::new(&pipeline.settings.bus(), Codec::embedded()?, "rag-engine/eval")?;
     let mut scored: Vec<Scored> = Vec::new();
+    // Vietnamese questions, and of those the replies with marks.
+    let (mut vietnamese_questions, mut replies_with_marks) = (0usize, 0usize);
+    let mut replies_without_marks: Vec<String> = Vec::new();
     let started = Instant::now();
-    for (i, (g, question)) in asked.iter().enumerate() {
+    for (i, (g, written)) in asked.iter().enumerate() {
+        let stripped = args.strip_diacritics.then(|| rag_lexical::fold(written));
+        let question = stripped.as_deref().unwrap_or(written);
         let assistant = uuid::Uuid::now_v7();
         let event = QuestionAsked {
             envelope: Envelope::originating(&run.workspace, "rag-engine/eval"),
@@ -155,7 +172,15 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
             .await?
             .with_context(|| format!("no answer to {} within {} s", g.query_id, args.timeout))?;
         let latency = asked_at.elapsed();
-        let language = rag_retrieval::detect_language(question).code();
+        let language = rag_retrieval::detect_language(written).code();
+        if language == "vi" && message.status != MessageStatus::Failed {
+            vietnamese_questions += 1;
+            if has_vietnamese_marks(&message.content) {
+                replies_with_marks += 1;
+            } else {
+                replies_without_marks.push(format!("{}: {}", g.query_id, message.content));
+            }
+        }
         let gold_document = g.corpus_id.as_ref().and_then(|c| by_corpus.get(c)).map(|d| d.to_string());
         let asked_question = Asked { id: &g.query_id, language, gold_document: gold_document.as_deref(), answer: g.answer.as_deref() };
         let s = score(
@@ -203,11 +228,15 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
         }
     }
     let bad_slices: usize = scored.iter().map(|s| s.bad_slices).sum();
+    let vietnamese_replies = serde_json::json!({
+        "questions": vietnamese_questions, "with_marks": replies_with_marks, "without_marks": replies_without_marks,
+        "questions_stripped_of_diacritics": args.strip_diacritics,
+    });
     if args.json {
         println!(
             "{}",
             serde_json::to_string_pretty(&serde_json::json!({
-                "all": all, "by_language": by_language, "unanswerable": none, "questions": scored,
+                "all": all, "by_language": by_language, "unanswerable": none, "vietnamese_replies": vietnamese_replies, "questions": scored,
                 "run": {"passages": corpus.len(), "questions": asked.len(), "answers_by": answers_by,
                         "llm_model": s.answers.answer_llm_model.clone().unwrap_or_default(), "embedder": s.embedding.embedder_choice().to_string(),
                         "evidence_chars": s.answers.evidence_chars(),
@@ -274,6 +303,15 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
                 all.stream_lag_ms.p50,
                 all.stream_lag_ms.p95
             );
+        }
+        if vietnamese_questions > 0 {
+            println!(
+                "Vietnamese questions{}: {replies_with_marks} of {vietnamese_questions} replies written with Vietnamese marks",
+                if args.strip_diacritics { " (asked without diacritics)" } else { "" }
+            );
+            for r in &replies_without_marks {
+                println!("  without marks: {r}");
+            }
         }
         println!("workspace {}: ingest {:.1} s, questions {:.1} s", run.workspace, run.total_seconds, question_seconds);
     }

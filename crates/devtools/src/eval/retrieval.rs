@@ -31,7 +31,13 @@ pub struct RetrievalArgs {
     /// earlier run) instead of ingesting into a fresh one.
     #[arg(long)]
     workspace: Option<String>,
-    /// Print JSON: {"lexical": {...}, "dense": {...}, "hybrid": {...}, "by_language": {...}}.
+    /// Also ask every query with its diacritics stripped (đ -> d), where
+    /// that changes it, as a user without an input method would type it;
+    /// `by_form` then reports both forms (the overall and per-language
+    /// figures stay those of the queries as written).
+    #[arg(long)]
+    strip_diacritics: bool,
+    /// Print JSON: {"lexical": {...}, "dense": {...}, "hybrid": {...}, "by_language": {...}, "by_form": {...}}.
     #[arg(long)]
     json: bool,
     /// Also write each query's rankings to this file, one JSON object per
@@ -47,6 +53,20 @@ fn mode_name(mode: Mode) -> &'static str {
         Mode::Lexical => "lexical",
         Mode::Dense => "dense",
         Mode::Hybrid => "hybrid",
+    }
+}
+
+/// The query forms reported (`rag_retrieval::QueryForm`).
+const FORMS: [&str; 5] = ["accented", "unaccented", "mixed", "english", "other"];
+
+/// A form's key among the languages in the runs (distinct from them).
+fn form_key(form: &str) -> &'static str {
+    match form {
+        "accented" => "form:accented",
+        "unaccented" => "form:unaccented",
+        "mixed" => "form:mixed",
+        "english" => "form:english",
+        _ => "form:other",
     }
 }
 
@@ -110,11 +130,29 @@ pub(super) async fn eval_retrieval(s: &Settings, args: RetrievalArgs) -> anyhow:
         Some(path) => Some(std::io::BufWriter::new(std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?)),
         None => None,
     };
+    // Each judged query as written, and with --strip-diacritics its
+    // unaccented twin (only in the per-form figures).
+    let mut cases: Vec<(&Query, String, bool)> = Vec::new();
     for q in &judged {
-        let language = rag_retrieval::detect_language(&q.text).code();
-        let mut dumped = serde_json::json!({"id": q.id, "text": q.text, "language": language, "qrels": qrels[&q.id]});
+        cases.push((q, q.text.clone(), true));
+        let stripped = rag_lexical::fold(&q.text);
+        if args.strip_diacritics && stripped != q.text {
+            cases.push((q, stripped, false));
+        }
+    }
+    bar.set_length((cases.len() * modes.len()) as u64);
+    // form -> how its queries were classified
+    let mut classified: BTreeMap<&'static str, BTreeMap<&'static str, usize>> = BTreeMap::new();
+    for (q, text, as_written) in &cases {
+        let language = rag_retrieval::detect_language(text).code();
+        let form = rag_retrieval::query_form(text).code();
+        *classified.entry(form).or_default().entry(language).or_default() += 1;
+        let mut dumped = serde_json::json!({"id": q.id, "text": text, "language": language, "form": form, "qrels": qrels[&q.id]});
         for mode in &modes {
-            let result = retriever.retrieve(&workspace, &q.text, 100, &[], *mode).await?;
+            let result = retriever.retrieve(&workspace, text, 100, &[], *mode).await?;
+            if let Some(r) = &result.restoration {
+                dumped["restored"] = serde_json::to_value(r)?;
+            }
             if dump.is_some() {
                 let ranked: Vec<serde_json::Value> = result
                     .chunks
@@ -128,11 +166,13 @@ pub(super) async fn eval_retrieval(s: &Settings, args: RetrievalArgs) -> anyhow:
                     .collect();
                 dumped[mode_name(*mode)] = ranked.into();
             }
-            // Chunks -> corpus documents, first (best) occurrence wins.
+            // Chunks -> corpus documents, first (best) occurrence wins; a
+            // document with the query's own id is not counted (BEIR's rule:
+            // ArguAna's queries are arguments of its corpus).
             let mut ranking: Vec<String> = Vec::new();
             for c in &result.chunks {
                 if let Some(id) = doc_to_corpus.get(&c.hit.document_id) {
-                    if !ranking.iter().any(|r| r == id) {
+                    if *id != q.id && !ranking.iter().any(|r| r == id) {
                         ranking.push(id.clone());
                     }
                 }
@@ -140,8 +180,11 @@ pub(super) async fn eval_retrieval(s: &Settings, args: RetrievalArgs) -> anyhow:
             let name = mode_name(*mode);
             let judged_q = &qrels[&q.id];
             let per_mode = runs.entry(name).or_default();
-            per_mode.entry("all").or_default().push((ranking.clone(), judged_q));
-            per_mode.entry(language).or_default().push((ranking, judged_q));
+            per_mode.entry(form_key(form)).or_default().push((ranking.clone(), judged_q));
+            if *as_written {
+                per_mode.entry("all").or_default().push((ranking.clone(), judged_q));
+                per_mode.entry(language).or_default().push((ranking, judged_q));
+            }
             bar.inc(1);
         }
         if let Some(out) = dump.as_mut() {
@@ -177,6 +220,20 @@ pub(super) async fn eval_retrieval(s: &Settings, args: RetrievalArgs) -> anyhow:
         }
     }
     json.insert("by_language".into(), by_language.clone().into());
+    let mut by_form = serde_json::Map::new();
+    for form in FORMS {
+        let mut per = serde_json::Map::new();
+        for mode in ["lexical", "dense", "hybrid"] {
+            if let Some(sm) = summary(mode, form_key(form)) {
+                per.insert(mode.into(), serde_json::to_value(sm)?);
+            }
+        }
+        if !per.is_empty() {
+            per.insert("classified".into(), serde_json::to_value(classified.get(form))?);
+            by_form.insert(form.into(), per.into());
+        }
+    }
+    json.insert("by_form".into(), by_form.into());
     json.insert(
         "run".into(),
         serde_json::json!({
@@ -211,11 +268,24 @@ pub(super) async fn eval_retrieval(s: &Settings, args: RetrievalArgs) -> anyhow:
                 }
             }
         }
+        println!("\nby query form{}:", if args.strip_diacritics { " (each query as written and without diacritics)" } else { "" });
+        println!("{:<10} {:<8} {:>8} {:>10} {:>7} {:>8}  classified", "form", "mode", "nDCG@10", "Recall@10", "MRR@10", "queries");
+        for form in FORMS {
+            for mode in ["lexical", "dense", "hybrid"] {
+                if let Some(sm) = summary(mode, form_key(form)) {
+                    let as_what = classified.get(form).map(|c| format!("{c:?}")).unwrap_or_default();
+                    println!(
+                        "{form:<10} {mode:<8} {:>8.4} {:>10.4} {:>7.4} {:>8}  {as_what}",
+                        sm.ndcg_10, sm.recall_10, sm.mrr_10, sm.queries
+                    );
+                }
+            }
+        }
         println!(
             "workspace {workspace}: ingest {:.1} s, queries {:.1} s ({:.1} ms per retrieval)",
             ingest_seconds,
             query_seconds,
-            1000.0 * query_seconds / (judged.len() * modes.len()) as f64
+            1000.0 * query_seconds / (cases.len() * modes.len()) as f64
         );
     }
     Ok(ExitCode::SUCCESS)

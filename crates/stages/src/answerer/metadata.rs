@@ -32,6 +32,9 @@ pub(super) fn retrieval_json(r: &Retrieval, asked: &Asked<'_>, outcome: Option<&
         "mode": r.mode, "query_language": r.query_language, "dense_used": r.dense_used, "chunks": chunks,
         "query": asked.query, "query_source": asked.query_source, "retrieval_ms": asked.retrieval_ms,
     });
+    if let Some(restoration) = &r.restoration {
+        v["restoration"] = serde_json::to_value(restoration).unwrap_or_default();
+    }
     if let Some(fusion) = &r.fusion {
         v["fusion"] = serde_json::to_value(fusion).unwrap_or_default();
     }

@@ -204,8 +204,11 @@ impl Answerer {
         let retrieval_ms = retrieval_started.elapsed().as_millis() as u64;
         let deltas = DeltaSender::start(self.retriever.pool.clone(), ws, conversation, assistant);
         let mut on_partial = deltas.callback();
-        let ranker = crate::evidence_ranker::EmbedderRanker { embedder: &self.retriever.embedder, query: &query };
-        let answered = answer_question(self.llm.as_ref(), &q.question, &history, &sources, options, Some(&ranker), &mut on_partial).await;
+        let question = model_question(&q.question, query_source, &retrieval);
+        // Evidence sentences are ranked against what was embedded.
+        let ranked_against = retrieval.restoration.as_ref().map_or(query.as_str(), |r| r.text.as_str());
+        let ranker = crate::evidence_ranker::EmbedderRanker { embedder: &self.retriever.embedder, query: ranked_against };
+        let answered = answer_question(self.llm.as_ref(), &question, &history, &sources, options, Some(&ranker), &mut on_partial).await;
         drop(on_partial);
         deltas.finish().await;
         let asked = Asked { query: &query, query_source, retrieval_ms };
@@ -240,6 +243,21 @@ impl Answerer {
         });
         out.retrieval_json = retrieval_json(&retrieval, &asked, Some(&outcome));
         Ok(out)
+    }
+}
+
+/// What the model reads as the question: a Vietnamese question typed
+/// without marks restored from the workspace's text (the retrieval's
+/// restoration when the question was searched as typed; else restored from
+/// the chunks found for the condensed query), so the model reads, and
+/// answers in, Vietnamese with its marks. Any other question as asked.
+fn model_question(question: &str, query_source: &str, retrieval: &Retrieval) -> String {
+    if !rag_retrieval::needs_restoration(question) {
+        return question.to_string();
+    }
+    match (&retrieval.restoration, query_source) {
+        (Some(r), "question") => r.text.clone(),
+        _ => rag_retrieval::restore_diacritics(question, retrieval.chunks.iter().map(|c| c.hit.content.as_str())).text,
     }
 }
 
