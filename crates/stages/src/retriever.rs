@@ -193,16 +193,13 @@ impl Retriever {
             self.dense(scope_ref, &text, ranked_wanted, rows_wanted, pool_size).await
         };
         let (lexical, dense, restoration) = if restore {
-            let found = lexical(query.to_string()).await?;
-            let restored = restore_diacritics(query, found.iter().take(RESTORE_FROM_TEXTS).map(|h| h.content.as_str()));
-            // The restored words match their exact terms (weight 1) rather
-            // than every word folding to the same letters (0.6): the
-            // lexical side is asked again, beside the dense one.
-            let (lexical, dense) = if restored.restored > 0 && mode == Mode::Hybrid {
-                tokio::try_join!(lexical(restored.text.clone()), dense(restored.text.clone()))?
-            } else {
-                (found, dense(restored.text.clone()).await?)
-            };
+            let lexical = lexical(query.to_string()).await?;
+            let restored = restore_diacritics(query, lexical.iter().take(RESTORE_FROM_TEXTS).map(|h| h.content.as_str()));
+            // The lexical side keeps the question as typed: its folded terms
+            // already match every accented form, and asking again with the
+            // restored words would favour a wrongly restored one ("bảo" for
+            // "bão"). Measured both ways: docs/answers.md.
+            let dense = dense(restored.text.clone()).await?;
             (lexical, dense, Some(restored))
         } else {
             // Both sides at once: one's round trips overlap the other's work.

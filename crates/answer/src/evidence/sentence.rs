@@ -15,7 +15,7 @@ pub fn sentences(text: &str) -> Vec<(usize, usize)> {
         let end_here = (c == '\n' && !is_soft_break(&chars, i))
             || (matches!(c, '.' | '!' | '?' | '…' | '。')
                 && chars.get(i + 1).is_none_or(|n| n.is_whitespace())
-                && !(c == '.' && continues_after_period(&chars, i)));
+                && !(c == '.' && continues_after_period(&chars, start, i)));
         if end_here || i + 1 == chars.len() {
             let end = if c == '\n' { i } else { i + 1 };
             push_trimmed(&chars, start, end, &mut out);
@@ -30,7 +30,7 @@ pub fn sentences(text: &str) -> Vec<(usize, usize)> {
 /// titles before a name, and Vietnamese ones before a place or a person
 /// ("TP. Hồ Chí Minh", "PGS. TS. Lan"). Only titles: company suffixes
 /// ("Acme Corp. It …"), "vs." and "approx." end sentences as often as not.
-const ABBREVIATIONS: &[&str] = &["mr", "mrs", "ms", "dr", "prof", "tp", "ts", "ths", "gs", "pgs", "bs", "ks"];
+const ABBREVIATIONS: &[&str] = &["mr", "mrs", "ms", "dr", "prof", "st", "tp", "ts", "ths", "gs", "pgs", "bs", "ks"];
 
 /// Abbreviations that stand before a number ("No. 5", "Fig. 2", "Q. 1",
 /// "P. 12"): inside a sentence only when a digit follows ("the answer is
@@ -39,18 +39,45 @@ const NUMBER_ABBREVIATIONS: &[&str] = &["no", "nos", "fig", "q", "p"];
 
 /// The period at `i` (followed by whitespace) is inside a sentence: the
 /// text goes on in lower case ("10 a.m. to 3 p.m.", "e.g. the"), as
-/// Unicode's sentence rules have it, or it ends a known abbreviation.
-/// Cutting there would cite half a claim.
-fn continues_after_period(chars: &[char], i: usize) -> bool {
+/// Unicode's sentence rules have it, or it ends a known abbreviation, a
+/// name's initial ("Nicholas E. Golovin"), a dotted acronym ("U.S.
+/// Army") or the number of a heading or list item that opens the sentence
+/// ("2.1. Phạm vi"). Cutting there would cite half a claim, or a name
+/// without its surname. `start`: where the current sentence began.
+fn continues_after_period(chars: &[char], start: usize, i: usize) -> bool {
     let next = chars[i + 1..].iter().find(|c| !c.is_whitespace());
     if next.is_some_and(|c| c.is_lowercase()) {
         return true;
     }
-    let word: String = chars[..i].iter().rev().take_while(|c| c.is_alphabetic()).collect::<Vec<_>>().into_iter().rev().collect();
-    let before_word = chars[..i - word.chars().count()].last();
-    // A whole word (not the end of "1.5" or of a URL), and something follows.
-    let (Some(next), true) = (next, before_word.is_none_or(|c| c.is_whitespace() || matches!(c, '(' | '"' | '“'))) else { return false };
-    let word = word.to_lowercase();
+    let Some(&next) = next else { return false };
+    // The token the period ends: back to whitespace or an opening mark.
+    let token_start = chars[..i].iter().rposition(|c| c.is_whitespace() || matches!(c, '(' | '"' | '“')).map_or(0, |p| p + 1);
+    let token: String = chars[token_start..i].iter().collect();
+    let opens_sentence = chars[start..token_start].iter().all(|c| c.is_whitespace());
+    if opens_sentence && !token.is_empty() && token.chars().all(|c| c.is_ascii_digit() || c == '.') {
+        return true;
+    }
+    let letters: Vec<char> = token.chars().filter(|c| *c != '.').collect();
+    let dotted = token.contains('.') && token.split('.').all(|part| part.chars().count() == 1 && part.chars().all(char::is_alphabetic));
+    // An initial follows a name or another initial, or opens the sentence
+    // ("J. R. R. Tolkien"); after a lower-case word a capital letter ends
+    // one ("plan B. Then").
+    let previous_token_capitalised = chars[start..token_start]
+        .iter()
+        .rev()
+        .skip_while(|c| c.is_whitespace())
+        .take_while(|c| !c.is_whitespace())
+        .last()
+        .is_none_or(|c| c.is_uppercase());
+    let initial = letters.len() == 1 && letters[0].is_uppercase() && next.is_uppercase() && previous_token_capitalised;
+    if (dotted && letters.iter().all(|c| c.is_uppercase())) || initial {
+        return true;
+    }
+    if !token.chars().all(char::is_alphabetic) {
+        // The end of "1.5", of a URL, of "v.v.": a sentence may end there.
+        return false;
+    }
+    let word = token.to_lowercase();
     ABBREVIATIONS.contains(&word.as_str()) || (next.is_ascii_digit() && NUMBER_ABBREVIATIONS.contains(&word.as_str()))
 }
 

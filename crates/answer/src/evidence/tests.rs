@@ -73,6 +73,27 @@ fn a_period_inside_a_sentence_does_not_end_it() {
     // Not an abbreviation there: a sentence ending in "no.".
     assert_eq!(spans("The answer is no. Then we left."), vec!["The answer is no.", "Then we left."]);
     assert_eq!(spans("Doanh thu tăng. Lợi nhuận giảm."), vec!["Doanh thu tăng.", "Lợi nhuận giảm."]);
+    // Initials, titles and acronyms before a name (issue 46: the cited
+    // unit stopped at "Nicholas E.").
+    assert_eq!(
+        spans("Ủy ban do trợ lý kỹ thuật Nicholas E. Golovin đứng đầu. Ông từ chức năm 1962."),
+        vec!["Ủy ban do trợ lý kỹ thuật Nicholas E. Golovin đứng đầu.", "Ông từ chức năm 1962."]
+    );
+    assert_eq!(spans("J. R. R. Tolkien wrote it. It sold well."), vec!["J. R. R. Tolkien wrote it.", "It sold well."]);
+    assert_eq!(
+        spans("Hội thảo do TS. Lan, ThS. Minh và PGS. TS. Hùng chủ trì."),
+        vec!["Hội thảo do TS. Lan, ThS. Minh và PGS. TS. Hùng chủ trì."]
+    );
+    assert_eq!(spans("It sits on St. Mark's Square. Visit it."), vec!["It sits on St. Mark's Square.", "Visit it."]);
+    assert_eq!(spans("The U.S. Army bought it. Then it sold."), vec!["The U.S. Army bought it.", "Then it sold."]);
+    assert_eq!(spans("Some fruit, e.g. apples. Others too."), vec!["Some fruit, e.g. apples.", "Others too."]);
+    assert_eq!(spans("Gồm táo, cam v.v. và chuối. Giá tăng."), vec!["Gồm táo, cam v.v. và chuối.", "Giá tăng."]);
+    // A numbered heading keeps its title; a year ending a sentence, and a
+    // number inside one, still end it.
+    assert_eq!(spans("2.1. Phạm vi áp dụng. Quy định này áp dụng."), vec!["2.1. Phạm vi áp dụng.", "Quy định này áp dụng."]);
+    assert_eq!(spans("3. Điều kiện. Nhân viên chính thức."), vec!["3. Điều kiện.", "Nhân viên chính thức."]);
+    assert_eq!(spans("Doanh thu đạt 1.245. Lợi nhuận giảm."), vec!["Doanh thu đạt 1.245.", "Lợi nhuận giảm."]);
+    assert_eq!(spans("He chose plan B. Then he left."), vec!["He chose plan B.", "Then he left."]);
 }
 
 #[test]
