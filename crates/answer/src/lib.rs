@@ -16,6 +16,7 @@ pub mod cite;
 pub mod contract;
 pub mod evidence;
 pub mod extractive;
+pub mod faithful;
 pub mod grounding;
 pub mod llm;
 pub mod prompt;
@@ -91,6 +92,11 @@ pub struct CitationReport {
     /// Sections left without a valid citation: not shown as facts.
     #[serde(default)]
     pub unsupported_sections: Vec<String>,
+    /// Sections whose text held a number or a name their citations do not
+    /// (`faithful`): shown as the cited text verbatim instead; each as
+    /// the model wrote it, with what was missing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unfaithful_sections: Vec<String>,
     /// Sub-sentence quotes that narrowed a highlight / that were not an
     /// exact part of a cited sentence (ignored).
     #[serde(default)]

@@ -120,6 +120,7 @@ pub(crate) async fn look_at(
                         } else {
                             Vec::new()
                         };
+                        crate::faithful::keep_to_citations(&mut sections, question, &mut report);
                         let mut held_back_units = Vec::new();
                         if !sections.is_empty() && options.verify {
                             match verify(client, question, &sections).await {

@@ -36,6 +36,9 @@ pub struct Scored {
     pub unlocated_quotes: usize,
     /// Sections the model gave without a valid citation (not shown).
     pub unsupported_sections: usize,
+    /// Sections whose text held a number or name their citations do not,
+    /// shown as the cited text instead (`rag_answer::faithful`).
+    pub unfaithful_sections: usize,
     /// From asking to the first words of the answer reaching the page (the
     /// first streamed delta with text; the answer itself when nothing
     /// streamed).
@@ -89,6 +92,9 @@ pub struct Totals {
     pub dropped_source_ids: usize,
     pub unlocated_quotes: usize,
     pub unsupported_sections: usize,
+    /// Sections whose text held a number or name their citations do not,
+    /// shown as the cited text instead (`rag_answer::faithful`).
+    pub unfaithful_sections: usize,
     pub sections_without_citations: usize,
     pub first_token_ms: Percentiles,
     pub latency_ms: Percentiles,
@@ -172,6 +178,7 @@ pub fn score(
         dropped_source_ids: count(&report["dropped_source_ids"]),
         unlocated_quotes: count(&report["unlocated_quotes"]),
         unsupported_sections: count(&report["unsupported_sections"]),
+        unfaithful_sections: count(&report["unfaithful_sections"]),
         first_token_ms: first_token.min(latency).as_millis() as u64,
         latency_ms: latency.as_millis() as u64,
         llm_tokens: metadata["llm_usage"]["total_tokens"].as_u64().unwrap_or(0),
@@ -240,6 +247,7 @@ pub fn totals<'a>(scored: impl Iterator<Item = &'a Scored>) -> Totals {
         dropped_source_ids: all.iter().map(|s| s.dropped_source_ids).sum(),
         unlocated_quotes: all.iter().map(|s| s.unlocated_quotes).sum(),
         unsupported_sections: all.iter().map(|s| s.unsupported_sections).sum(),
+        unfaithful_sections: all.iter().map(|s| s.unfaithful_sections).sum(),
         sections_without_citations: all.iter().map(|s| s.sections_without_citations).sum(),
         first_token_ms: percentiles(all.iter().map(|s| s.first_token_ms).collect()),
         latency_ms: percentiles(all.iter().map(|s| s.latency_ms).collect()),

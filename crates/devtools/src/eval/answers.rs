@@ -304,6 +304,8 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
                 all.stream_lag_ms.p95
             );
         }
+        let unfaithful: usize = scored.iter().map(|s| s.unfaithful_sections).sum();
+        println!("sections shown as their cited text for a number or name the citations lack (unfaithful): {unfaithful}");
         if vietnamese_questions > 0 {
             println!(
                 "Vietnamese questions{}: {replies_with_marks} of {vietnamese_questions} replies written with Vietnamese marks",

@@ -1,0 +1,226 @@
+//! Nothing said that the cited sentences do not say: the numbers and names
+//! of a section's text must occur in what it cites.
+//!
+//! The model cites sentence ids and the system makes exact spans, so a
+//! citation is always real; the section's own words are the model's. A
+//! small model writes "năm 1901" citing a sentence that says 1900, or puts
+//! a city in the wrong state, and the citation then lends the error its
+//! authority. Numbers (dates, amounts, percentages) and proper names are
+//! what such errors are made of and what a reader checks, so they are
+//! checked here: every number of the section must be a number of its cited
+//! text, the question, or a month the cited text names ("12 tháng 5 năm
+//! 1705" over "May 12, 1705"), compared by their digits ("1.245,6" is
+//! "1,245.6"); every capitalised word inside a sentence (a name in
+//! Vietnamese and English writing) must be a word of the cited text or of
+//! the question, diacritics and case aside. Names are not checked across
+//! languages (an English section over Vietnamese text spells "Hà Nội"
+//! "Hanoi"); numbers are.
+
+use std::collections::HashSet;
+
+/// Month names (English and Vietnamese spelled-out forms) and their
+/// numbers.
+const MONTHS: &[(&str, &str)] = &[
+    ("january", "1"),
+    ("jan", "1"),
+    ("february", "2"),
+    ("feb", "2"),
+    ("march", "3"),
+    ("mar", "3"),
+    ("april", "4"),
+    ("apr", "4"),
+    ("may", "5"),
+    ("june", "6"),
+    ("jun", "6"),
+    ("july", "7"),
+    ("jul", "7"),
+    ("august", "8"),
+    ("aug", "8"),
+    ("september", "9"),
+    ("sep", "9"),
+    ("sept", "9"),
+    ("october", "10"),
+    ("oct", "10"),
+    ("november", "11"),
+    ("nov", "11"),
+    ("december", "12"),
+    ("dec", "12"),
+    ("giêng", "1"),
+    ("chạp", "12"),
+];
+
+/// The numbers of `text`, each as its digits without separators and
+/// leading zeros ("1.245,6" and "1,245.6" are "12456"; "05" is "5").
+fn numbers(text: &str) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        if !chars[i].is_ascii_digit() {
+            i += 1;
+            continue;
+        }
+        let mut digits = String::new();
+        while i < chars.len() {
+            let c = chars[i];
+            if c.is_ascii_digit() {
+                digits.push(c);
+            } else if !(matches!(c, '.' | ',' | ' ' | '\u{a0}') && chars.get(i + 1).is_some_and(char::is_ascii_digit) && sep_ok(&chars, i))
+            {
+                break;
+            }
+            i += 1;
+        }
+        let trimmed = digits.trim_start_matches('0');
+        out.push(if trimmed.is_empty() { "0".to_string() } else { trimmed.to_string() });
+    }
+    out
+}
+
+/// A separator inside a number: a period or comma, or a space only when
+/// three digits follow it (a thousands group: "1 245"), so "2023 12" stays
+/// two numbers.
+fn sep_ok(chars: &[char], i: usize) -> bool {
+    match chars[i] {
+        '.' | ',' => true,
+        _ => chars[i + 1..].iter().take_while(|c| c.is_ascii_digit()).count() == 3,
+    }
+}
+
+/// Lower-cased, diacritics-folded words of `text`.
+fn folded_words(text: &str) -> HashSet<String> {
+    rag_lexical::words(text).iter().map(|w| rag_lexical::fold(w)).collect()
+}
+
+/// Capitalised words of `text` that do not open a sentence (after ". ! ?
+/// : ;", a line break, a bullet, or at the start): names.
+fn names(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut opens = true;
+    for token in text.split_whitespace() {
+        let word: String = token.chars().filter(|c| c.is_alphanumeric()).collect();
+        let first = token.chars().find(|c| c.is_alphanumeric());
+        if !opens && first.is_some_and(char::is_uppercase) && word.chars().count() >= 2 {
+            out.push(word);
+        }
+        opens = token.ends_with(['.', '!', '?', ':', ';', '…']) || token.chars().all(|c| !c.is_alphanumeric());
+    }
+    out
+}
+
+/// Replaces the text of each section that says what its citations do not
+/// by its cited text verbatim (the sentences, or the narrowed quote), and
+/// records the section as written and what was missing in
+/// `report.unfaithful_sections`.
+pub fn keep_to_citations(sections: &mut [crate::Section], question: &str, report: &mut crate::CitationReport) {
+    for section in sections.iter_mut() {
+        let cited: Vec<&str> = section.citations.iter().map(|c| c.text.as_str()).collect();
+        if cited.is_empty() {
+            continue;
+        }
+        let missing = unsupported_facts(&section.text, &cited.join(" "), question);
+        if missing.is_empty() {
+            continue;
+        }
+        report.unfaithful_sections.push(format!("{} (not in its citations: {})", section.text, missing.join(", ")));
+        section.text = cited.iter().map(|t| t.split_whitespace().collect::<Vec<_>>().join(" ")).collect::<Vec<_>>().join(" ");
+    }
+}
+
+/// What a section says that its cited text does not: its numbers and names
+/// missing from `cited` (and from `question`), as written in the section.
+/// Empty: the section is faithful as far as this can tell.
+pub fn unsupported_facts(section: &str, cited: &str, question: &str) -> Vec<String> {
+    let mut known: HashSet<String> = numbers(cited).into_iter().chain(numbers(question)).collect();
+    let cited_words = folded_words(cited);
+    for (name, number) in MONTHS {
+        if cited_words.contains(&rag_lexical::fold(name)) {
+            known.insert((*number).to_string());
+        }
+    }
+    let mut missing: Vec<String> = numbers(section).into_iter().filter(|n| !known.contains(n)).collect();
+    let same_language = rag_retrieval::detect_language(section) == rag_retrieval::detect_language(cited);
+    if same_language {
+        let question_words = folded_words(question);
+        for name in names(section) {
+            let folded = rag_lexical::fold(&name.to_lowercase());
+            if !cited_words.contains(&folded) && !question_words.contains(&folded) {
+                missing.push(name);
+            }
+        }
+    }
+    missing.dedup();
+    missing
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_compare_by_their_digits() {
+        assert_eq!(numbers("đạt 1.245,6 tỷ, tăng 12,4%; năm 2023"), vec!["12456", "124", "2023"]);
+        assert_eq!(numbers("1,245.6 and 05 and 1 245 and 2023 12"), vec!["12456", "5", "1245", "2023", "12"]);
+        assert!(unsupported_facts("Doanh thu đạt 1,245.6 tỷ đồng.", "Doanh thu thuần đạt 1.245,6 tỷ đồng.", "").is_empty());
+    }
+
+    #[test]
+    fn a_number_the_cited_text_does_not_hold_is_reported() {
+        // Issue 46: the passage says 1900, the cited sentence is about 1901.
+        let cited = "Marconi đã truyền tín hiệu qua Đại Tây Dương vào năm 1901.";
+        assert_eq!(unsupported_facts("Tesla đạt được bằng sáng chế vào năm 1900.", cited, "Tesla được cấp bằng năm nào?"), vec!["1900"]);
+        // A number of the question may be repeated.
+        assert!(unsupported_facts("Năm 2023 doanh thu tăng.", "Doanh thu tăng mạnh.", "Doanh thu năm 2023?").is_empty());
+    }
+
+    #[test]
+    fn dates_across_languages() {
+        let cited = "The settlers were naturalized on May 12, 1705.";
+        assert!(unsupported_facts("Họ được nhập tịch ngày 12 tháng 5 năm 1705.", cited, "").is_empty());
+        assert_eq!(unsupported_facts("The settlers were naturalized in 1803.", cited, ""), vec!["1803"]);
+    }
+
+    #[test]
+    fn an_unfaithful_section_is_shown_as_its_citation() {
+        let cited = |text: &str| crate::Citation {
+            source_id: "c".into(),
+            chunk_id: "c".into(),
+            document_id: "d".into(),
+            segment_index: 0,
+            page_idx: 0,
+            char_start: 0,
+            char_end: text.chars().count() as u64,
+            snippet_preview: String::new(),
+            text: text.into(),
+            exact: true,
+        };
+        let mut sections = vec![
+            crate::Section {
+                text: "Doanh thu tăng 12,4%.".into(),
+                source_ids: vec![],
+                citations: vec![cited("Doanh thu tăng 12,4% so với năm 2022.")],
+            },
+            crate::Section {
+                text: "Lợi nhuận tăng 9%.".into(),
+                source_ids: vec![],
+                citations: vec![cited("Lợi nhuận sau thuế\n tăng 8,1%.")],
+            },
+        ];
+        let mut report = crate::CitationReport::default();
+        keep_to_citations(&mut sections, "Doanh thu và lợi nhuận tăng bao nhiêu?", &mut report);
+        assert_eq!(sections[0].text, "Doanh thu tăng 12,4%.");
+        assert_eq!(sections[1].text, "Lợi nhuận sau thuế tăng 8,1%.");
+        assert_eq!(report.unfaithful_sections, vec!["Lợi nhuận tăng 9%. (not in its citations: 9)"]);
+    }
+
+    #[test]
+    fn names_must_be_in_the_cited_text_or_the_question() {
+        let cited = "Fresno là thành phố đông dân nhất vùng Trung tâm California.";
+        assert_eq!(unsupported_facts("Thành phố Fresno, California có dân số đông nhất ở Florida.", cited, ""), vec!["Florida"]);
+        assert!(unsupported_facts("Thành phố Fresno đông dân nhất ở California.", cited, "").is_empty());
+        // Diacritics and case aside; a sentence's first word is no name.
+        assert!(unsupported_facts("Ở TP. Hồ Chí Minh. Văn phòng mở cửa.", "văn phòng tại tp. ho chi minh mở cửa", "").is_empty());
+        // Across languages names are not compared.
+        assert!(unsupported_facts("The office is in Hanoi.", "Văn phòng đặt tại Hà Nội.", "").is_empty());
+    }
+}
