@@ -4,91 +4,11 @@
 //! with.
 
 use crate::look::{add_usage, look_at};
-use crate::{
-    abstention, contract, evidence, extractive, llm, prompt, AnswerError, AnswerMode, AnswerOutcome, Citation, LlmFallback, SourceChunk,
-};
-
-/// Sections per extractive answer.
-pub const EXTRACTIVE_SECTIONS: usize = 3;
-
-/// Earlier turns given to the model.
-pub const HISTORY_TURNS: usize = 6;
+use crate::options::{AnswerOptions, EvidenceRanker, OnPartial, EXTRACTIVE_SECTIONS, HISTORY_TURNS};
+use crate::{abstention, contract, evidence, extractive, llm, prompt, AnswerError, AnswerMode, AnswerOutcome, LlmFallback, SourceChunk};
 
 /// Evidence characters an answer keeps whatever the history takes.
 const MIN_EVIDENCE_CHARS: usize = 1_200;
-
-/// How an answer is made.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct AnswerOptions {
-    /// What happens when the model fails (down, timeouts, invalid output
-    /// twice).
-    pub fallback: LlmFallback,
-    /// Characters of evidence in the prompt.
-    pub evidence_chars: usize,
-    /// Check the answer against what it cites before showing it.
-    pub verify: bool,
-    /// The check's certainty (0 to 1) below which an answer is held back,
-    /// when the provider gives token probabilities; otherwise the check's
-    /// own true/false decides.
-    pub verify_threshold: f64,
-    /// A model is shown only the first this many chunks (the answerer's
-    /// evidence cutoff, `evidence::within_best`); a second look and an
-    /// extractive answer (no model, or the model failed) read every chunk.
-    pub llm_chunks: usize,
-    /// A model is shown only this many evidence sentences, those an
-    /// [`EvidenceRanker`] finds closest to the question (0: all of them,
-    /// and all of them when there is no ranker).
-    pub evidence_sentences: usize,
-    /// When the check holds an answer back, show the model the sentences
-    /// of every retrieved chunk but those it cited (narrowed to the
-    /// closest, with a ranker) and let it answer once more
-    /// (`ANSWER_SECOND_LOOK`).
-    pub second_look: bool,
-}
-
-/// How close each evidence sentence is to the question (the embedder's
-/// cosine, say), so a model is shown the few that can answer it.
-pub trait EvidenceRanker: Sync {
-    /// One score per text, higher is closer; None when it cannot tell (the
-    /// model is then shown every sentence).
-    fn rank<'a>(
-        &'a self,
-        question: &'a str,
-        texts: &'a [String],
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Option<Vec<f64>>> + Send + 'a>>;
-}
-
-/// The default of the answerer's evidence cutoff: chunks scoring below
-/// this fraction of the best one are not shown to a model
-/// (`evidence::within_best`, docs/answers.md).
-pub const EVIDENCE_CUTOFF: f64 = 0.7;
-
-/// The default of `evidence_sentences` (`ANSWER_EVIDENCE_SENTENCES`): the
-/// evidence sentences closest to the question a model is shown
-/// (docs/answers.md).
-pub const EVIDENCE_SENTENCES: usize = 4;
-
-/// The default of `verify_threshold`: the model's own choice (true more
-/// likely than false), not a value tuned to a set. With the check's
-/// Vietnamese instructions, right answers on eval/vi-dev scored from 0.54
-/// up and wrong ones up to 0.48 (two it cannot tell apart, at 0.84 and
-/// 0.93); on eval/en-dev the two overlap between 0.42 and 0.54, where any
-/// threshold trades a right answer for a wrong one. docs/answers.md has
-/// the sweep.
-pub const VERIFY_THRESHOLD: f64 = 0.5;
-
-/// A section while the answer is written: its text so far and, once the
-/// model has closed it, its citations, grounded as the final answer's
-/// are (the check may still turn the whole answer into an abstention).
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct StreamedSection {
-    pub text: String,
-    pub closed: bool,
-    pub citations: Vec<Citation>,
-}
-
-/// What the answer says so far, while the model writes it.
-pub type OnPartial<'a> = &'a mut (dyn FnMut(&[StreamedSection]) + Send);
 
 /// Answers `question` from `chunks` (best ranked first). With the LLM: the
 /// chunks become numbered evidence units (as many chunks as fit

@@ -23,9 +23,11 @@ pub mod prompt;
 
 mod answering;
 mod look;
-pub use answering::{
-    answer_question, retrieval_query, AnswerOptions, EvidenceRanker, StreamedSection, EVIDENCE_CUTOFF, EVIDENCE_SENTENCES,
-    EXTRACTIVE_SECTIONS, HISTORY_TURNS, VERIFY_THRESHOLD,
+mod options;
+pub use answering::{answer_question, retrieval_query};
+pub use options::{
+    AnswerOptions, EvidenceRanker, OnPartial, StreamedSection, EVIDENCE_CUTOFF, EVIDENCE_SENTENCES, EXTRACTIVE_SECTIONS, HISTORY_TURNS,
+    VERIFY_THRESHOLD,
 };
 
 use serde::{Deserialize, Serialize};

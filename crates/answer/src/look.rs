@@ -3,7 +3,7 @@
 //! stream, and the check holds back an answer its citations do not
 //! support.
 
-use crate::answering::{AnswerOptions, OnPartial, StreamedSection, HISTORY_TURNS};
+use crate::options::{AnswerOptions, OnPartial, StreamedSection, HISTORY_TURNS};
 use crate::{
     abstention, contract, evidence, grounding, llm, prompt, AnswerError, AnswerMode, AnswerOutcome, Citation, CitationReport, Section,
     SourceChunk,
