@@ -14,8 +14,8 @@ Standard library only (Python 3.11).
 
 Two shapes of input:
 
-- `mailong25`: the Vietnamese set of github.com/mailong25/bert-vietnamese-
-  question-answering (dataset/train-v2.0.json, dataset/dev-v2.0.json). Each
+- `mailong25`: the Vietnamese set of the public repository
+  mailong25/bert-vietnamese-question-answering (dataset/train-v2.0.json, dataset/dev-v2.0.json). Each
   article's `title` is a question; each of its paragraphs is a search
   snippet with exactly one qa asking that question, `is_impossible` when the
   snippet does not answer it (a hard negative on the same topic). One query
@@ -63,8 +63,7 @@ LICENCES = {
         "is NOT to be committed or published."
     ),
     "squad": (
-        "SQuAD 2.0 is distributed under CC BY-SA 4.0 "
-        "(https://creativecommons.org/licenses/by-sa/4.0/), and so is this "
+        "SQuAD 2.0 is distributed under CC BY-SA 4.0, and so is this "
         "derived set: credit Rajpurkar, Jia and Liang, \"Know What You Don't "
         "Know: Unanswerable Questions for SQuAD\" (ACL 2018), and share "
         "derivatives under the same licence."

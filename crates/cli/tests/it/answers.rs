@@ -228,18 +228,18 @@ async fn llm_answers_are_validated_remember_the_conversation_and_failures_are_fi
     assert_eq!(contents.iter().filter(|c| *c == "And the profit?").count(), 1, "the question is not its own history: {contents:?}");
 
     // A Vietnamese question typed without marks: the model reads it with
-    // the marks the workspace's own text gives its words ("bao nhieu" is
-    // not in the text: kept as typed); the metadata keeps both.
+    // the marks the workspace's own text gives its words ("bao nhiêu" is
+    // not in the text, but questions ask with it); the metadata keeps both.
     let (ok, m) = ask(&t, &t.workspace, "doanh thu thuan nam 2023 dat bao nhieu", &[]).await;
     assert!(ok, "{m}");
     let retrieval = &m["metadata"]["retrieval"];
     assert_eq!(retrieval["query"], "doanh thu thuan nam 2023 dat bao nhieu");
     assert_eq!(retrieval["query_language"], "vi");
-    assert_eq!(retrieval["restoration"]["text"], "doanh thu thuần năm 2023 đạt bao nhieu", "{retrieval}");
-    assert_eq!(retrieval["restoration"]["restored"], 3);
+    assert_eq!(retrieval["restoration"]["text"], "doanh thu thuần năm 2023 đạt bao nhiêu", "{retrieval}");
+    assert_eq!(retrieval["restoration"]["restored"], 4);
     let requests = llm.requests.lock().unwrap().clone();
     let answer = requests.iter().rev().find(|r| r.get("response_format").is_some() && !is_check(r)).unwrap();
-    assert_eq!(answer["messages"].as_array().unwrap().last().unwrap()["content"], "doanh thu thuần năm 2023 đạt bao nhieu");
+    assert_eq!(answer["messages"].as_array().unwrap().last().unwrap()["content"], "doanh thu thuần năm 2023 đạt bao nhiêu");
 
     // LLM down with fallback=fail: the message ends failed, not pending.
     let (ok, m) = ask(&t, &t.workspace, "Was there an outage of revenue?", &[]).await;
