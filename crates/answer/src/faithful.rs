@@ -49,8 +49,13 @@ const MONTHS: &[(&str, &str)] = &[
     ("chạp", "12"),
 ];
 
-/// The numbers of `text`, each as its digits without separators and
-/// leading zeros ("1.245,6" and "1,245.6" are "12456"; "05" is "5").
+/// The numbers of `text`, each as its integer digits without thousands
+/// separators and leading zeros, and its decimals after a `.`: a period
+/// or comma followed by exactly three digits separates thousands, any
+/// other one is the decimal mark ("1.245,6" and "1,245.6" are "1245.6",
+/// "12,4" is "12.4", "1,5" is "1.5" and not "15"); a space separates
+/// thousands only after a group of one to three digits ("1 245", but
+/// "năm 2023 150 người" is two numbers).
 fn numbers(text: &str) -> Vec<String> {
     let chars: Vec<char> = text.chars().collect();
     let mut out = Vec::new();
@@ -60,31 +65,39 @@ fn numbers(text: &str) -> Vec<String> {
             i += 1;
             continue;
         }
-        let mut digits = String::new();
+        let (mut integer, mut decimals) = (String::new(), None::<String>);
+        let mut group = 0;
         while i < chars.len() {
             let c = chars[i];
+            let digits_after = chars[i + 1..].iter().take_while(|c| c.is_ascii_digit()).count();
             if c.is_ascii_digit() {
-                digits.push(c);
-            } else if !(matches!(c, '.' | ',' | ' ' | '\u{a0}') && chars.get(i + 1).is_some_and(char::is_ascii_digit) && sep_ok(&chars, i))
-            {
+                match decimals.as_mut() {
+                    Some(d) => d.push(c),
+                    None => integer.push(c),
+                }
+                group += 1;
+            } else if decimals.is_none() && digits_after > 0 && matches!(c, '.' | ',') {
+                if digits_after == 3 {
+                    group = 0;
+                } else {
+                    decimals = Some(String::new());
+                }
+            } else if decimals.is_none() && matches!(c, ' ' | '\u{a0}') && digits_after == 3 && (1..=3).contains(&group) {
+                group = 0;
+            } else {
                 break;
             }
             i += 1;
         }
-        let trimmed = digits.trim_start_matches('0');
-        out.push(if trimmed.is_empty() { "0".to_string() } else { trimmed.to_string() });
+        let trimmed = integer.trim_start_matches('0');
+        let mut number = if trimmed.is_empty() { "0".to_string() } else { trimmed.to_string() };
+        if let Some(d) = decimals.map(|d| d.trim_end_matches('0').to_string()).filter(|d| !d.is_empty()) {
+            number.push('.');
+            number.push_str(&d);
+        }
+        out.push(number);
     }
     out
-}
-
-/// A separator inside a number: a period or comma, or a space only when
-/// three digits follow it (a thousands group: "1 245"), so "2023 12" stays
-/// two numbers.
-fn sep_ok(chars: &[char], i: usize) -> bool {
-    match chars[i] {
-        '.' | ',' => true,
-        _ => chars[i + 1..].iter().take_while(|c| c.is_ascii_digit()).count() == 3,
-    }
 }
 
 /// Lower-cased, diacritics-folded words of `text`.
@@ -98,10 +111,11 @@ fn names(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut opens = true;
     for token in text.split_whitespace() {
-        let word: String = token.chars().filter(|c| c.is_alphanumeric()).collect();
         let first = token.chars().find(|c| c.is_alphanumeric());
-        if !opens && first.is_some_and(char::is_uppercase) && word.chars().count() >= 2 {
-            out.push(word);
+        if !opens && first.is_some_and(char::is_uppercase) {
+            // The token's words as the cited text's are split ("U.S.",
+            // "Mark's", "Coca-Cola", "COVID-19").
+            out.extend(rag_lexical::words(token).into_iter().filter(|w| w.chars().count() >= 2 && !w.chars().all(|c| c.is_ascii_digit())));
         }
         opens = token.ends_with(['.', '!', '?', ':', ';', '…']) || token.chars().all(|c| !c.is_alphanumeric());
     }
@@ -128,7 +142,8 @@ pub fn keep_to_citations(sections: &mut [crate::Section], question: &str, report
 }
 
 /// What a section says that its cited text does not: its numbers and names
-/// missing from `cited` (and from `question`), as written in the section.
+/// missing from `cited` (and from `question`): numbers normalised, names
+/// lower-cased.
 /// Empty: the section is faithful as far as this can tell.
 pub fn unsupported_facts(section: &str, cited: &str, question: &str) -> Vec<String> {
     let mut known: HashSet<String> = numbers(cited).into_iter().chain(numbers(question)).collect();
@@ -143,7 +158,7 @@ pub fn unsupported_facts(section: &str, cited: &str, question: &str) -> Vec<Stri
     if same_language {
         let question_words = folded_words(question);
         for name in names(section) {
-            let folded = rag_lexical::fold(&name.to_lowercase());
+            let folded = rag_lexical::fold(&name);
             if !cited_words.contains(&folded) && !question_words.contains(&folded) {
                 missing.push(name);
             }
@@ -159,8 +174,14 @@ mod tests {
 
     #[test]
     fn numbers_compare_by_their_digits() {
-        assert_eq!(numbers("đạt 1.245,6 tỷ, tăng 12,4%; năm 2023"), vec!["12456", "124", "2023"]);
-        assert_eq!(numbers("1,245.6 and 05 and 1 245 and 2023 12"), vec!["12456", "5", "1245", "2023", "12"]);
+        assert_eq!(numbers("đạt 1.245,6 tỷ, tăng 12,4%; năm 2023"), vec!["1245.6", "12.4", "2023"]);
+        assert_eq!(
+            numbers("1,245.6 and 05 and 1 245 and 2023 12 and 1,5 and 0.50"),
+            vec!["1245.6", "5", "1245", "2023", "12", "1.5", "0.5"]
+        );
+        assert_eq!(numbers("năm 2023 150 người, 1.234.567 đồng"), vec!["2023", "150", "1234567"]);
+        // A tenfold error is one.
+        assert_eq!(unsupported_facts("Lãi suất 15%.", "Lãi suất 1,5%.", ""), vec!["15"]);
         assert!(unsupported_facts("Doanh thu đạt 1,245.6 tỷ đồng.", "Doanh thu thuần đạt 1.245,6 tỷ đồng.", "").is_empty());
     }
 
@@ -216,10 +237,12 @@ mod tests {
     #[test]
     fn names_must_be_in_the_cited_text_or_the_question() {
         let cited = "Fresno là thành phố đông dân nhất vùng Trung tâm California.";
-        assert_eq!(unsupported_facts("Thành phố Fresno, California có dân số đông nhất ở Florida.", cited, ""), vec!["Florida"]);
+        assert_eq!(unsupported_facts("Thành phố Fresno, California có dân số đông nhất ở Florida.", cited, ""), vec!["florida"]);
         assert!(unsupported_facts("Thành phố Fresno đông dân nhất ở California.", cited, "").is_empty());
         // Diacritics and case aside; a sentence's first word is no name.
         assert!(unsupported_facts("Ở TP. Hồ Chí Minh. Văn phòng mở cửa.", "văn phòng tại tp. ho chi minh mở cửa", "").is_empty());
+        // A name is compared word by word, as the cited text is split.
+        assert!(unsupported_facts("Ở đó có quân đội U.S. và Coca-Cola.", "Quân đội U.S. mua Coca-Cola.", "").is_empty());
         // Across languages names are not compared.
         assert!(unsupported_facts("The office is in Hanoi.", "Văn phòng đặt tại Hà Nội.", "").is_empty());
     }

@@ -100,7 +100,7 @@ struct LanguageSigns {
     clear: usize,
     score: f64,
     /// ASCII words that can only be Vietnamese syllables (frequent
-    /// Vietnamese words weigh 1.5).
+    /// Vietnamese words weigh 2).
     unmarked_vietnamese: f64,
     /// ASCII words that cannot be Vietnamese syllables.
     foreign: usize,

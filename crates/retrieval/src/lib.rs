@@ -44,6 +44,9 @@ mod tests {
         assert_eq!(detect_language("deadline nộp báo cáo Q3 là khi nào"), Language::Vi);
         assert_eq!(detect_language("Where is Da Nang?"), Language::En);
         assert_eq!(detect_language("Can I go to the bank on a Sunday?"), Language::En);
+        assert_eq!(detect_language("Can I pay by card?"), Language::En);
+        assert_eq!(detect_language("Can my son buy a toy?"), Language::En);
+        assert_eq!(detect_language("Who is due to pay by Monday?"), Language::En);
         assert_eq!(detect_language("How did the company's income change?"), Language::En);
         assert_eq!(detect_language("The board approved a dividend"), Language::En);
         assert_eq!(detect_language("What is the boundary layer thickness?"), Language::En);

@@ -91,6 +91,10 @@ const SHARED_WITH_ENGLISH: &[&str] = &[
     "sang", "hang", "met", "bang", "rang", "tin", "pin", "bin", "sin", "ago", "tax", "mac", "pc", "vs", "ok", "nap", "tap", "rap", "lap",
     "gap", "cup", "pup", "hop", "mop", "hut", "nut", "rut", "ban", "ham", "cam", "dam", "ram", "hum", "sum", "gum", "tom", "pat", "may",
     "ai", "tie", "den",
+    // Frequent in English text (SQuAD 2.0's questions and passages, en-dev,
+    // Cranfield's queries) and valid syllables once folded.
+    "by", "my", "day", "say", "pay", "buy", "due", "die", "lie", "try", "yet", "too", "true", "room", "soon", "via", "non", "boat", "hip",
+    "trip", "poet", "rich", "boom", "boot", "pot", "tech", "quit", "quiet", "poem", "guy", "trap", "lay", "kit", "root",
 ];
 
 /// Vietnamese words (folded) that are not English: one of them marks a

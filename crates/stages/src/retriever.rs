@@ -176,13 +176,16 @@ impl Retriever {
         // answered): the lexical side first, then the dense one.
         let restore = self.restore_diacritics && mode != Mode::Lexical && needs_restoration(query);
         let scope_ref = &scope;
+        // A question restored from the lexical side's texts reads them all,
+        // whatever the mode.
+        let (lexical_ranked, lexical_rows) = if restore { (pool_size, pool_size) } else { (ranked_wanted, rows_wanted) };
         let lexical = |text: String| async move {
             let terms: Vec<QueryTerm> = rag_retrieval::query_terms(&text)
                 .into_iter()
                 .map(|t| QueryTerm { term: t.term, word: t.word as i32, weight: t.weight })
                 .collect();
             Ok::<_, RetrieveError>(match &self.search_index {
-                Some(index) => self.lexical_in_memory(index, scope_ref, &terms, ranked_wanted, rows_wanted).await?,
+                Some(index) => self.lexical_in_memory(index, scope_ref, &terms, lexical_ranked, lexical_rows).await?,
                 None => search::lexical(&self.pool, scope_ref, &terms, self.bm25, pool_size).await?,
             })
         };
@@ -252,7 +255,10 @@ impl Retriever {
             }
         };
         let rerank_report = match (&self.reranker, mode) {
-            (Some(r), Mode::Hybrid) if chunks.len() > 1 => Some(rerank(r, query, &mut chunks).await),
+            (Some(r), Mode::Hybrid) if chunks.len() > 1 => {
+                let asked = restoration.as_ref().map_or(query, |r| r.text.as_str());
+                Some(rerank(r, asked, &mut chunks).await)
+            }
             _ => None,
         };
         chunks.truncate(top_k);

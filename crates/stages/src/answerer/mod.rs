@@ -204,7 +204,8 @@ impl Answerer {
         let retrieval_ms = retrieval_started.elapsed().as_millis() as u64;
         let deltas = DeltaSender::start(self.retriever.pool.clone(), ws, conversation, assistant);
         let mut on_partial = deltas.callback();
-        let question = model_question(&q.question, query_source, &retrieval);
+        let question =
+            if self.retriever.restore_diacritics { model_question(&q.question, query_source, &retrieval) } else { q.question.clone() };
         // Evidence sentences are ranked against what was embedded.
         let ranked_against = retrieval.restoration.as_ref().map_or(query.as_str(), |r| r.text.as_str());
         let ranker = crate::evidence_ranker::EmbedderRanker { embedder: &self.retriever.embedder, query: ranked_against };
