@@ -70,5 +70,21 @@ async fn eval_answers_scores_extractive_answers_through_the_pipeline() {
     // Latencies are {p50, p95}; an extractive answer's first words are the answer.
     let first = &v["all"]["first_token_ms"];
     assert!(first["p50"].as_u64().unwrap() > 0 && first["p95"].as_u64() >= first["p50"].as_u64(), "{first}");
+    // Per form: 23 Vietnamese questions written with marks, 2 without, 11 English.
+    let forms: Vec<(String, u64)> =
+        v["by_form"].as_object().unwrap().iter().map(|(f, t)| (f.clone(), t["questions"].as_u64().unwrap())).collect();
+    assert_eq!(forms, [("accented".to_string(), 23), ("english".to_string(), 11), ("unaccented".to_string(), 2)]);
+
+    // The same questions typed without diacritics: the Vietnamese ones are
+    // still told Vietnamese, and every reply to them (an extractive answer
+    // quotes the passage; an abstention) is written with marks.
+    let (ok, out, err) = t.run_dev(&["eval", "answers", dir.to_str().unwrap(), "--strip-diacritics", "--json"]).await;
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["by_form"]["unaccented"]["questions"], 25, "{}", v["by_form"]);
+    assert_eq!(v["by_language"]["vi"]["questions"], 25);
+    let replies = &v["vietnamese_replies"];
+    assert_eq!((replies["questions"].as_u64(), replies["with_marks"].as_u64()), (Some(33), Some(33)), "{replies}");
+    assert_eq!(v["all"]["bad_slices"], 0);
     t.cleanup().await;
 }

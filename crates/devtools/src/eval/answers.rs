@@ -46,7 +46,7 @@ pub struct AnswersArgs {
     /// Vietnamese questions answered (or abstained) with Vietnamese marks.
     #[arg(long)]
     strip_diacritics: bool,
-    /// Print JSON: {"all": {...}, "by_language": {...}, "unanswerable": {...}, "vietnamese_replies": {...}, "questions": [...], "run": {...}}.
+    /// Print JSON: {"all": {...}, "by_language": {...}, "by_form": {...}, "unanswerable": {...}, "vietnamese_replies": {...}, "questions": [...], "run": {...}}.
     #[arg(long)]
     json: bool,
 }
@@ -147,6 +147,9 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
 
     let producer = EventProducer::new(&pipeline.settings.bus(), Codec::embedded()?, "rag-engine/eval")?;
     let mut scored: Vec<Scored> = Vec::new();
+    // The form each question was asked in (`rag_retrieval::query_form`),
+    // beside `scored`.
+    let mut forms: Vec<&'static str> = Vec::new();
     // Vietnamese questions, and of those the replies with marks.
     let (mut vietnamese_questions, mut replies_with_marks) = (0usize, 0usize);
     let mut replies_without_marks: Vec<String> = Vec::new();
@@ -214,6 +217,7 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
             );
         }
         scored.push(s);
+        forms.push(rag_retrieval::query_form(question).code());
     }
     let question_seconds = started.elapsed().as_secs_f64();
     pipeline.stop().await;
@@ -227,6 +231,13 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
             by_language.insert(lang.to_string(), t);
         }
     }
+    let mut by_form: BTreeMap<&'static str, Totals> = BTreeMap::new();
+    for form in ["accented", "unaccented", "mixed", "english", "other"] {
+        let t = totals(scored.iter().zip(&forms).filter(|(_, f)| **f == form).map(|(s, _)| s));
+        if t.questions > 0 {
+            by_form.insert(form, t);
+        }
+    }
     let bad_slices: usize = scored.iter().map(|s| s.bad_slices).sum();
     let vietnamese_replies = serde_json::json!({
         "questions": vietnamese_questions, "with_marks": replies_with_marks, "without_marks": replies_without_marks,
@@ -236,7 +247,7 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
         println!(
             "{}",
             serde_json::to_string_pretty(&serde_json::json!({
-                "all": all, "by_language": by_language, "unanswerable": none, "vietnamese_replies": vietnamese_replies, "questions": scored,
+                "all": all, "by_language": by_language, "by_form": by_form, "unanswerable": none, "vietnamese_replies": vietnamese_replies, "questions": scored,
                 "run": {"passages": corpus.len(), "questions": asked.len(), "answers_by": answers_by,
                         "llm_model": s.answers.answer_llm_model.clone().unwrap_or_default(), "embedder": s.embedding.embedder_choice().to_string(),
                         "evidence_chars": s.answers.evidence_chars(),
@@ -302,6 +313,15 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
                 all.latency_over_llama,
                 all.stream_lag_ms.p50,
                 all.stream_lag_ms.p95
+            );
+        }
+        for (form, t) in &by_form {
+            println!(
+                "form {form:<10} {:>3} answerable: answer in a citation {:.1}%, gold cited {:.1}%, abstained {}",
+                t.questions,
+                100.0 * t.answer_in_citation,
+                100.0 * t.gold_cited,
+                t.abstained
             );
         }
         let unfaithful: usize = scored.iter().map(|s| s.unfaithful_sections).sum();
