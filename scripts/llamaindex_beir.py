@@ -200,11 +200,11 @@ def main(argv=None):
     import torch
     import llama_index.core
     from llama_index.core import Document, VectorStoreIndex
-    from llama_index.core.llms import MockLLM
     from llama_index.core.node_parser import SentenceSplitter
-    from llama_index.core.retrievers import QueryFusionRetriever
     from llama_index.embeddings.huggingface import HuggingFaceEmbedding
     from llama_index.retrievers.bm25 import BM25Retriever
+
+    from llamaindex_bench import default_hybrid
 
     threads = args.threads or os.cpu_count()
     torch.set_num_threads(threads)
@@ -241,14 +241,7 @@ def main(argv=None):
     embed_seconds = time.perf_counter() - t
     log(f"vector index in {embed_seconds:.1f} s ({len(nodes) / embed_seconds:.1f} nodes/s)")
     dense = index.as_retriever(similarity_top_k=TOP_K)
-    hybrid = QueryFusionRetriever(
-        [dense, bm25],
-        similarity_top_k=TOP_K,
-        num_queries=1,
-        mode="reciprocal_rerank",
-        use_async=False,
-        llm=MockLLM(),
-    )
+    hybrid = default_hybrid([dense, bm25], TOP_K)
 
     out, run = {}, {}
     query_seconds = {}

@@ -106,10 +106,26 @@ def time_queries(name, retrieve, queries, budget_seconds):
     return {"mode": name, "queries": len(ms), "p50_ms": percentile(ms, 0.5), "p99_ms": percentile(ms, 0.99), "max_ms": ms[-1]}
 
 
-def bench_retrieval(fixture_dir, embed, top_k, candidates, budget_seconds):
-    from llama_index.core import VectorStoreIndex
+def default_hybrid(retrievers, top_k):
+    """LlamaIndex's hybrid as its docs show it: QueryFusionRetriever with
+    reciprocal-rank fusion over the given retrievers (also used by
+    llamaindex_beir.py)."""
     from llama_index.core.llms import MockLLM
     from llama_index.core.retrievers import QueryFusionRetriever
+
+    return QueryFusionRetriever(
+        retrievers,
+        similarity_top_k=top_k,
+        num_queries=1,
+        mode="reciprocal_rerank",
+        use_async=False,
+        # num_queries=1: the question is not rewritten, no LLM is called.
+        llm=MockLLM(),
+    )
+
+
+def bench_retrieval(fixture_dir, embed, top_k, candidates, budget_seconds):
+    from llama_index.core import VectorStoreIndex
     from llama_index.core.schema import TextNode
     from llama_index.retrievers.bm25 import BM25Retriever
 
@@ -133,15 +149,7 @@ def bench_retrieval(fixture_dir, embed, top_k, candidates, budget_seconds):
     index = VectorStoreIndex(nodes, embed_model=embed)
     dense = index.as_retriever(similarity_top_k=top_k)
     dense_candidates = index.as_retriever(similarity_top_k=candidates)
-    hybrid = QueryFusionRetriever(
-        [dense_candidates, bm25_candidates],
-        similarity_top_k=top_k,
-        num_queries=1,
-        mode="reciprocal_rerank",
-        use_async=False,
-        # num_queries=1: the question is not rewritten, no LLM is called.
-        llm=MockLLM(),
-    )
+    hybrid = default_hybrid([dense_candidates, bm25_candidates], top_k)
     build = time.perf_counter() - start
     log(f"retrieval at {len(texts)} chunks: index built in {build:.1f} s")
     queries = meta["queries"]
