@@ -4,7 +4,7 @@ retrieval DIR` and `rag-dev eval answers DIR` read (BEIR plus answers.jsonl,
 as in eval/vi-dev):
 
     python3 eval/squad2-to-beir.py INPUT.json OUT_DIR [--format auto|mailong25|squad]
-        [--articles N] [--seed S] [--max-questions N] [--sha256 HEX] [--source TEXT]
+        [--articles N] [--seed S] [--max-questions N [--unanswerable M]] [--sha256 HEX] [--source TEXT]
 
 OUT_DIR gets corpus.jsonl (`_id`, `title`, `text`), queries.jsonl (`_id`,
 `text`), qrels/test.tsv (`query-id`, `corpus-id`, `score`), answers.jsonl
@@ -39,7 +39,8 @@ in source order, with their text exactly as in the source. --articles N
 takes N whole articles drawn with --seed (kept in source order); the
 corpus is then every paragraph of those articles. --max-questions N keeps N
 of their questions, drawn with the seed so that the answerable/unanswerable
-ratio stays; the corpus keeps every paragraph. The same input and options
+ratio stays (or with exactly M unanswerable ones: --unanswerable M); the
+corpus keeps every paragraph. The same input and options
 always give the same files.
 
 The answer is the first answer's text as it stands in the passage (checked
@@ -175,15 +176,20 @@ def questions_squad(articles, corpus):
     return out
 
 
-def cap_questions(questions, n, seed):
+def cap_questions(questions, n, seed, n_unanswerable=None):
     """N questions drawn with the seed, keeping the answerable/unanswerable
-    ratio, in source order."""
+    ratio (or with exactly `n_unanswerable` unanswerable ones, as many as
+    there are), in source order."""
     if n is None or n >= len(questions):
         return questions
     answerable = [i for i, q in enumerate(questions) if q["answer"] is not None]
     unanswerable = [i for i, q in enumerate(questions) if q["answer"] is None]
     keep_a = round(n * len(answerable) / len(questions))
+    if n_unanswerable is not None:
+        keep_a = n - min(n_unanswerable, len(unanswerable), n)
     keep_u = n - keep_a
+    if keep_a > len(answerable):
+        keep_a, keep_u = len(answerable), n - len(answerable)
     if keep_u > len(unanswerable):
         keep_u, keep_a = len(unanswerable), n - len(unanswerable)
     rng = random.Random(f"questions:{seed}")
@@ -205,6 +211,7 @@ def main():
     ap.add_argument("--articles", type=int, help="take N whole articles, drawn with --seed (default: all)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the draws (default 0)")
     ap.add_argument("--max-questions", type=int, help="keep at most N questions, answerable/unanswerable ratio kept")
+    ap.add_argument("--unanswerable", type=int, help="with --max-questions: exactly N of them unanswerable (as many as there are)")
     ap.add_argument("--sha256", help="expected sha256 of INPUT (hex); stop if it differs")
     ap.add_argument("--source", help="where INPUT came from, for the README (default: its path)")
     args = ap.parse_args()
@@ -238,7 +245,7 @@ def main():
     questions = (questions_mailong25 if fmt == "mailong25" else questions_squad)(articles, corpus)
     corpus.number()
     available = len(questions)
-    questions = cap_questions(questions, args.max_questions, args.seed)
+    questions = cap_questions(questions, args.max_questions, args.seed, args.unanswerable)
     if not corpus.rows or not questions:
         fail("no passages or no questions")
 
@@ -286,6 +293,8 @@ def main():
         options.append(f"--articles {args.articles}")
     if args.max_questions is not None:
         options.append(f"--max-questions {args.max_questions}")
+    if args.unanswerable is not None:
+        options.append(f"--unanswerable {args.unanswerable}")
     if args.articles is not None or args.max_questions is not None:
         options.append(f"--seed {args.seed}")
     if fmt == "mailong25":

@@ -14,21 +14,25 @@
 
 pub mod cite;
 pub mod contract;
+pub mod decision;
 pub mod evidence;
 pub mod extractive;
 pub mod faithful;
 pub mod grounding;
 pub mod llm;
+pub mod parts;
 pub mod prompt;
+pub mod signals;
 
 mod answering;
 mod look;
 mod options;
 pub use answering::{answer_question, retrieval_query};
 pub use options::{
-    AnswerOptions, EvidenceRanker, OnPartial, StreamedSection, EVIDENCE_CUTOFF, EVIDENCE_SENTENCES, EXTRACTIVE_SECTIONS, HISTORY_TURNS,
-    VERIFY_THRESHOLD,
+    AnswerOptions, EvidenceRanker, OnPartial, RetrievalConfidence, StreamedSection, ABSTAIN_THRESHOLD, EVIDENCE_CUTOFF, EVIDENCE_SENTENCES,
+    EXTRACTIVE_SECTIONS, HISTORY_TURNS,
 };
+pub use parts::combine_parts;
 
 use serde::{Deserialize, Serialize};
 
@@ -122,7 +126,7 @@ pub struct CitationReport {
     pub verified: Option<bool>,
     /// How sure the check was that the cited sentences answer (0 to 1,
     /// `contract::verdict_probability`), when the provider gave token
-    /// probabilities; compared with `ANSWER_VERIFY_THRESHOLD`.
+    /// probabilities.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify_score: Option<f64>,
     /// The sections of an answer the check rejected (not shown), so an
@@ -148,10 +152,49 @@ pub struct CitationReport {
     /// check), when a second look followed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_look_llm_ms: Option<u64>,
+    /// The decision's score ([`decision`]: every signal weighed), compared
+    /// with `ANSWER_ABSTAIN_THRESHOLD`; None without token probabilities
+    /// (the check's yes/no decided).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision_score: Option<f64>,
+    /// The model's probability that the evidence answers at all (its
+    /// `answerable` token: P(true) over P(true) + P(false)), when the
+    /// provider gave token probabilities (`signals`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answerable_score: Option<f64>,
+    /// The mean log-probability of the answer's tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer_logprob: Option<f64>,
+    /// Share of the question's content words in the cited sentences.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cited_coverage: Option<f64>,
     /// Quote-based answers (before evidence ids): quotes found in no
     /// chunk. Always 0 now: kept so older answers' metadata still reads.
     #[serde(default)]
     pub unlocated_quotes: usize,
+}
+
+impl CitationReport {
+    /// Adds another part's report to this one: lists joined, counts added;
+    /// the scores stay this one's (the first part's).
+    pub fn absorb(&mut self, o: CitationReport) {
+        self.dropped_source_ids.extend(o.dropped_source_ids);
+        self.unsupported_sections.extend(o.unsupported_sections);
+        self.unfaithful_sections.extend(o.unfaithful_sections);
+        self.rejected_sections.extend(o.rejected_sections);
+        self.narrowed_quotes += o.narrowed_quotes;
+        self.recited_sections += o.recited_sections;
+        self.rejected_quotes += o.rejected_quotes;
+        self.lenient_parses += o.lenient_parses;
+        self.invalid_outputs += o.invalid_outputs;
+        self.second_looks += o.second_looks;
+        self.unlocated_quotes += o.unlocated_quotes;
+        self.verify_llm_ms = match (self.verify_llm_ms, o.verify_llm_ms) {
+            (Some(a), Some(b)) => Some(a + b),
+            (a, b) => a.or(b),
+        };
+        self.verify_error = self.verify_error.take().or(o.verify_error);
+    }
 }
 
 fn is_zero(n: &usize) -> bool {

@@ -12,6 +12,11 @@ use crate::{
 /// Candidates asked for at each token of the check's reply: enough for
 /// both `true` and `false` to be among them.
 const VERIFY_CANDIDATES: u8 = 5;
+/// The check's probability below which an answer without token
+/// probabilities of its own is held back: the check's own choice.
+const CHECK_ALONE_THRESHOLD: f64 = 0.5;
+/// The same for the answer: its `answerable` token's candidates.
+const LOGPROB_CANDIDATES: u8 = 5;
 
 /// The sections so far, each closed one with its citations. `grounded`
 /// keeps what earlier calls grounded, so a section is grounded once
@@ -109,9 +114,21 @@ pub(crate) async fn look_at(
             on_partial(&streamed_sections(&sections, evidence, chunks, &mut grounded));
         };
         let asked_at = std::time::SystemTime::now();
-        match client.complete(&messages, llm::Format::Schema(&schema), &mut on_text).await {
+        let reply =
+            match client.complete_streamed_with_logprobs(&messages, llm::Format::Schema(&schema), LOGPROB_CANDIDATES, &mut on_text).await {
+                // Some providers refuse `logprobs` (HTTP 400) rather than ignore
+                // it: asked again without, the answer only lacks its signals.
+                Err(llm::LlmError::Failed(e)) => {
+                    tracing::debug!(error = %e, "the answer was refused with token probabilities; asking without");
+                    client.complete(&messages, llm::Format::Schema(&schema), &mut on_text).await
+                }
+                other => other,
+            };
+        match reply {
             Ok(c) => {
                 add_usage(&mut usage, &c.usage);
+                report.answerable_score = contract::boolean_probability(&c.logprobs, "answerable");
+                report.answer_logprob = crate::signals::mean_logprob(&c.logprobs);
                 match contract::parse(&c.content) {
                     Ok(parsed) => {
                         report.lenient_parses += usize::from(parsed.lenient);
@@ -121,6 +138,7 @@ pub(crate) async fn look_at(
                             Vec::new()
                         };
                         crate::faithful::keep_to_citations(&mut sections, question, &mut report);
+                        report.cited_coverage = crate::signals::cited_coverage(question, &sections);
                         let mut held_back_units = Vec::new();
                         if !sections.is_empty() && options.verify {
                             match verify(client, question, &sections).await {
@@ -128,11 +146,25 @@ pub(crate) async fn look_at(
                                     add_usage(&mut usage, &u);
                                     report.verify_llm_ms = llm_ms;
                                     report.verify_score = score;
-                                    let held_back = match score {
-                                        Some(p) => p < options.verify_threshold,
-                                        None => verdict == Some(false),
+                                    let signals = crate::decision::AnswerSignals {
+                                        check: score,
+                                        answerable: report.answerable_score,
+                                        logprob: report.answer_logprob,
+                                        cited_coverage: report.cited_coverage,
+                                        best_cosine: options.retrieval.best_cosine,
+                                        lexical_coverage: options.retrieval.lexical_coverage,
                                     };
-                                    report.verified = Some(!held_back).filter(|_| score.is_some() || verdict.is_some());
+                                    report.decision_score = options.decision.confidence(&signals);
+                                    // Without the answer's own probabilities the
+                                    // weights do not apply: the check's
+                                    // probability against an even chance, or
+                                    // its yes/no.
+                                    let held_back = match (report.decision_score, score) {
+                                        (Some(p), _) => p < options.abstain_threshold,
+                                        (None, Some(p)) => p < CHECK_ALONE_THRESHOLD,
+                                        (None, None) => verdict == Some(false),
+                                    };
+                                    report.verified = Some(!held_back).filter(|_| report.decision_score.is_some() || verdict.is_some());
                                     if held_back {
                                         report.rejected_sections = sections.iter().map(|s| s.text.clone()).collect();
                                         held_back_units = parsed

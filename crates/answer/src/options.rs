@@ -20,10 +20,14 @@ pub struct AnswerOptions {
     pub evidence_chars: usize,
     /// Check the answer against what it cites before showing it.
     pub verify: bool,
-    /// The check's certainty (0 to 1) below which an answer is held back,
-    /// when the provider gives token probabilities; otherwise the check's
-    /// own true/false decides.
-    pub verify_threshold: f64,
+    /// The decision's score (0 to 1, [`crate::decision`]) below which an
+    /// answer is held back, when the provider gives token probabilities;
+    /// otherwise the check's own true/false decides.
+    pub abstain_threshold: f64,
+    /// The weights of the decision's score.
+    pub decision: crate::decision::DecisionModel,
+    /// What retrieval found for this question, for the decision.
+    pub retrieval: RetrievalConfidence,
     /// A model is shown only the first this many chunks (the answerer's
     /// evidence cutoff, `evidence::within_best`); a second look and an
     /// extractive answer (no model, or the model failed) read every chunk.
@@ -37,6 +41,15 @@ pub struct AnswerOptions {
     /// closest, with a ranker) and let it answer once more
     /// (`ANSWER_SECOND_LOOK`).
     pub second_look: bool,
+}
+
+/// How sure retrieval was of a question's best passage.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct RetrievalConfidence {
+    /// The best retrieved chunk's cosine with the question.
+    pub best_cosine: Option<f64>,
+    /// Share of the query's words in the best lexical hit.
+    pub lexical_coverage: Option<f64>,
 }
 
 /// How close each evidence sentence is to the question (the embedder's
@@ -61,14 +74,10 @@ pub const EVIDENCE_CUTOFF: f64 = 0.7;
 /// (docs/answers.md).
 pub const EVIDENCE_SENTENCES: usize = 4;
 
-/// The default of `verify_threshold`: the model's own choice (true more
-/// likely than false), not a value tuned to a set. With the check's
-/// Vietnamese instructions, right answers on eval/vi-dev scored from 0.54
-/// up and wrong ones up to 0.48 (two it cannot tell apart, at 0.84 and
-/// 0.93); on eval/en-dev the two overlap between 0.42 and 0.54, where any
-/// threshold trades a right answer for a wrong one. docs/answers.md has
-/// the sweep.
-pub const VERIFY_THRESHOLD: f64 = 0.5;
+/// The default of `abstain_threshold` (`ANSWER_ABSTAIN_THRESHOLD`),
+/// chosen with [`crate::decision::DEFAULT_DECISION`] on the calibration
+/// sets (docs/answers.md).
+pub const ABSTAIN_THRESHOLD: f64 = crate::decision::DEFAULT_THRESHOLD;
 
 /// A section while the answer is written: its text so far and, once the
 /// model has closed it, its citations, grounded as the final answer's

@@ -146,7 +146,10 @@ pub async fn start_stages(
                     fallback: s.answers.answer_fallback(),
                     evidence_chars: s.answers.evidence_chars(),
                     verify: s.answers.answer_verify,
-                    verify_threshold: s.answers.answer_verify_threshold,
+                    abstain_threshold: s.answers.answer_abstain_threshold,
+                    decision: s.answers.answer_decision_weights.0,
+                    // Set per question from what retrieval found.
+                    retrieval: rag_answer::RetrievalConfidence::default(),
                     // Set per question by the evidence cutoff.
                     llm_chunks: usize::MAX,
                     evidence_sentences: s.answers.answer_evidence_sentences,

@@ -16,7 +16,7 @@ mod tests;
 mod verdict;
 
 pub use partial::{partial_sections, PartialSection};
-pub use verdict::{parse_verdict, verdict_probability, verdict_schema};
+pub use verdict::{boolean_probability, parse_verdict, verdict_probability, verdict_schema};
 
 /// Sections an answer may have (the schema's `maxItems`).
 pub const MAX_SECTIONS: usize = 4;

@@ -16,15 +16,22 @@ pub fn verdict_schema() -> serde_json::Value {
 /// P(true) + P(false) at the token where the reply's `answers` value
 /// begins, from the candidates the model weighed there. None when the
 /// provider gave no token probabilities or the reply has no such token.
-/// A threshold on this, rather than the model's greedy choice, sets how
-/// strict the check is (`ANSWER_VERIFY_THRESHOLD`).
+/// This, rather than the model's greedy choice, is what the answer-or-
+/// abstain decision weighs (`decision`).
 pub fn verdict_probability(tokens: &[crate::llm::TokenLogprobs]) -> Option<f64> {
+    boolean_probability(tokens, "answers")
+}
+
+/// P(true) over P(true) + P(false) at the token where the value of the
+/// boolean `key` begins in a JSON reply, from the candidates the model
+/// weighed there (the answer's `answerable`, the check's `answers`).
+pub fn boolean_probability(tokens: &[crate::llm::TokenLogprobs], key: &str) -> Option<f64> {
     let mut before = String::new();
     for t in tokens {
         let word = t.token.trim().to_ascii_lowercase();
-        // The value's token: the first one with text after `"answers"` and
-        // its colon (not any colon: a reasoning model may write some first).
-        let after_key = before.rfind("answers").is_some_and(|i| before[i..].contains(':'));
+        // The value's token: the first one with text after the key and its
+        // colon (not any colon: a reasoning model may write some first).
+        let after_key = before.rfind(key).is_some_and(|i| before[i..].contains(':'));
         if after_key && !word.is_empty() {
             let is = |w: &str, value: &str| !w.is_empty() && value.starts_with(w);
             if !is(&word, "true") && !is(&word, "false") {

@@ -137,6 +137,18 @@ impl ChatClient {
         self.request(messages, format, Some(top), &mut |_| {}).await
     }
 
+    /// [`Self::complete`] and [`Self::complete_with_logprobs`] in one: the
+    /// reply streamed to `on_text`, with the `top` candidates of each token.
+    pub async fn complete_streamed_with_logprobs(
+        &self,
+        messages: &[ChatMessage],
+        format: Format<'_>,
+        top: u8,
+        on_text: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<Completion, LlmError> {
+        self.request(messages, format, Some(top), on_text).await
+    }
+
     async fn request(
         &self,
         messages: &[ChatMessage],

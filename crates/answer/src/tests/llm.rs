@@ -153,7 +153,11 @@ async fn timeouts_fall_back_or_fail() {
 async fn a_bad_request_is_not_retried() {
     let (url, server) = serve(vec![Reply::Status(400)]).await;
     let (err, _) = ask(&client(&url, 5000), LlmFallback::Fail, QUESTION).await;
-    assert_eq!(server.calls.load(Ordering::SeqCst), 1);
+    // Asked once more only without token probabilities (some providers
+    // refuse them), never the same request again.
+    assert_eq!(server.calls.load(Ordering::SeqCst), 2);
+    let requests = server.requests.lock().unwrap().clone();
+    assert!(requests[0].get("logprobs").is_some() && requests[1].get("logprobs").is_none());
     assert!(err.unwrap_err().to_string().contains("400"));
 }
 
@@ -219,35 +223,60 @@ async fn an_answer_its_citations_do_not_support_becomes_an_abstention() {
 }
 
 #[tokio::test]
-async fn how_sure_the_check_must_be_is_a_threshold_on_its_token_probabilities() {
-    let ask = |url: String, verify_threshold: f64| async move {
+async fn the_decision_weighs_the_checks_and_the_answers_token_probabilities() {
+    use crate::decision::{DecisionModel, CHECK_ONLY};
+    let ask = |url: String, decision: DecisionModel, abstain_threshold: f64| async move {
         let c = client(&url, 5000);
-        let options = AnswerOptions { verify: true, verify_threshold, ..UNCHECKED };
+        let options = AnswerOptions { verify: true, decision, abstain_threshold, ..UNCHECKED };
         answer_question(Some(&c), QUESTION, &[], &chunks(), options, None, &mut |_| {}).await.unwrap()
     };
-    // The model chose "true", at 0.3 against "false": held back at the
-    // default threshold, shown at a lower one; the certainty is recorded.
-    let replies = || vec![Reply::Content(answer_json(&["S1"])), Reply::Judged(0.3)];
+    // The model was sure the evidence answers (0.99); the check chose
+    // "true" at only 0.3 against "false".
+    let replies = || vec![Reply::Answered(answer_json(&["S1"]), 0.99), Reply::Judged(0.3)];
+    // Weighing the check alone: held back at 0.5, shown at 0.2; every
+    // signal is recorded.
     let (url, server) = serve(replies()).await;
-    let out = ask(url, crate::VERIFY_THRESHOLD).await;
+    let out = ask(url, CHECK_ONLY, 0.5).await;
     assert!(out.abstained && out.citations().is_empty());
     assert_eq!(out.report.verified, Some(false));
     assert!((out.report.verify_score.unwrap() - 0.3).abs() < 1e-9);
+    assert!((out.report.decision_score.unwrap() - 0.3).abs() < 1e-9);
+    assert!((out.report.answerable_score.unwrap() - 0.99).abs() < 1e-9);
+    assert!(out.report.answer_logprob.is_some() && out.report.cited_coverage.is_some());
     assert_eq!(out.report.rejected_sections, vec!["Doanh thu tăng 12,4%.".to_string()]);
-    let check = server.requests.lock().unwrap()[1].clone();
-    assert_eq!((check["logprobs"].clone(), check["top_logprobs"].clone()), (serde_json::json!(true), serde_json::json!(5)));
+    let requests = server.requests.lock().unwrap().clone();
+    for r in &requests {
+        assert_eq!((r["logprobs"].clone(), r["top_logprobs"].clone()), (serde_json::json!(true), serde_json::json!(5)));
+    }
     let (url, _) = serve(replies()).await;
-    let out = ask(url, 0.2).await;
+    let out = ask(url, CHECK_ONLY, 0.2).await;
     assert!(!out.abstained && out.report.verified == Some(true) && out.report.rejected_sections.is_empty());
-    // A provider that refuses `logprobs` (HTTP 400) is asked again without.
-    let (url, server) =
-        serve(vec![Reply::Content(answer_json(&["S1"])), Reply::Status(400), Reply::Content(r#"{"answers": false}"#.into())]).await;
-    let out = ask(url, crate::VERIFY_THRESHOLD).await;
+    // A decision that weighs the model's own probability shows it.
+    let trusting = DecisionModel { bias: 0.0, weights: [0.0, 1.0, 0.0, 0.0, 0.0, 0.0] };
+    let (url, _) = serve(replies()).await;
+    let out = ask(url, trusting, 0.5).await;
+    assert!(!out.abstained && out.report.decision_score.unwrap() > 0.98);
+    // An answer without token probabilities: the check's own probability
+    // against an even chance, whatever the decision's threshold.
+    let (url, _) = serve(vec![Reply::Content(answer_json(&["S1"])), Reply::Judged(0.3)]).await;
+    let out = ask(url, trusting, 0.01).await;
+    assert!(out.abstained && out.report.decision_score.is_none() && out.report.verified == Some(false));
+    // A provider that refuses `logprobs` (HTTP 400) is asked again without,
+    // for the answer and for the check.
+    let (url, server) = serve(vec![
+        Reply::Status(400),
+        Reply::Content(answer_json(&["S1"])),
+        Reply::Status(400),
+        Reply::Content(r#"{"answers": false}"#.into()),
+    ])
+    .await;
+    let out = ask(url, CHECK_ONLY, 0.5).await;
     assert!(out.abstained && out.report.verified == Some(false) && out.report.verify_error.is_none());
-    assert!(server.requests.lock().unwrap()[2].get("logprobs").is_none());
+    let requests = server.requests.lock().unwrap().clone();
+    assert!(requests[1].get("logprobs").is_none() && requests[3].get("logprobs").is_none());
     // A provider without token probabilities is taken at its word.
     let (url, _) = serve(vec![Reply::Content(answer_json(&["S1"])), Reply::Content(r#"{"answers": true}"#.into())]).await;
-    let out = ask(url, 0.99).await;
+    let out = ask(url, CHECK_ONLY, 0.99).await;
     assert!(!out.abstained && out.report.verify_score.is_none());
 }
 

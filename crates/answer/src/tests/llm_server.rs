@@ -16,7 +16,9 @@ pub(super) const UNCHECKED: AnswerOptions = AnswerOptions {
     fallback: LlmFallback::Fail,
     evidence_chars: 10_000,
     verify: false,
-    verify_threshold: crate::VERIFY_THRESHOLD,
+    abstain_threshold: 0.5,
+    decision: crate::decision::CHECK_ONLY,
+    retrieval: crate::RetrievalConfidence { best_cosine: None, lexical_coverage: None },
     llm_chunks: usize::MAX,
     evidence_sentences: 0,
     second_look: true,
@@ -47,6 +49,10 @@ pub(super) enum Reply {
     /// The check's reply `{"answers": true}` with token probabilities as
     /// llama.cpp gives them: P(" true") at the value's token.
     Judged(f64),
+    /// An answer `{"answerable": true, ...}` (the content given, which
+    /// must begin so) with token probabilities: P(" true") at the
+    /// `answerable` value's token.
+    Answered(String, f64),
 }
 
 pub(super) struct Server {
@@ -82,6 +88,22 @@ async fn completions(State(s): State<Arc<Server>>, headers: HeaderMap, Json(body
             "usage": usage()
         }))
         .into_response(),
+        Reply::Answered(content, p_true) => {
+            let rest =
+                content.strip_prefix("{\"answerable\": true").or_else(|| content.strip_prefix("{\"answerable\":true")).unwrap_or(&content);
+            let value =
+                serde_json::json!([{"token": " true", "logprob": p_true.ln()}, {"token": " false", "logprob": (1.0 - p_true).ln()}]);
+            Json(serde_json::json!({
+                "object": "chat.completion", "model": body["model"],
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop",
+                    "logprobs": {"content": [
+                        {"token": "{\"answerable\":", "logprob": -0.01, "top_logprobs": []},
+                        {"token": " true", "logprob": p_true.ln(), "top_logprobs": value},
+                        {"token": rest, "logprob": -0.2, "top_logprobs": []}]}}],
+                "usage": usage()
+            }))
+            .into_response()
+        }
         Reply::Judged(p_true) => {
             let token = |t: &str, top: serde_json::Value| serde_json::json!({"token": t, "logprob": -0.01, "top_logprobs": top});
             let value =

@@ -41,9 +41,12 @@ pub struct AnswerSettings {
     /// Check each LLM answer before it is shown: one short call asks the model whether the sentences the answer cites state what the question asks; if not, the answer abstains (docs/answers.md).
     #[arg(long, env = "ANSWER_VERIFY", global = true, default_value_t = true, action = clap::ArgAction::Set)]
     pub answer_verify: bool,
-    /// How sure the check must be (0 to 1, from the token probabilities of its reply) for an answer to be shown; 0.5 is the model's own yes/no; 0.4 by default (docs/answers.md). Providers that give no token probabilities are taken at their yes/no.
-    #[arg(long, env = "ANSWER_VERIFY_THRESHOLD", global = true, default_value_t = rag_answer::VERIFY_THRESHOLD, value_parser = parse_fraction)]
-    pub answer_verify_threshold: f64,
+    /// The answer-or-abstain decision's threshold (0 to 1): an answer whose score (the check's probability, the model's own, how easily it wrote the answer, how much of the question its citations hold, how close the best passage is, weighed as fitted on the calibration sets) is below it abstains; 0 shows every answer the model gives. Chosen on the calibration sets (docs/answers.md). Providers that give no token probabilities are taken at the check's yes/no.
+    #[arg(long, env = "ANSWER_ABSTAIN_THRESHOLD", global = true, default_value_t = rag_answer::ABSTAIN_THRESHOLD, value_parser = parse_fraction)]
+    pub answer_abstain_threshold: f64,
+    /// The decision's weights, as `eval calibration` prints them: "BIAS,W1,...,W6" over check_logit, answerable_logit, mean_logprob, cited_coverage, best_cosine, lexical_coverage; empty for the weights fitted for the default model (docs/answers.md). A deployment with another model refits them on its own calibration runs.
+    #[arg(long, env = "ANSWER_DECISION_WEIGHTS", global = true, default_value = "", value_parser = parse_decision)]
+    pub answer_decision_weights: DecisionWeights,
     /// An LLM is shown only the retrieved chunks scoring at least this fraction of the best one (0: all of them): a small model cites a passage that merely shares words with the question less often, and reads less before its first words. The extractive answer reads every chunk.
     #[arg(long, env = "ANSWER_EVIDENCE_CUTOFF", global = true, default_value_t = rag_answer::EVIDENCE_CUTOFF, value_parser = parse_fraction)]
     pub answer_evidence_cutoff: f64,
@@ -59,4 +62,57 @@ pub struct AnswerSettings {
     /// When the LLM fails (down, timeouts, invalid JSON twice): `extractive` answers from the chunks' sentences, `fail` marks the answer failed.
     #[arg(long, env = "ANSWER_LLM_FALLBACK", global = true, default_value = "extractive")]
     pub answer_llm_fallback: LlmFallbackChoice,
+}
+
+/// `ANSWER_DECISION_WEIGHTS`: the decision's weights, or the default ones.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DecisionWeights(pub rag_answer::decision::DecisionModel);
+
+impl std::fmt::Display for DecisionWeights {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let rag_answer::decision::DecisionModel { bias, weights } = self.0;
+        write!(f, "{bias}")?;
+        for w in weights {
+            write!(f, ",{w}")?;
+        }
+        Ok(())
+    }
+}
+
+/// "BIAS,W1,...,W6" (empty: the default weights).
+fn parse_decision(s: &str) -> Result<DecisionWeights, String> {
+    let s = s.trim();
+    if s.is_empty() {
+        return Ok(DecisionWeights(rag_answer::decision::DEFAULT_DECISION));
+    }
+    let values: Vec<f64> =
+        s.split(',').map(|v| v.trim().parse::<f64>().map_err(|e| format!("{v:?} is not a number: {e}"))).collect::<Result<_, _>>()?;
+    let [bias, weights @ ..] = values.as_slice() else { unreachable!("split gives at least one piece") };
+    let weights: [f64; 6] = weights.try_into().map_err(|_| {
+        format!(
+            "{} weights given; the decision has 7 numbers: the bias and one weight per feature {:?}",
+            values.len(),
+            rag_answer::decision::FEATURES
+        )
+    })?;
+    if values.iter().any(|v| !v.is_finite()) {
+        return Err("every weight must be a finite number".into());
+    }
+    Ok(DecisionWeights(rag_answer::decision::DecisionModel { bias: *bias, weights }))
+}
+
+#[cfg(test)]
+mod decision_weights_tests {
+    use super::*;
+
+    #[test]
+    fn weights_are_seven_numbers_or_the_default() {
+        assert_eq!(parse_decision("").unwrap().0, rag_answer::decision::DEFAULT_DECISION);
+        let w = parse_decision("-1.5, 1, 0.5, 2, 3, 0, 0.25").unwrap().0;
+        assert_eq!((w.bias, w.weights), (-1.5, [1.0, 0.5, 2.0, 3.0, 0.0, 0.25]));
+        assert_eq!(parse_decision(&DecisionWeights(w).to_string()).unwrap().0, w);
+        assert!(parse_decision("1,2,3").unwrap_err().contains("7 numbers"));
+        assert!(parse_decision("1,2,3,4,5,6,x").unwrap_err().contains("not a number"));
+        assert!(parse_decision("1,2,3,4,5,6,inf").is_err());
+    }
 }

@@ -23,10 +23,17 @@ pub struct Scored {
     pub sections: usize,
     pub sections_without_citations: usize,
     pub citations: usize,
-    /// A citation points into the passage that holds the answer.
+    /// A citation points into the passage that holds the answer (each
+    /// part's, for a question that asks several things).
     pub gold_cited: bool,
-    /// The answer text (case and whitespace aside) lies inside a cited span.
+    /// The answer text (case and whitespace aside) lies inside a cited span
+    /// (every part's: `all_parts_in_citation`).
     pub answer_in_citation: bool,
+    /// The parts of the question with a gold answer (more than one: a
+    /// question that asks several things) and those whose answer lies
+    /// inside a cited span.
+    pub parts: usize,
+    pub parts_in_citation: usize,
     /// Citations whose text is not `raw_text[char_start..char_end]`.
     pub bad_slices: usize,
     /// Ids the model cited that its prompt did not show (dropped).
@@ -59,14 +66,26 @@ pub struct Scored {
     /// on the channel the API's streams listen to): what the system adds.
     pub stream_lag_ms: Option<u64>,
     /// The check's certainty that the cited sentences answer (0 to 1), when
-    /// the provider gave token probabilities: sweeping
-    /// `ANSWER_VERIFY_THRESHOLD` over a run made with it at 0 shows what
-    /// each threshold would hold back.
+    /// the provider gave token probabilities; `eval calibration` weighs it
+    /// with the signals below over a run made with
+    /// `ANSWER_ABSTAIN_THRESHOLD=0`.
     pub verify_score: Option<f64>,
     /// The check held the first answer back and the model looked again
     /// (`ANSWER_SECOND_LOOK`); the check's certainty about that first one.
     pub second_look: bool,
     pub first_look_score: Option<f64>,
+    /// The answer's other signals (`rag_answer::signals`) and retrieval's
+    /// confidence, as the calibration (`eval calibration`) reads them: the
+    /// model's P(answerable), its mean token log-probability, the share of
+    /// the question's content words in the cited sentences, the best
+    /// retrieved chunk's cosine and BM25, and the share of the query's words
+    /// in the best lexical hit.
+    pub answerable_score: Option<f64>,
+    pub answer_logprob: Option<f64>,
+    pub cited_coverage: Option<f64>,
+    pub best_cosine: Option<f64>,
+    pub best_bm25: Option<f64>,
+    pub lexical_coverage: Option<f64>,
     /// What the answer said (its sections, or the check's rejected ones)
     /// and the text of each citation: to read why a question missed.
     pub answer_text: String,
@@ -88,6 +107,12 @@ pub struct Totals {
     pub abstained: usize,
     pub gold_cited: f64,
     pub answer_in_citation: f64,
+    /// Questions that ask several things (a gold answer per part), the
+    /// share of them with every part's answer inside a citation, and with
+    /// at least one.
+    pub compound_questions: usize,
+    pub all_parts_in_citation: f64,
+    pub some_part_in_citation: f64,
     pub bad_slices: usize,
     pub dropped_source_ids: usize,
     pub unlocated_quotes: usize,
@@ -129,11 +154,12 @@ fn fold(s: &str) -> String {
 pub struct Asked<'a> {
     pub id: &'a str,
     pub language: &'a str,
-    /// The document id of the passage that holds the answer.
-    pub gold_document: Option<&'a str>,
-    /// The answer text as it appears in that passage; None when the
-    /// passages do not answer.
-    pub answer: Option<&'a str>,
+    /// The document ids of the passages that hold the answer (one per part
+    /// of a question that asks several things).
+    pub gold_documents: &'a [String],
+    /// The answer text as it appears in that passage, one per part; none
+    /// when the passages do not answer.
+    pub answers: &'a [&'a str],
 }
 
 /// Scores one projected assistant message. `raw_texts` gives a document's
@@ -147,11 +173,15 @@ pub fn score(
     latency: Duration,
     first_words_at_ms: Option<u64>,
 ) -> Scored {
-    let Asked { id: question_id, language, gold_document, answer } = *asked;
+    let Asked { id: question_id, language, gold_documents, answers } = *asked;
     let empty = Vec::new();
     let sections = metadata["sections"].as_array().unwrap_or(&empty);
     let citations: Vec<&serde_json::Value> = sections.iter().flat_map(|s| s["citations"].as_array().unwrap_or(&empty)).collect();
-    let wanted = fold(answer.unwrap_or_default());
+    let in_citation = |answer: &str| {
+        let wanted = fold(answer);
+        !wanted.is_empty() && citations.iter().any(|c| fold(c["text"].as_str().unwrap_or_default()).contains(&wanted))
+    };
+    let parts_in_citation = answers.iter().filter(|a| in_citation(a)).count();
     let bad_slices = citations
         .iter()
         .filter(|c| {
@@ -165,15 +195,18 @@ pub fn score(
     Scored {
         question_id: question_id.to_string(),
         language: language.to_string(),
-        answerable: answer.is_some(),
+        answerable: !answers.is_empty(),
         status,
         mode: metadata["mode"].as_str().unwrap_or_default().to_string(),
         abstained: metadata["abstained"].as_bool().unwrap_or(false),
         sections: sections.len(),
         sections_without_citations: sections.iter().filter(|s| s["citations"].as_array().is_none_or(|c| c.is_empty())).count(),
         citations: citations.len(),
-        gold_cited: gold_document.is_some_and(|g| citations.iter().any(|c| c["document_id"] == g)),
-        answer_in_citation: !wanted.is_empty() && citations.iter().any(|c| fold(c["text"].as_str().unwrap_or_default()).contains(&wanted)),
+        gold_cited: !gold_documents.is_empty()
+            && gold_documents.iter().all(|g| citations.iter().any(|c| c["document_id"].as_str() == Some(g.as_str()))),
+        answer_in_citation: !answers.is_empty() && parts_in_citation == answers.len(),
+        parts: answers.len(),
+        parts_in_citation,
         bad_slices,
         dropped_source_ids: count(&report["dropped_source_ids"]),
         unlocated_quotes: count(&report["unlocated_quotes"]),
@@ -201,6 +234,12 @@ pub fn score(
         verify_score: report["verify_score"].as_f64(),
         second_look: report["second_looks"].as_u64().unwrap_or(0) > 0,
         first_look_score: report["first_look_score"].as_f64(),
+        answerable_score: report["answerable_score"].as_f64(),
+        answer_logprob: report["answer_logprob"].as_f64(),
+        cited_coverage: report["cited_coverage"].as_f64(),
+        best_cosine: best_of(&metadata["retrieval"]["chunks"], "cosine"),
+        best_bm25: best_of(&metadata["retrieval"]["chunks"], "bm25"),
+        lexical_coverage: metadata["retrieval"]["fusion"]["lexical_coverage"].as_f64(),
         answer_text: {
             let shown = sections.iter().filter_map(|s| s["text"].as_str());
             let held_back = report["rejected_sections"].as_array().into_iter().flatten().filter_map(|s| s.as_str());
@@ -208,6 +247,11 @@ pub fn score(
         },
         cited: citations.iter().filter_map(|c| c["text"].as_str().map(str::to_string)).collect(),
     }
+}
+
+/// The largest `key` among the retrieved chunks (None when none has it).
+fn best_of(chunks: &serde_json::Value, key: &str) -> Option<f64> {
+    chunks.as_array()?.iter().filter_map(|c| c[key].as_f64()).reduce(f64::max)
 }
 
 fn mean(values: impl Iterator<Item = f64>) -> f64 {
@@ -243,6 +287,15 @@ pub fn totals<'a>(scored: impl Iterator<Item = &'a Scored>) -> Totals {
         abstained: all.iter().filter(|s| s.abstained).count(),
         gold_cited: all.iter().filter(|s| s.gold_cited).count() as f64 / n,
         answer_in_citation: all.iter().filter(|s| s.answer_in_citation).count() as f64 / n,
+        compound_questions: all.iter().filter(|s| s.parts > 1).count(),
+        all_parts_in_citation: {
+            let compound: Vec<&&Scored> = all.iter().filter(|s| s.parts > 1).collect();
+            compound.iter().filter(|s| s.answer_in_citation).count() as f64 / compound.len().max(1) as f64
+        },
+        some_part_in_citation: {
+            let compound: Vec<&&Scored> = all.iter().filter(|s| s.parts > 1).collect();
+            compound.iter().filter(|s| s.parts_in_citation > 0).count() as f64 / compound.len().max(1) as f64
+        },
         bad_slices: all.iter().map(|s| s.bad_slices).sum(),
         dropped_source_ids: all.iter().map(|s| s.dropped_source_ids).sum(),
         unlocated_quotes: all.iter().map(|s| s.unlocated_quotes).sum(),
@@ -296,21 +349,42 @@ mod tests {
                           "llm_timings": {"prompt_n": 700, "prompt_ms": 700.0, "predicted_ms": 300.0, "prompt_per_second": 1000.0, "predicted_per_second": 20.0}},
             "llm_usage": {"total_tokens": 640}
         });
-        let asked = |id, gold_document, answer| Asked { id, language: "vi", gold_document, answer };
+        let asked = |id: &'static str, gold_document: Option<&str>, answer: Option<&'static str>| {
+            let gold_documents: Vec<String> = gold_document.map(str::to_string).into_iter().collect();
+            let answers: Vec<&'static str> = answer.into_iter().collect();
+            (id, gold_documents, answers)
+        };
+        let score = |(id, gold_documents, answers): (&'static str, Vec<String>, Vec<&'static str>),
+                     metadata: &serde_json::Value,
+                     status,
+                     raw: &HashMap<String, Vec<char>>,
+                     first,
+                     latency,
+                     at| {
+            score(
+                &Asked { id, language: "vi", gold_documents: &gold_documents, answers: &answers },
+                metadata,
+                status,
+                raw,
+                first,
+                latency,
+                at,
+            )
+        };
         let ms = Duration::from_millis;
-        let s = score(&asked("q1", Some("d1"), Some("tăng  18%")), &metadata, MessageStatus::Done, &raw, ms(400), ms(1500), Some(10_250));
+        let s = score(asked("q1", Some("d1"), Some("tăng  18%")), &metadata, MessageStatus::Done, &raw, ms(400), ms(1500), Some(10_250));
         assert!(s.gold_cited && s.answer_in_citation && s.answerable && !s.abstained);
         assert_eq!((s.sections, s.sections_without_citations, s.citations, s.bad_slices), (3, 1, 2, 1));
         assert_eq!((s.dropped_source_ids, s.unsupported_sections, s.llm_tokens), (1, 2, 640));
         assert_eq!((s.first_token_ms, s.latency_ms), (400, 1500));
         assert_eq!((s.retrieval_ms, s.llama_ms, s.prompt_tokens, s.stream_lag_ms), (30, 1000, 700, Some(250)));
-        let other = score(&asked("q2", Some("d2"), Some("profit")), &metadata, MessageStatus::Done, &raw, ms(500), ms(500), None);
+        let other = score(asked("q2", Some("d2"), Some("profit")), &metadata, MessageStatus::Done, &raw, ms(500), ms(500), None);
         assert!(!other.gold_cited && !other.answer_in_citation);
 
         // Unanswerable: one abstained without citations, one answered.
         let abstained = json!({"mode": "llm", "abstained": true, "sections": [{"text": "Tài liệu của bạn không đề cập đến nội dung này.", "citations": []}]});
-        let u1 = score(&asked("u1", None, None), &abstained, MessageStatus::Done, &raw, ms(900), ms(900), None);
-        let u2 = score(&asked("u2", None, None), &metadata, MessageStatus::Done, &raw, ms(900), ms(900), None);
+        let u1 = score(asked("u1", None, None), &abstained, MessageStatus::Done, &raw, ms(900), ms(900), None);
+        let u2 = score(asked("u2", None, None), &metadata, MessageStatus::Done, &raw, ms(900), ms(900), None);
         assert!(!u1.answerable && u1.abstained && !u2.abstained);
 
         let all = [s, other, u1, u2];
@@ -321,5 +395,38 @@ mod tests {
         assert_eq!(unanswerable(all.iter()), Unanswerable { questions: 2, abstained: 0.5, citations: 2 });
         // The latency over llama.cpp's own time: 1500/1000 and 500/1000.
         assert_eq!((t.llama_ms.p50, t.latency_over_llama, t.stream_lag_ms.p50), (1000, 0.5, 250));
+    }
+
+    #[test]
+    fn a_question_that_asks_two_things_needs_both_answers_cited() {
+        let raw: HashMap<String, Vec<char>> = HashMap::new();
+        let metadata = json!({"mode": "llm", "sections": [
+            {"text": "Doanh thu tăng 18%.", "citations": [{"document_id": "d1", "char_start": 0, "char_end": 18, "text": "Doanh thu tăng 18%"}]},
+            {"text": "Tài liệu của bạn không đề cập đến nội dung này.", "citations": []}
+        ]});
+        let gold = ["d1".to_string(), "d2".to_string()];
+        let ms = Duration::from_millis;
+        let one = score(
+            &Asked { id: "c1", language: "vi", gold_documents: &gold, answers: &["18%", "9%"] },
+            &metadata,
+            MessageStatus::Done,
+            &raw,
+            ms(1),
+            ms(1),
+            None,
+        );
+        assert_eq!((one.parts, one.parts_in_citation, one.answer_in_citation, one.gold_cited), (2, 1, false, false));
+        let both = score(
+            &Asked { id: "c2", language: "vi", gold_documents: &gold[..1], answers: &["18%", "Doanh thu"] },
+            &metadata,
+            MessageStatus::Done,
+            &raw,
+            ms(1),
+            ms(1),
+            None,
+        );
+        assert_eq!((both.parts, both.parts_in_citation, both.answer_in_citation, both.gold_cited), (2, 2, true, true));
+        let t = totals([one, both].iter());
+        assert_eq!((t.compound_questions, t.all_parts_in_citation, t.some_part_in_citation), (2, 0.5, 1.0));
     }
 }

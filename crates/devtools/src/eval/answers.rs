@@ -29,7 +29,7 @@ use rag_app::config::Settings;
 
 #[derive(Args, Debug)]
 pub struct AnswersArgs {
-    /// Dataset directory: corpus.jsonl, queries.jsonl, answers.jsonl (`query-id`, `corpus-id`, `answer`).
+    /// Dataset directory: corpus.jsonl, queries.jsonl, answers.jsonl (`query-id`, `corpus-id`, `answer`; lists of both for a question that asks several things).
     dir: PathBuf,
     /// Ask only the first N questions.
     #[arg(long)]
@@ -61,10 +61,27 @@ fn has_vietnamese_marks(text: &str) -> bool {
 struct GoldAnswer {
     #[serde(rename = "query-id")]
     query_id: String,
-    /// None: the passages do not answer the question.
+    /// None: the passages do not answer the question. A question that asks
+    /// several things gives a list: a passage and an answer per part.
     #[serde(rename = "corpus-id")]
-    corpus_id: Option<String>,
-    answer: Option<String>,
+    corpus_id: Option<OneOrMany>,
+    answer: Option<OneOrMany>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum OneOrMany {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl OneOrMany {
+    fn all(&self) -> Vec<&str> {
+        match self {
+            OneOrMany::One(s) => vec![s.as_str()],
+            OneOrMany::Many(v) => v.iter().map(String::as_str).collect(),
+        }
+    }
 }
 
 /// Waits for the answer to `assistant` until `timeout` after `asked_at`:
@@ -184,8 +201,17 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
                 replies_without_marks.push(format!("{}: {}", g.query_id, message.content));
             }
         }
-        let gold_document = g.corpus_id.as_ref().and_then(|c| by_corpus.get(c)).map(|d| d.to_string());
-        let asked_question = Asked { id: &g.query_id, language, gold_document: gold_document.as_deref(), answer: g.answer.as_deref() };
+        let gold_documents: Vec<String> = g
+            .corpus_id
+            .as_ref()
+            .map(OneOrMany::all)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|c| by_corpus.get(*c))
+            .map(|d| d.to_string())
+            .collect();
+        let answers = g.answer.as_ref().map(OneOrMany::all).unwrap_or_default();
+        let asked_question = Asked { id: &g.query_id, language, gold_documents: &gold_documents, answers: &answers };
         let s = score(
             &asked_question,
             &message.metadata,
@@ -291,6 +317,14 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
                 format!("{:.1}/{:.1} s", t.first_token_ms.p50 as f64 / 1000.0, t.first_token_ms.p95 as f64 / 1000.0),
                 format!("{:.1}/{:.1} s", t.latency_ms.p50 as f64 / 1000.0, t.latency_ms.p95 as f64 / 1000.0),
                 t.llm_tokens
+            );
+        }
+        if all.compound_questions > 0 {
+            println!(
+                "questions that ask several things: {}, every part's answer inside a citation {:.1}%, at least one part's {:.1}%",
+                all.compound_questions,
+                100.0 * all.all_parts_in_citation,
+                100.0 * all.some_part_in_citation
             );
         }
         if none.questions > 0 {

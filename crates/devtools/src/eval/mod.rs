@@ -1,6 +1,8 @@
 //! `rag-dev eval`: quality measured on public datasets through the real
 //! pipeline: retrieval (`retrieval.rs`, nDCG and recall per mode and
-//! language) and answers (`answers.rs`, what a user feels of an answer).
+//! language), answers (`answers.rs`, what a user feels of an answer) and
+//! the answer-or-abstain decision (`calibration.rs`, fitted on runs of
+//! `eval answers`).
 //! Both read their dataset through `dataset.rs`.
 
 use std::process::ExitCode;
@@ -11,6 +13,8 @@ use rag_app::config::Settings;
 
 mod answer_scores;
 mod answers;
+mod calibration;
+mod calibration_fit;
 mod dataset;
 mod retrieval;
 
@@ -20,11 +24,14 @@ pub enum EvalCommand {
     Retrieval(retrieval::RetrievalArgs),
     /// Answer quality on a SQuAD-style set (corpus.jsonl, queries.jsonl, answers.jsonl): every question through the real pipeline.
     Answers(answers::AnswersArgs),
+    /// The answer-or-abstain decision fitted and judged (cross-validated) on `eval answers --json` runs of calibration sets.
+    Calibration(calibration::CalibrationArgs),
 }
 
 pub async fn eval(s: &Settings, cmd: EvalCommand) -> anyhow::Result<ExitCode> {
     match cmd {
         EvalCommand::Retrieval(args) => retrieval::eval_retrieval(s, args).await,
         EvalCommand::Answers(args) => answers::eval_answers(s, args).await,
+        EvalCommand::Calibration(args) => calibration::eval_calibration(args),
     }
 }

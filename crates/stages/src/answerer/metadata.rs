@@ -16,14 +16,16 @@ pub(super) struct Asked<'a> {
 
 /// What retrieval found, what it was asked, and what grounding did, for
 /// the message metadata.
-pub(super) fn retrieval_json(r: &Retrieval, asked: &Asked<'_>, outcome: Option<&AnswerOutcome>) -> String {
+/// `parts`: for a question answered part by part, what each part asked and
+/// found (the rest describes the first part, and the whole answer).
+pub(super) fn retrieval_json(r: &Retrieval, asked: &Asked<'_>, outcome: Option<&AnswerOutcome>, parts: &[serde_json::Value]) -> String {
     let chunks: Vec<serde_json::Value> = r
         .chunks
         .iter()
         .map(|c| {
             serde_json::json!({
                 "chunk_id": c.hit.chunk_id, "document_id": c.hit.document_id, "filename": c.hit.filename,
-                "chunking_version": c.hit.chunking_version, "score": c.score,
+                "chunking_version": c.hit.chunking_version, "score": c.score, "bm25": c.bm25, "cosine": c.cosine,
                 "lexical_rank": c.lexical_rank, "dense_rank": c.dense_rank,
             })
         })
@@ -56,6 +58,9 @@ pub(super) fn retrieval_json(r: &Retrieval, asked: &Asked<'_>, outcome: Option<&
         if let Some(t) = &o.timings {
             v["llm_timings"] = t.clone();
         }
+    }
+    if !parts.is_empty() {
+        v["parts"] = parts.to_vec().into();
     }
     v.to_string()
 }

@@ -7,7 +7,7 @@
 
 use rag_answer::llm::ChatClient;
 use rag_answer::prompt::Turn;
-use rag_answer::{answer_question, retrieval_query, AnswerMode, SegmentSpan, SourceChunk};
+use rag_answer::{answer_question, retrieval_query, AnswerMode, AnswerOutcome, SegmentSpan, SourceChunk, StreamedSection};
 use rag_bus::{Inbound, Outcome, Positions, Stage, StageIdentity, StageOutput};
 use rag_events::{AnswerProduced, Envelope, EventType, Failure, QuestionAsked};
 use rag_store::messages;
@@ -181,47 +181,60 @@ impl Answerer {
             .into_iter()
             .map(|m| Turn { role: m.role, content: m.content })
             .collect();
-        // A follow-up ("Còn năm 2022 thì sao?") is searched as a standalone query.
-        let retrieval_started = std::time::Instant::now();
-        let (query, query_source) = retrieval_query(self.llm.as_ref(), &q.question, &history).await;
-        let retrieval = match self.retriever.retrieve(ws, &query, top_k, &document_ids, Mode::Hybrid).await {
-            Ok(r) => r,
-            Err(e) if e.is_transient() => return Err(e.into()),
-            Err(e) => {
-                // The message is read by the user: the details (hosts,
-                // statements) go to the log only.
-                warn!(workspace_id = %ws, event_id = %q.envelope.event_id, error = %e, "retrieval failed for a question");
-                return Ok(self.failed(q, AnswerFailure::RetrievalFailed, "the documents could not be searched for this question".into()));
-            }
-        };
-        let sources = self.sources(ws, &retrieval).await?;
-        // A reranker's order is not the fused scores' order, and its own
-        // scores are on its own scale: the cutoff applies to fused lists.
-        let reranked = retrieval.chunks.iter().any(|c| c.rerank_score.is_some());
-        let scores: Vec<f64> = retrieval.chunks.iter().map(|c| c.score).collect();
-        let llm_chunks = if reranked { sources.len() } else { rag_answer::evidence::within_best(&scores, self.evidence_cutoff) };
-        let options = rag_answer::AnswerOptions { llm_chunks, ..self.options };
-        let retrieval_ms = retrieval_started.elapsed().as_millis() as u64;
+        // A question that asks several things is answered part by part,
+        // each on its own evidence, a section (or more) per part in the
+        // question's order (`rag_answer::parts`).
+        let parts = rag_answer::parts::question_parts(&q.question);
         let deltas = DeltaSender::start(self.retriever.pool.clone(), ws, conversation, assistant);
-        let mut on_partial = deltas.callback();
-        let question =
-            if self.retriever.restore_diacritics { model_question(&q.question, query_source, &retrieval) } else { q.question.clone() };
-        // Evidence sentences are ranked against what was embedded.
-        let ranked_against = retrieval.restoration.as_ref().map_or(query.as_str(), |r| r.text.as_str());
-        let ranker = crate::evidence_ranker::EmbedderRanker { embedder: &self.retriever.embedder, query: ranked_against };
-        let answered = answer_question(self.llm.as_ref(), &question, &history, &sources, options, Some(&ranker), &mut on_partial).await;
-        drop(on_partial);
+        let mut send = deltas.callback();
+        let mut answered: Vec<PartAnswer> = Vec::with_capacity(parts.len());
+        let mut shown_so_far: Vec<StreamedSection> = Vec::new();
+        let mut failure: Option<(AnswerFailure, &'static str)> = None;
+        for (i, part) in parts.iter().enumerate() {
+            // A later part may lean on an earlier one ("... sinh năm nào và
+            // quê ở đâu?"): the earlier parts are its conversation so far.
+            let mut part_history = history.clone();
+            part_history.extend(parts[..i].iter().map(|p| Turn { role: "user".into(), content: p.clone() }));
+            let prefix = shown_so_far.clone();
+            let mut on_partial = |sections: &[StreamedSection]| {
+                let mut all = prefix.clone();
+                all.extend_from_slice(sections);
+                send(&all);
+            };
+            let a = match self.answer_part(q, part, &part_history, i > 0, top_k, &document_ids, &mut on_partial).await? {
+                Ok(a) => a,
+                Err(f) => {
+                    failure = Some(f);
+                    break;
+                }
+            };
+            let Some(o) = &a.outcome else {
+                failure = Some((AnswerFailure::LlmFailed, "the language model did not answer this question"));
+                answered.push(a);
+                break;
+            };
+            shown_so_far.extend(o.sections.iter().map(|s| StreamedSection {
+                text: s.text.clone(),
+                closed: true,
+                citations: s.citations.clone(),
+            }));
+            answered.push(a);
+        }
+        drop(send);
         deltas.finish().await;
-        let asked = Asked { query: &query, query_source, retrieval_ms };
-        let outcome = match answered {
-            Ok(o) => o,
-            Err(e) => {
-                warn!(workspace_id = %ws, event_id = %q.envelope.event_id, error = %e, "the language model failed for a question");
-                let mut out = self.failed(q, AnswerFailure::LlmFailed, "the language model did not answer this question".into());
-                out.retrieval_json = retrieval_json(&retrieval, &asked, None);
-                return Ok(out);
+        if let Some((code, message)) = failure {
+            let mut out = self.failed(q, code, message.into());
+            // The part the model failed on: what it had found.
+            if let Some(failed) = answered.iter().find(|a| a.outcome.is_none()) {
+                out.retrieval_json = retrieval_json(&failed.retrieval, &failed.asked(), None, &[]);
             }
+            return Ok(out);
+        }
+        let Some(first) = answered.first() else {
+            return Ok(self.failed(q, AnswerFailure::RetrievalFailed, "the question has no part to answer".into()));
         };
+        let outcomes: Vec<AnswerOutcome> = answered.iter().filter_map(|a| a.outcome.clone()).collect();
+        let outcome = rag_answer::combine_parts(outcomes);
         let mut out = self.produced(q);
         out.answer = outcome.text();
         out.mode = outcome.mode.as_str().into();
@@ -242,8 +255,102 @@ impl Answerer {
             completion_tokens: u.completion_tokens,
             total_tokens: u.total_tokens,
         });
-        out.retrieval_json = retrieval_json(&retrieval, &asked, Some(&outcome));
+        let part_reports: Vec<serde_json::Value> =
+            if answered.len() > 1 { answered.iter().map(PartAnswer::summary).collect() } else { vec![] };
+        out.retrieval_json = retrieval_json(&first.retrieval, &first.asked(), Some(&outcome), &part_reports);
         Ok(out)
+    }
+
+    /// One part of a question (the whole question when it asks one thing):
+    /// searched (condensed first when it follows earlier turns or parts)
+    /// and answered (`outcome` None: the model failed, and the fallback is
+    /// to fail). `Ok(Err)`: the search failed.
+    #[allow(clippy::too_many_arguments)]
+    async fn answer_part(
+        &self,
+        q: &QuestionAsked,
+        part: &str,
+        history: &[Turn],
+        later_part: bool,
+        top_k: usize,
+        document_ids: &[Uuid],
+        on_partial: &mut (dyn FnMut(&[StreamedSection]) + Send),
+    ) -> Result<Result<PartAnswer, (AnswerFailure, &'static str)>, StageError> {
+        let ws = &q.envelope.workspace_id;
+        // A follow-up ("Còn năm 2022 thì sao?") is searched as a standalone query.
+        let retrieval_started = std::time::Instant::now();
+        let (query, query_source) = retrieval_query(self.llm.as_ref(), part, history).await;
+        let retrieval = match self.retriever.retrieve(ws, &query, top_k, document_ids, Mode::Hybrid).await {
+            Ok(r) => r,
+            Err(e) if e.is_transient() => return Err(e.into()),
+            Err(e) => {
+                // The message is read by the user: the details (hosts,
+                // statements) go to the log only.
+                warn!(workspace_id = %ws, event_id = %q.envelope.event_id, error = %e, "retrieval failed for a question");
+                return Ok(Err((AnswerFailure::RetrievalFailed, "the documents could not be searched for this question")));
+            }
+        };
+        let sources = self.sources(ws, &retrieval).await?;
+        // A reranker's order is not the fused scores' order, and its own
+        // scores are on its own scale: the cutoff applies to fused lists.
+        let reranked = retrieval.chunks.iter().any(|c| c.rerank_score.is_some());
+        let scores: Vec<f64> = retrieval.chunks.iter().map(|c| c.score).collect();
+        let llm_chunks = if reranked { sources.len() } else { rag_answer::evidence::within_best(&scores, self.evidence_cutoff) };
+        let confidence = rag_answer::RetrievalConfidence {
+            best_cosine: retrieval.chunks.iter().filter_map(|c| c.cosine).reduce(f64::max),
+            lexical_coverage: retrieval.fusion.as_ref().map(|f| f.lexical_coverage),
+        };
+        let options = rag_answer::AnswerOptions { llm_chunks, retrieval: confidence, ..self.options };
+        let retrieval_ms = retrieval_started.elapsed().as_millis() as u64;
+        // A later part the model condensed is read as it was condensed
+        // ("quê ở đâu?" -> "Thủ tướng Phạm Minh Chính quê ở đâu?"), without
+        // the earlier parts as turns.
+        let (asked, model_history) = if later_part && query_source == "llm" {
+            (query.clone(), &history[..history.len().saturating_sub(history.iter().rev().take_while(|t| t.role == "user").count())])
+        } else {
+            (part.to_string(), history)
+        };
+        let question = if self.retriever.restore_diacritics { model_question(&asked, query_source, &retrieval) } else { asked };
+        // Evidence sentences are ranked against what was embedded.
+        let ranked_against = retrieval.restoration.as_ref().map_or(query.as_str(), |r| r.text.as_str());
+        let ranker = crate::evidence_ranker::EmbedderRanker { embedder: &self.retriever.embedder, query: ranked_against };
+        let outcome = match answer_question(self.llm.as_ref(), &question, model_history, &sources, options, Some(&ranker), on_partial).await
+        {
+            Ok(o) => Some(o),
+            Err(e) => {
+                warn!(workspace_id = %ws, event_id = %q.envelope.event_id, error = %e, "the language model failed for a question");
+                None
+            }
+        };
+        Ok(Ok(PartAnswer { part: part.to_string(), query, query_source, retrieval_ms, retrieval, outcome }))
+    }
+}
+
+/// One part of a question, searched and answered.
+struct PartAnswer {
+    part: String,
+    query: String,
+    query_source: &'static str,
+    retrieval_ms: u64,
+    retrieval: Retrieval,
+    /// None: the model failed (and the fallback is to fail).
+    outcome: Option<AnswerOutcome>,
+}
+
+impl PartAnswer {
+    fn asked(&self) -> Asked<'_> {
+        Asked { query: &self.query, query_source: self.query_source, retrieval_ms: self.retrieval_ms }
+    }
+
+    /// What the message metadata keeps of each part of a compound question.
+    fn summary(&self) -> serde_json::Value {
+        serde_json::json!({
+            "part": self.part, "query": self.query, "query_source": self.query_source, "retrieval_ms": self.retrieval_ms,
+            "chunks": self.retrieval.chunks.iter().map(|c| c.hit.chunk_id.clone()).collect::<Vec<_>>(),
+            "abstained": self.outcome.as_ref().map(|o| o.abstained),
+            "sections": self.outcome.as_ref().map_or(0, |o| o.sections.len()),
+            "citation_report": self.outcome.as_ref().map(|o| serde_json::to_value(&o.report).unwrap_or_default()),
+        })
     }
 }
 

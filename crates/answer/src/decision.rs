@@ -1,0 +1,122 @@
+//! Whether an answer is shown or the answer abstains: one score from every
+//! signal the answer has (the check's probability, the model's own
+//! probability that the evidence answers, how easily it wrote the answer,
+//! how much of the question the cited sentences hold, and how close the
+//! best retrieved passage is), weighed by a logistic model fitted on the
+//! calibration sets (`rag-dev eval calibration`, docs/answers.md), never on
+//! the dev sets. The threshold on the score is a setting
+//! (`ANSWER_ABSTAIN_THRESHOLD`); the weights are data, not code paths, so a
+//! deployment with another model refits them without touching the answer
+//! path.
+
+use serde::{Deserialize, Serialize};
+
+/// What one answer offers the decision. Probabilities are 0 to 1.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct AnswerSignals {
+    /// The check's P(the cited sentences answer).
+    pub check: Option<f64>,
+    /// The model's P(answerable) at the token it chose it.
+    pub answerable: Option<f64>,
+    /// The mean log-probability of the answer's tokens.
+    pub logprob: Option<f64>,
+    /// Share of the question's content words in the cited sentences.
+    pub cited_coverage: Option<f64>,
+    /// The best retrieved chunk's cosine with the question (dense side).
+    pub best_cosine: Option<f64>,
+    /// Share of the query's words in the best lexical hit.
+    pub lexical_coverage: Option<f64>,
+}
+
+/// The features, in the order of [`DecisionModel::weights`].
+pub const FEATURES: [&str; 6] = ["check_logit", "answerable_logit", "mean_logprob", "cited_coverage", "best_cosine", "lexical_coverage"];
+
+/// Probabilities this close to 0 or 1 are taken as this far: a logit of
+/// ±6.9 at most, so one overconfident token cannot outweigh the rest.
+const P_FLOOR: f64 = 0.001;
+
+fn logit(p: f64) -> f64 {
+    let p = p.clamp(P_FLOOR, 1.0 - P_FLOOR);
+    (p / (1.0 - p)).ln()
+}
+
+/// The feature vector of `s`; None without the two probabilities the
+/// decision rests on (a provider that gives no token probabilities: the
+/// check's own yes/no decides then). A missing secondary signal takes a
+/// middling value (`DEFAULTS`), so it neither helps nor sinks an answer.
+pub fn features(s: &AnswerSignals) -> Option<[f64; 6]> {
+    let check = s.check?;
+    let answerable = s.answerable?;
+    Some([
+        logit(check),
+        logit(answerable),
+        s.logprob.unwrap_or(DEFAULTS[2]).max(-5.0),
+        s.cited_coverage.unwrap_or(DEFAULTS[3]),
+        s.best_cosine.unwrap_or(DEFAULTS[4]),
+        s.lexical_coverage.unwrap_or(DEFAULTS[5]),
+    ])
+}
+
+/// The value a missing secondary signal takes (the first two are never
+/// missing when there are features).
+const DEFAULTS: [f64; 6] = [0.0, 0.0, -0.3, 0.5, 0.8, 0.5];
+
+/// A logistic model over [`FEATURES`]: P(the answer is right and shown
+/// rightly) = sigmoid(bias + weights · features).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct DecisionModel {
+    pub bias: f64,
+    pub weights: [f64; 6],
+}
+
+impl DecisionModel {
+    /// The probability that showing the answer is right; None without the
+    /// signals the decision rests on.
+    pub fn confidence(&self, s: &AnswerSignals) -> Option<f64> {
+        let x = features(s)?;
+        Some(self.probability(&x))
+    }
+
+    /// sigmoid(bias + weights · x).
+    pub fn probability(&self, x: &[f64; 6]) -> f64 {
+        let z = self.bias + self.weights.iter().zip(x).map(|(w, v)| w * v).sum::<f64>();
+        1.0 / (1.0 + (-z).exp())
+    }
+}
+
+/// The decision's weights, fitted on the calibration sets
+/// (`rag-dev eval calibration`, docs/answers.md).
+pub const DEFAULT_DECISION: DecisionModel = CHECK_ONLY;
+/// The threshold chosen with them.
+pub const DEFAULT_THRESHOLD: f64 = 0.5;
+
+/// The check alone: sigmoid(logit(check)) = the check's probability, the
+/// decision before calibration (and a baseline to compare with).
+pub const CHECK_ONLY: DecisionModel = DecisionModel { bias: 0.0, weights: [1.0, 0.0, 0.0, 0.0, 0.0, 0.0] };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_check_alone_gives_back_its_probability() {
+        let s = AnswerSignals { check: Some(0.7), answerable: Some(0.99), ..Default::default() };
+        let p = CHECK_ONLY.confidence(&s).unwrap();
+        assert!((p - 0.7).abs() < 1e-9, "{p}");
+    }
+
+    #[test]
+    fn without_token_probabilities_there_is_no_score() {
+        let s = AnswerSignals { check: None, answerable: Some(0.9), ..Default::default() };
+        assert_eq!(CHECK_ONLY.confidence(&s), None);
+        let s = AnswerSignals { check: Some(0.9), answerable: None, ..Default::default() };
+        assert_eq!(CHECK_ONLY.confidence(&s), None);
+    }
+
+    #[test]
+    fn extreme_probabilities_are_bounded() {
+        let s = AnswerSignals { check: Some(1.0), answerable: Some(0.0), logprob: Some(-40.0), ..Default::default() };
+        let x = features(&s).unwrap();
+        assert!(x[0] < 7.0 && x[1] > -7.0 && x[2] == -5.0, "{x:?}");
+    }
+}

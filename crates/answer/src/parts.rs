@@ -1,0 +1,327 @@
+//! A question that asks several things, split into its parts, so each part
+//! is searched and answered on its own evidence and the answer has a
+//! section per part ("Nhà hát Mùa hè nằm ở đâu? Ngoài ra, điều gì đã khiến
+//! sàn giao dịch Warsaw dừng lại?"). By rule, conservatively: a question is
+//! split where a question mark ends one question and another follows, and
+//! where "và" / "and" / "also" joins two clauses that each carry their own
+//! question word ("Ai là giám đốc và công ty có bao nhiêu nhân viên?").
+//! "Doanh thu và lợi nhuận năm 2023 tăng bao nhiêu?" stays one question:
+//! one predicate over two subjects is answered from the same evidence.
+
+/// At most this many parts: a longer list is answered as one question.
+pub const MAX_PARTS: usize = 4;
+
+/// Words that open a follow-on question and say nothing of their own
+/// (dropped from the part's start), lower case, with and without marks
+/// (not "con": unmarked, it is also "con", a child).
+const CONNECTORS: &[&str] = &[
+    "ngoài ra",
+    "ngoai ra",
+    "thêm vào đó",
+    "them vao do",
+    "bên cạnh đó",
+    "ben canh do",
+    "thêm nữa",
+    "them nua",
+    "hơn nữa",
+    "hon nua",
+    "đồng thời",
+    "dong thoi",
+    "còn nữa",
+    "và",
+    "va",
+    "còn",
+    "additionally",
+    "in addition",
+    "besides",
+    "furthermore",
+    "moreover",
+    "also",
+    "and",
+    "plus",
+];
+
+/// Question words: a clause with one asks something. Matched with their
+/// marks ("mấy", not "máy"), or folded in a clause typed without marks.
+/// "không" asks only at a clause's end ("có ... không?"); elsewhere it is
+/// "not".
+const QUESTION_WORDS_VI: &[&str] = &["ai", "gì", "nào", "đâu", "bao nhiêu", "bao giờ", "bao lâu", "mấy", "sao", "thế nào"];
+const QUESTION_WORDS_EN: &[&str] = &["what", "who", "whom", "whose", "when", "where", "which", "why", "how"];
+/// English auxiliaries that open a yes/no question ("Is it open ...?"):
+/// they ask only at a clause's very start, and never after "and", where
+/// they continue the clause before ("... which magazine and was asked
+/// about ...").
+const AUXILIARIES_EN: &[&str] = &["is", "are", "was", "were", "do", "does", "did", "can"];
+
+fn lower_words(text: &str) -> Vec<String> {
+    rag_lexical::words(text).iter().map(|w| w.to_lowercase()).collect()
+}
+
+/// Whether `words` (folded) hold `phrase` (folded, one or more words).
+fn holds(words: &[String], phrase: &str) -> bool {
+    let p: Vec<&str> = phrase.split(' ').collect();
+    words.windows(p.len()).any(|w| w.iter().zip(&p).all(|(a, b)| a == b))
+}
+
+/// Whether a clause asks something of its own: a Vietnamese question word,
+/// or an English one among its first three words ("Within how many days
+/// ..."), or (`opening`: not after "and") an English auxiliary first.
+fn asks_as(clause: &str, opening: bool) -> bool {
+    let words = lower_words(clause);
+    if words.len() < 2 {
+        return false;
+    }
+    let english = rag_retrieval::detect_language(clause) == rag_retrieval::Language::En;
+    if english {
+        return words.iter().take(3).any(|w| QUESTION_WORDS_EN.contains(&w.as_str()))
+            || opening && AUXILIARIES_EN.contains(&words[0].as_str());
+    }
+    let unmarked = words.iter().all(|w| rag_lexical::fold(w) == *w);
+    let form = |w: &str| if unmarked { rag_lexical::fold(w) } else { w.to_string() };
+    let words: Vec<String> = words.iter().map(|w| form(w)).collect();
+    QUESTION_WORDS_VI.iter().any(|q| holds(&words, &form(q))) || words.last().is_some_and(|w| *w == form("không"))
+}
+
+fn asks(clause: &str) -> bool {
+    asks_as(clause, true)
+}
+
+/// `text` without a leading connector ("Ngoài ra, ", "And ", "Also, ").
+fn without_connector(text: &str) -> &str {
+    let trimmed = text.trim_start();
+    for c in CONNECTORS {
+        let n = c.split(' ').count();
+        let words: Vec<(usize, &str)> = word_spans(trimmed).into_iter().take(n).collect();
+        if words.len() == n && words.iter().map(|(_, w)| w.to_lowercase()).collect::<Vec<_>>().join(" ") == *c {
+            let (start, w) = words[n - 1];
+            let rest = trimmed[start + w.len()..].trim_start_matches([',', ':', ';', ' ']);
+            // "Và" alone is not a question: keep a connector with nothing after it.
+            if rest.split_whitespace().count() >= 2 {
+                return rest;
+            }
+        }
+    }
+    trimmed
+}
+
+/// The words of `text` with their byte offsets.
+fn word_spans(text: &str) -> Vec<(usize, &str)> {
+    let mut out = Vec::new();
+    let mut start: Option<usize> = None;
+    for (i, ch) in text.char_indices() {
+        if ch.is_alphanumeric() {
+            start.get_or_insert(i);
+        } else if let Some(s) = start.take() {
+            out.push((s, &text[s..i]));
+        }
+    }
+    if let Some(s) = start {
+        out.push((s, &text[s..]));
+    }
+    out
+}
+
+/// The question's sentences: each ends at a question mark (or a full stop
+/// or the end), with what follows it.
+fn sentences(question: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for (i, ch) in question.char_indices() {
+        if matches!(ch, '?' | '？') {
+            let end = i + ch.len_utf8();
+            out.push(&question[start..end]);
+            start = end;
+        }
+    }
+    if !question[start..].trim().is_empty() {
+        out.push(&question[start..]);
+    }
+    out.into_iter().map(str::trim).filter(|s| !s.is_empty()).collect()
+}
+
+/// One sentence split where "và" / "and" / "also" / ";" joins two clauses
+/// that each ask something.
+fn clauses(sentence: &str) -> Vec<String> {
+    let spans = word_spans(sentence);
+    for (k, (at, w)) in spans.iter().enumerate() {
+        if k == 0 || !matches!(w.to_lowercase().as_str(), "và" | "va" | "and" | "also" | "còn") {
+            continue;
+        }
+        // Never inside a quotation ("... to \"get up there and do what she did\"").
+        if sentence[..*at].chars().filter(|c| matches!(c, '"' | '“' | '”')).count() % 2 == 1 {
+            continue;
+        }
+        let (left, right) = (sentence[..*at].trim_end_matches([',', ' ', ';']), &sentence[*at..]);
+        let right = without_connector(right);
+        if asks(left) && asks_as(right, false) {
+            let mut out = vec![close(left, sentence)];
+            out.extend(clauses(right));
+            return out;
+        }
+    }
+    vec![sentence.to_string()]
+}
+
+/// A clause cut from `sentence` ends with its question mark.
+fn close(clause: &str, sentence: &str) -> String {
+    let mark = if sentence.trim_end().ends_with('？') { '？' } else { '?' };
+    if sentence.trim_end().ends_with(['?', '？']) && !clause.ends_with(['?', '？']) {
+        format!("{clause}{mark}")
+    } else {
+        clause.to_string()
+    }
+}
+
+/// The question's parts, in its order; the question itself when it asks
+/// one thing (or more than [`MAX_PARTS`]).
+pub fn question_parts(question: &str) -> Vec<String> {
+    let mut parts: Vec<String> = Vec::new();
+    for sentence in sentences(question) {
+        let sentence = without_connector(sentence);
+        for clause in clauses(sentence) {
+            let clause = clause.trim().to_string();
+            // A fragment that asks nothing ("Cảm ơn.", "Please be brief.")
+            // belongs to the question before it.
+            match parts.last_mut() {
+                Some(last) if !asks(&clause) => {
+                    last.push(' ');
+                    last.push_str(&clause);
+                }
+                _ => parts.push(clause),
+            }
+        }
+    }
+    if parts.len() <= 1 || parts.len() > MAX_PARTS {
+        return vec![question.trim().to_string()];
+    }
+    parts
+}
+
+/// The answers to a question's parts as one answer: their sections in the
+/// parts' order (a part the documents do not answer keeps its own
+/// abstention), abstained only when every part did; the first part's start
+/// and timings (its words were the first on the page), every part's usage
+/// and citation report added up.
+pub fn combine_parts(mut outcomes: Vec<crate::AnswerOutcome>) -> crate::AnswerOutcome {
+    if outcomes.len() <= 1 {
+        return outcomes.pop().unwrap_or_else(|| crate::AnswerOutcome::plain(crate::AnswerMode::NoAnswer, vec![], true));
+    }
+    let mut rest = outcomes.split_off(1);
+    let mut whole = outcomes.remove(0);
+    for o in rest.drain(..) {
+        whole.abstained &= o.abstained;
+        if o.mode == crate::AnswerMode::Llm {
+            whole.mode = crate::AnswerMode::Llm;
+        }
+        if let Some(u) = &o.usage {
+            crate::look::add_usage(&mut whole.usage, u);
+        }
+        whole.report.absorb(o.report);
+        whole.llm_error = whole.llm_error.or(o.llm_error);
+        whole.llm_elapsed = match (whole.llm_elapsed, o.llm_elapsed) {
+            (Some(a), Some(b)) => Some(a + b),
+            (a, b) => a.or(b),
+        };
+        whole.evidence_units += o.evidence_units;
+        whole.evidence_chunks += o.evidence_chunks;
+        whole.sections.extend(o.sections);
+    }
+    whole
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn two_questions_are_two_parts() {
+        assert_eq!(
+            question_parts("Nhà hát Mùa hè nằm ở đâu? Ngoài ra, điều gì đã khiến sàn giao dịch chứng khoán Warsaw dừng lại?"),
+            ["Nhà hát Mùa hè nằm ở đâu?", "điều gì đã khiến sàn giao dịch chứng khoán Warsaw dừng lại?"]
+        );
+        assert_eq!(
+            question_parts("When was the company founded? Also, who is its director?"),
+            ["When was the company founded?", "who is its director?"]
+        );
+        assert_eq!(
+            question_parts("Giám đốc là ai? Công ty có bao nhiêu nhân viên?"),
+            ["Giám đốc là ai?", "Công ty có bao nhiêu nhân viên?"]
+        );
+    }
+
+    #[test]
+    fn clauses_that_each_ask_are_parts() {
+        assert_eq!(
+            question_parts("Ai là giám đốc và công ty có bao nhiêu nhân viên?"),
+            ["Ai là giám đốc?", "công ty có bao nhiêu nhân viên?"]
+        );
+        assert_eq!(
+            question_parts("Nhân viên được nghỉ phép bao nhiêu ngày và cần báo trước mấy ngày?"),
+            ["Nhân viên được nghỉ phép bao nhiêu ngày?", "cần báo trước mấy ngày?"]
+        );
+        assert_eq!(
+            question_parts("Who founded the company, and when did it open its first branch?"),
+            ["Who founded the company?", "when did it open its first branch?"]
+        );
+    }
+
+    #[test]
+    fn one_question_stays_whole() {
+        for q in [
+            "Doanh thu và lợi nhuận năm 2023 tăng bao nhiêu?",
+            "What were revenue and profit in 2023?",
+            "Mật khẩu phải dài bao nhiêu ký tự?",
+            "Con của Lê Hoàng Diệp Thảo là ai?",
+            "doanh thu nam 2023 la bao nhieu",
+            "Tóm tắt tài liệu này.",
+            "Còn năm 2022 thì sao?",
+        ] {
+            assert_eq!(question_parts(q), [q.trim()], "{q}");
+        }
+    }
+
+    #[test]
+    fn a_trailing_remark_stays_with_its_question() {
+        assert_eq!(
+            question_parts("Giám đốc sinh năm nào? Cảm ơn bạn nhiều."),
+            ["Giám đốc sinh năm nào? Cảm ơn bạn nhiều."],
+            "one question and a thank-you"
+        );
+    }
+
+    #[test]
+    fn too_many_parts_are_one_question() {
+        let q = "Ai? Cái gì? Ở đâu? Khi nào? Tại sao?";
+        assert_eq!(question_parts(q), [q]);
+    }
+}
+
+#[cfg(test)]
+mod corpus_tests {
+    /// The dev sets' questions: those that ask two things (`c..` ids) are
+    /// split in two, every other one stays whole; and so do the 400
+    /// SQuAD questions of the English calibration set (each asks one thing,
+    /// some with "and" inside: "... which magazine and was asked about
+    /// feminism?").
+    #[test]
+    fn the_dev_sets_questions_are_split_as_they_ask() {
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../eval");
+        let (mut singles, mut compound) = (0, 0);
+        for set in ["vi-dev", "en-dev", "calibration/en-squad"] {
+            let text = std::fs::read_to_string(format!("{root}/{set}/queries.jsonl")).unwrap();
+            for line in text.lines() {
+                let v: serde_json::Value = serde_json::from_str(line).unwrap();
+                let (id, q) = (v["_id"].as_str().unwrap(), v["text"].as_str().unwrap());
+                let parts = super::question_parts(q);
+                if id.starts_with('c') {
+                    assert_eq!(parts.len(), 2, "{id} {q:?} -> {parts:?}");
+                    compound += 1;
+                } else {
+                    assert_eq!(parts, [q.trim()], "{id}");
+                    singles += 1;
+                }
+            }
+        }
+        assert!(compound >= 20 && singles >= 490, "{compound} compound, {singles} single");
+    }
+}

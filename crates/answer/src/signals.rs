@@ -1,0 +1,93 @@
+//! What an answer's own reading says about how sure it is, besides the
+//! check: the model's probability that the evidence answers at all, its
+//! token probabilities while writing, and how much of the question the
+//! cited sentences hold. Recorded in the citation report; `decision.rs`
+//! weighs them into the one answer-or-abstain score.
+
+use crate::llm::TokenLogprobs;
+use crate::Section;
+
+/// Words a question is phrased with rather than about: left out of
+/// [`cited_coverage`] so "Ai là giám đốc?" is about "giám đốc" only.
+/// Folded (no marks), as compared.
+const QUESTION_FUNCTION_WORDS: &[&str] = &[
+    // Vietnamese
+    "ai", "gi", "nao", "dau", "bao", "nhieu", "may", "sao", "the", "la", "co", "khong", "cua", "va", "cac", "nhung", "mot", "duoc", "bi",
+    "o", "tai", "trong", "tu", "den", "cho", "voi", "ve", "nhu", "nay", "do", "da", "dang", "se", "thi", "ma", "khi", "luc", "nam", "ngay",
+    "thang", "hay", "hoac", "con", "vao", "ra", "len", "boi", "vi", "theo", "tren", "duoi", // English
+    "what", "which", "who", "whom", "whose", "when", "where", "why", "how", "many", "much", "the", "a", "an", "of", "in", "on", "at", "to",
+    "for", "from", "by", "with", "and", "or", "is", "are", "was", "were", "be", "been", "do", "does", "did", "has", "have", "had", "it",
+    "its", "that", "this", "these", "those", "as", "into", "than", "there", "their", "they", "he", "she", "his", "her", "year", "s",
+];
+
+/// The question's content words, folded: every word but the phrasing.
+pub fn content_words(question: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for w in rag_lexical::words(question) {
+        let f = rag_lexical::fold(&w);
+        if !QUESTION_FUNCTION_WORDS.contains(&f.as_str()) && !out.contains(&f) {
+            out.push(f);
+        }
+    }
+    out
+}
+
+/// Share of the question's content words found in the sentences the
+/// sections cite (folded, so marks and case do not matter); None when the
+/// question has none or nothing is cited.
+pub fn cited_coverage(question: &str, sections: &[Section]) -> Option<f64> {
+    let wanted = content_words(question);
+    let cited: std::collections::HashSet<String> =
+        sections.iter().flat_map(|s| &s.citations).flat_map(|c| rag_lexical::words(&c.text)).map(|w| rag_lexical::fold(&w)).collect();
+    if wanted.is_empty() || cited.is_empty() {
+        return None;
+    }
+    Some(wanted.iter().filter(|w| cited.contains(*w)).count() as f64 / wanted.len() as f64)
+}
+
+/// The mean log-probability of the reply's tokens: how easily the model
+/// wrote it. None without token probabilities.
+pub fn mean_logprob(tokens: &[TokenLogprobs]) -> Option<f64> {
+    let finite: Vec<f64> = tokens.iter().map(|t| t.logprob).filter(|l| l.is_finite()).collect();
+    (!finite.is_empty()).then(|| finite.iter().sum::<f64>() / finite.len() as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Citation, Section};
+
+    fn cited(text: &str) -> Section {
+        let citation = Citation {
+            source_id: "c".into(),
+            chunk_id: "c".into(),
+            document_id: "d".into(),
+            segment_index: 0,
+            page_idx: 0,
+            char_start: 0,
+            char_end: text.chars().count() as u64,
+            snippet_preview: String::new(),
+            text: text.into(),
+            exact: true,
+        };
+        Section { text: "x".into(), source_ids: vec![], citations: vec![citation] }
+    }
+
+    #[test]
+    fn coverage_counts_the_questions_content_words_in_the_cited_text() {
+        let s = [cited("Giám đốc công ty là bà Nguyễn Thị Lan.")];
+        assert_eq!(content_words("Ai là giám đốc công ty?"), ["giam", "doc", "cong", "ty"]);
+        assert_eq!(cited_coverage("Ai là giám đốc công ty?", &s), Some(1.0));
+        assert_eq!(cited_coverage("Giam doc sinh o dau?", &s), Some(2.0 / 3.0));
+        assert_eq!(cited_coverage("Who is the director?", &s), Some(0.0));
+        assert_eq!(cited_coverage("Ai là gì?", &s), None, "no content word");
+        assert_eq!(cited_coverage("Ai là giám đốc?", &[]), None, "nothing cited");
+    }
+
+    #[test]
+    fn mean_logprob_skips_tokens_without_one() {
+        let t = |l: f64| TokenLogprobs { token: "a".into(), logprob: l, top_logprobs: vec![] };
+        assert_eq!(mean_logprob(&[]), None);
+        assert_eq!(mean_logprob(&[t(-1.0), t(f64::NEG_INFINITY), t(-3.0)]), Some(-2.0));
+    }
+}

@@ -1,0 +1,262 @@
+//! `rag-dev eval calibration RUN.json...`: the answer-or-abstain decision
+//! fitted and judged on calibration runs. A run is the `--json` output of
+//! `eval answers` made with the decision out of the way
+//! (`ANSWER_ABSTAIN_THRESHOLD=0`, `ANSWER_SECOND_LOOK=false`), so every
+//! answer the model gave is shown with its signals; this command then asks
+//! what each decision would have shown. Every figure comes from held-out
+//! folds (stratified k-fold cross-validation, the threshold chosen on each
+//! fold's training part); the model and threshold to ship are then fitted
+//! on everything.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Args;
+use rag_answer::decision::{features, AnswerSignals, DecisionModel, CHECK_ONLY, FEATURES};
+use serde::Deserialize;
+
+use super::calibration_fit::{auroc, choose_threshold, cross_validate, fit, outcome_at, Case, Outcome};
+
+#[derive(Args, Debug)]
+pub struct CalibrationArgs {
+    /// `eval answers --json` outputs of calibration sets, made with ANSWER_ABSTAIN_THRESHOLD=0 and ANSWER_SECOND_LOOK=false.
+    #[arg(required = true)]
+    runs: Vec<PathBuf>,
+    /// Folds of the cross-validation.
+    #[arg(long, default_value_t = 5)]
+    folds: usize,
+    /// Seed of the folds.
+    #[arg(long, default_value_t = 46)]
+    seed: u64,
+    /// The abstention target the threshold is chosen for: at most this
+    /// share of a language's unanswerable questions answered.
+    #[arg(long, default_value_t = 0.2)]
+    max_unanswerable: f64,
+    /// Features to leave out of the model (by name: check_logit, answerable_logit, mean_logprob, cited_coverage, best_cosine, lexical_coverage).
+    #[arg(long, value_delimiter = ',')]
+    without: Vec<String>,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// The fields of an `eval answers` question this command reads.
+#[derive(Deserialize)]
+struct RunQuestion {
+    language: String,
+    answerable: bool,
+    abstained: bool,
+    mode: String,
+    answer_in_citation: bool,
+    verify_score: Option<f64>,
+    #[serde(default)]
+    answerable_score: Option<f64>,
+    #[serde(default)]
+    answer_logprob: Option<f64>,
+    #[serde(default)]
+    cited_coverage: Option<f64>,
+    #[serde(default)]
+    best_cosine: Option<f64>,
+    #[serde(default)]
+    lexical_coverage: Option<f64>,
+    #[serde(default)]
+    second_look: bool,
+}
+
+#[derive(Deserialize)]
+struct Run {
+    questions: Vec<RunQuestion>,
+}
+
+fn case_of(q: &RunQuestion) -> Case {
+    let signals = AnswerSignals {
+        check: q.verify_score,
+        answerable: q.answerable_score,
+        logprob: q.answer_logprob,
+        cited_coverage: q.cited_coverage,
+        best_cosine: q.best_cosine,
+        lexical_coverage: q.lexical_coverage,
+    };
+    let answered = !q.abstained && q.mode == "llm";
+    Case {
+        language: q.language.clone(),
+        answerable: q.answerable,
+        features: if answered { features(&signals) } else { None },
+        right: q.answerable && q.answer_in_citation,
+    }
+}
+
+fn percent(x: f64) -> String {
+    format!("{:.1}%", 100.0 * x)
+}
+
+fn outcome_json(o: &Outcome) -> serde_json::Value {
+    serde_json::json!({
+        "counts": o,
+        "right_answers_shown": o.right_shown_rate(),
+        "right_answers_held_back": o.right_held_back_rate(),
+        "unanswerable_answered": o.unanswerable_answered_rate(),
+    })
+}
+
+fn outcome_line(o: &Outcome) -> String {
+    format!(
+        "shown {}/{}, right shown {}/{} ({}), right held back {}/{} ({}), wrong shown {}, unanswerable answered {}/{} ({})",
+        o.shown,
+        o.questions,
+        o.right_shown,
+        o.answerable,
+        percent(o.right_shown_rate()),
+        o.right_held_back,
+        o.right_candidates,
+        percent(o.right_held_back_rate()),
+        o.wrong_shown,
+        o.unanswerable_answered,
+        o.unanswerable,
+        percent(o.unanswerable_answered_rate())
+    )
+}
+
+pub fn eval_calibration(args: CalibrationArgs) -> anyhow::Result<ExitCode> {
+    let mut cases: Vec<Case> = Vec::new();
+    let mut second_looks = 0;
+    for path in &args.runs {
+        let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let run: Run = serde_json::from_str(&text).with_context(|| format!("{}: not an `eval answers --json` output", path.display()))?;
+        second_looks += run.questions.iter().filter(|q| q.second_look).count();
+        cases.extend(run.questions.iter().map(case_of));
+    }
+    anyhow::ensure!(!cases.is_empty(), "the runs hold no questions");
+    anyhow::ensure!(args.folds >= 2, "--folds must be at least 2");
+    anyhow::ensure!(
+        cases.iter().any(|c| c.features.is_some()),
+        "no answer in the runs has the check's and the model's token probabilities: run `eval answers` against a provider that gives logprobs"
+    );
+    if second_looks > 0 {
+        eprintln!(
+            "eval calibration: warning: {second_looks} questions took a second look; make the runs with ANSWER_SECOND_LOOK=false and ANSWER_ABSTAIN_THRESHOLD=0"
+        );
+    }
+    let mut use_feature = [true; 6];
+    for name in &args.without {
+        let k = FEATURES.iter().position(|f| f == name).with_context(|| format!("--without {name}: no such feature ({FEATURES:?})"))?;
+        use_feature[k] = false;
+    }
+    let mut languages: Vec<String> = cases.iter().map(|c| c.language.clone()).collect();
+    languages.sort();
+    languages.dedup();
+
+    let cv = cross_validate(&cases, args.folds, args.seed, &use_feature, args.max_unanswerable);
+    let check_scores: Vec<Option<f64>> = cases.iter().map(|c| c.features.map(|x| CHECK_ONLY.probability(&x))).collect();
+    let final_model = {
+        let (x, y): (Vec<[f64; 6]>, Vec<bool>) = cases.iter().filter_map(|c| c.features.map(|x| (x, c.answerable && c.right))).unzip();
+        fit(&x, &y, &use_feature)
+    };
+    let all_scored: Vec<(&Case, Option<f64>)> = cases.iter().map(|c| (c, c.features.map(|x| final_model.probability(&x)))).collect();
+    let final_threshold = choose_threshold(&all_scored, args.max_unanswerable);
+
+    let mut per_language = serde_json::Map::new();
+    let mut outcomes: std::collections::HashMap<&str, [Outcome; 3]> = std::collections::HashMap::new();
+    for lang in &languages {
+        let idx: Vec<usize> = (0..cases.len()).filter(|&i| cases[i].language == *lang).collect();
+        let label = |i: usize| cases[i].answerable && cases[i].right;
+        let auc = |scores: &[Option<f64>]| {
+            let scored: Vec<(f64, bool)> = idx.iter().filter_map(|&i| scores[i].map(|s| (s, label(i)))).collect();
+            auroc(&scored)
+        };
+        let feature_auc: serde_json::Map<String, serde_json::Value> = FEATURES
+            .iter()
+            .enumerate()
+            .map(|(k, name)| {
+                let scored: Vec<(f64, bool)> = idx.iter().filter_map(|&i| cases[i].features.map(|x| (x[k], label(i)))).collect();
+                (name.to_string(), auroc(&scored).into())
+            })
+            .collect();
+        let mut at_fold_thresholds = Outcome::default();
+        for &i in &idx {
+            at_fold_thresholds.add(&cases[i], cv.shown[i]);
+        }
+        let held_out: Vec<(&Case, Option<f64>)> = idx.iter().map(|&i| (&cases[i], cv.scores[i])).collect();
+        let check_only: Vec<(&Case, Option<f64>)> = idx.iter().map(|&i| (&cases[i], check_scores[i])).collect();
+        let today = outcome_at(&check_only, 0.5);
+        let model_only = outcome_at(&check_only, 0.0);
+        let curve: Vec<serde_json::Value> = (1..20)
+            .map(|s| {
+                let t = f64::from(s) * 0.05;
+                let o = outcome_at(&held_out, t);
+                serde_json::json!({"threshold": t, "shown": o.shown, "right_answers_held_back": o.right_held_back_rate(),
+                    "unanswerable_answered": o.unanswerable_answered_rate(), "right_answers_shown": o.right_shown_rate()})
+            })
+            .collect();
+        outcomes.insert(lang.as_str(), [at_fold_thresholds, today, model_only]);
+        per_language.insert(
+            lang.clone(),
+            serde_json::json!({
+                "questions": idx.len(),
+                "answerable": idx.iter().filter(|&&i| cases[i].answerable).count(),
+                "unanswerable": idx.iter().filter(|&&i| !cases[i].answerable).count(),
+                "answered_by_the_model": idx.iter().filter(|&&i| cases[i].features.is_some()).count(),
+                "auroc": auc(&cv.scores),
+                "auroc_check_only": auc(&check_scores),
+                "auroc_by_feature": feature_auc,
+                "at_fold_thresholds": outcome_json(&at_fold_thresholds),
+                "check_at_0_5": outcome_json(&today),
+                "no_decision": outcome_json(&model_only),
+                "curve": curve,
+            }),
+        );
+    }
+    let report = serde_json::json!({
+        "runs": args.runs.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
+        "folds": args.folds, "seed": args.seed, "max_unanswerable": args.max_unanswerable,
+        "features": FEATURES.iter().zip(use_feature).filter(|(_, u)| *u).map(|(f, _)| *f).collect::<Vec<_>>(),
+        "fold_thresholds": cv.thresholds,
+        "by_language": per_language,
+        "model": {"bias": final_model.bias, "weights": final_model.weights, "threshold": final_threshold},
+    });
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "calibration: {} questions from {} run(s), {}-fold cross-validation (seed {}), threshold chosen per fold for at most {} of each language's unanswerable questions answered",
+        cases.len(),
+        args.runs.len(),
+        args.folds,
+        args.seed,
+        percent(args.max_unanswerable)
+    );
+    println!("fold thresholds: {:?}", cv.thresholds.iter().map(|t| format!("{t:.2}")).collect::<Vec<_>>());
+    for lang in &languages {
+        let l = &per_language[lang];
+        println!(
+            "\n[{lang}] {} questions ({} answerable, {} unanswerable), {} answered by the model",
+            l["questions"], l["answerable"], l["unanswerable"], l["answered_by_the_model"]
+        );
+        let f = |v: &serde_json::Value| v.as_f64().map_or("-".to_string(), |x| format!("{x:.3}"));
+        println!("  AUROC held out: decision {}, check alone {}", f(&l["auroc"]), f(&l["auroc_check_only"]));
+        let by: Vec<String> = FEATURES.iter().map(|n| format!("{n} {}", f(&l["auroc_by_feature"][*n]))).collect();
+        println!("  AUROC of each feature alone: {}", by.join(", "));
+        let [decided, today, none] = &outcomes[lang.as_str()];
+        println!("  decision, held out:  {}", outcome_line(decided));
+        println!("  check >= 0.5:        {}", outcome_line(today));
+        println!("  no decision:         {}", outcome_line(none));
+        println!("  curve (held-out scores): threshold  shown  right held back  unanswerable answered");
+        for p in l["curve"].as_array().into_iter().flatten() {
+            println!(
+                "    {:.2}  {:>4}  {:>6}  {:>6}",
+                p["threshold"].as_f64().unwrap_or(0.0),
+                p["shown"],
+                percent(p["right_answers_held_back"].as_f64().unwrap_or(0.0)),
+                percent(p["unanswerable_answered"].as_f64().unwrap_or(0.0))
+            );
+        }
+    }
+    let DecisionModel { bias, weights } = final_model;
+    println!(
+        "\nfitted on every question: bias {bias:.4}, weights {:?}, threshold {final_threshold:.2}",
+        weights.map(|w| (w * 1e4).round() / 1e4)
+    );
+    Ok(ExitCode::SUCCESS)
+}
