@@ -84,8 +84,11 @@ export async function openConversation(id) {
  * on (each delta holds the whole text: replace, never append).
  */
 function applyDelta(d) {
+  // Sources before words: which documents the model is reading. A delta
+  // that carries only them leaves the text so far as it is.
+  if (d.sources?.length) state.reading.set(d.message_id, d.sources);
   const before = state.partials.get(d.message_id) ?? [];
-  state.partials.set(d.message_id, [...before.slice(0, d.from), ...d.sections]);
+  if (d.sections.length || !d.sources?.length) state.partials.set(d.message_id, [...before.slice(0, d.from), ...d.sections]);
   const shown = state.messages.find((m) => m.id === d.message_id);
   if (shown && shown.status === "pending") renderMessages();
 }
@@ -133,7 +136,10 @@ async function watchPending(conversationId, messageId, gen) {
 }
 
 function upsertMessage(m) {
-  if (m.status !== "pending") state.partials.delete(m.id);
+  if (m.status !== "pending") {
+    state.partials.delete(m.id);
+    state.reading.delete(m.id);
+  }
   const i = state.messages.findIndex((x) => x.id === m.id);
   if (i >= 0) state.messages[i] = m;
   else state.messages.push(m);
@@ -245,10 +251,20 @@ function renderMessage(m) {
     );
   }
   if (m.status === "pending") {
+    const reading = state.reading.get(m.id) ?? [];
     return el(
       "article",
       { class: "message assistant pending", dataset: { id: m.id }, "aria-busy": "true" },
-      el("p", { class: "muted" }, el("span", { class: "spinner", "aria-hidden": "true" }), t("chat.pending")),
+      el("p", { class: "muted" }, el("span", { class: "spinner", "aria-hidden": "true" }), t(reading.length ? "chat.readingNow" : "chat.pending")),
+      reading.length
+        ? el(
+            "ul",
+            { class: "reading" },
+            ...reading.map((r) =>
+              el("li", { text: t("chat.readingSource", { doc: r.filename || docName(r.document_id), pages: r.pages ?? [], slide: isSlides(r.document_id) }) }),
+            ),
+          )
+        : null,
     );
   }
   if (m.status === "failed") {

@@ -76,6 +76,9 @@ export default {
   "chat.notSent": ({ err }, f) => `Not sent: ${err ? f.err(err) : "failed"}`,
   "chat.writing": "Writing the answer…",
   "chat.pending": "Answering: retrieving passages and citing them…",
+  "chat.readingNow": "Reading your documents…",
+  "chat.readingSource": ({ doc, pages, slide }, f) =>
+    pages.length ? `${doc}, ${slide ? "slide" : pages.length > 1 ? "pages" : "page"} ${pages.map((p) => f.num(p)).join(", ")}` : doc,
   "chat.noAnswer": ({ err }, f) => `No answer: ${f.err(err, "the question could not be answered")}`,
   "chat.abstained": "No passage of your documents answers this question.",
   // `range`: a spreadsheet citation's sheet and cells (`Doanh thu!A5:D5`), said instead of its page.

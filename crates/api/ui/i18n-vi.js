@@ -72,6 +72,9 @@ export default {
   "chat.notSent": ({ err }, f) => `Chưa gửi được: ${err ? f.err(err) : "lỗi"}`,
   "chat.writing": "Đang viết câu trả lời…",
   "chat.pending": "Đang trả lời: tìm các đoạn văn liên quan và trích dẫn…",
+  "chat.readingNow": "Đang đọc tài liệu của bạn…",
+  "chat.readingSource": ({ doc, pages, slide }, f) =>
+    pages.length ? `${doc}, ${slide ? "trang chiếu" : "trang"} ${pages.map((p) => f.num(p)).join(", ")}` : doc,
   "chat.noAnswer": ({ err }, f) => `Không có câu trả lời: ${f.err(err, "không trả lời được câu hỏi này")}`,
   "chat.abstained": "Không có đoạn nào trong tài liệu của bạn trả lời câu hỏi này.",
   // `range`: trang tính và các ô của trích dẫn bảng tính (`Doanh thu!A5:D5`), nói thay cho số trang.

@@ -18,6 +18,7 @@ export const state = {
   conversationId: null,
   messages: [],
   partials: new Map(), // assistant message id -> sections written so far (message.delta)
+  reading: new Map(), // assistant message id -> the documents the model is reading (message.delta sources)
   stream: null, // AbortController of the open event stream
   docTimer: null,
   docStream: null, // AbortController of the workspace's document status stream

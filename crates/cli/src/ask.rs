@@ -105,8 +105,14 @@ pub async fn ask(s: &AskSettings, args: AskArgs) -> anyhow::Result<ExitCode> {
         if let Ok(Ok(n)) = tokio::time::timeout(Duration::from_millis(200), listener.recv()).await {
             let delta: Option<messages::AnswerDelta> = serde_json::from_str(n.payload()).ok();
             if let Some(d) = delta.filter(|d| d.message_id == assistant_message && d.from == 0 && !args.json) {
-                let text = d.sections.iter().map(|s| s.text.as_str()).collect::<Vec<_>>().join("\n\n");
-                stream_to_terminal(&mut shown, &text);
+                // Sources before words: what the model is reading.
+                if !d.sources.is_empty() && shown.is_empty() {
+                    eprintln!("reading {}", reading(&d.sources));
+                }
+                if !d.sections.is_empty() {
+                    let text = d.sections.iter().map(|s| s.text.as_str()).collect::<Vec<_>>().join("\n\n");
+                    stream_to_terminal(&mut shown, &text);
+                }
             }
         }
     };
@@ -201,4 +207,21 @@ pub async fn ask(s: &AskSettings, args: AskArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// "a.pdf (pages 1, 2), b.md": the documents an answer is being written
+/// from.
+fn reading(sources: &[messages::DeltaSource]) -> String {
+    sources
+        .iter()
+        .map(|s| {
+            let name = s.filename.clone().unwrap_or_else(|| s.document_id.clone());
+            match s.pages.as_slice() {
+                [] => name,
+                [one] => format!("{name} (page {one})"),
+                many => format!("{name} (pages {})", many.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }

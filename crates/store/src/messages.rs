@@ -345,6 +345,21 @@ pub struct AnswerDelta {
     /// and left out when the whole answer would not fit a notification).
     pub from: usize,
     pub sections: Vec<DeltaSection>,
+    /// What the model is being shown, sent as soon as retrieval found it
+    /// (before the first words): a delta carrying these and no sections
+    /// leaves the text so far as it is.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<DeltaSource>,
+}
+
+/// A document the answer is being written from, and its pages (1-based)
+/// among the passages read.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct DeltaSource {
+    pub document_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filename: Option<String>,
+    pub pages: Vec<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]

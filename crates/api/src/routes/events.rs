@@ -8,7 +8,9 @@
 //! While an answer is written, `message.delta` events (no id: they are not
 //! part of the resumable record) carry its text so far
 //! (`{message_id, seq, from, sections: [{text, closed, citations}]}`: a
-//! section's citations come as it closes); the answer
+//! section's citations come as it closes; before the first words, one
+//! with no sections and `sources: [{document_id, filename, pages}]`, the
+//! documents the model is reading); the answer
 //! itself always comes as `message.status_updated`.
 
 use std::collections::VecDeque;
@@ -133,7 +135,10 @@ async fn next_event(mut feed: Feed) -> Option<(Result<Event, Infallible>, Feed)>
             _ = tokio::time::sleep_until(feed.next_poll) => {}
             delta = feed.deltas.recv() => match delta {
                 Ok(d) if d.workspace_id == feed.ws && d.conversation_id == feed.conversation => {
-                    let data = serde_json::json!({"message_id": d.message_id, "seq": d.seq, "from": d.from, "sections": d.sections});
+                    let mut data = serde_json::json!({"message_id": d.message_id, "seq": d.seq, "from": d.from, "sections": d.sections});
+                    if !d.sources.is_empty() {
+                        data["sources"] = serde_json::to_value(&d.sources).unwrap_or_default();
+                    }
                     return Some((Ok(Event::default().event(DELTA_EVENT_NAME).data(data.to_string())), feed));
                 }
                 Ok(_) => {}

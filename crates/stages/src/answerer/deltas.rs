@@ -17,6 +17,8 @@ pub(super) struct DeltaSender {
     tx: tokio::sync::mpsc::UnboundedSender<messages::AnswerDelta>,
     task: tokio::task::JoinHandle<()>,
     template: messages::AnswerDelta,
+    /// Shared by the text's deltas and the sources' (one order for both).
+    seq: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl DeltaSender {
@@ -37,14 +39,25 @@ impl DeltaSender {
             seq: 0,
             from: 0,
             sections: vec![],
+            sources: vec![],
         };
-        DeltaSender { tx, task, template }
+        DeltaSender { tx, task, template, seq: Default::default() }
+    }
+
+    /// Says at once which documents and pages the model is shown (the
+    /// page shows them before the first words).
+    pub(super) fn sources(&self, sources: Vec<messages::DeltaSource>) {
+        if sources.is_empty() {
+            return;
+        }
+        let seq = self.seq.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let _ = self.tx.send(messages::AnswerDelta { seq, sources, ..self.template.clone() });
     }
 
     pub(super) fn callback(&self) -> impl FnMut(&[StreamedSection]) + Send + 'static {
         let tx = self.tx.clone();
         let template = self.template.clone();
-        let mut seq = 0u64;
+        let seq = self.seq.clone();
         let mut last_sent: Option<std::time::Instant> = None;
         let mut last_shape: (usize, usize) = (0, 0);
         move |sections: &[StreamedSection]| {
@@ -58,7 +71,7 @@ impl DeltaSender {
             last_shape = shape;
             last_sent = Some(std::time::Instant::now());
             let delta = messages::AnswerDelta {
-                seq,
+                seq: seq.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
                 sections: sections
                     .iter()
                     .map(|s| messages::DeltaSection {
@@ -79,7 +92,6 @@ impl DeltaSender {
                     .collect(),
                 ..template.clone()
             };
-            seq += 1;
             let _ = tx.send(delta);
         }
     }

@@ -201,7 +201,7 @@ impl Answerer {
                 all.extend_from_slice(sections);
                 send(&all);
             };
-            let a = match self.answer_part(q, part, &part_history, i > 0, top_k, &document_ids, &mut on_partial).await? {
+            let a = match self.answer_part(q, part, &part_history, i > 0, top_k, &document_ids, &deltas, &mut on_partial).await? {
                 Ok(a) => a,
                 Err(f) => {
                     failure = Some(f);
@@ -274,6 +274,7 @@ impl Answerer {
         later_part: bool,
         top_k: usize,
         document_ids: &[Uuid],
+        deltas: &DeltaSender,
         on_partial: &mut (dyn FnMut(&[StreamedSection]) + Send),
     ) -> Result<Result<PartAnswer, (AnswerFailure, &'static str)>, StageError> {
         let ws = &q.envelope.workspace_id;
@@ -302,6 +303,9 @@ impl Answerer {
         };
         let options = rag_answer::AnswerOptions { llm_chunks, retrieval: confidence, ..self.options };
         let retrieval_ms = retrieval_started.elapsed().as_millis() as u64;
+        // Sources before words: what the model reads, on the page at once.
+        let read = if self.llm.is_some() { &sources[..llm_chunks.min(sources.len())] } else { &sources[..] };
+        deltas.sources(sources_read(read));
         // A later part the model condensed is read as it was condensed
         // ("quê ở đâu?" -> "Thủ tướng Phạm Minh Chính quê ở đâu?"), without
         // the earlier parts as turns.
@@ -324,6 +328,27 @@ impl Answerer {
         };
         Ok(Ok(PartAnswer { part: part.to_string(), query, query_source, retrieval_ms, retrieval, outcome }))
     }
+}
+
+/// The documents `chunks` come from, in rank order, each with its pages.
+fn sources_read(chunks: &[SourceChunk]) -> Vec<rag_store::messages::DeltaSource> {
+    let mut out: Vec<rag_store::messages::DeltaSource> = Vec::new();
+    for c in chunks {
+        let pages = (c.page_start..=c.page_end.max(c.page_start)).map(|p| p + 1);
+        match out.iter_mut().find(|s| s.document_id == c.document_id) {
+            Some(s) => s.pages.extend(pages),
+            None => out.push(rag_store::messages::DeltaSource {
+                document_id: c.document_id.clone(),
+                filename: c.filename.clone(),
+                pages: pages.collect(),
+            }),
+        }
+    }
+    for s in &mut out {
+        s.pages.sort_unstable();
+        s.pages.dedup();
+    }
+    out
 }
 
 /// One part of a question, searched and answered.
