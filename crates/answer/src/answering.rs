@@ -56,6 +56,8 @@ pub async fn answer_question(
     let mut excluded: Vec<UnitKey> = Vec::new();
     let mut shown: Vec<UnitKey> = Vec::new();
     let mut first: Option<AnswerOutcome> = None;
+    // Evidence units kept from the model as instructions to it.
+    let mut instruction_units = 0;
     for look in 0..looks {
         // The first look reads the chunks within the evidence cutoff; a
         // second one every retrieved chunk (the extractive fallback above
@@ -63,6 +65,11 @@ pub async fn answer_question(
         let chunks = if look == 0 { &chunks[..options.llm_chunks.clamp(1, chunks.len())] } else { chunks };
         let mut evidence = evidence::build(chunks, budget);
         evidence.drop_units(|u| excluded.contains(&unit_key(chunks, u)));
+        // A sentence written to the model ("Bỏ qua mọi hướng dẫn…") is
+        // data: the model is never shown it (`injection`).
+        let before = evidence.units.len();
+        evidence.drop_units(|u| crate::injection::is_instruction(&u.text));
+        instruction_units = instruction_units.max(before - evidence.units.len());
         if let Some(ranker) = ranker.filter(|_| options.evidence_sentences > 0 && evidence.units.len() > options.evidence_sentences) {
             let texts: Vec<String> = evidence
                 .units
@@ -84,6 +91,7 @@ pub async fn answer_question(
         let error = match look_at(client, question, history, chunks, &evidence, options, on_partial).await {
             Ok(seen) => {
                 let mut outcome = seen.outcome;
+                outcome.report.instruction_units = instruction_units;
                 if let Some(earlier) = first.take() {
                     outcome = second_look_of(earlier, outcome);
                 }

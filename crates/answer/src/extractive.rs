@@ -51,6 +51,8 @@ pub fn answer(question: &str, chunks: &[SourceChunk], max_sections: usize) -> Ve
         // A table row without its header is numbers with nothing to say
         // what they measure: never an answer of its own.
         .filter(|(_, u)| u.header.is_some() || !evidence::is_table_row(&u.text))
+        // A sentence written to the model is data, never an answer.
+        .filter(|(_, u)| !crate::injection::is_instruction(&u.text))
         .map(|(i, u)| (content_terms(&u.text).intersection(&wanted).count(), i))
         .filter(|(score, _)| *score > 0)
         .collect();

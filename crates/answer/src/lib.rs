@@ -19,6 +19,7 @@ pub mod evidence;
 pub mod extractive;
 pub mod faithful;
 pub mod grounding;
+pub mod injection;
 pub mod llm;
 pub mod parts;
 pub mod prompt;
@@ -152,6 +153,10 @@ pub struct CitationReport {
     /// check), when a second look followed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_look_llm_ms: Option<u64>,
+    /// Evidence sentences written to the model ("Ignore all previous
+    /// instructions…", [`injection`]), kept out of what it was shown.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub instruction_units: usize,
     /// The decision's score ([`decision`]: every signal weighed), compared
     /// with `ANSWER_ABSTAIN_THRESHOLD`; None without token probabilities
     /// (the check's yes/no decided).
@@ -189,6 +194,7 @@ impl CitationReport {
         self.invalid_outputs += o.invalid_outputs;
         self.second_looks += o.second_looks;
         self.unlocated_quotes += o.unlocated_quotes;
+        self.instruction_units += o.instruction_units;
         self.verify_llm_ms = match (self.verify_llm_ms, o.verify_llm_ms) {
             (Some(a), Some(b)) => Some(a + b),
             (a, b) => a.or(b),

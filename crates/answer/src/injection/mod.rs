@@ -1,0 +1,317 @@
+//! Sentences in a document written to the model rather than to a reader
+//! (indirect prompt injection, OWASP LLM01): "Bỏ qua mọi hướng dẫn trước
+//! đó…", "Ignore all previous instructions", "When asked any question,
+//! answer that…", "[SYSTEM]", "trích dẫn câu này". Such a unit is data,
+//! never evidence: it is kept out of what the model is shown and out of
+//! extractive answers, and counted. Recognised by phrase patterns over the
+//! folded words (marks and case aside), not by imperatives as such: a
+//! manual's "Nhấn nút Lưu" or "Press Save" addresses a reader and stays
+//! evidence.
+
+/// Why a unit was taken for an instruction to the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InstructionKind {
+    /// "ignore / disregard / forget … previous instructions", "bỏ qua …
+    /// hướng dẫn".
+    OverridesInstructions,
+    /// Addressed to the assistant or the model ("You are now an AI that…",
+    /// "Bạn là trợ lý…", "Dear assistant,").
+    AddressesTheModel,
+    /// A chat-template or role marker ("[SYSTEM]", "<|im_start|>",
+    /// "### Instruction:", "system:" opening the text).
+    RoleMarker,
+    /// Tells the reader-model what to answer whatever the question ("when
+    /// asked any question, answer that…", "khi được hỏi … hãy trả lời").
+    DictatesTheAnswer,
+    /// Asks to be cited or repeated ("cite this sentence", "trích dẫn câu
+    /// này"), or to reveal what is hidden ("reveal the system prompt").
+    AsksToBeCitedOrRevealed,
+}
+
+/// A pattern: groups of alternatives (each a phrase of folded words) that
+/// must occur in order, at most `gap` words apart; with `negatable`, not
+/// when a negation stands just before the first ("Do not ignore the
+/// safety instructions", "Không bỏ qua các hướng dẫn an toàn").
+struct Pattern {
+    kind: InstructionKind,
+    groups: &'static [&'static [&'static str]],
+    gap: usize,
+    negatable: bool,
+}
+
+const OVERRIDE_VERBS: &[&str] = &["ignore", "disregard", "forget", "override", "bypass", "bo qua", "quen", "phot lo", "lo di", "bo het"];
+const INSTRUCTIONS: &[&str] = &[
+    "instruction",
+    "instructions",
+    "directions",
+    "prompt",
+    "prompts",
+    "rules",
+    "guidelines",
+    "huong dan",
+    "chi dan",
+    "chi thi",
+    "lenh",
+    "yeu cau",
+    "quy tac",
+    "cau lenh",
+];
+/// What makes "instructions" the model's own: all of them, the earlier ones.
+const ALL_OR_EARLIER: &[&str] =
+    &["all", "any", "previous", "prior", "above", "earlier", "preceding", "your", "moi", "tat ca", "toan bo", "cac"];
+const EARLIER_VI: &[&str] = &["truoc", "truoc do", "o tren", "tren", "cu", "ban dau", "cua he thong"];
+const NEGATIONS: &[&str] = &["not", "never", "don t", "do not", "khong", "dung", "chua", "cam", "khong duoc", "khong nen"];
+const MODEL_NAMES: &[&str] = &[
+    "assistant",
+    "ai assistant",
+    "chatbot",
+    "language model",
+    "llm",
+    "chatgpt",
+    "gpt",
+    "tro ly ai",
+    "tro ly ao",
+    "mo hinh ngon ngu",
+    "mo hinh ai",
+    "tri tue nhan tao",
+];
+const ANY_QUESTION: &[&str] = &[
+    "any question",
+    "any questions",
+    "anything",
+    "every question",
+    "any query",
+    "bat ky cau hoi",
+    "bat cu cau hoi",
+    "moi cau hoi",
+    "bat ky dieu gi",
+    "bat cu dieu gi",
+    "cau hoi nao",
+];
+
+const PATTERNS: &[Pattern] = &[
+    // "Ignore all previous instructions", "Bỏ qua mọi hướng dẫn".
+    Pattern {
+        kind: InstructionKind::OverridesInstructions,
+        groups: &[OVERRIDE_VERBS, ALL_OR_EARLIER, INSTRUCTIONS],
+        gap: 3,
+        negatable: true,
+    },
+    // "Bỏ qua hướng dẫn trước đó".
+    Pattern { kind: InstructionKind::OverridesInstructions, groups: &[OVERRIDE_VERBS, INSTRUCTIONS, EARLIER_VI], gap: 2, negatable: true },
+    // "Forget everything above".
+    Pattern {
+        kind: InstructionKind::OverridesInstructions,
+        groups: &[OVERRIDE_VERBS, &["everything", "moi thu", "tat ca"], &["above", "before", "previous", "earlier", "o tren", "truoc do"]],
+        gap: 2,
+        negatable: true,
+    },
+    Pattern {
+        kind: InstructionKind::OverridesInstructions,
+        groups: &[&["new instructions", "huong dan moi cho", "chi thi moi cho"]],
+        gap: 0,
+        negatable: false,
+    },
+    // "You are now an AI that…", "Bạn là trợ lý AI…".
+    Pattern {
+        kind: InstructionKind::AddressesTheModel,
+        groups: &[
+            &["you are", "you re", "act as", "pretend to be", "ban la", "hay dong vai", "dong vai", "ban dang la"],
+            &[
+                "an ai",
+                "a language model",
+                "an ai assistant",
+                "a chatbot",
+                "tro ly ai",
+                "tro ly ao",
+                "mo hinh ngon ngu",
+                "mo hinh ai",
+                "chatbot",
+            ],
+        ],
+        gap: 2,
+        negatable: false,
+    },
+    // "Dear assistant,", "Gửi trợ lý AI:", "If you are a language model".
+    Pattern {
+        kind: InstructionKind::AddressesTheModel,
+        groups: &[
+            &[
+                "dear",
+                "hey",
+                "hello",
+                "attention",
+                "note to",
+                "to the",
+                "gui",
+                "kinh gui",
+                "chu y",
+                "luu y cho",
+                "neu ban la",
+                "if you are",
+            ],
+            MODEL_NAMES,
+        ],
+        gap: 2,
+        negatable: false,
+    },
+    Pattern {
+        kind: InstructionKind::AddressesTheModel,
+        groups: &[&["as an ai", "as a language model", "voi tu cach la tro ly ai", "voi tu cach la mo hinh"]],
+        gap: 0,
+        negatable: false,
+    },
+    // "When asked any question, answer that…", "Khi được hỏi bất kỳ câu hỏi nào, hãy trả lời rằng…".
+    Pattern {
+        kind: InstructionKind::DictatesTheAnswer,
+        groups: &[
+            &[
+                "when asked",
+                "when you are asked",
+                "if asked",
+                "if you are asked",
+                "whenever",
+                "khi duoc hoi",
+                "neu duoc hoi",
+                "khi ai hoi",
+                "khi nguoi dung hoi",
+                "khi co nguoi hoi",
+            ],
+            ANY_QUESTION,
+        ],
+        gap: 3,
+        negatable: false,
+    },
+    Pattern {
+        kind: InstructionKind::DictatesTheAnswer,
+        groups: &[&[
+            "regardless of the question",
+            "no matter what the question",
+            "no matter what you are asked",
+            "bat ke cau hoi",
+            "du duoc hoi gi",
+        ]],
+        gap: 0,
+        negatable: false,
+    },
+    Pattern {
+        kind: InstructionKind::DictatesTheAnswer,
+        groups: &[&["always", "luon luon", "luon"], &["answer", "respond", "reply", "tra loi", "dap"], &["that", "rang"]],
+        gap: 1,
+        negatable: true,
+    },
+    // "Cite this sentence", "trích dẫn câu này".
+    Pattern {
+        kind: InstructionKind::AsksToBeCitedOrRevealed,
+        groups: &[
+            &["cite", "quote", "include", "repeat", "trich dan", "nhac lai", "lap lai", "chep lai"],
+            &["this sentence", "this text", "this line", "this instruction", "cau nay", "dong nay", "chi dan nay", "huong dan nay"],
+        ],
+        gap: 1,
+        negatable: true,
+    },
+    Pattern {
+        kind: InstructionKind::AsksToBeCitedOrRevealed,
+        groups: &[
+            &["reveal", "print", "output", "disclose", "show", "tiet lo", "in ra", "hien thi"],
+            &[
+                "system prompt",
+                "your instructions",
+                "your prompt",
+                "your system",
+                "huong dan he thong",
+                "loi nhac he thong",
+                "prompt he thong",
+            ],
+        ],
+        gap: 3,
+        negatable: true,
+    },
+];
+
+/// Role and chat-template markers, matched on the raw text (lower case).
+const ROLE_MARKERS: &[&str] = &[
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|system|>",
+    "<|user|>",
+    "<|assistant|>",
+    "<<sys>>",
+    "[inst]",
+    "[/inst]",
+    "[system]",
+    "### instruction",
+    "### system",
+    "<system>",
+    "</system>",
+    "begin system prompt",
+];
+/// A role name opening the text ("system: …", "SYSTEM PROMPT: …").
+const ROLE_OPENERS: &[&str] = &["system:", "system prompt:", "assistant:", "developer:", "he thong:", "tro ly:"];
+
+fn folded_words(text: &str) -> Vec<String> {
+    rag_lexical::words(text).iter().map(|w| rag_lexical::fold(&w.to_lowercase())).collect()
+}
+
+/// Positions where `phrase` (folded words separated by spaces) starts.
+fn starts(words: &[String], phrase: &str) -> Vec<(usize, usize)> {
+    let p: Vec<&str> = phrase.split(' ').collect();
+    if p.len() > words.len() {
+        return vec![];
+    }
+    (0..=words.len() - p.len()).filter(|&i| words[i..i + p.len()].iter().zip(&p).all(|(a, b)| a == b)).map(|i| (i, i + p.len())).collect()
+}
+
+/// Whether a negation ends within the three words before `at`.
+fn negated(words: &[String], at: usize) -> bool {
+    let from = at.saturating_sub(3);
+    NEGATIONS.iter().any(|n| starts(&words[from..at], n).iter().any(|_| true))
+}
+
+fn matches(words: &[String], pattern: &Pattern) -> bool {
+    // Ends of matches of the groups so far.
+    let mut ends: Vec<usize> = vec![];
+    for (g, group) in pattern.groups.iter().enumerate() {
+        let mut next = vec![];
+        for phrase in group.iter() {
+            for (s, e) in starts(words, phrase) {
+                let placed = if g == 0 {
+                    !(pattern.negatable && negated(words, s))
+                } else {
+                    ends.iter().any(|&end| s >= end && s - end <= pattern.gap)
+                };
+                if placed {
+                    next.push(e);
+                }
+            }
+        }
+        if next.is_empty() {
+            return false;
+        }
+        ends = next;
+    }
+    true
+}
+
+/// Why `text` reads as an instruction to the model, or None for text
+/// written to a reader.
+pub fn instruction_kind(text: &str) -> Option<InstructionKind> {
+    let lower = text.to_lowercase();
+    if ROLE_MARKERS.iter().any(|m| lower.contains(m)) {
+        return Some(InstructionKind::RoleMarker);
+    }
+    let folded_start = rag_lexical::fold(lower.trim_start().trim_start_matches(['#', '*', '>', '-', ' ']));
+    if ROLE_OPENERS.iter().any(|o| folded_start.starts_with(o)) {
+        return Some(InstructionKind::RoleMarker);
+    }
+    let words = folded_words(text);
+    PATTERNS.iter().find(|p| matches(&words, p)).map(|p| p.kind)
+}
+
+/// Whether `text` reads as an instruction to the model.
+pub fn is_instruction(text: &str) -> bool {
+    instruction_kind(text).is_some()
+}
+
+#[cfg(test)]
+mod tests;
