@@ -65,6 +65,10 @@ pub struct Document {
     /// The chunking version search reads for this document (`name@version`).
     pub active_chunking_version: Option<String>,
     pub chunk_count: Option<i32>,
+    /// Sentences of the document written to the model rather than to a
+    /// reader ("Ignore all previous instructions…"): kept out of every
+    /// answer. Absent until the document is chunked.
+    pub instructions_found: Option<i32>,
     pub uploaded_at: Option<DateTime<Utc>>,
     pub updated_at: DateTime<Utc>,
 }
@@ -88,6 +92,7 @@ impl From<DocumentRow> for Document {
             ocr_pages: r.ocr_pages,
             active_chunking_version: r.active_chunking_version,
             chunk_count: r.chunk_count,
+            instructions_found: r.instructions_found,
             uploaded_at: r.uploaded_at,
             updated_at: r.updated_at,
         }

@@ -91,6 +91,10 @@ export function renderDocuments(before = state.docs) {
         d.filename || d.id,
       ),
       el("span", { class: `badge status-${d.status}`, text: t(`status.${d.status}`) }),
+      // Sentences written to the model, kept out of every answer: said so.
+      d.instructions_found > 0
+        ? el("span", { class: "badge instructions", title: t("docs.instructionsHelp"), text: t("docs.instructions", { n: d.instructions_found }) })
+        : null,
       facts.length
         ? el("small", { class: "muted facts", title: d.uploaded_at ? t("docs.uploadedAt", { at: d.uploaded_at }) : null, text: facts.join(" · ") })
         : null,

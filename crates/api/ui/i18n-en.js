@@ -44,6 +44,9 @@ export default {
   "docs.pages": ({ n, slide, sheet }, f) =>
     `${f.num(n)} ${sheet ? (n === 1 ? "sheet" : "sheets") : slide ? (n === 1 ? "slide" : "slides") : n === 1 ? "page" : "pages"}`,
   "docs.chunks": ({ n }, f) => `${f.num(n)} ${n === 1 ? "chunk" : "chunks"}`,
+  "docs.instructions": ({ n }, f) => `⚠ ${f.num(n)} ${n === 1 ? "instruction" : "instructions"} to the AI`,
+  "docs.instructionsHelp":
+    "This file holds sentences written to an AI model rather than to a reader (\"ignore previous instructions…\"). They are treated as data: never shown to the model, never cited.",
   "docs.uploadedAt": ({ at }, f) => `uploaded ${f.date(at)}`,
   "docs.open": "Open the raw text",
   "docs.failed": "failed",

@@ -40,6 +40,9 @@ export default {
   "docs.empty": "Chưa có tài liệu nào.",
   "docs.pages": ({ n, slide, sheet }, f) => `${f.num(n)} ${sheet ? "trang tính" : slide ? "trang chiếu" : "trang"}`,
   "docs.chunks": ({ n }, f) => `${f.num(n)} đoạn`,
+  "docs.instructions": ({ n }, f) => `⚠ ${f.num(n)} câu ra lệnh cho AI`,
+  "docs.instructionsHelp":
+    "Tệp này có câu viết cho mô hình AI chứ không phải cho người đọc (\"bỏ qua mọi hướng dẫn trước đó…\"). Chúng được coi là dữ liệu: không bao giờ đưa cho mô hình, không bao giờ được trích dẫn.",
   "docs.uploadedAt": ({ at }, f) => `tải lên lúc ${f.date(at)}`,
   "docs.open": "Mở văn bản gốc",
   "docs.failed": "lỗi",

@@ -121,6 +121,9 @@ pub struct DocumentChunked {
     pub chunk_count: Option<i32>,
     pub chunks_uri: Option<String>,
     pub chunks_sha256: Option<String>,
+    /// Sentences written to the model, not to a reader (v2; None before).
+    #[serde(default)]
+    pub instructions_found: Option<i32>,
     pub failure: Option<Failure>,
 }
 

@@ -9,6 +9,7 @@ use rag_bus::{FailureCode, Inbound, Outcome, Positions, ProcessError, Stage, Sta
 use rag_chunking::{ChunkingProfile, TokenCounter};
 use rag_docparse::Segment;
 use rag_events::{DocumentChunked, DocumentParsed, Envelope, EventType, Failure};
+use rag_telemetry::InternalEvent;
 use tracing::info;
 
 use crate::common::*;
@@ -61,6 +62,7 @@ impl Stage for Chunker {
             chunk_count: None,
             chunks_uri: None,
             chunks_sha256: None,
+            instructions_found: None,
             failure: None,
         };
         let segments: Result<Vec<Segment>, StageError> = async {
@@ -80,9 +82,14 @@ impl Stage for Chunker {
             Err(e) => return Err(e.into()),
         };
         let (doc_id, profile, counter) = (input.document_id.clone(), self.profile.clone(), self.counter.clone());
-        let chunks = tokio::task::spawn_blocking(move || rag_chunking::chunk(&doc_id, &segments, &profile, counter.as_ref()))
-            .await
-            .map_err(|source| StageError::Crashed { code: FailureCode::ChunkerCrashed, source })?;
+        // Sentences written to the model are counted here, once per
+        // chunking, so an operator can find the documents that hold them.
+        let (chunks, instructions) = tokio::task::spawn_blocking(move || {
+            let instructions: usize = segments.iter().map(|s| rag_answer::injection::count_in(&s.text)).sum();
+            (rag_chunking::chunk(&doc_id, &segments, &profile, counter.as_ref()), instructions)
+        })
+        .await
+        .map_err(|source| StageError::Crashed { code: FailureCode::ChunkerCrashed, source })?;
         let json = serde_json::to_vec(&chunks).map_err(|e| StageError::invalid(FailureCode::Encode, e))?;
         // Object keys stay plain ASCII without '@' (some S3 servers map keys to file names).
         let kind = format!("chunks-{}-v{}", self.profile.name, self.profile.version);
@@ -91,8 +98,17 @@ impl Stage for Chunker {
         out.chunk_count = Some(chunks.len() as i32);
         out.chunks_uri = Some(uri);
         out.chunks_sha256 = Some(sha);
+        out.instructions_found = Some(instructions as i32);
+        if instructions > 0 {
+            rag_telemetry::events::InstructionsFound {
+                workspace_id: &input.envelope.workspace_id,
+                document_id: &input.document_id,
+                sentences: instructions,
+            }
+            .emit();
+        }
         info!(workspace_id = %input.envelope.workspace_id, document_id = %input.document_id,
-              version = %self.profile.id(), chunks = chunks.len(), "document chunked");
+              version = %self.profile.id(), chunks = chunks.len(), instructions, "document chunked");
         self.output.send(&out).await?;
         Ok(Outcome::Applied)
     }

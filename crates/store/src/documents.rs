@@ -121,12 +121,16 @@ pub struct DocumentRow {
     pub ocr_pages: Vec<i32>,
     pub active_chunking_version: Option<String>,
     pub chunk_count: Option<i32>,
+    /// Sentences written to the model rather than to a reader (None:
+    /// chunked before they were counted).
+    pub instructions_found: Option<i32>,
     pub uploaded_at: Option<DateTime<Utc>>,
     pub updated_at: DateTime<Utc>,
 }
 
 pub(crate) const COLUMNS: &str = "id, workspace_id, filename, content_type, size_bytes, sha256, blob_uri, uploaded_by, metadata,
-    status, failure_code, failure_reason, page_count, pages_without_text, ocr_pages, active_chunking_version, chunk_count, uploaded_at, updated_at";
+    status, failure_code, failure_reason, page_count, pages_without_text, ocr_pages, active_chunking_version, chunk_count,
+    instructions_found, uploaded_at, updated_at";
 
 /// Documents of one workspace, newest first (deleted ones excluded).
 pub async fn list(pool: &PgPool, workspace_id: &str) -> Result<Vec<DocumentRow>, StoreError> {
@@ -293,7 +297,7 @@ pub struct Purged {
 pub async fn purge(tx: &mut Transaction<'_, Postgres>, workspace_id: &str, id: Uuid) -> Result<Purged, StoreError> {
     sqlx::query(
         "UPDATE documents SET parser = NULL, page_count = NULL, segment_count = NULL, char_count = NULL,
-                full_text_uri = NULL, segments_uri = NULL, active_chunking_version = NULL, chunk_count = NULL,
+                full_text_uri = NULL, segments_uri = NULL, active_chunking_version = NULL, chunk_count = NULL, instructions_found = NULL,
                 embedding_model = NULL, embedding_dimension = NULL, failure_code = NULL, failure_reason = NULL,
                 failed_at = NULL, failed_steps = 0, pages_without_text = '{}', ocr_pages = '{}', line_count = NULL, pages = '[]'::jsonb
          WHERE id = $1 AND workspace_id = $2 AND status = 'deleted'",

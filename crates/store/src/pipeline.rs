@@ -124,6 +124,14 @@ pub async fn apply_chunked(tx: &mut Transaction<'_, Postgres>, e: &DocumentChunk
         return fail(tx, id, ws, DocumentStatus::Chunked, f, &e.envelope).await;
     }
     advance_status(tx, id, ws, DocumentStatus::Chunked, &e.envelope).await?;
+    if let Some(n) = e.instructions_found {
+        sqlx::query("UPDATE documents SET instructions_found = $3 WHERE id = $1 AND workspace_id = $2 AND status <> 'deleted'")
+            .bind(id)
+            .bind(ws)
+            .bind(n)
+            .execute(&mut **tx)
+            .await?;
+    }
     sqlx::query(
         "INSERT INTO document_versions (document_id, workspace_id, chunking_version, chunked_at) VALUES ($1, $2, $3, $4)
          ON CONFLICT (document_id, chunking_version) DO UPDATE SET chunked_at = GREATEST(document_versions.chunked_at, EXCLUDED.chunked_at)",

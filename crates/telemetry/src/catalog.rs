@@ -75,6 +75,8 @@ metric_table! {
     UPLOADS: Counter = "rag_uploads_total" ["outcome"] "Files stored by an upload";
     /// Tokens the answer LLM used; kind is prompt or completion.
     LLM_TOKENS: Counter = "rag_llm_tokens_total" ["model", "kind"] "Tokens the answer LLM used";
+    /// Sentences of uploaded documents written to the model rather than to a reader (kept out of answers).
+    INSTRUCTIONS_FOUND: Counter = "rag_document_instructions_found_total" [] "Sentences of uploaded documents written to the model rather than to a reader";
     /// HTTP requests the API answered.
     HTTP_REQUESTS: Counter = "rag_http_requests_total" ["method", "route", "status"] "HTTP requests the API answered";
     /// Time to answer an HTTP request (SSE: to open the stream).

@@ -313,5 +313,12 @@ pub fn is_instruction(text: &str) -> bool {
     instruction_kind(text).is_some()
 }
 
+/// The sentences of `text` (cut as evidence is) that read as instructions
+/// to the model: a document's `instructions_found`.
+pub fn count_in(text: &str) -> usize {
+    let chars: Vec<char> = text.chars().collect();
+    crate::evidence::sentences(text).into_iter().filter(|&(a, b)| is_instruction(&chars[a..b].iter().collect::<String>())).count()
+}
+
 #[cfg(test)]
 mod tests;

@@ -223,6 +223,7 @@ async fn a_failed_document_recovers_whatever_order_its_redriven_steps_land_in() 
             chunk_count: None,
             chunks_uri: None,
             chunks_sha256: None,
+            instructions_found: None,
             failure: Some(Failure { code: "blob_unreadable".into(), message: "NoSuchKey".into() }),
         };
         let mut tx = t.pool.begin().await.unwrap();
@@ -298,6 +299,7 @@ async fn a_document_recovers_when_its_failed_steps_succeed_again_and_only_then()
         chunk_count: failure.is_none().then_some(0),
         chunks_uri: None,
         chunks_sha256: None,
+        instructions_found: None,
         failure: failure.map(|c| Failure { code: c.into(), message: format!("{c} happened") }),
     };
     let ingested = |cause: &Envelope, doc: &str, failure: Option<&str>| DocumentIngested {

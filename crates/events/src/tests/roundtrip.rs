@@ -94,6 +94,7 @@ fn every_event_roundtrips() {
             chunk_count: Some(4),
             chunks_uri: Some("s3://b/c".into()),
             chunks_sha256: Some("00".repeat(32)),
+            instructions_found: Some(1),
             failure: None,
         },
     );

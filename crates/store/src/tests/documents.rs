@@ -121,6 +121,7 @@ async fn a_status_shows_only_steps_whose_predecessors_are_projected() {
             chunk_count: Some(0),
             chunks_uri: None,
             chunks_sha256: None,
+            instructions_found: None,
             failure: None,
         };
         let ingested = DocumentIngested {

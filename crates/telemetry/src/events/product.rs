@@ -74,6 +74,27 @@ impl InternalEvent for LlmTokensUsed<'_> {
     }
 }
 
+/// The chunker found sentences in a document written to the model ("Ignore
+/// all previous instructions…"): counted, and logged with the document so
+/// an operator can find it.
+pub struct InstructionsFound<'a> {
+    pub workspace_id: &'a str,
+    pub document_id: &'a str,
+    pub sentences: usize,
+}
+
+impl InternalEvent for InstructionsFound<'_> {
+    fn emit(self) {
+        tracing::warn!(
+            workspace_id = self.workspace_id,
+            document_id = self.document_id,
+            sentences = self.sentences,
+            "the document holds sentences written to the model; they are kept out of answers"
+        );
+        counter!(names::INSTRUCTIONS_FOUND).increment(self.sentences as u64);
+    }
+}
+
 /// A workspace's in-memory search index caught up with the read models.
 pub struct SearchIndexRefreshed<'a> {
     pub workspace_id: &'a str,
