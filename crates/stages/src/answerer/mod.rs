@@ -303,9 +303,11 @@ impl Answerer {
         };
         let options = rag_answer::AnswerOptions { llm_chunks, retrieval: confidence, ..self.options };
         let retrieval_ms = retrieval_started.elapsed().as_millis() as u64;
-        // Sources before words: what the model reads, on the page at once.
-        let read = if self.llm.is_some() { &sources[..llm_chunks.min(sources.len())] } else { &sources[..] };
-        deltas.sources(sources_read(read));
+        // Sources before words: what the model reads, on the page at once
+        // (an extractive answer is there at once itself).
+        if self.llm.is_some() {
+            deltas.sources(sources_read(&sources[..llm_chunks.min(sources.len())]));
+        }
         // A later part the model condensed is read as it was condensed
         // ("quê ở đâu?" -> "Thủ tướng Phạm Minh Chính quê ở đâu?"), without
         // the earlier parts as turns.
