@@ -53,8 +53,8 @@ pub struct AnswerSettings {
     /// An LLM is shown only this many evidence sentences, those the embedder finds closest to the question (0: every sentence of the chunks shown; without an embedder, every sentence). A small model given fewer sentences cites the one that answers more often and reads less before its first words.
     #[arg(long, env = "ANSWER_EVIDENCE_SENTENCES", global = true, default_value_t = rag_answer::EVIDENCE_SENTENCES)]
     pub answer_evidence_sentences: usize,
-    /// When the check holds an answer back, let the model answer once more from every retrieved chunk's sentences (not only those within the evidence cutoff) but those it cited, checked again: a small model that cited a neighbouring sentence often finds the right one; a question the documents do not answer costs one more answer before it abstains.
-    #[arg(long, env = "ANSWER_SECOND_LOOK", global = true, default_value_t = true, action = clap::ArgAction::Set)]
+    /// When the decision holds an answer back, let the model answer once more from every retrieved chunk's sentences (not only those within the evidence cutoff) but those it cited, decided again: a small model that cited a neighbouring sentence often finds the right one; a question the documents do not answer costs one more answer before it abstains. Off by default: the decision's threshold was calibrated on one look, and a second one gives unanswerable questions a second chance (docs/answers.md).
+    #[arg(long, env = "ANSWER_SECOND_LOOK", global = true, default_value_t = false, action = clap::ArgAction::Set)]
     pub answer_second_look: bool,
     /// Evidence given to the model, in tokens at most (the best-ranked chunks first; the rest left out). Prefill dominates latency on small machines.
     #[arg(long, env = "ANSWER_EVIDENCE_TOKENS", global = true, default_value_t = 1200)]

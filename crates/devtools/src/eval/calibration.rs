@@ -16,7 +16,7 @@ use clap::Args;
 use rag_answer::decision::{features, AnswerSignals, DecisionModel, CHECK_ONLY, FEATURES};
 use serde::Deserialize;
 
-use super::calibration_fit::{auroc, choose_threshold, cross_validate, fit, outcome_at, Case, Outcome};
+use super::calibration_fit::{auroc, cross_validate, fit, outcome_at, Case, Outcome, ThresholdRule};
 
 #[derive(Args, Debug)]
 pub struct CalibrationArgs {
@@ -29,10 +29,11 @@ pub struct CalibrationArgs {
     /// Seed of the folds.
     #[arg(long, default_value_t = 46)]
     seed: u64,
-    /// The abstention target the threshold is chosen for: at most this
-    /// share of a language's unanswerable questions answered.
-    #[arg(long, default_value_t = 0.2)]
-    max_unanswerable: f64,
+    /// Choose the threshold for at most this share of each language's
+    /// unanswerable questions answered (instead of the balanced rule:
+    /// right answers kept minus unanswerable answered, at its highest).
+    #[arg(long)]
+    max_unanswerable: Option<f64>,
     /// Features to leave out of the model (by name: check_logit, answerable_logit, mean_logprob, cited_coverage, best_cosine, lexical_coverage).
     #[arg(long, value_delimiter = ',')]
     without: Vec<String>,
@@ -147,14 +148,18 @@ pub fn eval_calibration(args: CalibrationArgs) -> anyhow::Result<ExitCode> {
     languages.sort();
     languages.dedup();
 
-    let cv = cross_validate(&cases, args.folds, args.seed, &use_feature, args.max_unanswerable);
+    let rule = match args.max_unanswerable {
+        Some(max) => ThresholdRule::AtMostUnanswerable(max),
+        None => ThresholdRule::Balanced,
+    };
+    let cv = cross_validate(&cases, args.folds, args.seed, &use_feature, rule);
     let check_scores: Vec<Option<f64>> = cases.iter().map(|c| c.features.map(|x| CHECK_ONLY.probability(&x))).collect();
     let final_model = {
         let (x, y): (Vec<[f64; 6]>, Vec<bool>) = cases.iter().filter_map(|c| c.features.map(|x| (x, c.answerable && c.right))).unzip();
         fit(&x, &y, &use_feature)
     };
     let all_scored: Vec<(&Case, Option<f64>)> = cases.iter().map(|c| (c, c.features.map(|x| final_model.probability(&x)))).collect();
-    let final_threshold = choose_threshold(&all_scored, args.max_unanswerable);
+    let final_threshold = rule.choose(&all_scored);
 
     let mut per_language = serde_json::Map::new();
     let mut outcomes: std::collections::HashMap<&str, [Outcome; 3]> = std::collections::HashMap::new();
@@ -209,7 +214,7 @@ pub fn eval_calibration(args: CalibrationArgs) -> anyhow::Result<ExitCode> {
     }
     let report = serde_json::json!({
         "runs": args.runs.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
-        "folds": args.folds, "seed": args.seed, "max_unanswerable": args.max_unanswerable,
+        "folds": args.folds, "seed": args.seed, "rule": match rule { ThresholdRule::Balanced => serde_json::json!("balanced"), ThresholdRule::AtMostUnanswerable(m) => serde_json::json!({"max_unanswerable": m}) },
         "features": FEATURES.iter().zip(use_feature).filter(|(_, u)| *u).map(|(f, _)| *f).collect::<Vec<_>>(),
         "fold_thresholds": cv.thresholds,
         "by_language": per_language,
@@ -219,13 +224,16 @@ pub fn eval_calibration(args: CalibrationArgs) -> anyhow::Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(ExitCode::SUCCESS);
     }
+    let rule_text = match rule {
+        ThresholdRule::Balanced => "right answers kept minus unanswerable answered at its highest".to_string(),
+        ThresholdRule::AtMostUnanswerable(m) => format!("at most {} of each language's unanswerable questions answered", percent(m)),
+    };
     println!(
-        "calibration: {} questions from {} run(s), {}-fold cross-validation (seed {}), threshold chosen per fold for at most {} of each language's unanswerable questions answered",
+        "calibration: {} questions from {} run(s), {}-fold cross-validation (seed {}), threshold chosen inside each fold: {rule_text}",
         cases.len(),
         args.runs.len(),
         args.folds,
-        args.seed,
-        percent(args.max_unanswerable)
+        args.seed
     );
     println!("fold thresholds: {:?}", cv.thresholds.iter().map(|t| format!("{t:.2}")).collect::<Vec<_>>());
     for lang in &languages {

@@ -184,6 +184,54 @@ pub fn choose_threshold(cases: &[(&Case, Option<f64>)], max_unanswerable: f64) -
     1.0
 }
 
+/// How a threshold is chosen on a set of scored cases.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ThresholdRule {
+    /// The lowest threshold at which no language answers more than this
+    /// share of its unanswerable questions.
+    AtMostUnanswerable(f64),
+    /// The threshold that keeps the most right answers for the fewest
+    /// unanswerable questions answered, the two weighed equally (Youden's
+    /// J: right answers kept minus unanswerable answered), averaged over
+    /// the languages.
+    Balanced,
+}
+
+impl ThresholdRule {
+    pub fn choose(self, cases: &[(&Case, Option<f64>)]) -> f64 {
+        match self {
+            ThresholdRule::AtMostUnanswerable(max) => choose_threshold(cases, max),
+            ThresholdRule::Balanced => balanced_threshold(cases),
+        }
+    }
+}
+
+/// [`ThresholdRule::Balanced`]: of 0.00, 0.01, ... 1.00, the one with the
+/// highest mean over languages of (right answers kept - unanswerable
+/// answered); the lowest of equals.
+pub fn balanced_threshold(cases: &[(&Case, Option<f64>)]) -> f64 {
+    let mut languages: Vec<&str> = cases.iter().map(|(c, _)| c.language.as_str()).collect();
+    languages.sort();
+    languages.dedup();
+    let mut best = (f64::NEG_INFINITY, 0.0);
+    for step in 0..=100 {
+        let t = f64::from(step) / 100.0;
+        let j: f64 = languages
+            .iter()
+            .map(|lang| {
+                let of: Vec<(&Case, Option<f64>)> = cases.iter().filter(|(c, _)| c.language == *lang).copied().collect();
+                let o = outcome_at(&of, t);
+                (1.0 - o.right_held_back_rate()) - o.unanswerable_answered_rate()
+            })
+            .sum::<f64>()
+            / languages.len().max(1) as f64;
+        if j > best.0 + 1e-12 {
+            best = (j, t);
+        }
+    }
+    best.1
+}
+
 /// Fold of each case (0..k): stratified by language, answerability and
 /// whether there is an answer to decide on, shuffled with `seed`.
 pub fn folds(cases: &[Case], k: usize, seed: u64) -> Vec<usize> {
@@ -208,7 +256,7 @@ pub struct CrossValidated {
     pub shown: Vec<bool>,
 }
 
-pub fn cross_validate(cases: &[Case], k: usize, seed: u64, use_feature: &[bool; 6], max_unanswerable: f64) -> CrossValidated {
+pub fn cross_validate(cases: &[Case], k: usize, seed: u64, use_feature: &[bool; 6], rule: ThresholdRule) -> CrossValidated {
     let fold = folds(cases, k, seed);
     let mut scores = vec![None; cases.len()];
     let mut shown = vec![false; cases.len()];
@@ -220,7 +268,7 @@ pub fn cross_validate(cases: &[Case], k: usize, seed: u64, use_feature: &[bool; 
         let model = fit(&x, &y, use_feature);
         let train_scored: Vec<(&Case, Option<f64>)> =
             train.iter().map(|&i| (&cases[i], cases[i].features.map(|x| model.probability(&x)))).collect();
-        let t = choose_threshold(&train_scored, max_unanswerable);
+        let t = rule.choose(&train_scored);
         thresholds.push(t);
         for i in (0..cases.len()).filter(|&i| fold[i] == f) {
             scores[i] = cases[i].features.map(|x| model.probability(&x));
@@ -275,6 +323,20 @@ mod tests {
         assert_eq!(o.unanswerable_answered_rate(), 0.5);
         assert_eq!(choose_threshold(&scored, 0.0), 0.71);
         assert_eq!(choose_threshold(&scored, 0.5), 0.0);
+        // Balanced: keeping both right answers and answering one of two
+        // unanswerable questions (t <= 0.4) is as good as keeping one and
+        // answering none (0.7 < t <= 0.9); the lower threshold is taken.
+        assert_eq!(balanced_threshold(&scored), 0.0);
+        let more = [
+            case("vi", true, Some(0.9), true),
+            case("vi", true, Some(0.4), true),
+            case("vi", false, Some(0.7), false),
+            case("vi", false, Some(0.6), false),
+            case("vi", false, Some(0.5), false),
+        ];
+        let scored: Vec<(&Case, Option<f64>)> = more.iter().map(|c| (c, c.features.map(|x| x[0]))).collect();
+        // t <= 0.4: 1 - 3/3 = 0; 0.5 < t <= 0.6: 1/2 - 2/3; 0.7 < t <= 0.9: 1/2 - 0.
+        assert_eq!(balanced_threshold(&scored), 0.71);
     }
 
     #[test]
