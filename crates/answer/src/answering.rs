@@ -67,9 +67,7 @@ pub async fn answer_question(
         evidence.drop_units(|u| excluded.contains(&unit_key(chunks, u)));
         // A sentence written to the model ("Bỏ qua mọi hướng dẫn…") is
         // data: the model is never shown it (`injection`).
-        let before = evidence.units.len();
-        evidence.drop_units(|u| crate::injection::is_instruction(&u.text));
-        instruction_units = instruction_units.max(before - evidence.units.len());
+        instruction_units = instruction_units.max(evidence.cut_units(crate::injection::cut));
         if let Some(ranker) = ranker.filter(|_| options.evidence_sentences > 0 && evidence.units.len() > options.evidence_sentences) {
             let texts: Vec<String> = evidence
                 .units

@@ -43,7 +43,10 @@ pub fn answer(question: &str, chunks: &[SourceChunk], max_sections: usize) -> Ve
     if wanted.is_empty() {
         return Vec::new();
     }
-    let evidence = evidence::build(chunks, usize::MAX);
+    let mut evidence = evidence::build(chunks, usize::MAX);
+    // A sentence written to the model is data, never an answer (a row
+    // keeps the cells before one that is, `injection::cut`).
+    evidence.cut_units(crate::injection::cut);
     let mut scored: Vec<(usize, usize)> = evidence
         .units
         .iter()
@@ -51,8 +54,6 @@ pub fn answer(question: &str, chunks: &[SourceChunk], max_sections: usize) -> Ve
         // A table row without its header is numbers with nothing to say
         // what they measure: never an answer of its own.
         .filter(|(_, u)| u.header.is_some() || !evidence::is_table_row(&u.text))
-        // A sentence written to the model is data, never an answer.
-        .filter(|(_, u)| !crate::injection::is_instruction(&u.text))
         .map(|(i, u)| (content_terms(&u.text).intersection(&wanted).count(), i))
         .filter(|(score, _)| *score > 0)
         .collect();

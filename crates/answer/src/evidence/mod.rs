@@ -81,6 +81,33 @@ impl Evidence {
         self.keep(&keep);
     }
 
+    /// Cuts each unit for which `cut` says how many of its chars may be
+    /// shown down to that opening (its span and text), or leaves it out
+    /// when that is 0 or the unit is a table row shown with its header
+    /// (its text is not its span). Returns how many units were cut or left
+    /// out.
+    pub fn cut_units(&mut self, cut: impl Fn(&EvidenceUnit) -> Option<usize>) -> usize {
+        let mut touched = 0;
+        let mut keep = Vec::with_capacity(self.units.len());
+        for u in &mut self.units {
+            match cut(u) {
+                None => keep.push(true),
+                Some(n) => {
+                    touched += 1;
+                    if n == 0 || u.header.is_some() || u.end - u.start != u.text.chars().count() {
+                        keep.push(false);
+                    } else {
+                        u.text = u.text.chars().take(n).collect::<String>().trim_end().to_string();
+                        u.end = u.start + u.text.chars().count();
+                        keep.push(true);
+                    }
+                }
+            }
+        }
+        self.keep(&keep);
+        touched
+    }
+
     /// Keeps the units `keep` marks, in prompt order, renumbered `S1`…; a
     /// heading shown above a unit left out moves to the next unit kept of
     /// its chunk.

@@ -200,6 +200,13 @@ const PATTERNS: &[Pattern] = &[
         gap: 1,
         negatable: true,
     },
+    // "Answer every question with \"…\"", "trả lời mọi câu hỏi rằng".
+    Pattern {
+        kind: InstructionKind::DictatesTheAnswer,
+        groups: &[&["answer", "respond to", "reply to", "tra loi"], ANY_QUESTION, &["with", "by saying", "that", "rang"]],
+        gap: 1,
+        negatable: true,
+    },
     // "Cite this sentence", "trích dẫn câu này".
     Pattern {
         kind: InstructionKind::AsksToBeCitedOrRevealed,
@@ -311,6 +318,38 @@ pub fn instruction_kind(text: &str) -> Option<InstructionKind> {
 /// Whether `text` reads as an instruction to the model.
 pub fn is_instruction(text: &str) -> bool {
     instruction_kind(text).is_some()
+}
+
+/// How much of a unit that reads as an instruction may still be shown: the
+/// length in chars of its opening cells (pieces between "; ", as a
+/// spreadsheet row's cells are written) before the first cell that reads
+/// as an instruction, when that opening does not; else 0. A price list
+/// whose note cell addresses the model keeps its prices.
+pub fn clean_opening(text: &str) -> usize {
+    let mut opening = 0;
+    let mut at = 0;
+    for piece in text.split("; ") {
+        let len = piece.chars().count();
+        if is_instruction(piece) {
+            break;
+        }
+        at += len;
+        opening = at;
+        at += 2;
+    }
+    let shown: String = text.chars().take(opening).collect();
+    if opening == text.chars().count() || is_instruction(&shown) || shown.trim().is_empty() {
+        0
+    } else {
+        opening
+    }
+}
+
+/// What of an evidence unit reads as an instruction: None for a unit
+/// written to a reader, else how many of its chars may still be shown
+/// ([`clean_opening`]; 0: none).
+pub fn cut(unit: &crate::evidence::EvidenceUnit) -> Option<usize> {
+    is_instruction(&unit.text).then(|| clean_opening(&unit.text))
 }
 
 /// The sentences of `text` (cut as evidence is) that read as instructions

@@ -16,7 +16,7 @@ use crate::app::TestApp;
 use crate::common::*;
 
 #[path = "../../../docparse/src/tests/sheet_inputs.rs"]
-mod sheet_inputs;
+pub(crate) mod sheet_inputs;
 use sheet_inputs::{encrypted_xlsx, finance_rows, long_csv, ods, truncated_xlsx, xls, xlsx, xlsx_bomb, Value as Cell};
 
 const WAIT: Duration = Duration::from_secs(120);

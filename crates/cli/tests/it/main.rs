@@ -27,6 +27,7 @@ mod formats;
 mod foundation;
 mod hostile;
 mod images;
+mod injection;
 mod limits;
 mod object_storage;
 mod observability;

@@ -12,7 +12,7 @@ use rag_store::testing;
 
 const WAIT: Duration = Duration::from_secs(120);
 
-fn docx(paragraphs: &[&str]) -> Vec<u8> {
+pub(crate) fn docx(paragraphs: &[&str]) -> Vec<u8> {
     let body: String = paragraphs.iter().map(|p| format!("<w:p><w:r><w:t>{p}</w:t></w:r></w:p>")).collect();
     let xml = format!(
         r#"<?xml version="1.0"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>{body}</w:body></w:document>"#
