@@ -9,6 +9,7 @@ pub mod auth;
 mod deltas;
 pub mod error;
 mod jwt_crypto;
+pub mod keys;
 pub mod limits;
 mod middleware;
 pub mod model;
@@ -165,6 +166,8 @@ pub fn router(state: AppState) -> Router {
     let upload_limit = usize::try_from(cfg.upload_max_bytes.saturating_add(MULTIPART_OVERHEAD)).unwrap_or(usize::MAX);
     let v1 = Router::new()
         .route("/workspaces", post(routes::workspaces::create).get(routes::workspaces::list))
+        .route("/keys", post(routes::keys::create).get(routes::keys::list))
+        .route("/keys/{id}", axum::routing::delete(routes::keys::revoke))
         .route(
             "/workspaces/{ws}/documents",
             post(routes::documents::upload).layer(DefaultBodyLimit::max(upload_limit)).get(routes::documents::list),

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::extract::{ConnectInfo, Request, State};
-use axum::http::{header, StatusCode};
+use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use governor::clock::{Clock, DefaultClock};
@@ -151,14 +151,16 @@ impl Drop for SlotGuard {
 
 /// The request-rate limit, before any handler runs: keyed by the caller's
 /// verified user id, else by the peer address.
-pub async fn limit_requests(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    let user = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
-        .and_then(|t| state.auth().verify(t.trim()).ok())
-        .map(|c| format!("user:{}", c.sub.trim()));
+pub async fn limit_requests(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
+    let caller = match crate::auth::bearer(req.headers()) {
+        Ok(token) => crate::auth::AuthUser::from_bearer(&state, token).await.ok(),
+        Err(_) => None,
+    };
+    // An API key counts against its user's limits, as their sign-in does.
+    let user = caller.as_ref().map(|c| format!("user:{}", c.user_id));
+    if let Some(caller) = caller {
+        req.extensions_mut().insert(caller);
+    }
     let key = user.unwrap_or_else(|| match req.extensions().get::<ConnectInfo<SocketAddr>>() {
         Some(ConnectInfo(addr)) => address_key(addr.ip()),
         None => "addr:unknown".to_string(),

@@ -1,6 +1,7 @@
 //! The API's request and response bodies (also the OpenAPI schemas).
 
 use chrono::{DateTime, Utc};
+use rag_store::api_keys::ApiKeyRow;
 use rag_store::documents::{DocumentRow, DocumentStatus};
 use rag_store::messages::{ConversationRow, MessageRow, MessageStatus};
 use rag_store::raw::SegmentRow;
@@ -36,6 +37,66 @@ pub struct WorkspaceList {
     /// Where the next page starts (`?cursor=`); absent on the last page.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateApiKey {
+    /// What the key is for, to tell keys apart (1-100 characters).
+    #[schema(min_length = 1, max_length = 100)]
+    pub name: String,
+    /// The one workspace the key reaches; absent: every workspace of yours.
+    #[serde(default)]
+    pub workspace_id: Option<String>,
+    /// Days until the key stops working (1-3650); absent: until revoked.
+    #[serde(default)]
+    #[schema(minimum = 1, maximum = 3650)]
+    pub expires_in_days: Option<u32>,
+}
+
+/// An API key as lists show it: never its secret.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ApiKey {
+    pub id: Uuid,
+    pub name: String,
+    /// The one workspace it reaches; null: every workspace of its owner.
+    pub workspace_id: Option<String>,
+    /// How the key starts (`rag_<12 hex digits>_…`), to recognise it.
+    pub prefix: String,
+    pub created_at: DateTime<Utc>,
+    pub expires_at: Option<DateTime<Utc>>,
+    pub revoked_at: Option<DateTime<Utc>>,
+    /// The last request made with it (recorded at most once a minute).
+    pub last_used_at: Option<DateTime<Utc>>,
+}
+
+impl From<ApiKeyRow> for ApiKey {
+    fn from(r: ApiKeyRow) -> Self {
+        ApiKey {
+            id: r.id,
+            name: r.name,
+            workspace_id: r.workspace_id,
+            prefix: format!("{}{}_", crate::keys::PREFIX, r.lookup),
+            created_at: r.created_at,
+            expires_at: r.expires_at,
+            revoked_at: r.revoked_at,
+            last_used_at: r.last_used_at,
+        }
+    }
+}
+
+/// A key just made, with its secret: shown this once.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct CreatedApiKey {
+    #[serde(flatten)]
+    pub key: ApiKey,
+    /// The bearer token (`Authorization: Bearer <secret>`). Not stored: it cannot be shown again.
+    pub secret: String,
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ApiKeyList {
+    pub keys: Vec<ApiKey>,
 }
 
 /// A document and where it is in the pipeline.

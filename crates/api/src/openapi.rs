@@ -11,6 +11,7 @@ use crate::routes;
     info(title = "rag-engine API", description = "Explainable RAG: documents, the raw-text viewer, questions answered in sections with citations into the raw text."),
     paths(
         routes::workspaces::create, routes::workspaces::list,
+        routes::keys::create, routes::keys::list, routes::keys::revoke,
         routes::documents::upload, routes::documents::list, routes::documents::get, routes::documents::delete, routes::documents::raw_text, routes::page_image::page_image,
         routes::conversations::create, routes::conversations::list, routes::conversations::get,
         routes::conversations::post_message, routes::conversations::get_message,

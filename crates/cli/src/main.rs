@@ -16,7 +16,7 @@ mod upload;
 
 use rag_app::config::{DatabaseSettings, JwtSettings, KafkaSettings, LogFormat, Settings};
 use rag_app::run;
-use rag_ops::{dlq, rebuild, replay, token, verify};
+use rag_ops::{dlq, keys, rebuild, replay, token, verify};
 
 const AFTER_HELP: &str = "\
 Other environment variables:
@@ -99,6 +99,13 @@ enum Command {
         #[command(flatten)]
         jwt: JwtSettings,
     },
+    /// Manage users' API keys (bearer credentials for the API, OpenAI-compatible clients and MCP).
+    Keys {
+        #[command(subcommand)]
+        command: keys::KeysCommand,
+        #[command(flatten)]
+        database: DatabaseSettings,
+    },
     /// Rebuild the read models by replaying every topic.
     Rebuild {
         #[command(subcommand)]
@@ -159,6 +166,7 @@ fn main() -> ExitCode {
             Command::Search { args, settings } => search::search(&settings, args).await,
             Command::Ask { args, settings } => ask::ask(&settings, args).await,
             Command::Token { args, jwt } => token::token(&jwt, args),
+            Command::Keys { command, database } => keys::keys(&database, command).await,
             Command::Dlq { command, settings } => dlq::dlq(&settings, command).await,
             Command::Replay { command, settings } => replay::replay(&settings, command).await,
             Command::Rebuild { command, settings } => rebuild::rebuild(&settings, command).await,

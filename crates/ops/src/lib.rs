@@ -4,6 +4,7 @@
 //! development tools of `rag-devtools`.
 
 pub mod dlq;
+pub mod keys;
 pub mod rebuild;
 pub mod replay;
 pub mod token;

@@ -7,6 +7,7 @@
 //! reads its own writes; the projection later finds them already applied.
 //! [`workspaces`] is the one source table (ownership has no event).
 
+pub mod api_keys;
 pub mod audit;
 pub mod documents;
 pub mod messages;

@@ -3,6 +3,7 @@ pub mod document_events;
 pub mod documents;
 pub mod events;
 pub mod health;
+pub mod keys;
 pub mod page;
 pub mod page_image;
 pub mod workspaces;
@@ -21,7 +22,7 @@ pub(crate) fn is_workspace_id(ws: &str) -> bool {
 /// The workspace if the caller owns it; "not found" otherwise, whether it
 /// is someone else's or does not exist.
 pub(crate) async fn owned_workspace(state: &AppState, user: &AuthUser, ws: &str) -> Result<WorkspaceRow, ApiError> {
-    if !is_workspace_id(ws) {
+    if !is_workspace_id(ws) || !user.reaches(ws) {
         return Err(ApiError::not_found("workspace"));
     }
     rag_store::workspaces::get_owned(state.pool(), ws, &user.user_id).await?.ok_or_else(|| ApiError::not_found("workspace"))

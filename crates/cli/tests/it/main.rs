@@ -16,6 +16,7 @@ mod answers;
 mod api;
 mod api_access;
 mod api_client;
+mod api_keys;
 mod app;
 mod broker_restart;
 mod common;

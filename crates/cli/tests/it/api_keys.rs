@@ -1,0 +1,131 @@
+//! API keys over real HTTP and the CLI, against the real stack: created
+//! with a sign-in token (the secret shown once, only its hash stored),
+//! usable wherever a JWT is, limited to one workspace when made so,
+//! refused once revoked or expired, their last use recorded; and the
+//! operator's `rag-engine keys` commands.
+
+use crate::api_client::*;
+use crate::app::TestApp;
+use crate::common::*;
+use rag_app::run::StageName;
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+use sha2::Digest;
+
+#[tokio::test]
+async fn keys_are_shown_once_stored_hashed_scoped_and_revoked_at_once() {
+    let t = TestEnv::new().await;
+    let run = TestApp::spawn_stages(&t, StageName::Api, &[]).await;
+    let api = Api::new(run.api_port);
+    api.wait_ready().await;
+    let (alice, bob) = (token(&t, "alice").await, token(&t, "bob").await);
+    let (_, ws1) = api.post("/v1/workspaces", &alice, json!({"name": "one"})).await;
+    let (_, ws2) = api.post("/v1/workspaces", &alice, json!({"name": "two"})).await;
+    let (ws1, ws2) = (ws1["id"].as_str().unwrap().to_string(), ws2["id"].as_str().unwrap().to_string());
+    let (_, bobs) = api.post("/v1/workspaces", &bob, json!({"name": "bob's"})).await;
+    let bobs = bobs["id"].as_str().unwrap().to_string();
+
+    // Created: the secret once; the list never shows it; the database
+    // holds its SHA-256 and not the secret.
+    let (s, all) = api.post("/v1/keys", &alice, json!({"name": "open-webui"})).await;
+    assert_eq!(s, StatusCode::CREATED, "{all}");
+    let all_secret = all["secret"].as_str().unwrap().to_string();
+    assert!(all_secret.starts_with(all["prefix"].as_str().unwrap()), "{all}");
+    assert_eq!(all["workspace_id"], Value::Null);
+    let (s, one) = api.post("/v1/keys", &alice, json!({"name": "agent", "workspace_id": ws1, "expires_in_days": 30})).await;
+    assert_eq!(s, StatusCode::CREATED, "{one}");
+    let one_secret = one["secret"].as_str().unwrap().to_string();
+    assert!(one["expires_at"].is_string());
+    let (s, listed) = api.get("/v1/keys", &alice).await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(listed["keys"].as_array().unwrap().len(), 2);
+    assert!(!listed.to_string().contains(&all_secret[12..]), "a list never shows a secret: {listed}");
+    let stored: Vec<(Vec<u8>,)> =
+        rag_store::sqlx::query_as("SELECT secret_sha256 FROM api_keys ORDER BY created_at").fetch_all(&t.pool).await.unwrap();
+    assert_eq!(stored[0].0, sha2::Sha256::digest(all_secret.as_bytes()).to_vec());
+    let dump: Vec<(String,)> = rag_store::sqlx::query_as("SELECT row_to_json(k)::text FROM api_keys k").fetch_all(&t.pool).await.unwrap();
+    assert!(dump.iter().all(|(row,)| !row.contains(&all_secret[17..]) && !row.contains(&one_secret[17..])), "{dump:?}");
+
+    // Usable wherever a JWT is; the one-workspace key reaches that one.
+    let (s, list) = api.get("/v1/workspaces", &all_secret).await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(list["workspaces"].as_array().unwrap().len(), 2);
+    let (s, list) = api.get("/v1/workspaces", &one_secret).await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(list["workspaces"].as_array().unwrap().iter().map(|w| w["id"].as_str().unwrap()).collect::<Vec<_>>(), [ws1.as_str()]);
+    assert_eq!(api.get(&format!("/v1/workspaces/{ws1}/documents"), &one_secret).await.0, StatusCode::OK);
+    for (key, ws) in [(&one_secret, &ws2), (&one_secret, &bobs), (&all_secret, &bobs)] {
+        let (s, body) = api.get(&format!("/v1/workspaces/{ws}/documents"), key).await;
+        assert_eq!(s, StatusCode::NOT_FOUND, "{body}");
+    }
+    let (s, body) = api.post("/v1/workspaces", &one_secret, json!({"name": "more"})).await;
+    assert_eq!(s, StatusCode::FORBIDDEN, "{body}");
+    // A key cannot manage keys.
+    for (method, path) in [(Method::GET, "/v1/keys".to_string()), (Method::POST, "/v1/keys".into())] {
+        let (s, body, _) = api.call(method, &path, Some(&all_secret), Some(json!({"name": "x"}))).await;
+        assert_eq!(s, StatusCode::FORBIDDEN, "{body}");
+    }
+    // Bad input changes nothing.
+    for body in [
+        json!({"name": ""}),
+        json!({"name": "x", "expires_in_days": 0}),
+        json!({"name": "x", "expires_in_days": 99999}),
+        json!({"name": "x", "extra": 1}),
+        json!({"name": "x", "workspace_id": bobs}),
+    ] {
+        let (s, answer) = api.post("/v1/keys", &alice, body.clone()).await;
+        assert!(
+            s == StatusCode::BAD_REQUEST || s == StatusCode::NOT_FOUND || s == StatusCode::UNPROCESSABLE_ENTITY,
+            "{body}: {s} {answer}"
+        );
+    }
+    assert_eq!(api.get("/v1/keys", &alice).await.1["keys"].as_array().unwrap().len(), 2);
+    let (s, _) = api.get("/v1/workspaces", &format!("{}0", &all_secret[..all_secret.len() - 1])).await;
+    assert_eq!(s, StatusCode::UNAUTHORIZED, "a wrong secret with a right lookup");
+    let (s, _) = api.get("/v1/workspaces", "rag_nothing").await;
+    assert_eq!(s, StatusCode::UNAUTHORIZED);
+
+    // The last use is recorded.
+    let (_, listed) = api.get("/v1/keys", &alice).await;
+    assert!(listed["keys"].as_array().unwrap().iter().all(|k| k["last_used_at"].is_string()), "{listed}");
+
+    // Revoked: refused on the very next request; bob cannot revoke it.
+    let id = all["id"].as_str().unwrap();
+    let (s, _, _) = api.call(Method::DELETE, &format!("/v1/keys/{id}"), Some(&bob), None).await;
+    assert_eq!(s, StatusCode::NOT_FOUND);
+    assert_eq!(api.get("/v1/workspaces", &all_secret).await.0, StatusCode::OK);
+    let (s, revoked, _) = api.call(Method::DELETE, &format!("/v1/keys/{id}"), Some(&alice), None).await;
+    assert_eq!(s, StatusCode::OK);
+    assert!(revoked["revoked_at"].is_string());
+    let (s, body) = api.get("/v1/workspaces", &all_secret).await;
+    assert_eq!(s, StatusCode::UNAUTHORIZED);
+    assert!(body["error"]["message"].as_str().unwrap().contains("revoked"), "{body}");
+    // Expired: refused.
+    rag_store::sqlx::query("UPDATE api_keys SET expires_at = now() - interval '1 second' WHERE id = $1")
+        .bind(uuid::Uuid::parse_str(one["id"].as_str().unwrap()).unwrap())
+        .execute(&t.pool)
+        .await
+        .unwrap();
+    let (s, body) = api.get("/v1/workspaces", &one_secret).await;
+    assert_eq!(s, StatusCode::UNAUTHORIZED);
+    assert!(body["error"]["message"].as_str().unwrap().contains("expired"), "{body}");
+
+    // The operator's commands.
+    let (ok, out, err) = t.run(&["keys", "create", "--user", "alice", "--name", "cli", "--workspace", &ws2, "--json"]).await;
+    assert!(ok, "{err}");
+    let made: Value = serde_json::from_str(&out).unwrap();
+    let secret = made["secret"].as_str().unwrap();
+    let (s, list) = api.get("/v1/workspaces", secret).await;
+    assert_eq!((s, list["workspaces"][0]["id"].as_str()), (StatusCode::OK, Some(ws2.as_str())));
+    let (ok, out, _) = t.run(&["keys", "list", "--user", "alice", "--json"]).await;
+    assert!(ok);
+    assert_eq!(serde_json::from_str::<Value>(&out).unwrap().as_array().unwrap().len(), 3);
+    let (ok, out, _) = t.run(&["keys", "list", "--user", "alice"]).await;
+    assert!(ok && out.contains("cli") && out.contains("revoked"), "{out}");
+    let (ok, _, err) = t.run(&["keys", "create", "--user", "alice", "--name", "x", "--workspace", &bobs]).await;
+    assert!(!ok && err.contains("owns no workspace"), "{err}");
+    let (ok, _, _) = t.run(&["keys", "revoke", made["key"]["id"].as_str().unwrap(), "--user", "alice"]).await;
+    assert!(ok);
+    assert_eq!(api.get("/v1/workspaces", secret).await.0, StatusCode::UNAUTHORIZED);
+    t.cleanup().await;
+}

@@ -1,0 +1,122 @@
+//! `rag-engine keys create|list|revoke`: a user's API keys, from the
+//! operator's side (the database directly, as `token` signs directly with
+//! JWT_SECRET). Users manage their own on the page or with `/v1/keys`.
+
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Subcommand;
+use rag_api::model::ApiKey;
+use rag_app::config::DatabaseSettings;
+
+#[derive(Subcommand, Debug)]
+pub enum KeysCommand {
+    /// Create a key for a user; prints its secret, which is not stored and cannot be shown again.
+    Create {
+        /// The user the key stands for.
+        #[arg(long)]
+        user: String,
+        /// What the key is for (1-100 characters).
+        #[arg(long)]
+        name: String,
+        /// The one workspace the key reaches (the user must own it); without it, every workspace of theirs.
+        #[arg(long)]
+        workspace: Option<String>,
+        /// Days until the key stops working (1-3650); without it, until revoked.
+        #[arg(long)]
+        expires_in_days: Option<u32>,
+        /// Print the key and its `secret` as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List a user's keys (never their secrets).
+    List {
+        #[arg(long)]
+        user: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revoke one of a user's keys: it is refused from its next request on.
+    Revoke {
+        /// The key's id (from `keys list`).
+        id: uuid::Uuid,
+        #[arg(long)]
+        user: String,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn print_key(k: &ApiKey) {
+    let scope = k.workspace_id.as_deref().map_or("every workspace".to_string(), |w| format!("workspace {w}"));
+    let state = match (&k.revoked_at, &k.expires_at) {
+        (Some(at), _) => format!("revoked {}", at.format("%Y-%m-%d %H:%M")),
+        (None, Some(at)) if *at <= chrono::Utc::now() => format!("expired {}", at.format("%Y-%m-%d")),
+        (None, Some(at)) => format!("expires {}", at.format("%Y-%m-%d")),
+        (None, None) => "no expiry".to_string(),
+    };
+    let used = k.last_used_at.map_or("never used".to_string(), |at| format!("last used {}", at.format("%Y-%m-%d %H:%M")));
+    println!("{}  {}…  {:<24}  {scope}; {state}; {used}", k.id, k.prefix, k.name);
+}
+
+pub async fn keys(s: &DatabaseSettings, command: KeysCommand) -> anyhow::Result<ExitCode> {
+    let pool = rag_store::connect(&s.store()).await.context("connecting to Postgres (DATABASE_URL)")?;
+    match command {
+        KeysCommand::Create { user, name, workspace, expires_in_days, json } => {
+            let (user, name) = (user.trim(), name.trim());
+            anyhow::ensure!(!user.is_empty(), "--user must not be empty");
+            anyhow::ensure!((1..=100).contains(&name.chars().count()), "--name must have 1-100 characters");
+            if let Some(ws) = workspace.as_deref() {
+                rag_store::workspaces::get_owned(&pool, ws, user).await?.with_context(|| format!("user {user} owns no workspace {ws}"))?;
+            }
+            let expires_at = match expires_in_days {
+                None => None,
+                Some(d @ 1..=3650) => Some(chrono::Utc::now() + chrono::Duration::days(i64::from(d))),
+                Some(d) => anyhow::bail!("--expires-in-days must be 1-3650 (is {d})"),
+            };
+            let minted = rag_api::keys::mint().map_err(|e| anyhow::anyhow!("{e}"))?;
+            let row = rag_store::api_keys::create(
+                &pool,
+                &rag_store::api_keys::NewApiKey {
+                    id: uuid::Uuid::now_v7(),
+                    user_id: user,
+                    name,
+                    workspace_id: workspace.as_deref(),
+                    lookup: &minted.lookup,
+                    secret_sha256: &minted.sha256,
+                    expires_at,
+                },
+            )
+            .await?;
+            let key = ApiKey::from(row);
+            if json {
+                println!("{}", serde_json::json!({"key": key, "secret": minted.token}));
+            } else {
+                print_key(&key);
+                println!("secret (shown once, store it now): {}", minted.token);
+            }
+        }
+        KeysCommand::List { user, json } => {
+            let keys: Vec<ApiKey> = rag_store::api_keys::list_owned(&pool, user.trim()).await?.into_iter().map(Into::into).collect();
+            if json {
+                println!("{}", serde_json::to_string(&keys)?);
+            } else if keys.is_empty() {
+                println!("no API keys for {}", user.trim());
+            } else {
+                keys.iter().for_each(print_key);
+            }
+        }
+        KeysCommand::Revoke { id, user, json } => {
+            let row = rag_store::api_keys::revoke(&pool, user.trim(), id)
+                .await?
+                .with_context(|| format!("user {} has no API key {id}", user.trim()))?;
+            let key = ApiKey::from(row);
+            if json {
+                println!("{}", serde_json::to_string(&key)?);
+            } else {
+                print_key(&key);
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
