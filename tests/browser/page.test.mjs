@@ -290,6 +290,52 @@ test("another user sees nothing of the first user's workspace", async () => {
   await context.close();
 });
 
+test("API keys: made on the page for this workspace, shown once, working, revoked at once; the panel fits a phone", async () => {
+  assert.ok(aliceWorkspace && aliceToken, "the first test signed Alice in and made a workspace");
+  const context = await browser.newContext({ viewport: { width: 390, height: 844 }, locale: "vi-VN", hasTouch: true, isMobile: true });
+  const page = await context.newPage();
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(e.message));
+  page.on("dialog", (d) => d.accept());
+  await page.goto(BASE + "/");
+  await page.evaluate((t) => sessionStorage.setItem("rag-engine.token", t), aliceToken);
+  await page.goto(`${BASE}/#ws=${aliceWorkspace}`);
+  await page.reload();
+  await page.locator("#user-bar").waitFor();
+  await page.waitForFunction((ws) => document.querySelector("#workspace-select")?.value === ws, aliceWorkspace);
+  await page.locator("#keys-open").click();
+  const dialog = page.locator("#keys-dialog");
+  await dialog.waitFor();
+  assert.equal(await page.textContent("#keys-title"), "Khóa API");
+  await page.fill("#key-name", "open-webui");
+  assert.equal(await page.$eval("#key-scope", (s) => s.value), "workspace");
+  await page.click("[data-testid=key-create]");
+  await page.locator("#key-made").waitFor();
+  const secret = await page.inputValue("#key-secret");
+  assert.match(secret, /^rag_[0-9a-f]{12}_[0-9a-f]{64}$/);
+  await page.locator("[data-testid=key-row]").first().waitFor();
+  assert.match(await page.textContent("#keys-list"), /open-webui/);
+  assert.ok(!(await page.textContent("#keys-list")).includes(secret.slice(17)), "the list never shows the secret");
+  // Nothing of the panel is wider than the phone.
+  const overflow = await page.evaluate(() => [...document.querySelectorAll("#keys-dialog *")].filter((n) => n.getBoundingClientRect().right > window.innerWidth + 1).length);
+  assert.equal(overflow, 0, "the panel fits 390 px");
+  await screenshot(page, "keys-phone.png");
+  // The key works as a tool would use it, for this workspace only.
+  const models = await apiGet(secret, "/v1/models");
+  assert.equal(models.status, 200);
+  assert.deepEqual(models.body.data.map((m) => m.id), [aliceWorkspace]);
+  // Closed and opened again: the secret is not shown a second time.
+  await page.click("#keys-close");
+  await page.locator("#keys-open").click();
+  assert.equal(await page.isVisible("#key-made"), false);
+  // Revoked from the panel: refused at once.
+  await page.locator("[data-testid=key-revoke]").first().click();
+  await page.waitForFunction(() => document.querySelector("[data-testid=key-row].revoked"));
+  assert.equal((await apiGet(secret, "/v1/models")).status, 401);
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
 test("a link carrying a token signs in only when the person agrees", async () => {
   const context = await browser.newContext({ viewport: { width: 1200, height: 800 }, locale: "en-US" });
   const page = await context.newPage();
@@ -436,7 +482,7 @@ test("the catalogues: the same keys in Vietnamese and English, and every key the
   const used = new Set();
   const html = readFileSync(new URL("index.html", UI), "utf8");
   for (const m of html.matchAll(/data-i18n(?:-[a-z-]+)?="([^"]+)"/g)) used.add(m[1]);
-  const prefixes = "signIn|signOut|ws|docs|status|upload|conv|chat|ask|cite|viewer|lang|error";
+  const prefixes = "signIn|signOut|ws|docs|status|upload|conv|chat|ask|cite|viewer|lang|error|keys";
   for (const f of readdirSync(UI).filter((f) => f.endsWith(".js") && !f.startsWith("i18n-"))) {
     const src = readFileSync(new URL(f, UI), "utf8");
     for (const m of src.matchAll(new RegExp(`["'](((?:${prefixes})\\.[A-Za-z_]+)|signOut)["']`, "g"))) used.add(m[1]);

@@ -11,6 +11,7 @@ pub mod error;
 mod jwt_crypto;
 pub mod keys;
 pub mod limits;
+pub mod mcp;
 mod middleware;
 pub mod model;
 pub mod openapi;
@@ -95,6 +96,8 @@ struct Inner {
     deltas: deltas::DeltaHub,
     /// Image pages being decoded for display (see [`IMAGE_RENDERS`]).
     image_renders: Arc<tokio::sync::Semaphore>,
+    /// Passage search for the MCP `search` tool ([`AppState::with_search`]).
+    search: Option<Arc<dyn mcp::PassageSearch>>,
 }
 
 /// Image pages the API decodes at once for the page-image endpoint. Each
@@ -128,7 +131,15 @@ impl AppState {
             shutdown,
             deltas: deltas::DeltaHub::default(),
             image_renders: Arc::new(tokio::sync::Semaphore::new(IMAGE_RENDERS)),
+            search: None,
         }))
+    }
+    /// Gives the MCP `search` tool its search (the application's retrieval).
+    pub fn with_search(mut self, search: Arc<dyn mcp::PassageSearch>) -> Self {
+        if let Some(inner) = Arc::get_mut(&mut self.0) {
+            inner.search = Some(search);
+        }
+        self
     }
     pub(crate) fn pool(&self) -> &PgPool {
         &self.0.pool
@@ -168,6 +179,9 @@ pub fn router(state: AppState) -> Router {
         .route("/workspaces", post(routes::workspaces::create).get(routes::workspaces::list))
         .route("/keys", post(routes::keys::create).get(routes::keys::list))
         .route("/keys/{id}", axum::routing::delete(routes::keys::revoke))
+        // OpenAI-compatible chat (`routes::openai`): a model is a workspace.
+        .route("/models", get(routes::openai::models))
+        .route("/chat/completions", post(routes::openai::chat_completions).layer(DefaultBodyLimit::max(routes::openai::MAX_BODY_BYTES)))
         .route(
             "/workspaces/{ws}/documents",
             post(routes::documents::upload).layer(DefaultBodyLimit::max(upload_limit)).get(routes::documents::list),
@@ -183,8 +197,14 @@ pub fn router(state: AppState) -> Router {
         .route("/workspaces/{ws}/conversations/{id}/events", get(routes::events::stream))
         .layer(axum::middleware::from_fn_with_state(state.clone(), limits::limit_requests))
         .layer(tower_http::timeout::RequestBodyTimeoutLayer::new(cfg.body_timeout));
+    // MCP (`mcp`): authenticated and rate-limited before the protocol runs.
+    let mcp = Router::new()
+        .nest_service("/mcp", mcp::service(state.clone()))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), mcp::authenticate))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), limits::limit_requests));
     let mut app = Router::new()
         .nest("/v1", v1)
+        .merge(mcp)
         .route("/healthz", get(routes::health::healthz))
         // Each call checks three services: rate-limited like /v1.
         .route("/readyz", get(routes::health::readyz).layer(axum::middleware::from_fn_with_state(state.clone(), limits::limit_requests)))
@@ -199,9 +219,14 @@ pub fn router(state: AppState) -> Router {
     if let Some(cors) = cors_layer(&cfg.cors_origins) {
         app = app.layer(cors);
     }
-    app.layer(PropagateRequestIdLayer::new(REQUEST_ID.clone()))
-        .layer(SetRequestIdLayer::new(REQUEST_ID.clone(), MakeRequestUuid))
-        .with_state(state)
+    // No response is to be sniffed into another type (a JSON error read as HTML).
+    app.layer(tower_http::set_header::SetResponseHeaderLayer::if_not_present(
+        header::X_CONTENT_TYPE_OPTIONS,
+        axum::http::HeaderValue::from_static("nosniff"),
+    ))
+    .layer(PropagateRequestIdLayer::new(REQUEST_ID.clone()))
+    .layer(SetRequestIdLayer::new(REQUEST_ID.clone(), MakeRequestUuid))
+    .with_state(state)
 }
 
 fn cors_layer(origins: &[String]) -> Option<CorsLayer> {

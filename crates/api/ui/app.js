@@ -14,6 +14,7 @@ import { state, hashParams, setHash, currentHash, parseSpan } from "./state.js";
 import { watchDocuments, pollDocuments, renderDocuments } from "./documents.js";
 import { loadConversations, renderConversations, renderMessages, openConversation } from "./chat.js";
 import { openViewer, closeViewer } from "./viewer.js";
+import { setupKeys } from "./keys.js";
 
 const TOKEN_KEY = "rag-engine.token";
 
@@ -176,6 +177,7 @@ $("sign-out").addEventListener("click", () => {
   setHash({});
   signOut();
 });
+setupKeys();
 
 // ---------- workspaces ----------
 

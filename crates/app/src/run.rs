@@ -181,7 +181,10 @@ pub fn start_api(
     let timeout = Duration::from_secs(s.api.api_produce_timeout_secs.max(1));
     let producer = EventProducer::with_delivery_timeout(&s.bus(), Codec::embedded()?, "rag-engine/api", timeout)?;
     let blobs = rag_blobs::BlobStore::new(&s.blobs());
-    let state = rag_api::AppState::new(pool.clone(), producer, blobs, jwt, s.api(), shutdown.clone());
+    // The MCP `search` tool searches as the answerer retrieves.
+    let search = crate::search::RetrieverSearch(s.retriever(pool.clone()).context("the retriever of the MCP search tool")?);
+    let state =
+        rag_api::AppState::new(pool.clone(), producer, blobs, jwt, s.api(), shutdown.clone()).with_search(std::sync::Arc::new(search));
     let local = listener.local_addr().context("the API listener's address")?;
     // Password-less sign-in is for a developer's own machine: never on an
     // address other machines can reach.

@@ -82,6 +82,7 @@ pub async fn ask(s: &AskSettings, args: AskArgs) -> anyhow::Result<ExitCode> {
         asked_by: args.user.clone(),
         top_k: args.top_k.map(|k| k as i32),
         document_ids: args.documents.iter().map(|d| d.to_string()).collect(),
+        history: Vec::new(),
     };
     // Listening before asking: the first words are not missed.
     let mut listener = rag_store::sqlx::postgres::PgListener::connect_with(&pool).await.context("listening for the answer's text")?;

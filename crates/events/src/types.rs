@@ -149,6 +149,18 @@ pub struct QuestionAsked {
     pub top_k: Option<i32>,
     #[serde(default)]
     pub document_ids: Vec<String>,
+    /// Earlier turns the client sent with the question, oldest first (v2);
+    /// empty: the conversation's stored messages are its history.
+    #[serde(default)]
+    pub history: Vec<ConversationTurn>,
+}
+
+/// One earlier turn of a conversation as a client sent it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConversationTurn {
+    /// `user` or `assistant`.
+    pub role: String,
+    pub content: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -245,6 +245,29 @@ pub struct ConversationRow {
 /// Creates a conversation before its first question (the API's "new
 /// chat"). Idempotent on the id; QuestionAsked creates one the same way
 /// when a producer asks in a conversation nobody created.
+/// Conversations `created_by` started in the workspace holding an answer
+/// whose text is `content`, newest first: where an OpenAI-compatible
+/// client that sends the whole conversation back left off.
+pub async fn conversations_with_answer(
+    pool: &PgPool,
+    workspace_id: &str,
+    created_by: &str,
+    content: &str,
+    limit: i64,
+) -> Result<Vec<Uuid>, StoreError> {
+    Ok(sqlx::query_scalar(
+        "SELECT m.conversation_id FROM messages m JOIN conversations c ON c.id = m.conversation_id AND c.workspace_id = m.workspace_id
+         WHERE m.workspace_id = $1 AND c.created_by = $2 AND m.role = 'assistant' AND m.status = 'done' AND m.content = $3
+         ORDER BY m.created_at DESC LIMIT $4",
+    )
+    .bind(workspace_id)
+    .bind(created_by)
+    .bind(content)
+    .bind(limit)
+    .fetch_all(pool)
+    .await?)
+}
+
 pub async fn create_conversation(
     pool: &PgPool,
     id: Uuid,

@@ -5,7 +5,7 @@
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::Json;
-use rag_events::{Envelope, QuestionAsked};
+use rag_events::{ConversationTurn, Envelope, QuestionAsked};
 use rag_store::messages::{self, MessageStatus};
 use uuid::Uuid;
 
@@ -115,20 +115,9 @@ pub async fn post_message(
     if body.document_ids.len() > 100 {
         return Err(ApiError::bad_request("invalid_field", "document_ids holds at most 100 ids"));
     }
-    let (user_message, assistant_message) = (Uuid::now_v7(), Uuid::now_v7());
-    let event = QuestionAsked {
-        envelope: Envelope::originating(&ws, PRODUCER),
-        conversation_id: id.to_string(),
-        user_message_id: user_message.to_string(),
-        assistant_message_id: assistant_message.to_string(),
-        question,
-        asked_by: user.user_id.clone(),
-        top_k: body.top_k,
-        document_ids: body.document_ids.iter().map(Uuid::to_string).collect(),
-    };
-    state.producer().send(&event).await?;
-    tracing::info!(workspace_id = %ws, conversation_id = %id, event_id = %event.envelope.event_id, message_id = %assistant_message, "question asked");
-    apply_now(&state, Recorded::Asked(&event)).await;
+    let asked =
+        ask(&state, &user, &ws, id, question, body.top_k, body.document_ids.iter().map(Uuid::to_string).collect(), Vec::new()).await?;
+    let (event, user_message, assistant_message) = (asked.event, asked.user_message, asked.assistant_message);
     // Read back what the read model holds; if the database is unreachable
     // right now, answer from the event itself: the question is recorded
     // either way, and a client retrying on an error would ask it twice.
@@ -162,6 +151,44 @@ pub async fn post_message(
         }
     };
     Ok((StatusCode::ACCEPTED, Json(MessagesAccepted { user_message: user_row, assistant_message: assistant_row })))
+}
+
+/// A question just recorded, and the ids of its two messages.
+pub(crate) struct Asked {
+    pub event: QuestionAsked,
+    pub user_message: Uuid,
+    pub assistant_message: Uuid,
+}
+
+/// Records QuestionAsked for `question` in conversation `id` (whose
+/// ownership the caller checked) and applies it to the read model at once.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn ask(
+    state: &AppState,
+    user: &AuthUser,
+    ws: &str,
+    id: Uuid,
+    question: String,
+    top_k: Option<i32>,
+    document_ids: Vec<String>,
+    history: Vec<ConversationTurn>,
+) -> Result<Asked, ApiError> {
+    let (user_message, assistant_message) = (Uuid::now_v7(), Uuid::now_v7());
+    let event = QuestionAsked {
+        envelope: Envelope::originating(ws, PRODUCER),
+        conversation_id: id.to_string(),
+        user_message_id: user_message.to_string(),
+        assistant_message_id: assistant_message.to_string(),
+        question,
+        asked_by: user.user_id.clone(),
+        top_k,
+        document_ids,
+        history,
+    };
+    state.producer().send(&event).await?;
+    tracing::info!(workspace_id = %ws, conversation_id = %id, event_id = %event.envelope.event_id, message_id = %assistant_message, "question asked");
+    apply_now(state, Recorded::Asked(&event)).await;
+    Ok(Asked { event, user_message, assistant_message })
 }
 
 /// A message with its status, content and metadata (sections, citations, llm_usage).

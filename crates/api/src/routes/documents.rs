@@ -161,7 +161,9 @@ pub async fn upload(
                     return Err(ApiError::bad_request("too_many_files", "send one file per upload"));
                 }
                 let filename = checked_filename(field.file_name().unwrap_or(""))?.to_string();
-                let sent_type = field.content_type().unwrap_or("application/octet-stream").to_string();
+                // Echoed in errors only, bounded: what is stored is the
+                // format's canonical type below.
+                let sent_type: String = field.content_type().unwrap_or("application/octet-stream").chars().take(100).collect();
                 let format = rag_docparse::detect_format(&sent_type, &filename).ok_or_else(|| {
                     ApiError::unsupported_media_type(format!(
                         "{filename:?} ({sent_type}) is not a supported document type: {}",
@@ -303,7 +305,7 @@ pub async fn raw_text(
     State(state): State<AppState>,
     user: AuthUser,
     Path((ws, id)): Path<(String, Uuid)>,
-) -> Result<Json<RawText>, ApiError> {
+) -> Result<([(axum::http::HeaderName, &'static str); 1], Json<RawText>), ApiError> {
     let doc = owned_document(&state, &user, &ws, id).await?;
     match doc.status {
         DocumentStatus::Parsed | DocumentStatus::Chunked | DocumentStatus::Ingested => {}
@@ -317,11 +319,15 @@ pub async fn raw_text(
     }
     let segments = rag_store::raw::segments(state.pool(), &ws, id).await?;
     let pages = rag_store::raw::pages(state.pool(), &ws, id).await?;
-    Ok(Json(RawText {
-        document_id: id,
-        workspace_id: ws,
-        status: doc.status,
-        pages: pages.into_iter().map(Into::into).collect(),
-        segments: segments.into_iter().map(Into::into).collect(),
-    }))
+    // A user's document text: never kept by a shared cache or the browser's.
+    Ok((
+        [(axum::http::header::CACHE_CONTROL, "no-store")],
+        Json(RawText {
+            document_id: id,
+            workspace_id: ws,
+            status: doc.status,
+            pages: pages.into_iter().map(Into::into).collect(),
+            segments: segments.into_iter().map(Into::into).collect(),
+        }),
+    ))
 }

@@ -40,9 +40,20 @@ pub fn cursor_id(c: &Cursor) -> String {
     format!("{}_{}", c.0.timestamp_micros(), c.1)
 }
 
+/// The earliest time Postgres's timestamptz holds (4713 BC), in
+/// microseconds since the Unix epoch (its MIN_TIMESTAMP, counted from
+/// 2000-01-01). Its latest lies beyond chrono's.
+const POSTGRES_MIN_MICROS: i64 = -211_813_488_000_000_000 + 946_684_800_000_000;
+
+/// A cursor this stream gave: its time must be one Postgres can compare
+/// with, else the poll would fail for as long as the stream lives.
 pub fn parse_cursor(s: &str) -> Option<Cursor> {
     let (micros, id) = s.trim().split_once('_')?;
-    Some((DateTime::from_timestamp_micros(micros.parse().ok()?)?, Uuid::parse_str(id).ok()?))
+    let micros: i64 = micros.parse().ok()?;
+    if micros < POSTGRES_MIN_MICROS {
+        return None;
+    }
+    Some((DateTime::from_timestamp_micros(micros)?, Uuid::parse_str(id).ok()?))
 }
 
 struct Feed {
@@ -78,7 +89,15 @@ pub async fn stream(
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
     owned_conversation(&state, &user, &ws, id).await?;
     let slot = state.limits().stream(&user.user_id)?;
-    let cursor = headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(parse_cursor);
+    let cursor = match headers.get("last-event-id") {
+        None => None,
+        Some(v) => Some(
+            v.to_str()
+                .ok()
+                .and_then(parse_cursor)
+                .ok_or_else(|| ApiError::bad_request("invalid_last_event_id", "Last-Event-ID is not an event id of this stream"))?,
+        ),
+    };
     tracing::debug!(workspace_id = %ws, conversation_id = %id, resume = cursor.is_some(), "event stream opened");
     let deltas = state.answer_deltas();
     let feed = Feed {
@@ -161,5 +180,8 @@ mod tests {
         assert_eq!(parse_cursor(&cursor_id(&c)), Some(c));
         assert_eq!(parse_cursor("garbage"), None);
         assert_eq!(parse_cursor("12_not-a-uuid"), None);
+        // Beyond what Postgres's timestamptz holds: refused, not polled forever.
+        assert_eq!(parse_cursor(&format!("{}_{}", i64::MAX, Uuid::now_v7())), None);
+        assert_eq!(parse_cursor(&format!("{}_{}", -300_000_000_000_000_000i64, Uuid::now_v7())), None);
     }
 }

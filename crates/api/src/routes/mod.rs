@@ -4,6 +4,7 @@ pub mod documents;
 pub mod events;
 pub mod health;
 pub mod keys;
+pub mod openai;
 pub mod page;
 pub mod page_image;
 pub mod workspaces;

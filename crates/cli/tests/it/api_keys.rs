@@ -80,7 +80,8 @@ async fn keys_are_shown_once_stored_hashed_scoped_and_revoked_at_once() {
         );
     }
     assert_eq!(api.get("/v1/keys", &alice).await.1["keys"].as_array().unwrap().len(), 2);
-    let (s, _) = api.get("/v1/workspaces", &format!("{}0", &all_secret[..all_secret.len() - 1])).await;
+    let last = if all_secret.ends_with('0') { '1' } else { '0' };
+    let (s, _) = api.get("/v1/workspaces", &format!("{}{last}", &all_secret[..all_secret.len() - 1])).await;
     assert_eq!(s, StatusCode::UNAUTHORIZED, "a wrong secret with a right lookup");
     let (s, _) = api.get("/v1/workspaces", "rag_nothing").await;
     assert_eq!(s, StatusCode::UNAUTHORIZED);
@@ -127,5 +128,32 @@ async fn keys_are_shown_once_stored_hashed_scoped_and_revoked_at_once() {
     let (ok, _, _) = t.run(&["keys", "revoke", made["key"]["id"].as_str().unwrap(), "--user", "alice"]).await;
     assert!(ok);
     assert_eq!(api.get("/v1/workspaces", secret).await.0, StatusCode::UNAUTHORIZED);
+    t.cleanup().await;
+}
+
+/// Small API rules: a `Last-Event-ID` no stream gave (malformed, or a time
+/// outside what Postgres holds) is refused with 400 instead of a stream
+/// whose every poll fails; every answer says `nosniff`.
+#[tokio::test]
+async fn event_ids_outside_the_streams_range_are_refused_and_nothing_is_sniffed() {
+    let t = TestEnv::new().await;
+    let run = TestApp::spawn_stages(&t, StageName::Api, &[]).await;
+    let api = Api::new(run.api_port);
+    api.wait_ready().await;
+    let alice = token(&t, "alice").await;
+    let (_, ws) = api.post("/v1/workspaces", &alice, json!({"name": "w"})).await;
+    let ws = ws["id"].as_str().unwrap().to_string();
+    let (_, c) = api.post(&format!("/v1/workspaces/{ws}/conversations"), &alice, json!({})).await;
+    let c = c["id"].as_str().unwrap().to_string();
+    let path = format!("{}/v1/workspaces/{ws}/conversations/{c}/events", api.base);
+    for bad in [format!("-300000000000000000_{}", uuid::Uuid::now_v7()), "garbage".to_string()] {
+        let resp = api.http.get(&path).bearer_auth(&alice).header("last-event-id", &bad).send().await.unwrap();
+        assert_eq!(resp.status(), StatusCode::BAD_REQUEST, "{bad}");
+        assert_eq!(resp.headers()["x-content-type-options"], "nosniff");
+        let body: Value = resp.json().await.unwrap();
+        assert_eq!(body["error"]["code"], "invalid_last_event_id");
+    }
+    let (_, _, headers) = api.call(Method::GET, "/v1/workspaces", Some(&alice), None).await;
+    assert_eq!(headers["x-content-type-options"], "nosniff");
     t.cleanup().await;
 }

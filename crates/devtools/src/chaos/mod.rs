@@ -375,6 +375,7 @@ async fn ask(producer: &EventProducer, workspace: &str, n: usize) -> anyhow::Res
         asked_by: "chaos".into(),
         top_k: None,
         document_ids: Vec::new(),
+        history: Vec::new(),
     };
     producer.send(&event).await?;
     Ok(assistant)

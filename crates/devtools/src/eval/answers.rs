@@ -184,6 +184,7 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
             asked_by: "eval".into(),
             top_k: None,
             document_ids: Vec::new(),
+            history: Vec::new(),
         };
         let asked_at = Instant::now();
         producer.send(&event).await.context("producing QuestionAsked")?;

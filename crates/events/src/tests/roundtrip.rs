@@ -121,6 +121,7 @@ fn every_event_roundtrips() {
             asked_by: "user-1".into(),
             top_k: Some(8),
             document_ids: vec![doc_id()],
+            history: vec![ConversationTurn { role: "user".into(), content: "Doanh thu năm 2023?".into() }],
         },
     );
     roundtrip(

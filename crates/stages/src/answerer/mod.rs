@@ -175,12 +175,20 @@ impl Answerer {
             return Ok(self.failed(q, AnswerFailure::InvalidQuestion, "conversation or message id is not a UUID".into()));
         };
         let top_k = q.top_k.filter(|k| *k > 0).map(|k| k as usize).unwrap_or(self.top_k).clamp(1, MAX_TOP_K);
-        self.wait_for_projected_question(ws, user).await?;
-        let history: Vec<Turn> = messages::history(&self.retriever.pool, ws, conversation, (user, assistant), HISTORY_TURNS)
-            .await?
-            .into_iter()
-            .map(|m| Turn { role: m.role, content: m.content })
-            .collect();
+        // Turns the client sent with the question (an OpenAI-compatible
+        // client sends the whole conversation) are its history; else the
+        // conversation's stored messages are.
+        let history: Vec<Turn> = if q.history.is_empty() {
+            self.wait_for_projected_question(ws, user).await?;
+            messages::history(&self.retriever.pool, ws, conversation, (user, assistant), HISTORY_TURNS)
+                .await?
+                .into_iter()
+                .map(|m| Turn { role: m.role, content: m.content })
+                .collect()
+        } else {
+            let from = q.history.len().saturating_sub(rag_answer::HISTORY_TURNS);
+            q.history[from..].iter().map(|t| Turn { role: t.role.clone(), content: t.content.clone() }).collect()
+        };
         // A question that asks several things is answered part by part,
         // each on its own evidence, a section (or more) per part in the
         // question's order (`rag_answer::parts`).
