@@ -392,11 +392,20 @@ test("files dropped on the page upload into the selected workspace, and switchin
     dt.items.add(new File(["Lịch trực: tổ 2 trực tuần này."], "lich-truc.txt", { type: "text/plain" }));
     return dt;
   });
+  // An upload becomes its row of the list: never two rows for one file.
+  await page.evaluate(() => {
+    window.__rows = 0;
+    const count = () => [...document.querySelectorAll("#uploads li, #documents li")].filter((n) => n.textContent.includes("ghi-chu.md")).length;
+    new MutationObserver(() => (window.__rows = Math.max(window.__rows, count()))).observe(document.body, { subtree: true, childList: true, characterData: true });
+  });
   await page.dispatchEvent("#drop-zone", "dragenter", { dataTransfer });
   await page.dispatchEvent("#drop-zone", "drop", { dataTransfer });
   for (const name of ["ghi-chu.md", "lich-truc.txt"]) {
     await page.locator('.document[data-status="ingested"]', { hasText: name }).waitFor({ timeout: 60_000 });
   }
+  assert.equal(await page.evaluate(() => window.__rows), 1, "one row for the uploaded file, its status moving on");
+  // A Markdown file has no pages: its list row says none.
+  assert.doesNotMatch(await page.locator(".document", { hasText: "ghi-chu.md" }).textContent(), /page/);
   await page.waitForTimeout(2500); // a few document polls
   const after = requests.slice(fromSwitch).filter((p) => p.startsWith("/v1/workspaces/"));
   assert.ok(after.length > 0);
@@ -453,7 +462,7 @@ test("a presentation: its pages are slides, and a citation opens the slide's tex
   assert.equal(await page.$$eval("#viewer mark.cited", (ms) => ms.map((m) => m.textContent).join("")), full.slice(start, end).join(""));
   assert.match(full.slice(start, end).join(""), /Miền Nam/);
   assert.deepEqual(await page.$$eval("#viewer mark.cited", (ms) => [...new Set(ms.map((m) => m.closest(".segment").dataset.page))]), ["2"]);
-  assert.match(await page.textContent("#viewer-status"), /, slide 2\. Esc closes\.$/);
+  assert.match(await page.textContent("#viewer-status"), /^Cited on slide 2\. Esc closes\.$/);
   assert.equal(await page.locator("#viewer .page-image").count(), 0, "a slide has no page image: its text is shown");
   await screenshot(page, "slides.png");
 
@@ -508,7 +517,11 @@ test("the catalogues: the same keys in Vietnamese and English, and every key the
   assert.equal(en["viewer.page"]({ n: 2, slide: true }, f), "Slide 2");
   assert.equal(en["docs.pages"]({ n: 3, slide: true }, f), "3 slides");
   assert.equal(vi["docs.pages"]({ n: 3, slide: true }, f), "3 trang chiếu");
-  assert.match(en["viewer.cited"]({ start: 1, end: 5, pages: [7], slide: true }, f), /, slide 7\./);
+  assert.equal(en["viewer.cited"]({ pages: [7], slide: true, esc: true }, f), "Cited on slide 7. Esc closes.");
+  // Words for people: no character offsets, no page for a text without pages, no Esc on a phone.
+  assert.equal(vi["viewer.cited"]({ pages: null, para: 3, esc: false }, f), "Đoạn được trích ở đoạn 3.");
+  assert.equal(en["cite.label"]({ n: 2, doc: "a.md", page: null }, f), "Citation 2: a.md");
+  assert.equal(en["status.ingested"], "ready");
   for (const c of ["corrupt_presentation", "encrypted_presentation"]) assert.ok(`error.${c}` in vi && `error.${c}` in en, c);
 });
 
@@ -579,7 +592,8 @@ test("the page in Vietnamese for a Vietnamese browser, switched to English, kept
   assert.match(await answer.locator(".cite").first().getAttribute("aria-label"), /^Trích dẫn 1: bao-cao-2023\.pdf, trang \d$/);
   await answer.locator(".cite").first().click();
   await page.locator("#viewer mark.cited").first().waitFor();
-  assert.match(await page.textContent("#viewer-status"), /^Ký tự được trích: /);
+  assert.match(await page.textContent("#viewer-status"), /^Đoạn được trích ở trang \d\. Nhấn Esc để đóng\.$/);
+  assert.match(await page.getAttribute("#viewer-status", "title"), /^Ký tự \d+–\d+ của văn bản gốc$/);
   assert.equal(await page.locator("#viewer .page-break").first().textContent(), "Trang 1");
   await page.locator("#viewer .page-image img").waitFor({ timeout: 30_000 });
   await page.mouse.move(5, 880);
@@ -592,11 +606,11 @@ test("the page in Vietnamese for a Vietnamese browser, switched to English, kept
   assert.equal(await page.getAttribute("html", "lang"), "en");
   assert.equal(await page.getAttribute("#lang-en", "aria-pressed"), "true");
   assert.equal(await page.textContent("#documents-heading"), "Documents");
-  assert.equal(await doc.locator(".badge").textContent(), "ingested");
+  assert.equal(await doc.locator(".badge").textContent(), "ready");
   assert.match(await doc.locator(".facts").textContent(), /^\d+(\.\d)? kB · 2 pages · \d+ chunks?$/);
   assert.equal(await failed.locator(".failure").textContent(), "the PDF is damaged or not a PDF (corrupt_pdf)");
   assert.equal(await refused.locator(".upload-status").textContent(), "refused: the file is empty (empty_file)");
-  assert.match(await page.textContent("#viewer-status"), /^Cited characters /);
+  assert.match(await page.textContent("#viewer-status"), /^Cited on page \d\. Esc closes\.$/);
   assert.equal(await answer.locator(".cite.active").getAttribute("data-n"), "1", "the open citation's bubble stays marked");
   assert.equal(await page.locator("#viewer .page-break").first().textContent(), "Page 1");
   const whenEn = await page.locator(".conversations li small").first().textContent();
@@ -788,7 +802,7 @@ test("a spreadsheet citation opens the cited row as a table under the sheet's he
   // Two rows each side for context, dimmed.
   assert.deepEqual(await table.locator("tbody tr").evaluateAll((rs) => rs.map((r) => [r.dataset.row, r.className])),
     [["2", "context"], ["3", "context"], ["4", "cited"], ["5", "context"], ["6", "context"]]);
-  assert.match(await page.textContent("#viewer-status"), /, chi-nhanh!A4:D4\. Esc closes\.$/);
+  assert.match(await page.textContent("#viewer-status"), /^Cited rows chi-nhanh!A4:D4\. Esc closes\.$/);
   assert.equal(await page.locator("#viewer .page-break").first().textContent(), "Sheet 1: chi-nhanh");
   // The raw text below still has exactly the span marked.
   assert.equal(await page.$$eval("#viewer mark.cited", (ms) => ms.map((m) => m.textContent).join("")), full.slice(start, end).join(""));

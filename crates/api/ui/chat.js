@@ -7,7 +7,7 @@ import { streamEvents } from "./sse.js";
 import { preview } from "./spans.js";
 import { $, el, toast } from "./dom.js";
 import { t, num, date, errorArg, onLanguageChange, translateTree } from "./i18n.js";
-import { state, updateHash, docName, isSlides } from "./state.js";
+import { state, updateHash, docName, isSlides, hasPages } from "./state.js";
 import { openViewer } from "./viewer.js";
 
 const chatHint = $("chat-hint");
@@ -311,7 +311,7 @@ function renderMessage(m) {
             el(
               "li",
               { value: i },
-              t("chat.source", { doc: docName(c.document_id), page: Number(c.page_idx) + 1, slide: isSlides(c.document_id), range: c.cell_range ?? null }),
+              t("chat.source", { doc: docName(c.document_id), page: hasPages(c.document_id) ? Number(c.page_idx) + 1 : null, slide: isSlides(c.document_id), range: c.cell_range ?? null }),
               el("q", { text: preview(c.text ?? c.snippet_preview, 120) }),
             ),
           ),
@@ -327,7 +327,7 @@ function citationBubble(n, c) {
     {
       type: "button",
       class: "cite",
-      "aria-label": t("cite.label", { n, doc: docName(c.document_id), page: Number(c.page_idx) + 1, slide: isSlides(c.document_id), range: c.cell_range ?? null }),
+      "aria-label": t("cite.label", { n, doc: docName(c.document_id), page: hasPages(c.document_id) ? Number(c.page_idx) + 1 : null, slide: isSlides(c.document_id), range: c.cell_range ?? null }),
       dataset: { n, doc: c.document_id, start: c.char_start, end: c.char_end, snippet: `“${preview(c.text ?? c.snippet_preview, 280)}”` },
       onclick: (e) => openViewer(c.document_id, Number(c.char_start), Number(c.char_end), e.currentTarget),
     },

@@ -6,7 +6,7 @@ import { ApiError } from "./api.js";
 import { streamEvents } from "./sse.js";
 import { $, el, toast, showWorkspaceError } from "./dom.js";
 import { t, tr, bytes, errorArg, errorText } from "./i18n.js";
-import { state, isSlides, isSheets } from "./state.js";
+import { state, isSlides, isSheets, hasPages } from "./state.js";
 import { openViewer } from "./viewer.js";
 
 const TERMINAL = new Set(["ingested", "failed", "deleted"]);
@@ -76,7 +76,7 @@ export function renderDocuments(before = state.docs) {
     const changed = before.has(d.id) && before.get(d.id).status !== d.status;
     const facts = [];
     if (d.size_bytes) facts.push(bytes(d.size_bytes));
-    if (d.page_count) facts.push(t("docs.pages", { n: d.page_count, slide: isSlides(d.id), sheet: isSheets(d.id) }));
+    if (d.page_count && hasPages(d.id)) facts.push(t("docs.pages", { n: d.page_count, slide: isSlides(d.id), sheet: isSheets(d.id) }));
     if (d.chunk_count) facts.push(t("docs.chunks", { n: d.chunk_count }));
     const failure = { code: d.failure_code ?? "", message: d.failure_reason ?? "" };
     return el(
@@ -125,12 +125,22 @@ function uploadFiles(files) {
     $("uploads").append(row);
     $("documents-empty").hidden = true;
     ws.upload(file, (f) => (bar.value = f))
-      .then(() => {
+      .then((accepted) => {
         if (gen !== state.gen) return;
-        bar.value = 1;
-        row.classList.add("done");
-        tr(status, "upload.done");
-        setTimeout(() => row.remove(), 1500);
+        // Accepted: the upload becomes its row of the list at once (one
+        // row, its status moving on), unless the stream brought it first.
+        row.remove();
+        const id = accepted?.document_id;
+        if (id && !state.docs.has(id)) {
+          state.docs.set(id, {
+            id,
+            filename: accepted.filename ?? file.name,
+            content_type: accepted.content_type,
+            size_bytes: accepted.size_bytes ?? file.size,
+            status: accepted.status ?? "uploaded",
+          });
+        }
+        renderDocuments();
         pollDocuments(gen);
       })
       .catch((err) => {

@@ -4,6 +4,9 @@
 // i18n.js's formatters (num, bytes, date, err). Every key here is also in
 // i18n-vi.js (tests/browser/page.test.mjs checks both ways).
 
+/** Where a citation is: a sheet's range, a slide or page, or nothing for formats without pages. */
+const place = ({ page, slide, range }, f) => (range ? `, ${range}` : page != null ? `, ${slide ? "slide" : "page"} ${f.num(page)}` : "");
+
 export default {
   "lang.switch": "Language",
 
@@ -55,11 +58,10 @@ export default {
   "status.uploaded": "uploaded",
   "status.parsed": "parsed",
   "status.chunked": "chunked",
-  "status.ingested": "ingested",
+  "status.ingested": "ready",
   "status.failed": "failed",
   "status.deleted": "deleted",
   "upload.sending": ({ size }, f) => `uploading ${f.bytes(size)}…`,
-  "upload.done": "uploaded",
   "upload.refused": ({ err }, f) => `refused: ${f.err(err)}`,
   "upload.dismiss": "Dismiss",
 
@@ -85,10 +87,10 @@ export default {
   "chat.noAnswer": ({ err }, f) => `No answer: ${f.err(err, "the question could not be answered")}`,
   "chat.abstained": "No passage of your documents answers this question.",
   // `range`: a spreadsheet citation's sheet and cells (`Doanh thu!A5:D5`), said instead of its page.
-  "chat.source": ({ doc, page, slide, range }, f) => `${doc}, ${range ?? `${slide ? "slide" : "page"} ${f.num(page)}`}: `,
+  "chat.source": ({ doc, page, slide, range }, f) => `${doc}${place({ page, slide, range }, f)}: `,
   "chat.modeLlm": "answered by the LLM",
   "chat.modeExtractive": "extractive answer",
-  "cite.label": ({ n, doc, page, slide, range }, f) => `Citation ${f.num(n)}: ${doc}, ${range ?? `${slide ? "slide" : "page"} ${f.num(page)}`}`,
+  "cite.label": ({ n, doc, page, slide, range }, f) => `Citation ${f.num(n)}: ${doc}${place({ page, slide, range }, f)}`,
 
   // The raw-text viewer.
   "viewer.title": "Document",
@@ -99,8 +101,9 @@ export default {
   "viewer.notFound": "This document is not in this workspace (or was deleted).",
   "viewer.loadFailed": ({ err }, f) => `Could not load the text: ${f.err(err)}`,
   "viewer.page": ({ n, slide, sheet }, f) => (sheet != null ? `Sheet ${f.num(n)}: ${sheet}` : `${slide ? "Slide" : "Page"} ${f.num(n)}`),
-  "viewer.cited": ({ start, end, pages, slide, range }, f) =>
-    `Cited characters ${f.num(start)}–${f.num(end)}${range ? `, ${range}` : pages ? `, ${slide ? "slide" : "page"} ${pages.map(f.num).join("–")}` : ""}. Esc closes.`,
+  "viewer.cited": ({ pages, slide, range, para, esc }, f) =>
+    `Cited ${range ? `rows ${range}` : pages ? `on ${slide ? "slide" : "page"} ${pages.map(f.num).join("–")}` : `in paragraph ${f.num(para)}`}.${esc ? " Esc closes." : ""}`,
+  "viewer.offsets": ({ start, end }, f) => `Characters ${f.num(start)}–${f.num(end)} of the document's raw text`,
   "viewer.summary": ({ segments, pages, slide, sheet }, f) =>
     `${f.num(segments)} ${segments === 1 ? "segment" : "segments"}${pages ? `, ${f.num(pages)} ${sheet ? (pages === 1 ? "sheet" : "sheets") : slide ? (pages === 1 ? "slide" : "slides") : pages === 1 ? "page" : "pages"}` : ""}.`,
   "viewer.imageLoading": ({ n }, f) => `Page ${f.num(n)}, loading…`,

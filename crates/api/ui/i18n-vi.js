@@ -1,6 +1,9 @@
 // Chuỗi tiếng Việt của trang (the page's Vietnamese strings; see i18n.js
 // and i18n-en.js for the format). Same keys as i18n-en.js.
 
+/** Where a citation is: a sheet's range, a slide or page, or nothing for formats without pages. */
+const place = ({ page, slide, range }, f) => (range ? `, ${range}` : page != null ? `, ${slide ? "trang chiếu" : "trang"} ${f.num(page)}` : "");
+
 export default {
   "lang.switch": "Ngôn ngữ",
 
@@ -55,7 +58,6 @@ export default {
   "status.failed": "lỗi",
   "status.deleted": "đã xoá",
   "upload.sending": ({ size }, f) => `đang tải lên ${f.bytes(size)}…`,
-  "upload.done": "đã tải lên",
   "upload.refused": ({ err }, f) => `bị từ chối: ${f.err(err)}`,
   "upload.dismiss": "Bỏ qua",
 
@@ -81,11 +83,10 @@ export default {
   "chat.noAnswer": ({ err }, f) => `Không có câu trả lời: ${f.err(err, "không trả lời được câu hỏi này")}`,
   "chat.abstained": "Không có đoạn nào trong tài liệu của bạn trả lời câu hỏi này.",
   // `range`: trang tính và các ô của trích dẫn bảng tính (`Doanh thu!A5:D5`), nói thay cho số trang.
-  "chat.source": ({ doc, page, slide, range }, f) => `${doc}, ${range ?? `${slide ? "trang chiếu" : "trang"} ${f.num(page)}`}: `,
+  "chat.source": ({ doc, page, slide, range }, f) => `${doc}${place({ page, slide, range }, f)}: `,
   "chat.modeLlm": "trả lời bởi mô hình ngôn ngữ",
   "chat.modeExtractive": "câu trả lời trích xuất",
-  "cite.label": ({ n, doc, page, slide, range }, f) =>
-    `Trích dẫn ${f.num(n)}: ${doc}, ${range ?? `${slide ? "trang chiếu" : "trang"} ${f.num(page)}`}`,
+  "cite.label": ({ n, doc, page, slide, range }, f) => `Trích dẫn ${f.num(n)}: ${doc}${place({ page, slide, range }, f)}`,
 
   // Trình xem văn bản gốc.
   "viewer.title": "Tài liệu",
@@ -96,8 +97,9 @@ export default {
   "viewer.notFound": "Tài liệu này không có trong không gian làm việc (hoặc đã bị xoá).",
   "viewer.loadFailed": ({ err }, f) => `Không tải được văn bản: ${f.err(err)}`,
   "viewer.page": ({ n, slide, sheet }, f) => (sheet != null ? `Trang tính ${f.num(n)}: ${sheet}` : `${slide ? "Trang chiếu" : "Trang"} ${f.num(n)}`),
-  "viewer.cited": ({ start, end, pages, slide, range }, f) =>
-    `Ký tự được trích: ${f.num(start)}–${f.num(end)}${range ? `, ${range}` : pages ? `, ${slide ? "trang chiếu" : "trang"} ${pages.map(f.num).join("–")}` : ""}. Nhấn Esc để đóng.`,
+  "viewer.cited": ({ pages, slide, range, para, esc }, f) =>
+    `Đoạn được trích ${range ? `ở ${range}` : pages ? `ở ${slide ? "trang chiếu" : "trang"} ${pages.map(f.num).join("–")}` : `ở đoạn ${f.num(para)}`}.${esc ? " Nhấn Esc để đóng." : ""}`,
+  "viewer.offsets": ({ start, end }, f) => `Ký tự ${f.num(start)}–${f.num(end)} của văn bản gốc`,
   "viewer.summary": ({ segments, pages, slide, sheet }, f) =>
     `${f.num(segments)} phân đoạn${pages ? `, ${f.num(pages)} ${sheet ? "trang tính" : slide ? "trang chiếu" : "trang"}` : ""}.`,
   "viewer.imageLoading": ({ n }, f) => `Trang ${f.num(n)}, đang tải…`,

@@ -78,6 +78,16 @@ export function isSheets(id) {
   return SHEET_TYPES.has(state.docs.get(id)?.content_type ?? "");
 }
 
+// Text, Markdown and web pages have no pages of their own: their one
+// "page" is never named ("bao-cao.md", not "bao-cao.md, page 1").
+const PAGELESS_TYPES = new Set(["text/plain", "text/markdown", "text/html"]);
+
+/** Whether the document's pages (or slides, or sheets) are worth naming. */
+export function hasPages(id) {
+  const d = state.docs.get(id);
+  return !!d && !PAGELESS_TYPES.has(d.content_type ?? "") && (d.page_count ?? 0) > 0;
+}
+
 /** A document's name as shown (its file name, or its id). */
 export function docName(id) {
   const d = state.docs.get(id);

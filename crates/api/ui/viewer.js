@@ -8,7 +8,7 @@ import { spanPieces, splitSegment } from "./spans.js";
 import { sheetTable, columnName } from "./sheet.js";
 import { $, el } from "./dom.js";
 import { t, tr, errorArg, onLanguageChange } from "./i18n.js";
-import { state, updateHash, docName, isSlides, isSheets } from "./state.js";
+import { state, updateHash, docName, isSlides, isSheets, hasPages } from "./state.js";
 
 function setTitle(documentId) {
   const title = $("viewer-title");
@@ -54,7 +54,7 @@ export async function openViewer(documentId, start, end, bubble = null) {
   const bySegment = new Map();
   for (const p of pieces) bySegment.set(p.segment, [...(bySegment.get(p.segment) ?? []), p]);
   const doc = state.docs.get(documentId);
-  const paged = (doc?.page_count ?? 0) > 0;
+  const paged = hasPages(documentId);
   const slide = isSlides(documentId);
   const nodes = [];
   let page = null;
@@ -76,8 +76,15 @@ export async function openViewer(documentId, start, end, bubble = null) {
   const range = showSheetTable(segments, start, end);
   showPageImage(raw, documentId, pieces, segments, start, end, gen);
   const pages = [...new Set(pieces.map((p) => segments[p.segment].page_idx + 1))];
-  if (pieces.length) tr(status, "viewer.cited", { start, end, pages: paged ? pages : null, slide, range });
-  else tr(status, "viewer.summary", { segments: segments.length, pages: paged ? doc.page_count : null, slide, sheet: isSheets(documentId) });
+  // Where the passage is, in words for people (a page, a sheet's rows, or
+  // the paragraph of a text without pages); the character offsets are a
+  // tooltip. The Esc hint only where there is a keyboard.
+  const esc = window.matchMedia?.("(pointer: fine)").matches ?? true;
+  if (pieces.length) {
+    tr(status, "viewer.cited", { pages: paged ? pages : null, slide, range, para: segments[pieces[0].segment].segment_index + 1, esc });
+    status.title = t("viewer.offsets", { start, end });
+  } else status.removeAttribute("title");
+  if (!pieces.length) tr(status, "viewer.summary", { segments: segments.length, pages: paged ? doc.page_count : null, slide, sheet: isSheets(documentId) });
   const first = text.querySelector("mark.cited");
   first?.scrollIntoView({ block: "center" });
 }
