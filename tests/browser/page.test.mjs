@@ -194,6 +194,17 @@ test("upload, watch the pipeline, ask, and open every citation on the raw text",
     const img = page.locator("#viewer .page-image img");
     await img.waitFor({ timeout: 30_000 });
     await page.waitForFunction(() => document.querySelector("#viewer .page-image img")?.naturalWidth > 0);
+    // Opened where the eye is: the window did not move, and the highlight
+    // is inside it, after the page picture took its room.
+    await page.waitForTimeout(100);
+    const where = await page.evaluate(() => {
+      const r = document.querySelector("#viewer mark.cited").getBoundingClientRect();
+      const box = (sel) => { const b = document.querySelector(sel)?.getBoundingClientRect(); return b ? [Math.round(b.top), Math.round(b.bottom)] : null; };
+      const t = document.querySelector("#viewer-text");
+      return { scrollY: window.scrollY, top: r.top, bottom: r.bottom, height: innerHeight, text: box("#viewer-text"), viewer: box("#viewer"), app: box(".app"), scrollTop: t.scrollTop, scrollHeight: t.scrollHeight, clientHeight: t.clientHeight };
+    });
+    assert.equal(where.scrollY, 0, `citation ${i + 1}: the window stays put`);
+    assert.ok(where.top >= 0 && where.bottom <= where.height, `citation ${i + 1}: the highlight is in view ${JSON.stringify(where)}`);
   }
   assert.ok((raw.body.pages ?? []).length === 2 && raw.body.segments.every((s) => s.boxes.length > 0 && s.line_start >= 1),
     "the raw text carries the pages and each segment's lines and boxes");

@@ -86,7 +86,18 @@ export async function openViewer(documentId, start, end, bubble = null) {
   } else status.removeAttribute("title");
   if (!pieces.length) tr(status, "viewer.summary", { segments: segments.length, pages: paged ? doc.page_count : null, slide, sheet: isSheets(documentId) });
   const first = text.querySelector("mark.cited");
-  first?.scrollIntoView({ block: "center" });
+  if (first) centerIn(text, first);
+}
+
+/**
+ * Scrolls `box`, and only it, so `node` sits in its middle: opening a
+ * citation never moves the window (scrollIntoView scrolls every scrolling
+ * ancestor, the page's too, hiding the top bar).
+ */
+function centerIn(box, node) {
+  const b = box.getBoundingClientRect();
+  const n = node.getBoundingClientRect();
+  box.scrollTop += n.top - b.top - (box.clientHeight - n.height) / 2;
 }
 
 // A cited span of a PDF or an image is also shown where it is on the page:
@@ -111,6 +122,9 @@ async function showPageImage(raw, documentId, pieces, segments, start, end, gen)
     const line = segments[pieces[0].segment].boxes?.find((b) => b.char_end > start);
     img.addEventListener("load", () => {
       if (line) figure.scrollTop = Math.max(0, (line.y0 / page.height) * img.clientHeight - 40);
+      // The picture took room above the text: the highlight is centred again.
+      const mark = $("viewer-text").querySelector("mark.cited");
+      if (mark) centerIn($("viewer-text"), mark);
     });
     img.src = state.pageImageUrl;
     figure.replaceChildren(img, el("figcaption", { class: "muted", t: ["viewer.imageCaption", { n }] }));
