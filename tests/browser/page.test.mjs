@@ -190,6 +190,9 @@ test("upload, watch the pipeline, ask, and open every citation on the raw text",
     assert.ok(before === "" || /[.!?\n]\s*$/u.test(before), `citation ${i + 1} starts a sentence: ${JSON.stringify(before.slice(-20))}`);
     assert.match(marked, /[.!?]$/u, `citation ${i + 1} ends its sentence`);
     assert.ok(await page.locator("#viewer mark.cited").first().isVisible(), "scrolled to the highlight");
+    // The PDF reads as paragraphs: its wrapped lines are joined for the eye
+    // (the newline stays in the text, so the highlight above is exact).
+    assert.ok(await page.locator("#viewer-text.flow .soft").count() > 0, "wrapped lines shown as paragraphs");
     // A PDF's citation also shows its page, the cited boxes drawn by the server.
     const img = page.locator("#viewer .page-image img");
     await img.waitFor({ timeout: 30_000 });

@@ -71,3 +71,24 @@ export function preview(text, max = 280) {
   const cps = codePoints(flat);
   return cps.length > max ? cps.slice(0, max - 1).join("") + "…" : flat;
 }
+
+/**
+ * The segments' texts as a reader shows a text-layer PDF, a DOCX or an
+ * OCR'd page: a line break that only wraps a paragraph (the next line goes
+ * on in lower case or with a number, the rule the sentence splitter uses)
+ * becomes a space, so the author's paragraphs read as paragraphs. One
+ * character for one: every offset, and so every highlight, stays exact
+ * (runs of spaces are collapsed by CSS, `white-space: pre-line`). A break
+ * at the end of one segment looks at the next segment's first character.
+ */
+export function reflowed(texts) {
+  const out = texts.map((t) => t ?? "");
+  for (let i = 0; i < out.length; i++) {
+    const next = out[i + 1] ?? "";
+    out[i] = out[i].replace(/\n(?=(.|$))/gsu, (nl, after, at, whole) => {
+      const following = at + 1 < whole.length ? after : next.trimStart().charAt(0);
+      return /[\p{Ll}\p{Nd}]/u.test(following ?? "") ? " " : nl;
+    });
+  }
+  return out;
+}

@@ -58,3 +58,21 @@ test("previews collapse whitespace and cut long text", () => {
   assert.equal(preview("  a\n\n b  "), "a b");
   assert.equal(preview("ứ".repeat(10), 5), "ứứứứ…");
 });
+
+test("wrapped lines read as paragraphs; offsets and highlights stay exact", async () => {
+  const { reflowed } = await import("./spans.js");
+  const texts = ["Nhân viên được nghỉ\ntrưa 60 phút.\nGiờ làm việc từ", "\n8 giờ.\n", "Điều 2. Lương."];
+  const shown = reflowed(texts);
+  assert.deepEqual(shown, ["Nhân viên được nghỉ trưa 60 phút.\nGiờ làm việc từ", " 8 giờ.\n", "Điều 2. Lương."]);
+  // One character for one, in code points and in UTF-16 units.
+  shown.forEach((s, i) => {
+    assert.equal(s.length, texts[i].length);
+    assert.equal(Array.from(s).length, Array.from(texts[i]).length);
+  });
+  // A highlight cut from the shown text is the raw text with spaces for the joined breaks.
+  const raw = texts.join("");
+  const start = raw.indexOf("nghỉ");
+  const end = raw.indexOf("phút.") + 5;
+  assert.equal(shown.join("").slice(start, end), "nghỉ trưa 60 phút.");
+  assert.deepEqual(reflowed(["Tiêu đề\nĐoạn một."]), ["Tiêu đề\nĐoạn một."], "a capital opens a new line");
+});

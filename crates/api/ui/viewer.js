@@ -4,7 +4,7 @@
 // PDF the page itself with the cited boxes drawn by the server, and for a
 // spreadsheet the cited rows as a table under the sheet's header row.
 
-import { spanPieces, splitSegment } from "./spans.js";
+import { spanPieces, splitSegment, reflowed } from "./spans.js";
 import { sheetTable, columnName } from "./sheet.js";
 import { $, el } from "./dom.js";
 import { t, tr, errorArg, onLanguageChange } from "./i18n.js";
@@ -56,6 +56,12 @@ export async function openViewer(documentId, start, end, bubble = null) {
   const doc = state.docs.get(documentId);
   const paged = hasPages(documentId);
   const slide = isSlides(documentId);
+  // A PDF, DOCX or OCR'd page reads as its author's paragraphs: a line
+  // break that only wraps is shown as a space (in the DOM it stays the
+  // newline it is, so offsets and the highlight's text stay exact).
+  const flows = FLOWING.test(doc?.content_type ?? "");
+  const shown = flows ? reflowed(segments.map((s) => s.text)) : null;
+  text.classList.toggle("flow", flows);
   const nodes = [];
   let page = null;
   segments.forEach((seg, i) => {
@@ -64,11 +70,13 @@ export async function openViewer(documentId, start, end, bubble = null) {
       nodes.push(el("div", { class: "page-break", dataset: { page: page + 1 }, t: ["viewer.page", { n: page + 1, slide, sheet: seg.cells?.sheet ?? null }] }));
     }
     const parts = splitSegment(seg.text, bySegment.get(i) ?? []);
+    const shownParts = shown ? splitSegment(shown[i], bySegment.get(i) ?? []) : null;
+    const body = (p, j) => (shownParts ? softened(p.text, shownParts[j].text) : [p.text]);
     nodes.push(
       el(
         "span",
         { class: "segment", dataset: { segment: seg.segment_index, page: seg.page_idx + 1 } },
-        ...parts.map((p) => (p.marked ? el("mark", { class: "cited", text: p.text }) : p.text)),
+        ...parts.map((p, j) => (p.marked ? el("mark", { class: "cited" }, ...body(p, j)) : body(p, j))),
       ),
     );
   });
@@ -87,6 +95,29 @@ export async function openViewer(documentId, start, end, bubble = null) {
   if (!pieces.length) tr(status, "viewer.summary", { segments: segments.length, pages: paged ? doc.page_count : null, slide, sheet: isSheets(documentId) });
   const first = text.querySelector("mark.cited");
   if (first) centerIn(text, first);
+}
+
+// Formats whose line breaks are where a line was full, not the author's:
+// text-layer PDFs, DOCX, pictures read by OCR.
+const FLOWING = /^(application\/pdf|application\/vnd\.openxmlformats-officedocument\.wordprocessingml\.document|image\/)/;
+
+/**
+ * `raw` as nodes, each of its line breaks that `shown` (the same text,
+ * reflowed) turned into a space kept as a newline in a `.soft` span,
+ * which CSS shows as a space.
+ */
+function softened(raw, shown) {
+  const out = [];
+  let from = 0;
+  for (let k = 0; k < raw.length; k++) {
+    if (raw[k] === "\n" && shown[k] === " ") {
+      if (k > from) out.push(raw.slice(from, k));
+      out.push(el("span", { class: "soft", text: "\n" }));
+      from = k + 1;
+    }
+  }
+  if (from < raw.length) out.push(raw.slice(from));
+  return out;
 }
 
 /**
