@@ -3,13 +3,10 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use axum::extract::FromRequestParts;
-use axum::http::request::Parts;
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
 
 use crate::error::ApiError;
-use crate::AppState;
 
 /// Installs the HS256 signer jsonwebtoken uses in this process (ring's
 /// HMAC, see `jwt_crypto`); [`JwtAuth::new`] does it, so only code that
@@ -196,45 +193,10 @@ pub struct AuthUser {
 }
 
 impl AuthUser {
-    /// The caller behind a bearer token: an API key (`rag_…`, checked in
-    /// the database) or a JWT.
-    pub async fn from_bearer(state: &AppState, token: &str) -> Result<AuthUser, ApiError> {
-        if crate::keys::looks_like_key(token) {
-            return crate::keys::authenticate(state, token).await;
-        }
-        let claims = state.auth().verify(token)?;
-        Ok(AuthUser { user_id: claims.sub.trim().to_string(), expires_at: claims.exp, workspace: None, key_id: None })
-    }
-
     /// Whether the caller may reach workspace `ws` at all (ownership is
     /// checked apart): a key for one workspace reaches only that one.
     pub fn reaches(&self, ws: &str) -> bool {
         self.workspace.as_deref().is_none_or(|w| w == ws)
-    }
-}
-
-/// The bearer token of a request's Authorization header, if it has one.
-pub fn bearer(headers: &axum::http::HeaderMap) -> Result<&str, ApiError> {
-    let header =
-        headers.get(axum::http::header::AUTHORIZATION).ok_or_else(|| ApiError::unauthorized("missing Authorization: Bearer <token>"))?;
-    let value = header.to_str().map_err(|_| ApiError::unauthorized("the Authorization header is not text"))?;
-    value
-        .strip_prefix("Bearer ")
-        .or_else(|| value.strip_prefix("bearer "))
-        .map(str::trim)
-        .filter(|t| !t.is_empty())
-        .ok_or_else(|| ApiError::unauthorized("the Authorization header must be `Bearer <token>`"))
-}
-
-impl FromRequestParts<AppState> for AuthUser {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
-        // The rate limiter already resolved it (one key lookup a request).
-        if let Some(user) = parts.extensions.get::<AuthUser>() {
-            return Ok(user.clone());
-        }
-        AuthUser::from_bearer(state, bearer(&parts.headers)?).await
     }
 }
 

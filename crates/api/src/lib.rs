@@ -6,6 +6,7 @@
 //! `/` serves the web page, whose files are embedded in the binary.
 
 pub mod auth;
+pub mod caller;
 mod deltas;
 pub mod error;
 mod jwt_crypto;

@@ -152,8 +152,8 @@ impl Drop for SlotGuard {
 /// The request-rate limit, before any handler runs: keyed by the caller's
 /// verified user id, else by the peer address.
 pub async fn limit_requests(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
-    let caller = match crate::auth::bearer(req.headers()) {
-        Ok(token) => crate::auth::AuthUser::from_bearer(&state, token).await.ok(),
+    let caller = match crate::caller::bearer(req.headers()) {
+        Ok(token) => crate::caller::authenticate(&state, token).await.ok(),
         Err(_) => None,
     };
     // An API key counts against its user's limits, as their sign-in does.

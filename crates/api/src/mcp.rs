@@ -65,8 +65,8 @@ pub trait PassageSearch: Send + Sync {
 pub async fn authenticate(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
     let caller = match req.extensions().get::<AuthUser>() {
         Some(user) => Ok(user.clone()),
-        None => match crate::auth::bearer(req.headers()) {
-            Ok(token) => AuthUser::from_bearer(&state, token).await,
+        None => match crate::caller::bearer(req.headers()) {
+            Ok(token) => crate::caller::authenticate(&state, token).await,
             Err(e) => Err(e),
         },
     };
