@@ -48,6 +48,25 @@ pub const MAX_TOTAL_CHARS: usize = 200_000;
 /// Largest request body: a client sends the whole conversation each time,
 /// so more than the API's other JSON bodies (`API_JSON_BODY_MAX_BYTES`).
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+/// Earlier turns carried in the event when a conversation starts here,
+/// and the characters kept of each: more than the answerer reads (its last
+/// six turns, 1,500 characters each), and an event stays far below the
+/// broker's message size whatever a client sends.
+const HISTORY_KEPT: usize = 12;
+const TURN_CHARS_KEPT: usize = 4000;
+
+/// The last turns of a client's history, as the event carries them.
+fn recent(mut history: Vec<ConversationTurn>) -> Vec<ConversationTurn> {
+    let from = history.len().saturating_sub(HISTORY_KEPT);
+    history.drain(..from);
+    for t in &mut history {
+        if t.content.chars().count() > TURN_CHARS_KEPT {
+            t.content = t.content.chars().take(TURN_CHARS_KEPT).collect();
+        }
+    }
+    history
+}
+
 /// Earlier answers checked for the conversation a client continues.
 const CANDIDATE_CONVERSATIONS: i64 = 5;
 
@@ -141,7 +160,7 @@ pub async fn chat_completions(
             let row = messages::create_conversation(state.pool(), Uuid::now_v7(), &ws, Some(title.trim()), &user.user_id)
                 .await
                 .map_err(ApiError::from)?;
-            (row.id, history)
+            (row.id, recent(history))
         }
     };
     // Listen before asking: no delta of this answer is missed.
@@ -409,6 +428,9 @@ impl Reply {
                 let poll = tokio::time::sleep(self.state.config().sse_poll);
                 tokio::select! {
                     _ = shutdown.cancelled() => return,
+                    // The client went away: stop following the answer (it
+                    // still lands in the conversation on the page).
+                    _ = tx.closed() => return,
                     _ = poll => {}
                     d = deltas.recv() => match d {
                         Ok(d) if d.workspace_id == self.ws && d.message_id == self.message && !d.sections.is_empty() => {
@@ -477,4 +499,23 @@ impl Reply {
 fn has_pages(d: &rag_store::documents::DocumentRow) -> bool {
     let ct = d.content_type.as_deref().unwrap_or_default();
     ct == "application/pdf" || ct.starts_with("image/") || ct.contains("presentation") || d.page_count.unwrap_or(1) > 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_event_carries_the_last_turns_bounded() {
+        let turns: Vec<ConversationTurn> = (0..30)
+            .map(|i| ConversationTurn {
+                role: if i % 2 == 0 { "user" } else { "assistant" }.into(),
+                content: format!("{i} {}", "x".repeat(i * 300)),
+            })
+            .collect();
+        let kept = recent(turns);
+        assert_eq!(kept.len(), HISTORY_KEPT);
+        assert!(kept[0].content.starts_with("18 "), "{}", &kept[0].content[..5]);
+        assert!(kept.iter().all(|t| t.content.chars().count() <= TURN_CHARS_KEPT));
+    }
 }
