@@ -406,7 +406,15 @@ test("files dropped on the page upload into the selected workspace, and switchin
     dt.items.add(new File(["Lịch trực: tổ 2 trực tuần này."], "lich-truc.txt", { type: "text/plain" }));
     return dt;
   });
-  // An upload becomes its row of the list: never two rows for one file.
+  // An upload becomes its row of the list: never two rows for one file,
+  // also when the status stream brings the document before the upload's
+  // own answer (held back here for a second and a half).
+  await page.route(`**/v1/workspaces/${second}/documents`, async (route) => {
+    if (route.request().method() !== "POST") return route.continue();
+    const response = await route.fetch();
+    await new Promise((r) => setTimeout(r, 1500));
+    await route.fulfill({ response });
+  });
   await page.evaluate(() => {
     window.__rows = 0;
     const count = () => [...document.querySelectorAll("#uploads li, #documents li")].filter((n) => n.textContent.includes("ghi-chu.md")).length;

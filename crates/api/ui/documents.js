@@ -111,6 +111,12 @@ export function renderDocuments(before = state.docs) {
     );
   });
   $("documents").replaceChildren(...items);
+  // An upload whose document the list now shows (the status stream can
+  // bring it before the upload's own answer): the list's row takes over,
+  // so a file is never listed twice.
+  for (const row of [...$("uploads").children]) {
+    if (row.known && [...state.docs.values()].some((d) => d.filename === row.dataset.name && !row.known.has(d.id))) row.remove();
+  }
   $("documents-empty").hidden = state.docs.size > 0 || $("uploads").children.length > 0;
 }
 
@@ -122,6 +128,8 @@ function uploadFiles(files) {
     const bar = el("progress", { max: 1, value: 0 });
     const status = el("span", { class: "upload-status", t: ["upload.sending", { size: file.size }] });
     const row = el("li", { class: "upload", dataset: { name: file.name } }, el("span", { class: "upload-name", text: file.name }), bar, status);
+    // The documents of that name listed before: a new one is this upload's.
+    row.known = new Set([...state.docs.values()].filter((d) => d.filename === file.name).map((d) => d.id));
     $("uploads").append(row);
     $("documents-empty").hidden = true;
     ws.upload(file, (f) => (bar.value = f))
@@ -145,6 +153,8 @@ function uploadFiles(files) {
       })
       .catch((err) => {
         if (gen !== state.gen) return;
+        row.known = null;
+        if (!row.isConnected) $("uploads").append(row);
         row.classList.add("error");
         row.dataset.code = err.code ?? "";
         bar.remove();
