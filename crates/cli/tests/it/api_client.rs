@@ -190,3 +190,24 @@ pub async fn open_events(api: &Api, path: &str, token: &str, last_event_id: Opti
 pub async fn next_event(rx: &mut tokio::sync::mpsc::UnboundedReceiver<Sse>, timeout: Duration) -> Sse {
     tokio::time::timeout(timeout, rx.recv()).await.expect("an event within the timeout").expect("the stream is open")
 }
+
+/// Alice's workspace "Báo cáo" holding `report` (bao-cao.txt) ingested, and
+/// Bob's workspace beside it: what the tools' tests (OpenAI-compatible
+/// chat, MCP) ask against.
+pub struct ReportWorkspace {
+    pub alice: String,
+    pub ws: String,
+    pub doc: String,
+    pub other: String,
+}
+
+pub async fn report_workspace(t: &TestEnv, api: &Api, report: &str) -> ReportWorkspace {
+    let alice = token(t, "alice").await;
+    let (_, ws) = api.post("/v1/workspaces", &alice, serde_json::json!({"name": "Báo cáo"})).await;
+    let ws = ws["id"].as_str().unwrap().to_string();
+    let (_, other) = api.post("/v1/workspaces", &token(t, "bob").await, serde_json::json!({"name": "Bob"})).await;
+    let other = other["id"].as_str().unwrap().to_string();
+    let doc = api.upload_accepted(&ws, &alice, "bao-cao.txt", "text/plain", report.as_bytes().to_vec()).await;
+    wait_until("ingested", Duration::from_secs(120), || async { t.ingested_count().await == 1 }).await;
+    ReportWorkspace { alice, ws, doc, other }
+}

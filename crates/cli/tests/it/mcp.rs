@@ -5,8 +5,6 @@
 //! workspace and bad arguments are tool errors (`isError`), not transport
 //! errors. The official Python client is tested in scripts/client-test.
 
-use std::time::Duration;
-
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
@@ -62,13 +60,7 @@ async fn agents_list_search_ask_and_read_through_mcp() {
     let all = TestApp::spawn(&t, &[]).await;
     let api = Api::new(all.api_port);
     api.wait_ready().await;
-    let alice = token(&t, "alice").await;
-    let (_, ws) = api.post("/v1/workspaces", &alice, json!({"name": "Báo cáo"})).await;
-    let ws = ws["id"].as_str().unwrap().to_string();
-    let (_, other) = api.post("/v1/workspaces", &token(&t, "bob").await, json!({"name": "Bob"})).await;
-    let other = other["id"].as_str().unwrap().to_string();
-    let doc = api.upload_accepted(&ws, &alice, "bao-cao.txt", "text/plain", REPORT.as_bytes().to_vec()).await;
-    wait_until("ingested", Duration::from_secs(120), || async { t.ingested_count().await == 1 }).await;
+    let ReportWorkspace { alice, ws, doc, other } = report_workspace(&t, &api, REPORT).await;
     let (_, key) = api.post("/v1/keys", &alice, json!({"name": "agent", "workspace_id": ws})).await;
     let key = key["secret"].as_str().unwrap().to_string();
     let raw: String = {
