@@ -141,6 +141,52 @@ pub fn keep_to_citations(sections: &mut [crate::Section], question: &str, report
     }
 }
 
+/// Removes from each section the sentences that are questions: a small
+/// model answering one part of a question often writes the question (or
+/// the next part) into its answer ("Nhà hát Mùa hè nằm ở đâu? Nhà hát …").
+/// An answer's sentence never ends with a question mark. A section left
+/// with nothing says its cited text verbatim. Returns how many sentences
+/// went.
+pub fn drop_questions(sections: &mut [crate::Section]) -> usize {
+    let mut dropped = 0;
+    for section in sections.iter_mut() {
+        let sentences = sentence_spans(&section.text);
+        let (questions, kept): (Vec<&str>, Vec<&str>) = sentences.iter().partition(|s| s.trim_end().ends_with(['?', '？']));
+        if questions.is_empty() {
+            continue;
+        }
+        dropped += questions.len();
+        let kept = kept.iter().map(|s| s.trim()).filter(|s| !s.is_empty()).collect::<Vec<_>>().join(" ");
+        section.text = if kept.chars().any(char::is_alphanumeric) {
+            kept
+        } else {
+            section.citations.iter().map(|c| c.text.split_whitespace().collect::<Vec<_>>().join(" ")).collect::<Vec<_>>().join(" ")
+        };
+    }
+    dropped
+}
+
+/// `text` cut after each `.`, `!`, `?` (and full-width `？`) that ends a
+/// word and is followed by a space or the end: enough to find a question
+/// the model wrote, not a sentence splitter (a cut inside "TP. Hồ Chí
+/// Minh" only splits a kept sentence in two, which are joined again).
+fn sentence_spans(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut chars = text.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        if matches!(c, '.' | '!' | '?' | '？') && chars.peek().is_none_or(|(_, n)| n.is_whitespace()) {
+            let end = i + c.len_utf8();
+            out.push(&text[start..end]);
+            start = end;
+        }
+    }
+    if start < text.len() {
+        out.push(&text[start..]);
+    }
+    out
+}
+
 /// What a section says that its cited text does not: its numbers and names
 /// missing from `cited` (and from `question`): numbers normalised, names
 /// lower-cased.
@@ -170,6 +216,34 @@ pub fn unsupported_facts(section: &str, cited: &str, question: &str) -> Vec<Stri
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_question_written_into_an_answer_goes() {
+        let cite = |t: &str| crate::Citation {
+            source_id: "c".into(),
+            chunk_id: "c".into(),
+            document_id: "d".into(),
+            segment_index: 0,
+            page_idx: 0,
+            char_start: 0,
+            char_end: t.chars().count() as u64,
+            snippet_preview: String::new(),
+            text: t.into(),
+            exact: true,
+        };
+        let section = |text: &str, cited: &str| crate::Section { text: text.into(), source_ids: vec![], citations: vec![cite(cited)] };
+        let mut sections = [
+            section("Nhà hát Mùa hè nằm ở đâu? Nhà hát nằm trong Vườn Saxon.", "Nhà hát Mùa hè nằm trong Vườn Saxon."),
+            section("Doanh thu tăng 12,4%. Ngoài ra, lợi nhuận tăng bao nhiêu?", "Doanh thu tăng 12,4%."),
+            section("What did the exchange stop?", "The exchange stopped in 1939."),
+            section("TP. Hồ Chí Minh có 22 quận.", "TP. Hồ Chí Minh có 22 quận."),
+        ];
+        assert_eq!(drop_questions(&mut sections), 3);
+        assert_eq!(sections[0].text, "Nhà hát nằm trong Vườn Saxon.");
+        assert_eq!(sections[1].text, "Doanh thu tăng 12,4%.");
+        assert_eq!(sections[2].text, "The exchange stopped in 1939.", "nothing left: the cited text");
+        assert_eq!(sections[3].text, "TP. Hồ Chí Minh có 22 quận.", "no question: untouched");
+    }
+
     use super::*;
 
     #[test]

@@ -104,6 +104,10 @@ pub struct CitationReport {
     /// the model wrote it, with what was missing.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unfaithful_sections: Vec<String>,
+    /// Questions the model wrote into its sections (the question asked,
+    /// or another part of it), taken out (`faithful::drop_questions`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub question_sentences: usize,
     /// Sub-sentence quotes that narrowed a highlight / that were not an
     /// exact part of a cited sentence (ignored).
     #[serde(default)]
@@ -186,6 +190,7 @@ impl CitationReport {
         self.dropped_source_ids.extend(o.dropped_source_ids);
         self.unsupported_sections.extend(o.unsupported_sections);
         self.unfaithful_sections.extend(o.unfaithful_sections);
+        self.question_sentences += o.question_sentences;
         self.rejected_sections.extend(o.rejected_sections);
         self.narrowed_quotes += o.narrowed_quotes;
         self.recited_sections += o.recited_sections;

@@ -137,6 +137,7 @@ pub(crate) async fn look_at(
                         } else {
                             Vec::new()
                         };
+                        report.question_sentences += crate::faithful::drop_questions(&mut sections);
                         crate::faithful::keep_to_citations(&mut sections, question, &mut report);
                         report.cited_coverage = crate::signals::cited_coverage(question, &sections);
                         let mut held_back_units = Vec::new();

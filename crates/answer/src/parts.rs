@@ -5,8 +5,12 @@
 //! split where a question mark ends one question and another follows, and
 //! where "và" / "and" / "also" joins two clauses that each carry their own
 //! question word ("Ai là giám đốc và công ty có bao nhiêu nhân viên?").
-//! "Doanh thu và lợi nhuận năm 2023 tăng bao nhiêu?" stays one question:
-//! one predicate over two subjects is answered from the same evidence.
+//! One predicate over two short subjects is two parts as well: "Doanh thu
+//! và lợi nhuận năm 2023 tăng bao nhiêu?" asks "Doanh thu năm 2023 tăng bao
+//! nhiêu?" and "lợi nhuận năm 2023 tăng bao nhiêu?" (a model answering the
+//! whole from one evidence pack often said the first and forgot the
+//! second). Not when the predicate relates the two ("khác nhau", "so với",
+//! "between") or they are names (people doing something together).
 
 /// At most this many parts: a longer list is answered as one question.
 pub const MAX_PARTS: usize = 4;
@@ -172,13 +176,110 @@ fn close(clause: &str, sentence: &str) -> String {
     }
 }
 
+/// Words that make a predicate about two subjects together (compared,
+/// summed, related): such a question is not split by [`shared_predicate`].
+/// Folded, matched as whole words or phrases.
+const RELATING: &[&str] = &[
+    "giua",
+    "khac",
+    "khac nhau",
+    "so voi",
+    "so sanh",
+    "cach nhau",
+    "chenh lech",
+    "tong",
+    "cong",
+    "ca hai",
+    "chung",
+    "cung nhau",
+    "lien quan",
+    "quan he",
+    "ket hop",
+    "between",
+    "difference",
+    "differ",
+    "compare",
+    "compared",
+    "versus",
+    "vs",
+    "both",
+    "together",
+    "total",
+    "combined",
+    "sum",
+    "ratio",
+    "relationship",
+    "related",
+];
+
+/// "A và B <predicate>?" with A the clause's first words and B as many
+/// words after "và" (coordination is parallel): "Doanh thu và lợi nhuận
+/// năm 2023 tăng bao nhiêu?" -> "Doanh thu năm 2023 tăng bao nhiêu?",
+/// "lợi nhuận năm 2023 tăng bao nhiêu?". In English the subjects follow
+/// the question's opening ("How much did revenue and profit grow?").
+/// Both subjects are at most three lower-case words without digits (a
+/// capital is a name: "Beyoncé and Jay Z"), neither asks, and the
+/// predicate after them does.
+fn shared_predicate(sentence: &str) -> Option<[String; 2]> {
+    let spans = word_spans(sentence);
+    let folded: Vec<String> = spans.iter().map(|(_, w)| rag_lexical::fold(&w.to_lowercase())).collect();
+    if RELATING.iter().any(|r| holds(&folded, r)) {
+        return None;
+    }
+    let english = rag_retrieval::detect_language(sentence) == rag_retrieval::Language::En;
+    let and = folded.iter().position(|w| if english { w == "and" } else { w == "va" })?;
+    // Where the first subject starts: the clause's start in Vietnamese;
+    // after the question word and auxiliary in English ("How much did").
+    let start = if english {
+        let mut i = 0;
+        while i < and && (QUESTION_WORDS_EN.contains(&folded[i].as_str()) || matches!(folded[i].as_str(), "much" | "many")) {
+            i += 1;
+        }
+        if i == 0 || i >= and || !AUXILIARIES_EN.contains(&folded[i].as_str()) && !matches!(folded[i].as_str(), "has" | "have" | "had") {
+            return None;
+        }
+        i + 1
+    } else {
+        0
+    };
+    let len = and.checked_sub(start).filter(|n| (1..=3).contains(n))?;
+    let b_end = and + 1 + len;
+    if b_end >= spans.len() {
+        return None;
+    }
+    let plain = |range: std::ops::Range<usize>, first_may_be_capital: bool| {
+        spans[range.clone()].iter().enumerate().all(|(k, (_, w))| {
+            let capital_ok = first_may_be_capital && k == 0 && range.start == 0;
+            !w.chars().any(|c| c.is_ascii_digit()) && (capital_ok || !w.chars().next().is_some_and(char::is_uppercase))
+        })
+    };
+    if !plain(start..and, !english) || !plain(and + 1..b_end, false) {
+        return None;
+    }
+    let a = &sentence[spans[start].0..spans[and - 1].0 + spans[and - 1].1.len()];
+    let b = &sentence[spans[and + 1].0..spans[b_end - 1].0 + spans[b_end - 1].1.len()];
+    let head = &sentence[..spans[start].0];
+    let rest = &sentence[spans[b_end].0..];
+    // The English opening asks already (its question word); a Vietnamese
+    // predicate must ("tăng bao nhiêu").
+    if asks(a) || asks(b) || !english && !asks(rest) {
+        return None;
+    }
+    Some([format!("{head}{a} {rest}"), format!("{head}{b} {rest}")])
+}
+
 /// The question's parts, in its order; the question itself when it asks
 /// one thing (or more than [`MAX_PARTS`]).
 pub fn question_parts(question: &str) -> Vec<String> {
     let mut parts: Vec<String> = Vec::new();
     for sentence in sentences(question) {
         let sentence = without_connector(sentence);
-        for clause in clauses(sentence) {
+        let split = clauses(sentence);
+        let split = match shared_predicate(sentence) {
+            Some(two) if split.len() == 1 => two.to_vec(),
+            _ => split,
+        };
+        for clause in split {
             let clause = clause.trim().to_string();
             // A fragment that asks nothing ("Cảm ơn.", "Please be brief.")
             // belongs to the question before it.
@@ -268,8 +369,11 @@ mod tests {
     #[test]
     fn one_question_stays_whole() {
         for q in [
-            "Doanh thu và lợi nhuận năm 2023 tăng bao nhiêu?",
-            "What were revenue and profit in 2023?",
+            "Doanh thu và lợi nhuận năm 2023 chênh lệch bao nhiêu?",
+            "Sự khác nhau giữa hợp đồng và phụ lục là gì?",
+            "Hà Nội và Đà Nẵng cách nhau bao xa?",
+            "What is the difference between revenue and profit?",
+            "When did Beyoncé and Jay Z marry?",
             "Mật khẩu phải dài bao nhiêu ký tự?",
             "Con của Lê Hoàng Diệp Thảo là ai?",
             "doanh thu nam 2023 la bao nhieu",
@@ -278,6 +382,26 @@ mod tests {
         ] {
             assert_eq!(question_parts(q), [q.trim()], "{q}");
         }
+    }
+
+    #[test]
+    fn one_predicate_over_two_subjects_is_asked_of_each() {
+        assert_eq!(
+            question_parts("Doanh thu và lợi nhuận năm 2023 tăng bao nhiêu?"),
+            ["Doanh thu năm 2023 tăng bao nhiêu?", "lợi nhuận năm 2023 tăng bao nhiêu?"]
+        );
+        assert_eq!(
+            question_parts("Giá vàng và giá bạc hôm nay là bao nhiêu?"),
+            ["Giá vàng hôm nay là bao nhiêu?", "giá bạc hôm nay là bao nhiêu?"]
+        );
+        assert_eq!(
+            question_parts("doanh thu va loi nhuan nam 2023 la bao nhieu"),
+            ["doanh thu nam 2023 la bao nhieu", "loi nhuan nam 2023 la bao nhieu"]
+        );
+        assert_eq!(
+            question_parts("How much did revenue and profit grow in 2023?"),
+            ["How much did revenue grow in 2023?", "How much did profit grow in 2023?"]
+        );
     }
 
     #[test]

@@ -46,6 +46,9 @@ pub struct Scored {
     /// Sections whose text held a number or name their citations do not,
     /// shown as the cited text instead (`rag_answer::faithful`).
     pub unfaithful_sections: usize,
+    /// Questions the model wrote into its answer, taken out before it was
+    /// shown (`rag_answer::faithful::drop_questions`).
+    pub question_sentences: usize,
     /// From asking to the first words of the answer reaching the page (the
     /// first streamed delta with text; the answer itself when nothing
     /// streamed).
@@ -120,6 +123,8 @@ pub struct Totals {
     /// Sections whose text held a number or name their citations do not,
     /// shown as the cited text instead (`rag_answer::faithful`).
     pub unfaithful_sections: usize,
+    /// Questions the model wrote into its answers, taken out.
+    pub question_sentences: usize,
     pub sections_without_citations: usize,
     pub first_token_ms: Percentiles,
     pub latency_ms: Percentiles,
@@ -212,6 +217,7 @@ pub fn score(
         unlocated_quotes: count(&report["unlocated_quotes"]),
         unsupported_sections: count(&report["unsupported_sections"]),
         unfaithful_sections: count(&report["unfaithful_sections"]),
+        question_sentences: count(&report["question_sentences"]),
         first_token_ms: first_token.min(latency).as_millis() as u64,
         latency_ms: latency.as_millis() as u64,
         llm_tokens: metadata["llm_usage"]["total_tokens"].as_u64().unwrap_or(0),
@@ -301,6 +307,7 @@ pub fn totals<'a>(scored: impl Iterator<Item = &'a Scored>) -> Totals {
         unlocated_quotes: all.iter().map(|s| s.unlocated_quotes).sum(),
         unsupported_sections: all.iter().map(|s| s.unsupported_sections).sum(),
         unfaithful_sections: all.iter().map(|s| s.unfaithful_sections).sum(),
+        question_sentences: all.iter().map(|s| s.question_sentences).sum(),
         sections_without_citations: all.iter().map(|s| s.sections_without_citations).sum(),
         first_token_ms: percentiles(all.iter().map(|s| s.first_token_ms).collect()),
         latency_ms: percentiles(all.iter().map(|s| s.latency_ms).collect()),

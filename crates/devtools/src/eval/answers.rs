@@ -361,6 +361,8 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
         }
         let unfaithful: usize = scored.iter().map(|s| s.unfaithful_sections).sum();
         println!("sections shown as their cited text for a number or name the citations lack (unfaithful): {unfaithful}");
+        let questions_written: usize = scored.iter().map(|s| s.question_sentences).sum();
+        println!("questions the model wrote into its answers, taken out: {questions_written}");
         if vietnamese_questions > 0 {
             println!(
                 "Vietnamese questions{}: {replies_with_marks} of {vietnamese_questions} replies written with Vietnamese marks",
