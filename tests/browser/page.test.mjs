@@ -266,8 +266,11 @@ test("upload, watch the pipeline, ask, and open every citation on the raw text",
   // A narrow window: one column, nothing wider than the window.
   await page.setViewportSize({ width: 400, height: 800 });
   await page.goto(`${BASE}/#ws=${aliceWorkspace}`);
+  // 400 px is a phone: the conversations are in the menu's drawer.
+  await page.click("#menu-open");
   await page.locator(".conversations li").first().click();
   await page.locator(".message.assistant.done").first().waitFor();
+  await page.waitForFunction(() => getComputedStyle(document.querySelector("#sidebar")).visibility === "hidden"); // slid away
   assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= 400), "no horizontal scrolling");
   await screenshot(page, "narrow.png");
 
@@ -315,8 +318,10 @@ test("API keys: made on the page for this workspace, shown once, working, revoke
   await page.evaluate((t) => sessionStorage.setItem("rag-engine.token", t), aliceToken);
   await page.goto(`${BASE}/#ws=${aliceWorkspace}`);
   await page.reload();
-  await page.locator("#user-bar").waitFor();
+  await page.locator("#user-bar").waitFor({ state: "attached" });
   await page.waitForFunction((ws) => document.querySelector("#workspace-select")?.value === ws, aliceWorkspace);
+  // On a phone the account's buttons are in the menu's drawer.
+  await page.click("#menu-open");
   await page.locator("#keys-open").click();
   const dialog = page.locator("#keys-dialog");
   await dialog.waitFor();
@@ -513,7 +518,7 @@ test("the catalogues: the same keys in Vietnamese and English, and every key the
   const used = new Set();
   const html = readFileSync(new URL("index.html", UI), "utf8");
   for (const m of html.matchAll(/data-i18n(?:-[a-z-]+)?="([^"]+)"/g)) used.add(m[1]);
-  const prefixes = "signIn|signOut|ws|docs|status|upload|conv|chat|ask|cite|viewer|lang|error|keys";
+  const prefixes = "signIn|signOut|ws|docs|status|upload|conv|chat|ask|cite|viewer|lang|error|keys|menu";
   for (const f of readdirSync(UI).filter((f) => f.endsWith(".js") && !f.startsWith("i18n-"))) {
     const src = readFileSync(new URL(f, UI), "utf8");
     for (const m of src.matchAll(new RegExp(`["'](((?:${prefixes})\\.[A-Za-z_]+)|signOut)["']`, "g"))) used.add(m[1]);
@@ -665,7 +670,7 @@ test("the page in Vietnamese for a Vietnamese browser, switched to English, kept
   // A narrow window in Vietnamese (longer strings): one column, nothing wider.
   await page.setViewportSize({ width: 400, height: 800 });
   await page.goto(`${BASE}/#ws=${aliceWorkspace}`);
-  await page.locator('.document[data-status="ingested"]').first().waitFor();
+  await page.locator('.document[data-status="ingested"]').first().waitFor({ state: "attached" }); // in the phone's drawer
   assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= 400), "no horizontal scrolling");
   await screenshot(page, "vi-narrow.png");
   assert.deepEqual(errors, [], "no script errors");
@@ -878,4 +883,420 @@ test("an XLSX citation's table shows the sheet's percentages and its own date fo
   console.log(`screenshot: ${join(SHOTS, "sheet-table-xlsx.png")}`);
   assert.deepEqual(errors, [], "no script errors");
   await context.close();
+});
+
+// ---------- on a desk and on a phone (issue 49) ----------
+//
+// Each of these runs at 1280×900 and at 390×844, in both languages, on
+// Fiona's workspace (made once through the API: the two-page PDF, a
+// Markdown note, and a conversation with two cited answers).
+
+const DESK = { viewport: { width: 1280, height: 900 } };
+const PHONE = { viewport: { width: 390, height: 844 }, hasTouch: true, isMobile: true };
+const LOCALES = { vi: "vi-VN", en: "en-US" };
+const CATALOGUE = { vi, en };
+
+/** A request to the API from Node, as `token`; the JSON answer. */
+async function apiCall(token, method, path, body) {
+  const res = await fetch(BASE + path, {
+    method,
+    headers: { Authorization: `Bearer ${token}`, ...(body ? { "Content-Type": "application/json" } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const text = await res.text();
+  assert.ok(res.ok, `${method} ${path}: ${res.status} ${text}`);
+  return text ? JSON.parse(text) : null;
+}
+
+/** Uploads `bytes` as `name` and waits until the pipeline is done with it; its id. */
+async function uploadReady(token, ws, name, bytes, type) {
+  const form = new FormData();
+  form.append("file", new Blob([bytes], { type }), name);
+  const res = await fetch(`${BASE}/v1/workspaces/${ws}/documents`, { method: "POST", headers: { Authorization: `Bearer ${token}` }, body: form });
+  const accepted = await res.text();
+  assert.equal(res.status, 202, accepted);
+  const { document_id: id } = JSON.parse(accepted);
+  const deadline = Date.now() + 180_000;
+  let doc;
+  do {
+    doc = await apiCall(token, "GET", `/v1/workspaces/${ws}/documents/${id}`);
+    if (doc.status !== "ingested" && doc.status !== "failed") await new Promise((r) => setTimeout(r, 250));
+  } while (doc.status !== "ingested" && doc.status !== "failed" && Date.now() < deadline);
+  assert.equal(doc.status, "ingested", JSON.stringify(doc));
+  return id;
+}
+
+/** Asks `question` in `conversation` and waits for the answer. */
+async function askReady(token, ws, conversation, question) {
+  const accepted = await apiCall(token, "POST", `/v1/workspaces/${ws}/conversations/${conversation}/messages`, { content: question });
+  const id = accepted.assistant_message.id;
+  const deadline = Date.now() + 120_000;
+  let m;
+  do {
+    await new Promise((r) => setTimeout(r, 300));
+    m = await apiCall(token, "GET", `/v1/workspaces/${ws}/conversations/${conversation}/messages/${id}`);
+  } while (m.status === "pending" && Date.now() < deadline);
+  assert.equal(m.status, "done", JSON.stringify(m));
+  return m;
+}
+
+let fionaReady = null;
+/** Fiona's workspace, made once: `{token, ws, pdf, note, conversation}`. */
+function fiona() {
+  fionaReady ??= (async () => {
+    const res = await fetch(BASE + "/dev/sign-in", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ user: "fiona" }) });
+    const { token } = await res.json();
+    const ws = (await apiCall(token, "POST", "/v1/workspaces", { name: "Báo cáo năm" })).id;
+    const pdf = await uploadReady(token, ws, "bao-cao-2023.pdf", readFileSync(pdfPath), "application/pdf");
+    const note = await uploadReady(token, ws, "ghi-chu.md", "# Ghi chú\n\nHọp giao ban vào thứ Hai lúc 9 giờ.\n", "text/markdown");
+    const conversation = (await apiCall(token, "POST", `/v1/workspaces/${ws}/conversations`, { title: "Doanh thu 2023" })).id;
+    await askReady(token, ws, conversation, "Doanh thu và lợi nhuận năm 2023 tăng bao nhiêu?");
+    await askReady(token, ws, conversation, "Kế hoạch doanh thu năm 2024 và các rủi ro chính là gì?");
+    return { token, ws, pdf, note, conversation };
+  })();
+  return fionaReady;
+}
+
+/** A new browser (a first visit) on a desk or a phone in `lang`, signed in as `token`, at `hash`. */
+async function visit(token, lang, device, hash) {
+  const context = await browser.newContext({ ...device, locale: LOCALES[lang] });
+  const page = await context.newPage();
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(e.message));
+  await page.goto(BASE + "/");
+  await page.evaluate((t) => sessionStorage.setItem("rag-engine.token", t), token);
+  await page.goto(`${BASE}/${hash}`);
+  await page.reload();
+  await page.waitForFunction(() => document.querySelector("#workspace-select")?.value);
+  assert.equal(await page.getAttribute("html", "lang"), lang);
+  return { context, page, errors };
+}
+
+/**
+ * Where things are on the screen: the top bar, the question box and the
+ * conversation; containers wider than their box; visible elements
+ * reaching past the screen's sides; fields whose placeholder does not fit
+ * (the new-workspace field read "Tên không gian r" on a phone).
+ */
+function layout(page) {
+  return page.evaluate(() => {
+    const box = (sel) => {
+      const r = document.querySelector(sel)?.getBoundingClientRect();
+      return r ? { top: Math.round(r.top), bottom: Math.round(r.bottom), left: Math.round(r.left), right: Math.round(r.right) } : null;
+    };
+    const visible = (n) => n.getClientRects().length > 0 && n.checkVisibility({ visibilityProperty: true, opacityProperty: true });
+    const overflowing = ["html", "body", ".topbar", "#app", "#chat", "#messages", "#ask-form", "#sidebar", "#viewer", "#viewer-text", "#viewer-pages"]
+      .map((s) => [s, document.querySelector(s)])
+      .filter(([, n]) => n && visible(n) && n.scrollWidth > n.clientWidth + 1)
+      .map(([s, n]) => `${s}: ${n.scrollWidth} > ${n.clientWidth}`);
+    const outside = [...document.querySelectorAll(".topbar *, #chat *, #sidebar *, #viewer *")]
+      .filter((n) => visible(n) && !n.closest(".page-image, .sheet-table, .doc-page"))
+      .filter((n) => {
+        const r = n.getBoundingClientRect();
+        return r.width > 0 && (r.left < -1 || r.right > innerWidth + 1);
+      })
+      .map((n) => `${n.tagName.toLowerCase()}#${n.id}.${n.className}`);
+    const ctx = document.createElement("canvas").getContext("2d");
+    const cut = [...document.querySelectorAll("input[placeholder]")]
+      .filter((i) => visible(i) && !i.value)
+      .filter((i) => {
+        const s = getComputedStyle(i);
+        ctx.font = `${s.fontStyle} ${s.fontWeight} ${s.fontSize} ${s.fontFamily}`;
+        return ctx.measureText(i.placeholder).width > i.clientWidth - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight) + 1;
+      })
+      .map((i) => `#${i.id}: ${i.placeholder}`);
+    const messages = document.querySelector("#messages");
+    return {
+      width: innerWidth, height: innerHeight, scrollY, pageHeight: document.documentElement.scrollHeight,
+      bar: box(".topbar"), ask: box("#ask-form"), messages: box("#messages"), sidebar: box("#sidebar"), viewer: box("#viewer"),
+      messagesScroll: { overflowY: getComputedStyle(messages).overflowY, scrollHeight: messages.scrollHeight, clientHeight: messages.clientHeight },
+      overflowing, outside, cut,
+    };
+  });
+}
+
+for (const lang of ["vi", "en"]) {
+  test(`on a phone (${lang}): a compact bar, a drawer, the question box always in view, nothing cut; a desk unchanged`, async () => {
+    const { token, ws, conversation } = await fiona();
+    const { context, page, errors } = await visit(token, lang, PHONE, `#ws=${ws}&c=${conversation}`);
+    const T = CATALOGUE[lang];
+    await page.locator(".message.assistant.done .cite").first().waitFor({ timeout: 30_000 });
+    await page.waitForTimeout(300); // the conversation scrolled to its end
+    let at = await layout(page);
+    // The bar: the menu button and the workspace picker (and the language), one row.
+    assert.ok(await page.locator("#menu-open").isVisible(), "the menu button is in the bar");
+    assert.ok(await page.locator("#workspace-select").isVisible(), "the workspace picker is in the bar");
+    assert.equal(await page.getAttribute("#menu-open", "aria-label"), T["menu.open"]);
+    assert.ok(at.bar.bottom <= 64, `a compact bar ${JSON.stringify(at.bar)}`);
+    assert.equal(await page.locator("#new-workspace-name").isVisible(), false, "the new-workspace field is in the drawer");
+    assert.equal(await page.locator("#documents").isVisible(), false, "the documents are in the drawer");
+    // The question box at the bottom of the screen, without scrolling; the
+    // conversation scrolls between the bar and it, the page does not.
+    assert.ok(at.ask.top >= at.bar.bottom && at.ask.bottom <= at.height && at.ask.bottom >= at.height - 2, `the question box at the bottom ${JSON.stringify(at)}`);
+    assert.equal(at.scrollY, 0);
+    assert.ok(at.pageHeight <= at.height, `nothing to scroll but the conversation ${JSON.stringify(at)}`);
+    assert.ok(at.messages.top >= at.bar.bottom - 1 && at.messages.bottom <= at.ask.top + 1, `the conversation between bar and box ${JSON.stringify(at)}`);
+    assert.equal(at.messagesScroll.overflowY, "auto");
+    assert.ok(at.messagesScroll.scrollHeight > at.messagesScroll.clientHeight, `two answers are more than a phone's screen ${JSON.stringify(at.messagesScroll)}`);
+    await page.locator("#messages").evaluate((m) => (m.scrollTop = 0));
+    assert.equal(await page.evaluate(() => scrollY), 0, "scrolling the conversation never moves the page");
+    assert.ok(await page.locator("#question").isVisible(), "the question box stays when the conversation scrolls");
+    assert.deepEqual([at.overflowing, at.outside, at.cut], [[], [], []], "nothing wider than the screen, nothing cut");
+    await page.locator("#messages").evaluate((m) => (m.scrollTop = m.scrollHeight));
+    await screenshot(page, `phone-${lang}.png`);
+
+    // The drawer: documents, conversations and the account; nothing cut.
+    await page.click("#menu-open");
+    await page.locator("#sidebar .document", { hasText: "bao-cao-2023.pdf" }).waitFor();
+    await page.waitForFunction(() => document.querySelector("#sidebar").getBoundingClientRect().left >= 0);
+    assert.equal(await page.getAttribute("#menu-open", "aria-expanded"), "true");
+    for (const sel of ["#new-workspace-name", "#keys-open", "#sign-out", "#conversations li", "#drop-zone", "#menu-close"]) {
+      assert.ok(await page.locator(sel).first().isVisible(), `${sel} is in the drawer`);
+    }
+    assert.equal(await page.locator("#menu-close").evaluate((b) => b === document.activeElement), true, "the focus is in the drawer");
+    at = await layout(page);
+    assert.ok(at.sidebar.left >= 0 && at.sidebar.right < at.width, `the drawer is on the screen ${JSON.stringify(at.sidebar)}`);
+    assert.deepEqual([at.overflowing, at.outside, at.cut], [[], [], []], "nothing in the drawer wider than the screen, nothing cut");
+    assert.equal(await page.getAttribute("#new-workspace-name", "placeholder"), T["ws.newName"]);
+    await screenshot(page, `phone-drawer-${lang}.png`);
+    // Closed by Esc, by a tap outside it, by its close button.
+    const closed = () => page.waitForFunction(() => !document.body.classList.contains("drawer-open") && document.querySelector("#menu-open").getAttribute("aria-expanded") === "false");
+    await page.keyboard.press("Escape");
+    await closed();
+    await page.click("#menu-open");
+    await page.mouse.click(380, 500);
+    await closed();
+    await page.click("#menu-open");
+    await page.click("#menu-close");
+    await closed();
+    assert.equal(await page.locator("#menu-open").evaluate((b) => b === document.activeElement), true, "the focus is back on the menu button");
+    // Choosing a conversation in the drawer shows it.
+    await page.click("#menu-open");
+    await page.locator("#conversations li button").first().click();
+    await closed();
+    await page.locator(".message.assistant.done .cite").first().waitFor();
+
+    // A citation: the document opens over the answer, a full-screen sheet
+    // with a close button, the highlight in view.
+    await page.locator(".message.assistant.done .cite").first().tap();
+    await page.locator("#viewer mark.cited").first().waitFor();
+    await page.waitForTimeout(300);
+    at = await layout(page);
+    assert.deepEqual([at.viewer.top, at.viewer.left, at.viewer.right, at.viewer.bottom], [0, 0, 390, 844], "the document fills the screen");
+    const close = await page.locator("#viewer-close").boundingBox();
+    assert.ok(close.width >= 40 && close.height >= 40 && close.y >= 0 && close.x + close.width <= 390, `a close button a thumb can tap ${JSON.stringify(close)}`);
+    const mark = await page.locator("#viewer mark.cited").first().boundingBox();
+    assert.ok(mark.y >= 0 && mark.y + mark.height <= 844, `the highlight is in view ${JSON.stringify(mark)}`);
+    assert.doesNotMatch(await page.textContent("#viewer-status"), /Esc/, "no keyboard, no Esc hint");
+    assert.deepEqual([at.overflowing, at.outside], [[], []], "the document fits the screen's width");
+    await screenshot(page, `phone-citation-${lang}.png`);
+    await page.locator("#viewer-close").tap();
+    assert.ok(await page.locator("#viewer").isHidden());
+    assert.ok(await page.locator("#question").isVisible());
+    assert.deepEqual(await leftovers(page, CATALOGUE[lang === "vi" ? "en" : "vi"], T), [], "one language on the page");
+
+    // Wider than a phone: today's layout, with no menu and no drawer.
+    for (const width of [481, 1280]) {
+      await page.setViewportSize({ width, height: 900 });
+      assert.equal(await page.locator("#menu-open").isVisible(), false, `${width} px: no menu button`);
+      assert.equal(await page.locator(".drawer-head").isVisible(), false, `${width} px: no drawer head`);
+      assert.ok(await page.locator("#documents-panel").isVisible(), `${width} px: the documents are on the page`);
+      assert.equal(await page.$eval("#new-workspace-form", (f) => f.parentElement.id), "workspace-bar", `${width} px: the new-workspace field back in the top bar`);
+      assert.equal(await page.$eval("#user-bar", (f) => f.nextElementSibling.id), "lang-switch", `${width} px: the account back in the top bar`);
+      assert.ok(await page.locator("#new-workspace-name").isVisible() && await page.locator("#keys-open").isVisible());
+      assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= innerWidth), `${width} px: no horizontal scrolling`);
+    }
+    assert.deepEqual(errors, [], "no script errors");
+    await context.close();
+
+    // The same conversation on a desk: the layout of before.
+    const desk = await visit(token, lang, DESK, `#ws=${ws}&c=${conversation}`);
+    await desk.page.locator(".message.assistant.done .cite").first().waitFor({ timeout: 30_000 });
+    assert.equal(await desk.page.locator("#menu-open").isVisible(), false);
+    assert.ok(await desk.page.locator("#documents-panel").isVisible() && await desk.page.locator("#new-workspace-name").isVisible());
+    assert.equal(await desk.page.getAttribute("#question", "placeholder"), T["ask.placeholder"], "a keyboard's question box says Enter sends");
+    const deskAt = await layout(desk.page);
+    assert.ok(deskAt.ask.bottom <= deskAt.height && deskAt.scrollY === 0, `the question box in view ${JSON.stringify(deskAt.ask)}`);
+    assert.deepEqual([deskAt.overflowing, deskAt.outside, deskAt.cut], [[], [], []]);
+    await desk.page.mouse.move(5, 890);
+    await screenshot(desk.page, `desk-${lang}.png`);
+    assert.deepEqual(desk.errors, [], "no script errors");
+    await desk.context.close();
+  });
+}
+
+for (const [lang, device, name] of [["en", DESK, "desk"], ["vi", PHONE, "phone"]]) {
+  test(`an answer written again says so (${lang}, ${name}): "checking again", never an empty spinner`, async () => {
+    const { token, ws } = await fiona();
+    const { context, page, errors } = await visit(token, lang, device, `#ws=${ws}`);
+    // Every state the answer is drawn in, from its first words on.
+    await page.evaluate(() => {
+      window.__states = [];
+      new MutationObserver(() => {
+        const a = document.querySelector(".message.assistant.pending");
+        if (!a) return;
+        const state = a.classList.contains("restarted") ? "again" : a.classList.contains("streaming") ? "words" : "spinner";
+        if (window.__states.at(-1) !== state) window.__states.push(state);
+      }).observe(document.querySelector("#messages"), { subtree: true, childList: true, attributes: true });
+    });
+    // The fake model's first reply to this question breaks off: the
+    // answerer cannot read it and asks again, so the words shown are
+    // taken back and written a second time (tests/browser/fake_llm.py).
+    await page.fill("#question", "Viết lại: doanh thu thuần năm 2023 tăng bao nhiêu so với năm 2022?");
+    await page.click("#ask-button");
+    await page.locator(".message.assistant.streaming").waitFor({ timeout: 60_000 });
+    const again = page.locator(".message.assistant.restarted .again");
+    await again.waitFor({ timeout: 60_000 });
+    assert.equal(await again.textContent(), CATALOGUE[lang]["chat.checkingAgain"]);
+    await page.mouse.move(5, 5);
+    await screenshot(page, `restart-${lang}-${name}.png`);
+    const done = page.locator(".message.assistant.done");
+    await done.waitFor({ timeout: 60_000 });
+    assert.equal(await page.locator(".message .again").count(), 0, "the final answer replaces the note");
+    assert.match(await done.textContent(), /12,4%/);
+    const states = await page.evaluate(() => window.__states);
+    const firstWords = states.indexOf("words");
+    assert.ok(firstWords >= 0 && states.includes("again"), `the words were shown, then the answer written again: ${states}`);
+    assert.ok(!states.slice(firstWords).includes("spinner"), `never back to the empty spinner: ${states}`);
+    assert.deepEqual(errors, [], "no script errors");
+    await context.close();
+  });
+}
+
+for (const [lang, device, name] of [["en", DESK, "desk"], ["vi", PHONE, "phone"]]) {
+  test(`a first visit starts a new conversation with the hint; a later one goes back to the one chosen (${lang}, ${name})`, async () => {
+    const { token, ws, conversation } = await fiona();
+    const T = CATALOGUE[lang];
+    const { context, page, errors } = await visit(token, lang, device, `#ws=${ws}`);
+    await page.locator("#conversations li").first().waitFor({ state: "attached" });
+    await page.waitForTimeout(500); // time to open a conversation, were one to be opened
+    assert.ok(await page.locator("#chat-hint").isVisible(), "the hint is shown");
+    assert.equal(await page.locator(".message").count(), 0, "no conversation is open");
+    assert.equal(await page.locator("#conversations li.active").count(), 0);
+    assert.ok(!page.url().includes("c="), page.url());
+    const hint = await page.textContent("#chat-hint");
+    // A phone has no arrow keys: its hint says only what a tap does.
+    assert.ok(hint.includes(T[name === "phone" ? "chat.hintAfterTouch" : "chat.hintAfter"]), hint);
+    assert.ok(await page.locator("#question").isVisible());
+    await screenshot(page, `first-visit-${lang}-${name}.png`);
+    // Chosen, then visited again without a link to it: it opens.
+    if (name === "phone") await page.click("#menu-open");
+    await page.locator("#conversations li button").last().click();
+    await page.locator(".message.assistant.done").first().waitFor();
+    const picked = new URLSearchParams(new URL(page.url()).hash.slice(1)).get("c");
+    assert.ok(picked);
+    await page.goto(`${BASE}/#ws=${ws}`);
+    await page.reload();
+    await page.locator(".message.assistant.done").first().waitFor();
+    assert.equal(await page.locator("#conversations li.active").count(), 1);
+    assert.match(page.url(), new RegExp(`c=${picked}`));
+    // A new conversation chosen: the next visit starts with the hint again.
+    if (name === "phone") await page.click("#menu-open");
+    await page.click("#new-conversation");
+    await page.goto(`${BASE}/#ws=${ws}`);
+    await page.reload();
+    await page.locator("#conversations li").first().waitFor({ state: "attached" });
+    await page.waitForTimeout(500);
+    assert.ok(await page.locator("#chat-hint").isVisible(), "the hint again");
+    // A link naming a conversation still opens it, first visit or not.
+    const linked = await visit(token, lang, device, `#ws=${ws}&c=${conversation}`);
+    await linked.page.locator(".message.assistant.done").first().waitFor();
+    await linked.context.close();
+    assert.deepEqual(errors, [], "no script errors");
+    await context.close();
+  });
+}
+
+for (const [lang, device, name] of [["en", DESK, "desk"], ["vi", PHONE, "phone"]]) {
+  test(`a document opened from the list shows its pages, or its text when it has none (${lang}, ${name})`, async () => {
+    const { token, ws, pdf } = await fiona();
+    const T = CATALOGUE[lang];
+    const { context, page, errors } = await visit(token, lang, device, `#ws=${ws}`);
+    const requests = [];
+    page.on("request", (r) => requests.push(new URL(r.url())));
+    if (name === "phone") await page.click("#menu-open");
+    await page.locator(".doc-open", { hasText: "bao-cao-2023.pdf" }).click();
+    // Its two pages, drawn by the server without any highlight.
+    const pages = page.locator("#viewer-pages .doc-page");
+    await page.waitForFunction(() => document.querySelectorAll("#viewer-pages .doc-page").length === 2);
+    await page.waitForFunction(() => document.querySelector("#viewer-pages .doc-page img")?.naturalWidth > 0, null, { timeout: 30_000 });
+    assert.deepEqual(await pages.locator("figcaption").allTextContents(), [1, 2].map((n) => T["viewer.page"]({ n }, { num: String })));
+    assert.equal(await page.locator("#viewer-text").isHidden(), true, "the pages, not the text");
+    assert.equal(await page.locator("#viewer mark").count(), 0, "nothing is cited");
+    const drawn = requests.filter((u) => u.pathname.includes(`/documents/${pdf}/pages/`));
+    assert.ok(drawn.length >= 1 && drawn.every((u) => !u.searchParams.has("highlight")), drawn.map(String).join(" "));
+    assert.equal(await page.textContent("#viewer-mode"), T["viewer.showText"]);
+    if (name === "phone") {
+      const at = await layout(page);
+      assert.deepEqual([at.viewer.top, at.viewer.left, at.viewer.right, at.viewer.bottom], [0, 0, 390, 844], "the document fills the screen");
+      assert.deepEqual([at.overflowing, at.outside], [[], []]);
+    }
+    await page.mouse.move(5, 5);
+    await screenshot(page, `doc-pages-${lang}-${name}.png`);
+    // The text, a tap away, and back.
+    await page.click("#viewer-mode");
+    assert.ok(await page.locator("#viewer-text").isVisible());
+    assert.equal(await page.locator("#viewer-pages").isHidden(), true);
+    assert.match(await page.textContent("#viewer-text"), /Doanh thu thuần năm 2023/);
+    assert.equal(await page.textContent("#viewer-mode"), T["viewer.showPages"]);
+    await page.click("#viewer-mode");
+    assert.ok(await page.locator("#viewer-pages").isVisible());
+    // A Markdown note has no pages to draw: its text.
+    await page.click("#viewer-close");
+    if (name === "phone") await page.click("#menu-open");
+    await page.locator(".doc-open", { hasText: "ghi-chu.md" }).click();
+    await page.locator("#viewer-text .segment").first().waitFor();
+    assert.match(await page.textContent("#viewer-text"), /Họp giao ban/);
+    assert.equal(await page.locator("#viewer-pages").count(), 0);
+    assert.equal(await page.locator("#viewer-mode").isHidden(), true);
+    await screenshot(page, `doc-text-${lang}-${name}.png`);
+    assert.deepEqual(errors, [], "no script errors");
+    await context.close();
+  });
+}
+
+test("an OCR'd picture reads as paragraphs: wrapped lines joined, a citation's highlight still exact (en desk, vi phone)", async () => {
+  const { token } = await fiona();
+  const ws = (await apiCall(token, "POST", "/v1/workspaces", { name: "Ảnh chụp" })).id;
+  // A photo of a notice: two paragraphs of several lines each, drawn by
+  // Chromium and read back by tesseract.
+  const maker = await browser.newPage({ viewport: { width: 900, height: 560 } });
+  await maker.setContent(
+    `<html><body style="margin: 0; background: white; font-family: 'DejaVu Sans', sans-serif; font-size: 30px; line-height: 1.5; padding: 40px">
+       <p style="margin: 0 0 40px">Công ty mở thêm ba chi nhánh mới tại miền Trung trong năm nay và sẽ tuyển thêm một trăm hai mươi nhân viên cho các cửa hàng.</p>
+       <p style="margin: 0">the branch in the north grew in every quarter thanks to long contracts with builders and the new warehouse near the port.</p></body></html>`,
+  );
+  const png = await maker.screenshot({ type: "png" });
+  await maker.close();
+  const id = await uploadReady(token, ws, "thong-bao-chi-nhanh.png", png, "image/png");
+  const raw = await apiCall(token, "GET", `/v1/workspaces/${ws}/documents/${id}/raw-text`);
+  const full = cps(raw.segments.map((s) => s.text).join(""));
+  const text = full.join("");
+  // Tesseract gives each line of a paragraph on its own: a wrap is a "\n"
+  // followed by a lower-case word.
+  const wrap = /\n(?=\p{Ll})/u.exec(text);
+  assert.ok(wrap, `the OCR text has wrapped lines: ${JSON.stringify(text)}`);
+  // A span across the first wrap: from its paragraph's start to a few words after.
+  const at = cps(text.slice(0, wrap.index)).length;
+  const from = text.lastIndexOf("\n\n", wrap.index);
+  const start = from < 0 ? 0 : cps(text.slice(0, from + 2)).length;
+  const after = text.indexOf(" ", wrap.index + 6);
+  const end = after < 0 ? full.length : cps(text.slice(0, after)).length;
+  for (const [lang, device, name] of [["en", DESK, "desk"], ["vi", PHONE, "phone"]]) {
+    const { context, page, errors } = await visit(token, lang, device, `#ws=${ws}&doc=${id}&span=${start}-${end}`);
+    await page.locator("#viewer mark.cited").first().waitFor({ timeout: 30_000 });
+    assert.equal(await page.$$eval("#viewer mark.cited", (ms) => ms.map((m) => m.textContent).join("")), full.slice(start, end).join(""), "the highlight is exactly the span");
+    assert.ok(await page.locator("#viewer-text.flow").count() === 1, "shown as paragraphs");
+    assert.ok(await page.locator("#viewer mark.cited .soft").count() >= 1, "the highlight crosses a joined line");
+    // Read on screen: the wrapped lines are one paragraph.
+    const shown = await page.locator("#viewer mark.cited").first().evaluate((m) => m.innerText);
+    assert.ok(!shown.includes("\n"), `the cited lines read as one: ${JSON.stringify(shown)}`);
+    const softs = await page.locator("#viewer-text .soft").count();
+    assert.ok(softs >= 2, `several wrapped lines joined (${softs})`);
+    await page.waitForFunction(() => document.querySelector("#viewer .page-image img")?.naturalWidth > 0, null, { timeout: 30_000 });
+    await page.mouse.move(5, 5);
+    await screenshot(page, `ocr-paragraphs-${lang}-${name}.png`);
+    assert.deepEqual(errors, [], "no script errors");
+    await context.close();
+  }
 });

@@ -91,11 +91,13 @@ export class WorkspaceApi {
     return this.api.request("GET", `${this.base}/documents/${encodeURIComponent(documentId)}/raw-text`);
   }
 
-  /** Page `page` (1-based) of a PDF as a PNG Blob, characters start..end
-   * highlighted. An <img> cannot send the Authorization header, so the
-   * page fetches the image and shows it through an object URL. */
-  async pageImage(documentId, page, start, end) {
-    const path = `${this.base}/documents/${encodeURIComponent(documentId)}/pages/${page}/image?highlight=${start}-${end}`;
+  /** Page `page` (1-based) of a PDF or image as a PNG Blob, characters
+   * start..end highlighted (none without them). An <img> cannot send the
+   * Authorization header, so the page fetches the image and shows it
+   * through an object URL. */
+  async pageImage(documentId, page, start = null, end = null) {
+    const highlight = start !== null && end !== null ? `?highlight=${start}-${end}` : "";
+    const path = `${this.base}/documents/${encodeURIComponent(documentId)}/pages/${page}/image${highlight}`;
     let res;
     try {
       res = await fetch(path, { headers: this.api.headers() });

@@ -15,6 +15,7 @@ import { watchDocuments, pollDocuments, renderDocuments } from "./documents.js";
 import { loadConversations, renderConversations, renderMessages, openConversation } from "./chat.js";
 import { openViewer, closeViewer } from "./viewer.js";
 import { setupKeys } from "./keys.js";
+import { close as closeDrawer } from "./drawer.js";
 
 const TOKEN_KEY = "rag-engine.token";
 
@@ -82,6 +83,7 @@ async function start() {
 
 /** The sign-in form; `key` and `args` of the catalogues say why, if anything. */
 async function showSignIn(key = "", args = {}) {
+  closeDrawer(false); // a phone's menu, had it been open when the token was refused
   $("app").hidden = true;
   $("workspace-bar").hidden = true;
   $("user-bar").hidden = true;

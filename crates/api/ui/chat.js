@@ -6,23 +6,51 @@ import { ApiError } from "./api.js";
 import { streamEvents } from "./sse.js";
 import { preview } from "./spans.js";
 import { $, el, toast } from "./dom.js";
-import { t, num, date, errorArg, onLanguageChange, translateTree } from "./i18n.js";
+import { t, tr, num, date, errorArg, onLanguageChange, translateTree } from "./i18n.js";
 import { state, updateHash, docName, isSlides, hasPages } from "./state.js";
 import { openViewer } from "./viewer.js";
 
 const chatHint = $("chat-hint");
 // Out of the page while messages are shown, so translated here on a switch.
 onLanguageChange(() => translateTree(chatHint));
+// Arrow keys and Shift+Enter mean nothing without a keyboard: a phone's
+// hint and question box say less.
+if (!(window.matchMedia?.("(pointer: fine)").matches ?? true)) {
+  tr(chatHint.querySelector("[data-i18n=\"chat.hintAfter\"]"), "chat.hintAfterTouch");
+  $("question").setAttribute("data-i18n-placeholder", "ask.placeholderTouch");
+}
 
 // ---------- conversations ----------
 
+// The conversation last chosen in each workspace, in this browser: a
+// later visit goes back to it; a first visit (nothing chosen yet) starts
+// a new conversation, where the short "how to" hint is shown, rather than
+// dropping the visitor into the last conversation.
+const chosenKey = () => `rag-engine.conversation.${state.user ?? ""}.${state.ws?.id ?? ""}`;
+function chosen() {
+  try {
+    return localStorage.getItem(chosenKey());
+  } catch {
+    return null; // storage disabled: every visit is a first one
+  }
+}
+function choose(id) {
+  try {
+    if (state.ws) localStorage.setItem(chosenKey(), id ?? "");
+  } catch {
+    /* storage disabled */
+  }
+}
+
+/** Lists the workspace's conversations; opens `open` (a link's) or the one chosen before, if any. */
 export async function loadConversations(gen, open) {
   try {
     const list = await state.ws.conversations();
     if (gen !== state.gen) return;
     state.conversations = list;
     renderConversations();
-    if (open && list.some((c) => c.id === open)) openConversation(open);
+    const wanted = open || chosen();
+    if (wanted && list.some((c) => c.id === wanted)) openConversation(wanted);
   } catch (err) {
     if (gen === state.gen && !(err instanceof ApiError && err.status === 404)) {
       toast("conv.listFailed", { err: errorArg(err) }, true);
@@ -52,6 +80,7 @@ function newConversation() {
   state.stream = null;
   state.conversationId = null;
   state.messages = [];
+  choose(null);
   updateHash({ c: null });
   renderConversations();
   renderMessages();
@@ -64,6 +93,7 @@ export async function openConversation(id) {
   state.stream?.abort();
   state.conversationId = id;
   state.messages = [];
+  choose(id);
   updateHash({ c: id });
   renderConversations();
   renderMessages();
@@ -88,9 +118,31 @@ function applyDelta(d) {
   // that carries only them leaves the text so far as it is.
   if (d.sources?.length) state.reading.set(d.message_id, d.sources);
   const before = state.partials.get(d.message_id) ?? [];
-  if (d.sections.length || !d.sources?.length) state.partials.set(d.message_id, [...before.slice(0, d.from), ...d.sections]);
+  if (d.sections.length || !d.sources?.length) {
+    const next = [...before.slice(0, d.from), ...d.sections];
+    // The words shown were taken back (the check held the answer back and
+    // it is written again, or a restarted answerer begins anew): said so,
+    // rather than the answer falling back to an empty spinner.
+    if (restarted(before, next, d)) state.restarted.add(d.message_id);
+    state.partials.set(d.message_id, next);
+  }
+  if (Number.isFinite(d.seq)) state.seqs.set(d.message_id, d.seq);
   const shown = state.messages.find((m) => m.id === d.message_id);
   if (shown && shown.status === "pending") renderMessages();
+}
+
+/**
+ * Whether `next` starts the answer's text again rather than going on from
+ * `before`: a delta only ever adds to the text, except when the answer is
+ * written again (fewer sections, a section shorter than it was and not
+ * its continuation, or `seq` back to an earlier number after a restart).
+ */
+function restarted(before, next, d) {
+  const text = (s) => s?.text ?? "";
+  if (!before.some((s) => text(s))) return false;
+  if (Number.isFinite(d.seq) && d.seq < (state.seqs.get(d.message_id) ?? -1)) return true;
+  if (next.length < before.length) return true;
+  return before.some((s, i) => text(next[i]).length < text(s).length && !text(next[i]).startsWith(text(s)));
 }
 
 /**
@@ -139,6 +191,8 @@ function upsertMessage(m) {
   if (m.status !== "pending") {
     state.partials.delete(m.id);
     state.reading.delete(m.id);
+    state.restarted.delete(m.id);
+    state.seqs.delete(m.id);
   }
   const i = state.messages.findIndex((x) => x.id === m.id);
   if (i >= 0) state.messages[i] = m;
@@ -162,6 +216,7 @@ async function ask(content) {
       if (gen !== state.gen) return;
       conversationId = conv.id;
       state.conversationId = conv.id;
+      choose(conv.id);
       state.conversations.unshift(conv);
       updateHash({ c: conv.id });
       renderConversations();
@@ -231,13 +286,14 @@ function renderMessage(m) {
     );
   }
   const partial = m.status === "pending" ? (state.partials.get(m.id) ?? []).filter((s) => s.text) : [];
+  const again = m.status === "pending" && state.restarted.has(m.id);
   if (partial.length) {
     // The answer as the model writes it: a closed section's bubbles come
     // with it (numbered as the final answer numbers them).
     let n = 0;
     return el(
       "article",
-      { class: "message assistant pending streaming", dataset: { id: m.id }, "aria-busy": "true" },
+      { class: `message assistant pending streaming${again ? " restarted" : ""}`, dataset: { id: m.id }, "aria-busy": "true" },
       ...partial.map((s, i) =>
         el(
           "p",
@@ -247,15 +303,18 @@ function renderMessage(m) {
           i === partial.length - 1 && !s.closed ? el("span", { class: "caret", "aria-hidden": "true" }) : null,
         ),
       ),
-      el("small", { class: "muted", text: t("chat.writing") }),
+      again
+        ? el("p", { class: "muted again" }, el("span", { class: "spinner", "aria-hidden": "true" }), t("chat.checkingAgain"))
+        : el("small", { class: "muted", text: t("chat.writing") }),
     );
   }
   if (m.status === "pending") {
     const reading = state.reading.get(m.id) ?? [];
+    const waiting = again ? "chat.checkingAgain" : reading.length ? "chat.readingNow" : "chat.pending";
     return el(
       "article",
-      { class: "message assistant pending", dataset: { id: m.id }, "aria-busy": "true" },
-      el("p", { class: "muted" }, el("span", { class: "spinner", "aria-hidden": "true" }), t(reading.length ? "chat.readingNow" : "chat.pending")),
+      { class: `message assistant pending${again ? " restarted" : ""}`, dataset: { id: m.id }, "aria-busy": "true" },
+      el("p", { class: `muted${again ? " again" : ""}` }, el("span", { class: "spinner", "aria-hidden": "true" }), t(waiting)),
       reading.length
         ? el(
             "ul",

@@ -10,6 +10,12 @@ const place = ({ page, slide, range }, f) => (range ? `, ${range}` : page != nul
 export default {
   "lang.switch": "Language",
 
+  // A phone's menu (drawer.js).
+  "menu.open": "Menu",
+  "menu.title": "Menu",
+  "menu.close": "Close the menu",
+  "menu.label": "Documents and conversations",
+
   // Sign in.
   "signIn.title": "Sign in",
   "signIn.intro": "Ask questions about your documents; every answer cites the exact passage it comes from.",
@@ -75,11 +81,16 @@ export default {
   "chat.label": "Chat",
   "chat.hint": "Upload documents, then ask a question. Citation bubbles",
   "chat.hintAfter": "open the cited passage; use ← → to move between them.",
+  // A phone has no arrow keys: its hint ends here.
+  "chat.hintAfterTouch": "open the cited passage.",
   "ask.placeholder": "Ask about your documents… (Enter to send, Shift+Enter for a new line)",
+  "ask.placeholderTouch": "Ask about your documents…",
   "ask.label": "Question",
   "ask.button": "Ask",
   "chat.notSent": ({ err }, f) => `Not sent: ${err ? f.err(err) : "failed"}`,
   "chat.writing": "Writing the answer…",
+  // The words shown were taken back and the answer is written again.
+  "chat.checkingAgain": "Checking again…",
   "chat.pending": "Answering: retrieving passages and citing them…",
   "chat.readingNow": "Reading your documents…",
   "chat.readingSource": ({ doc, pages, slide }, f) =>
@@ -95,6 +106,8 @@ export default {
   // The raw-text viewer.
   "viewer.title": "Document",
   "viewer.close": "Close the document",
+  "viewer.showText": "Text",
+  "viewer.showPages": "Pages",
   "viewer.loading": "Loading the raw text…",
   "viewer.notParsed": "This document is not parsed yet; its text appears once it is.",
   "viewer.documentFailed": "This document could not be parsed.",
@@ -109,6 +122,7 @@ export default {
   "viewer.imageLoading": ({ n }, f) => `Page ${f.num(n)}, loading…`,
   "viewer.imageAlt": ({ n, doc }, f) => `Page ${f.num(n)} of ${doc}, the cited text highlighted`,
   "viewer.imageCaption": ({ n }, f) => `Page ${f.num(n)}: the cited text is highlighted.`,
+  "viewer.pageAlt": ({ n, doc, slide }, f) => `${slide ? "Slide" : "Page"} ${f.num(n)} of ${doc}`,
   "viewer.noImage": ({ err }, f) => `No page image: ${f.err(err)}`,
   "viewer.sheetNote": ({ rows }, f) =>
     `${rows === 1 ? "the cited row" : `the ${f.num(rows)} cited rows`} under the sheet's header, the cited cells marked; the rows around ${rows === 1 ? "it" : "them"} dimmed`,

@@ -7,6 +7,11 @@ const place = ({ page, slide, range }, f) => (range ? `, ${range}` : page != nul
 export default {
   "lang.switch": "Ngôn ngữ",
 
+  "menu.open": "Trình đơn",
+  "menu.title": "Trình đơn",
+  "menu.close": "Đóng trình đơn",
+  "menu.label": "Tài liệu và cuộc trò chuyện",
+
   // Đăng nhập.
   "signIn.title": "Đăng nhập",
   "signIn.intro": "Đặt câu hỏi về tài liệu của bạn; mỗi câu trả lời đều trích dẫn đúng đoạn văn mà nó dựa vào.",
@@ -71,11 +76,14 @@ export default {
   "chat.label": "Trò chuyện",
   "chat.hint": "Hãy tải tài liệu lên rồi đặt câu hỏi. Bấm vào số trích dẫn",
   "chat.hintAfter": "để mở đoạn văn được trích; dùng phím ← → để chuyển giữa các trích dẫn.",
+  "chat.hintAfterTouch": "để mở đoạn văn được trích.",
   "ask.placeholder": "Hỏi về tài liệu của bạn… (Enter để gửi, Shift+Enter để xuống dòng)",
+  "ask.placeholderTouch": "Hỏi về tài liệu của bạn…",
   "ask.label": "Câu hỏi",
   "ask.button": "Hỏi",
   "chat.notSent": ({ err }, f) => `Chưa gửi được: ${err ? f.err(err) : "lỗi"}`,
   "chat.writing": "Đang viết câu trả lời…",
+  "chat.checkingAgain": "Đang kiểm tra lại…",
   "chat.pending": "Đang trả lời: tìm các đoạn văn liên quan và trích dẫn…",
   "chat.readingNow": "Đang đọc tài liệu của bạn…",
   "chat.readingSource": ({ doc, pages, slide }, f) =>
@@ -91,6 +99,8 @@ export default {
   // Trình xem văn bản gốc.
   "viewer.title": "Tài liệu",
   "viewer.close": "Đóng tài liệu",
+  "viewer.showText": "Văn bản",
+  "viewer.showPages": "Các trang",
   "viewer.loading": "Đang tải văn bản gốc…",
   "viewer.notParsed": "Tài liệu này chưa được phân tích; văn bản sẽ hiện ra khi phân tích xong.",
   "viewer.documentFailed": "Không phân tích được tài liệu này.",
@@ -105,6 +115,7 @@ export default {
   "viewer.imageLoading": ({ n }, f) => `Trang ${f.num(n)}, đang tải…`,
   "viewer.imageAlt": ({ n, doc }, f) => `Trang ${f.num(n)} của ${doc}, phần được trích dẫn được tô sáng`,
   "viewer.imageCaption": ({ n }, f) => `Trang ${f.num(n)}: phần được trích dẫn được tô sáng.`,
+  "viewer.pageAlt": ({ n, doc, slide }, f) => `${slide ? "Trang chiếu" : "Trang"} ${f.num(n)} của ${doc}`,
   "viewer.noImage": ({ err }, f) => `Không có ảnh trang: ${f.err(err)}`,
   "viewer.sheetNote": ({ rows }, f) =>
     `${rows === 1 ? "dòng được trích dẫn" : `${f.num(rows)} dòng được trích dẫn`} dưới dòng tiêu đề của trang tính, các ô được trích dẫn được tô sáng; các dòng lân cận được làm mờ`,

@@ -19,6 +19,8 @@ export const state = {
   messages: [],
   partials: new Map(), // assistant message id -> sections written so far (message.delta)
   reading: new Map(), // assistant message id -> the documents the model is reading (message.delta sources)
+  restarted: new Set(), // assistant message ids whose text was taken back and is being written again
+  seqs: new Map(), // assistant message id -> the last delta's seq
   stream: null, // AbortController of the open event stream
   docTimer: null,
   docStream: null, // AbortController of the workspace's document status stream

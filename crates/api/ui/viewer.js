@@ -34,6 +34,7 @@ export async function openViewer(documentId, start, end, bubble = null) {
   const text = $("viewer-text");
   text.replaceChildren();
   dropSheetTable();
+  dropPageList();
   updateHash({ doc: documentId, span: start !== null && end !== null ? `${start}-${end}` : null });
   let raw = state.rawCache.get(documentId);
   try {
@@ -83,6 +84,7 @@ export async function openViewer(documentId, start, end, bubble = null) {
   text.replaceChildren(...nodes);
   const range = showSheetTable(segments, start, end);
   showPageImage(raw, documentId, pieces, segments, start, end, gen);
+  if (start === null || end === null) showPageList(raw, documentId, gen);
   const pages = [...new Set(pieces.map((p) => segments[p.segment].page_idx + 1))];
   // Where the passage is, in words for people (a page, a sheet's rows, or
   // the paragraph of a text without pages); the character offsets are a
@@ -164,6 +166,95 @@ async function showPageImage(raw, documentId, pieces, segments, start, end, gen)
   }
 }
 
+// A document opened from the list (no cited span) shows its pages as
+// pictures where the server draws them (a PDF's pages, an image): a page
+// reads best as its author laid it out. Its text otherwise (a
+// presentation's slides, Word, text, a spreadsheet). A button in the
+// viewer's head switches to the text and back (a phone may read the text
+// better). Pages are drawn as they come into view, one at a time, so a
+// long PDF costs the server only the pages looked at.
+let pageList = null; // { urls, observer } of the pages shown
+
+function showPageList(raw, documentId, gen) {
+  const isImage = (state.docs.get(documentId)?.content_type ?? "").startsWith("image/");
+  const pages = (raw.pages ?? []).filter((p) => p.unit === "pt" || (isImage && p.unit === "px"));
+  if (!pages.length) return;
+  const slide = isSlides(documentId);
+  const box = el("div", { class: "page-list", id: "viewer-pages", tabindex: "0" });
+  const shown = { urls: [], observer: null };
+  pageList = shown;
+  const wanted = [];
+  let loading = false;
+  const pump = async () => {
+    if (loading) return;
+    loading = true;
+    while (wanted.length && pageList === shown) {
+      const figure = wanted.shift();
+      const n = Number(figure.dataset.page);
+      const slot = figure.querySelector(".doc-page-slot");
+      try {
+        const blob = await state.ws.pageImage(documentId, n);
+        if (gen !== state.gen || pageList !== shown) break;
+        const url = URL.createObjectURL(blob);
+        shown.urls.push(url);
+        slot.replaceChildren(el("img", { src: url, alt: t("viewer.pageAlt", { n, doc: docName(documentId), slide }), dataset: { n } }));
+      } catch (err) {
+        if (pageList !== shown) break;
+        slot.replaceChildren(el("span", { class: "muted", t: ["viewer.noImage", { err: errorArg(err) }] }));
+      }
+    }
+    loading = false;
+  };
+  shown.observer = new IntersectionObserver(
+    (entries) => {
+      for (const e of entries) {
+        if (!e.isIntersecting) continue;
+        shown.observer.unobserve(e.target);
+        wanted.push(e.target);
+      }
+      wanted.sort((a, b) => a.dataset.page - b.dataset.page);
+      pump();
+    },
+    { root: box, rootMargin: "50% 0px" },
+  );
+  for (const p of pages) {
+    const n = p.page_idx + 1;
+    const slot = el("div", { class: "doc-page-slot" });
+    // The page's shape before its picture comes, so nothing jumps.
+    if (p.width > 0 && p.height > 0) slot.style.aspectRatio = `${p.width} / ${p.height}`;
+    const figure = el("figure", { class: "doc-page", dataset: { page: n } }, slot, el("figcaption", { class: "muted", t: ["viewer.page", { n, slide }] }));
+    box.append(figure);
+    shown.observer.observe(figure);
+  }
+  const text = $("viewer-text");
+  text.before(box);
+  text.hidden = true;
+  const mode = $("viewer-mode");
+  tr(mode, "viewer.showText");
+  mode.hidden = false;
+}
+
+$("viewer-mode").addEventListener("click", () => {
+  const box = $("viewer-pages");
+  if (!box) return;
+  const text = $("viewer-text");
+  const toText = text.hidden;
+  text.hidden = !toText;
+  box.hidden = toText;
+  tr($("viewer-mode"), toText ? "viewer.showPages" : "viewer.showText");
+});
+
+function dropPageList() {
+  if (pageList) {
+    pageList.observer?.disconnect();
+    for (const url of pageList.urls) URL.revokeObjectURL(url);
+  }
+  pageList = null;
+  document.querySelectorAll("#viewer .page-list").forEach((f) => f.remove());
+  $("viewer-text").hidden = false;
+  $("viewer-mode").hidden = true;
+}
+
 // A cited span of a spreadsheet is also shown as a table: the sheet's
 // header row, the cited rows with their cited cells marked, two rows each
 // side dimmed, the sheet and range as the caption. Returns the range, or
@@ -207,6 +298,9 @@ onLanguageChange(() => {
   const img = document.querySelector("#viewer .page-image img");
   const doc = new URLSearchParams(location.hash.replace(/^#/, "")).get("doc");
   if (img) img.alt = t("viewer.imageAlt", { n: Number(img.dataset.n), doc: docName(doc) });
+  for (const page of document.querySelectorAll("#viewer .doc-page img")) {
+    page.alt = t("viewer.pageAlt", { n: Number(page.dataset.n), doc: docName(doc), slide: isSlides(doc) });
+  }
 });
 
 function dropPageImage() {
@@ -218,6 +312,7 @@ function dropPageImage() {
 export function closeViewer(restoreFocus = true) {
   dropPageImage();
   dropSheetTable();
+  dropPageList();
   $("viewer").hidden = true;
   document.body.classList.remove("viewing");
   $("viewer-text").replaceChildren();

@@ -31,6 +31,7 @@ const ASSETS: &[Asset] = &[
     Asset { name: "chat.js", content_type: JS, body: include_str!("../../ui/chat.js") },
     Asset { name: "documents.js", content_type: JS, body: include_str!("../../ui/documents.js") },
     Asset { name: "dom.js", content_type: JS, body: include_str!("../../ui/dom.js") },
+    Asset { name: "drawer.js", content_type: JS, body: include_str!("../../ui/drawer.js") },
     Asset { name: "i18n.js", content_type: JS, body: include_str!("../../ui/i18n.js") },
     Asset { name: "i18n-en.js", content_type: JS, body: include_str!("../../ui/i18n-en.js") },
     Asset { name: "i18n-vi.js", content_type: JS, body: include_str!("../../ui/i18n-vi.js") },
