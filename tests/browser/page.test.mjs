@@ -1276,6 +1276,7 @@ test("an OCR'd picture reads as paragraphs: wrapped lines joined, a citation's h
   // followed by a lower-case word.
   const wrap = /\n(?=\p{Ll})/u.exec(text);
   assert.ok(wrap, `the OCR text has wrapped lines: ${JSON.stringify(text)}`);
+  console.log(`OCR text: ${JSON.stringify(text)}`);
   // A span across the first wrap: from its paragraph's start to a few words after.
   const at = cps(text.slice(0, wrap.index)).length;
   const from = text.lastIndexOf("\n\n", wrap.index);
@@ -1293,6 +1294,8 @@ test("an OCR'd picture reads as paragraphs: wrapped lines joined, a citation's h
     assert.ok(!shown.includes("\n"), `the cited lines read as one: ${JSON.stringify(shown)}`);
     const softs = await page.locator("#viewer-text .soft").count();
     assert.ok(softs >= 2, `several wrapped lines joined (${softs})`);
+    // The two paragraphs stay two, though the second starts in lower case.
+    assert.match(await page.locator("#viewer-text").evaluate((t) => t.innerText), /\.\n\s*\n\s*the branch/u, "a blank line between the paragraphs");
     await page.waitForFunction(() => document.querySelector("#viewer .page-image img")?.naturalWidth > 0, null, { timeout: 30_000 });
     await page.mouse.move(5, 5);
     await screenshot(page, `ocr-paragraphs-${lang}-${name}.png`);

@@ -84,9 +84,15 @@ export function preview(text, max = 280) {
 export function reflowed(texts) {
   const out = texts.map((t) => t ?? "");
   for (let i = 0; i < out.length; i++) {
-    const next = out[i + 1] ?? "";
+    const next = texts[i + 1] ?? "";
+    const previous = texts[i - 1] ?? "";
     out[i] = out[i].replace(/\n(?=(.|$))/gsu, (nl, after, at, whole) => {
-      const following = at + 1 < whole.length ? after : next.trimStart().charAt(0);
+      // A blank line ends a paragraph, whatever follows it (also across
+      // two segments): neither of its breaks is a wrap.
+      const before = at > 0 ? whole[at - 1] : previous.slice(-1);
+      const end = at + 1 >= whole.length;
+      if (before === "\n" || after === "\n" || (end && next.replace(/^[ \t]+/, "").startsWith("\n"))) return nl;
+      const following = end ? next.trimStart().charAt(0) : after;
       return /[\p{Ll}\p{Nd}]/u.test(following ?? "") ? " " : nl;
     });
   }

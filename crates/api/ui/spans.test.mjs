@@ -75,4 +75,8 @@ test("wrapped lines read as paragraphs; offsets and highlights stay exact", asyn
   const end = raw.indexOf("phút.") + 5;
   assert.equal(shown.join("").slice(start, end), "nghỉ trưa 60 phút.");
   assert.deepEqual(reflowed(["Tiêu đề\nĐoạn một."]), ["Tiêu đề\nĐoạn một."], "a capital opens a new line");
+  // A blank line is a paragraph's end, also before a lower-case word (an
+  // OCR'd page's paragraphs) and across two segments.
+  assert.deepEqual(reflowed(["cửa hàng.\n\nthe branch\ngrew."]), ["cửa hàng.\n\nthe branch grew."]);
+  assert.deepEqual(reflowed(["cửa hàng.\n", "\nthe branch"]), ["cửa hàng.\n", "\nthe branch"]);
 });
