@@ -123,7 +123,7 @@ function applyDelta(d) {
     // The words shown were taken back (the check held the answer back and
     // it is written again, or a restarted answerer begins anew): said so,
     // rather than the answer falling back to an empty spinner.
-    if (restarted(before, next, d)) state.restarted.add(d.message_id);
+    if (restarted(before, d)) state.restarted.add(d.message_id);
     state.partials.set(d.message_id, next);
   }
   if (Number.isFinite(d.seq)) state.seqs.set(d.message_id, d.seq);
@@ -132,17 +132,17 @@ function applyDelta(d) {
 }
 
 /**
- * Whether `next` starts the answer's text again rather than going on from
- * `before`: a delta only ever adds to the text, except when the answer is
- * written again (fewer sections, a section shorter than it was and not
- * its continuation, or `seq` back to an earlier number after a restart).
+ * Whether this delta starts the answer's text again: the answerer says so
+ * (`restart`: the check held the part being written back, or the model was
+ * asked again), or `seq` went back (a restarted answerer begins anew). A
+ * later part of a question that asks several things begins after the
+ * earlier parts' final text, which may differ from the words streamed:
+ * that is no restart, and only the answerer can tell the two apart.
  */
-function restarted(before, next, d) {
-  const text = (s) => s?.text ?? "";
-  if (!before.some((s) => text(s))) return false;
-  if (Number.isFinite(d.seq) && d.seq < (state.seqs.get(d.message_id) ?? -1)) return true;
-  if (next.length < before.length) return true;
-  return before.some((s, i) => text(next[i]).length < text(s).length && !text(next[i]).startsWith(text(s)));
+function restarted(before, d) {
+  if (!before.some((s) => s?.text)) return false;
+  if (d.restart) return true;
+  return Number.isFinite(d.seq) && d.seq < (state.seqs.get(d.message_id) ?? -1);
 }
 
 /**

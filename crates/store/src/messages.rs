@@ -373,6 +373,13 @@ pub struct AnswerDelta {
     /// leaves the text so far as it is.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sources: Vec<DeltaSource>,
+    /// The words sent so far of the part being written were taken back
+    /// and it is written again (the check held it back, or the model's
+    /// reply was unreadable and it was asked again): the page says so.
+    /// Set by the answerer, which knows; a later part starting after an
+    /// earlier one's final (grounded, so sometimes shorter) text is not one.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub restart: bool,
 }
 
 /// A document the answer is being written from, and its pages (1-based)

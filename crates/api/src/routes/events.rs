@@ -158,6 +158,9 @@ async fn next_event(mut feed: Feed) -> Option<(Result<Event, Infallible>, Feed)>
                     if !d.sources.is_empty() {
                         data["sources"] = serde_json::to_value(&d.sources).unwrap_or_default();
                     }
+                    if d.restart {
+                        data["restart"] = true.into();
+                    }
                     return Some((Ok(Event::default().event(DELTA_EVENT_NAME).data(data.to_string())), feed));
                 }
                 Ok(_) => {}

@@ -40,6 +40,7 @@ impl DeltaSender {
             from: 0,
             sections: vec![],
             sources: vec![],
+            restart: false,
         };
         DeltaSender { tx, task, template, seq: Default::default() }
     }
@@ -54,18 +55,19 @@ impl DeltaSender {
         let _ = self.tx.send(messages::AnswerDelta { seq, sources, ..self.template.clone() });
     }
 
-    pub(super) fn callback(&self) -> impl FnMut(&[StreamedSection]) + Send + 'static {
+    /// The sender of the text so far: `restart` says the part being written
+    /// began again ([`taken_back`]); such a delta goes at once, also with
+    /// nothing written yet.
+    pub(super) fn callback(&self) -> impl FnMut(&[StreamedSection], bool) + Send + 'static {
         let tx = self.tx.clone();
         let template = self.template.clone();
         let seq = self.seq.clone();
         let mut last_sent: Option<std::time::Instant> = None;
         let mut last_shape: (usize, usize) = (0, 0);
-        move |sections: &[StreamedSection]| {
+        move |sections: &[StreamedSection], restart: bool| {
             let shape = (sections.len(), sections.iter().filter(|s| s.closed).count());
-            // A retry starts the text again from nothing: say so at once.
-            let restarted = shape.0 < last_shape.0;
             let due = last_sent.is_none_or(|t| t.elapsed() >= DELTA_EVERY);
-            if sections.is_empty() || !(due || restarted || shape != last_shape) {
+            if !restart && (sections.is_empty() || !(due || shape != last_shape)) {
                 return;
             }
             last_shape = shape;
@@ -90,6 +92,7 @@ impl DeltaSender {
                             .collect(),
                     })
                     .collect(),
+                restart,
                 ..template.clone()
             };
             let _ = tx.send(delta);
@@ -99,5 +102,44 @@ impl DeltaSender {
     pub(super) async fn finish(self) {
         drop(self.tx);
         let _ = self.task.await;
+    }
+}
+
+/// Whether a part's text so far, `next`, takes back what was sent of it,
+/// `before`: the model's words only grow while one reply is written, so
+/// fewer sections, or a section no longer starting with what it said, mean
+/// the part is being written again. The last few characters of a section
+/// may still change (an escape the model is halfway through writing), so
+/// they are not compared.
+pub(super) fn taken_back(before: &[StreamedSection], next: &[StreamedSection]) -> bool {
+    const UNSETTLED_CHARS: usize = 6;
+    if before.iter().all(|s| s.text.is_empty()) {
+        return false;
+    }
+    let settled = |text: &str| {
+        let keep = text.chars().count().saturating_sub(UNSETTLED_CHARS);
+        text.char_indices().nth(keep).map_or(text.len(), |(i, _)| i)
+    };
+    next.len() < before.len() || before.iter().zip(next).any(|(b, n)| !n.text.starts_with(&b.text[..settled(&b.text)]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn section(text: &str, closed: bool) -> StreamedSection {
+        StreamedSection { text: text.into(), closed, citations: vec![] }
+    }
+
+    #[test]
+    fn words_that_grow_are_not_taken_back_and_words_that_shrink_are() {
+        let one = [section("Doanh thu", false)];
+        let more = [section("Doanh thu tăng 12,4%.", true), section("Lợi", false)];
+        assert!(!taken_back(&[], &one), "nothing was sent");
+        assert!(!taken_back(&one, &more), "the text grew");
+        assert!(taken_back(&more, &one), "a section went");
+        assert!(taken_back(&one, &[section("Lợi nhuận", false)]), "the same section says something else");
+        assert!(!taken_back(&[section("Tăng 12\\u00", false)], &[section("Tăng 12%", false)]), "an escape being written");
+        assert!(taken_back(&one, &[]), "written again from nothing");
     }
 }

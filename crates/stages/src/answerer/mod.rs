@@ -203,11 +203,17 @@ impl Answerer {
             // quê ở đâu?"): the earlier parts are its conversation so far.
             let mut part_history = history.clone();
             part_history.extend(parts[..i].iter().map(|p| Turn { role: "user".into(), content: p.clone() }));
+            // Earlier parts show their final text; this part's words are
+            // compared with what was sent of this part only, so a restart
+            // is said only when this part is written again.
             let prefix = shown_so_far.clone();
+            let mut sent_of_part: Vec<StreamedSection> = Vec::new();
             let mut on_partial = |sections: &[StreamedSection]| {
+                let restart = deltas::taken_back(&sent_of_part, sections);
+                sent_of_part = sections.to_vec();
                 let mut all = prefix.clone();
                 all.extend_from_slice(sections);
-                send(&all);
+                send(&all, restart);
             };
             let a = match self.answer_part(q, part, &part_history, i > 0, top_k, &document_ids, &deltas, &mut on_partial).await? {
                 Ok(a) => a,
