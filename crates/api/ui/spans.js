@@ -88,13 +88,25 @@ export function reflowed(texts) {
     const previous = texts[i - 1] ?? "";
     out[i] = out[i].replace(/\n(?=(.|$))/gsu, (nl, after, at, whole) => {
       // A blank line ends a paragraph, whatever follows it (also across
-      // two segments): neither of its breaks is a wrap.
-      const before = at > 0 ? whole[at - 1] : previous.slice(-1);
+      // two segments, and also when the blank line holds spaces, "\n \n"):
+      // neither of its breaks is a wrap.
+      const behind = (previous + whole.slice(0, at)).replace(/[ \t]+$/, "");
+      const ahead = whole.slice(at + 1) + next;
+      if (behind.endsWith("\n") || /^[ \t]*\n/.test(ahead)) return nl;
       const end = at + 1 >= whole.length;
-      if (before === "\n" || after === "\n" || (end && next.replace(/^[ \t]+/, "").startsWith("\n"))) return nl;
       const following = end ? next.trimStart().charAt(0) : after;
       return /[\p{Ll}\p{Nd}]/u.test(following ?? "") ? " " : nl;
     });
   }
   return out;
+}
+
+/**
+ * How many paragraphs the reader shows for these segments' texts: pieces
+ * of text between blank lines, or, for a text shown as paragraphs
+ * (`flowing`: its wraps already joined by `reflowed`), between line breaks.
+ */
+export function paragraphCount(texts, flowing = false) {
+  const text = (flowing ? reflowed(texts) : texts.map((t) => t ?? "")).join("");
+  return text.split(flowing ? /\n/ : /\n[ \t]*\n/).filter((p) => p.trim()).length;
 }

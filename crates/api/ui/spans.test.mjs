@@ -80,3 +80,24 @@ test("wrapped lines read as paragraphs; offsets and highlights stay exact", asyn
   assert.deepEqual(reflowed(["cửa hàng.\n\nthe branch\ngrew."]), ["cửa hàng.\n\nthe branch grew."]);
   assert.deepEqual(reflowed(["cửa hàng.\n", "\nthe branch"]), ["cửa hàng.\n", "\nthe branch"]);
 });
+
+test("a blank line of spaces ends a paragraph too", async () => {
+  const { reflowed } = await import("./spans.js");
+  // Tesseract and some PDFs write a blank line as spaces: "\n \n".
+  assert.deepEqual(reflowed(["cửa hàng.\n \nthe branch\ngrew."]), ["cửa hàng.\n \nthe branch grew."]);
+  assert.deepEqual(reflowed(["cửa hàng.\n\t \n\nthe branch"]), ["cửa hàng.\n\t \n\nthe branch"]);
+  // Across two segments, the spaces on either side.
+  assert.deepEqual(reflowed(["cửa hàng.\n  ", "\nthe branch"]), ["cửa hàng.\n  ", "\nthe branch"]);
+  assert.deepEqual(reflowed(["cửa hàng.\n", "  \nthe branch"]), ["cửa hàng.\n", "  \nthe branch"]);
+  // Spaces after a wrap do not make it a paragraph's end.
+  assert.deepEqual(reflowed(["nghỉ  \ntrưa 60 phút."]), ["nghỉ   trưa 60 phút."]);
+});
+
+test("the paragraphs a reader shows are counted as people see them", async () => {
+  const { paragraphCount } = await import("./spans.js");
+  assert.equal(paragraphCount(["# Ghi chú\n\n", "Họp giao ban vào thứ Hai lúc 9 giờ.\n"]), 2);
+  assert.equal(paragraphCount(["Một.\n \nHai.\n\n\nBa."]), 3);
+  // Shown as paragraphs: a wrap joins, a capital after a break starts a new one.
+  assert.equal(paragraphCount(["Nhân viên được nghỉ\ntrưa 60 phút.\nGiờ làm việc từ\n8 giờ."], true), 2);
+  assert.equal(paragraphCount([""]), 0);
+});
