@@ -177,6 +177,10 @@ pub struct CitationReport {
     /// Share of the question's content words in the cited sentences.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cited_coverage: Option<f64>,
+    /// Share of the question's consecutive word pairs in the cited
+    /// sentences (`signals::cited_phrase_coverage`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cited_phrase_coverage: Option<f64>,
     /// Quote-based answers (before evidence ids): quotes found in no
     /// chunk. Always 0 now: kept so older answers' metadata still reads.
     #[serde(default)]

@@ -140,6 +140,10 @@ pub(crate) async fn look_at(
                         report.question_sentences += crate::faithful::drop_questions(&mut sections);
                         crate::faithful::keep_to_citations(&mut sections, question, &mut report);
                         report.cited_coverage = crate::signals::cited_coverage(question, &sections);
+                        report.cited_phrase_coverage = crate::signals::cited_phrase_coverage(
+                            question,
+                            sections.iter().flat_map(|s| &s.citations).map(|c| c.text.as_str()),
+                        );
                         let mut held_back_units = Vec::new();
                         if !sections.is_empty() && options.verify {
                             match verify(client, question, &sections).await {
@@ -152,6 +156,7 @@ pub(crate) async fn look_at(
                                         answerable: report.answerable_score,
                                         logprob: report.answer_logprob,
                                         cited_coverage: report.cited_coverage,
+                                        phrase_coverage: report.cited_phrase_coverage,
                                         best_cosine: options.retrieval.best_cosine,
                                         lexical_coverage: options.retrieval.lexical_coverage,
                                     };

@@ -45,6 +45,29 @@ pub fn cited_coverage(question: &str, sections: &[Section]) -> Option<f64> {
     Some(wanted.iter().filter(|w| cited.contains(*w)).count() as f64 / wanted.len() as f64)
 }
 
+/// Share of the question's consecutive word pairs ("tổng thống", "thống
+/// hà", "hà lan") found as consecutive words in the sentences the sections
+/// cite (folded): a passage on the same topic that answers a neighbouring
+/// question holds the question's words but not its phrases ("Thủ tướng Hà
+/// Lan" for "Tổng thống Hà Lan là ai"; "cầu thủ xuất sắc nhất trận chung
+/// kết" for "... nhất World Cup"). Every pair counts, phrasing words
+/// included ("cha của" is not "chồng của"). None when the question has
+/// fewer than two words or nothing is cited. `cited`: the cited texts.
+pub fn cited_phrase_coverage<'a>(question: &str, cited_texts: impl IntoIterator<Item = &'a str>) -> Option<f64> {
+    let folded = |text: &str| -> Vec<String> { rag_lexical::words(text).iter().map(|w| rag_lexical::fold(w)).collect() };
+    let asked = folded(question);
+    let pairs: Vec<(&String, &String)> = asked.iter().zip(asked.iter().skip(1)).collect();
+    let mut cited: std::collections::HashSet<(String, String)> = std::collections::HashSet::new();
+    for text in cited_texts {
+        let words = folded(text);
+        cited.extend(words.iter().cloned().zip(words.iter().skip(1).cloned()));
+    }
+    if pairs.is_empty() || cited.is_empty() {
+        return None;
+    }
+    Some(pairs.iter().filter(|(a, b)| cited.contains(&((*a).clone(), (*b).clone()))).count() as f64 / pairs.len() as f64)
+}
+
 /// The mean log-probability of the reply's tokens: how easily the model
 /// wrote it. None without token probabilities.
 pub fn mean_logprob(tokens: &[TokenLogprobs]) -> Option<f64> {
@@ -82,6 +105,16 @@ mod tests {
         assert_eq!(cited_coverage("Who is the director?", &s), Some(0.0));
         assert_eq!(cited_coverage("Ai là gì?", &s), None, "no content word");
         assert_eq!(cited_coverage("Ai là giám đốc?", &[]), None, "nothing cited");
+    }
+
+    #[test]
+    fn phrase_coverage_counts_the_questions_word_pairs_in_the_cited_text() {
+        let s = ["Thủ tướng Hà Lan Mark Rutte đạp xe đến gặp Đức vua."];
+        // "tổng thống", "thống hà", "hà lan", "lan là", "là ai": one in five.
+        assert_eq!(cited_phrase_coverage("Tổng thống Hà Lan là ai", s), Some(0.2));
+        assert_eq!(cited_phrase_coverage("Thu tuong Ha Lan", s), Some(1.0), "folded");
+        assert_eq!(cited_phrase_coverage("Rutte", s), None, "one word: no pair");
+        assert_eq!(cited_phrase_coverage("Thủ tướng Hà Lan", []), None, "nothing cited");
     }
 
     #[test]

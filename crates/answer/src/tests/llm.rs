@@ -252,7 +252,7 @@ async fn the_decision_weighs_the_checks_and_the_answers_token_probabilities() {
     let out = ask(url, CHECK_ONLY, 0.2).await;
     assert!(!out.abstained && out.report.verified == Some(true) && out.report.rejected_sections.is_empty());
     // A decision that weighs the model's own probability shows it.
-    let trusting = DecisionModel { bias: 0.0, weights: [0.0, 1.0, 0.0, 0.0, 0.0, 0.0] };
+    let trusting = DecisionModel { bias: 0.0, weights: [0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0] };
     let (url, _) = serve(replies()).await;
     let out = ask(url, trusting, 0.5).await;
     assert!(!out.abstained && out.report.decision_score.unwrap() > 0.98);

@@ -44,7 +44,7 @@ pub struct AnswerSettings {
     /// The answer-or-abstain decision's threshold (0 to 1): an answer whose score (the check's probability, the model's own, how easily it wrote the answer, how much of the question its citations hold, how close the best passage is, weighed as fitted on the calibration sets) is below it abstains; 0 shows every answer the model gives. Chosen on the calibration sets (docs/answers.md). Providers that give no token probabilities are taken at the check's yes/no.
     #[arg(long, env = "ANSWER_ABSTAIN_THRESHOLD", global = true, default_value_t = rag_answer::ABSTAIN_THRESHOLD, value_parser = parse_fraction)]
     pub answer_abstain_threshold: f64,
-    /// The decision's weights, as `eval calibration` prints them: "BIAS,W1,...,W6" over check_logit, answerable_logit, mean_logprob, cited_coverage, best_cosine, lexical_coverage; empty for the weights fitted for the default model (docs/answers.md). A deployment with another model refits them on its own calibration runs.
+    /// The decision's weights, as `eval calibration` prints them: "BIAS,W1,...,W7" over check_logit, answerable_logit, mean_logprob, cited_coverage, best_cosine, lexical_coverage, phrase_coverage (six weights, as fitted before phrase_coverage existed, leave it out); empty for the weights fitted for the default model (docs/answers.md). A deployment with another model refits them on its own calibration runs.
     #[arg(long, env = "ANSWER_DECISION_WEIGHTS", global = true, default_value = "", value_parser = parse_decision)]
     pub answer_decision_weights: DecisionWeights,
     /// An LLM is shown only the retrieved chunks scoring at least this fraction of the best one (0: all of them): a small model cites a passage that merely shares words with the question less often, and reads less before its first words. The extractive answer reads every chunk.
@@ -79,7 +79,8 @@ impl std::fmt::Display for DecisionWeights {
     }
 }
 
-/// "BIAS,W1,...,W6" (empty: the default weights).
+/// "BIAS,W1,...,W7" (empty: the default weights); "BIAS,W1,...,W6", the
+/// weights fitted before `phrase_coverage` was a feature, weigh it 0.
 fn parse_decision(s: &str) -> Result<DecisionWeights, String> {
     let s = s.trim();
     if s.is_empty() {
@@ -88,10 +89,16 @@ fn parse_decision(s: &str) -> Result<DecisionWeights, String> {
     let values: Vec<f64> =
         s.split(',').map(|v| v.trim().parse::<f64>().map_err(|e| format!("{v:?} is not a number: {e}"))).collect::<Result<_, _>>()?;
     let [bias, weights @ ..] = values.as_slice() else { unreachable!("split gives at least one piece") };
-    let weights: [f64; 6] = weights.try_into().map_err(|_| {
+    const N: usize = rag_answer::decision::N_FEATURES;
+    let mut padded = weights.to_vec();
+    if padded.len() == N - 1 {
+        padded.push(0.0);
+    }
+    let weights: [f64; N] = padded.try_into().map_err(|_| {
         format!(
-            "{} weights given; the decision has 7 numbers: the bias and one weight per feature {:?}",
+            "{} numbers given; the decision has {}: the bias and one weight per feature {:?}",
             values.len(),
+            N + 1,
             rag_answer::decision::FEATURES
         )
     })?;
@@ -106,12 +113,14 @@ mod decision_weights_tests {
     use super::*;
 
     #[test]
-    fn weights_are_seven_numbers_or_the_default() {
+    fn weights_are_eight_numbers_or_the_default() {
         assert_eq!(parse_decision("").unwrap().0, rag_answer::decision::DEFAULT_DECISION);
-        let w = parse_decision("-1.5, 1, 0.5, 2, 3, 0, 0.25").unwrap().0;
-        assert_eq!((w.bias, w.weights), (-1.5, [1.0, 0.5, 2.0, 3.0, 0.0, 0.25]));
+        let w = parse_decision("-1.5, 1, 0.5, 2, 3, 0, 0.25, 0.75").unwrap().0;
+        assert_eq!((w.bias, w.weights), (-1.5, [1.0, 0.5, 2.0, 3.0, 0.0, 0.25, 0.75]));
         assert_eq!(parse_decision(&DecisionWeights(w).to_string()).unwrap().0, w);
-        assert!(parse_decision("1,2,3").unwrap_err().contains("7 numbers"));
+        let old = parse_decision("-1.5, 1, 0.5, 2, 3, 0, 0.25").unwrap().0;
+        assert_eq!(old.weights, [1.0, 0.5, 2.0, 3.0, 0.0, 0.25, 0.0], "six weights: phrase_coverage weighs 0");
+        assert!(parse_decision("1,2,3").unwrap_err().contains("has 8"));
         assert!(parse_decision("1,2,3,4,5,6,x").unwrap_err().contains("not a number"));
         assert!(parse_decision("1,2,3,4,5,6,inf").is_err());
     }

@@ -86,9 +86,13 @@ pub struct Scored {
     pub answerable_score: Option<f64>,
     pub answer_logprob: Option<f64>,
     pub cited_coverage: Option<f64>,
+    pub cited_phrase_coverage: Option<f64>,
     pub best_cosine: Option<f64>,
     pub best_bm25: Option<f64>,
     pub lexical_coverage: Option<f64>,
+    /// The question as the answerer searched with it (a signal added later
+    /// can be computed from it and `cited` by `eval calibration`).
+    pub question: Option<String>,
     /// What the answer said (its sections, or the check's rejected ones)
     /// and the text of each citation: to read why a question missed.
     pub answer_text: String,
@@ -243,6 +247,8 @@ pub fn score(
         answerable_score: report["answerable_score"].as_f64(),
         answer_logprob: report["answer_logprob"].as_f64(),
         cited_coverage: report["cited_coverage"].as_f64(),
+        cited_phrase_coverage: report["cited_phrase_coverage"].as_f64(),
+        question: metadata["retrieval"]["query"].as_str().map(str::to_string),
         best_cosine: best_of(&metadata["retrieval"]["chunks"], "cosine"),
         best_bm25: best_of(&metadata["retrieval"]["chunks"], "bm25"),
         lexical_coverage: metadata["retrieval"]["fusion"]["lexical_coverage"].as_f64(),

@@ -13,7 +13,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
-use rag_answer::decision::{features, AnswerSignals, DecisionModel, CHECK_ONLY, FEATURES};
+use rag_answer::decision::{features, AnswerSignals, DecisionModel, CHECK_ONLY, FEATURES, N_FEATURES};
 use serde::Deserialize;
 
 use super::calibration_fit::{auroc, cross_validate, fit, outcome_at, Case, Outcome, ThresholdRule};
@@ -34,7 +34,7 @@ pub struct CalibrationArgs {
     /// right answers kept minus unanswerable answered, at its highest).
     #[arg(long)]
     max_unanswerable: Option<f64>,
-    /// Features to leave out of the model (by name: check_logit, answerable_logit, mean_logprob, cited_coverage, best_cosine, lexical_coverage).
+    /// Features to leave out of the model (by name: check_logit, answerable_logit, mean_logprob, cited_coverage, best_cosine, lexical_coverage, phrase_coverage).
     #[arg(long, value_delimiter = ',')]
     without: Vec<String>,
     /// Print JSON.
@@ -62,6 +62,14 @@ struct RunQuestion {
     #[serde(default)]
     lexical_coverage: Option<f64>,
     #[serde(default)]
+    cited_phrase_coverage: Option<f64>,
+    /// The question as asked and the cited texts: runs made before a
+    /// signal was recorded get it computed from them (the same function).
+    #[serde(default)]
+    question: Option<String>,
+    #[serde(default)]
+    cited: Vec<String>,
+    #[serde(default)]
     second_look: bool,
 }
 
@@ -78,6 +86,9 @@ fn case_of(q: &RunQuestion) -> Case {
         cited_coverage: q.cited_coverage,
         best_cosine: q.best_cosine,
         lexical_coverage: q.lexical_coverage,
+        phrase_coverage: q
+            .cited_phrase_coverage
+            .or_else(|| rag_answer::signals::cited_phrase_coverage(q.question.as_deref()?, q.cited.iter().map(String::as_str))),
     };
     let answered = !q.abstained && q.mode == "llm";
     Case {
@@ -139,7 +150,7 @@ pub fn eval_calibration(args: CalibrationArgs) -> anyhow::Result<ExitCode> {
             "eval calibration: warning: {second_looks} questions took a second look; make the runs with ANSWER_SECOND_LOOK=false and ANSWER_ABSTAIN_THRESHOLD=0"
         );
     }
-    let mut use_feature = [true; 6];
+    let mut use_feature = [true; N_FEATURES];
     for name in &args.without {
         let k = FEATURES.iter().position(|f| f == name).with_context(|| format!("--without {name}: no such feature ({FEATURES:?})"))?;
         use_feature[k] = false;
@@ -155,7 +166,8 @@ pub fn eval_calibration(args: CalibrationArgs) -> anyhow::Result<ExitCode> {
     let cv = cross_validate(&cases, args.folds, args.seed, &use_feature, rule);
     let check_scores: Vec<Option<f64>> = cases.iter().map(|c| c.features.map(|x| CHECK_ONLY.probability(&x))).collect();
     let final_model = {
-        let (x, y): (Vec<[f64; 6]>, Vec<bool>) = cases.iter().filter_map(|c| c.features.map(|x| (x, c.answerable && c.right))).unzip();
+        let (x, y): (Vec<[f64; N_FEATURES]>, Vec<bool>) =
+            cases.iter().filter_map(|c| c.features.map(|x| (x, c.answerable && c.right))).unzip();
         fit(&x, &y, &use_feature)
     };
     let all_scored: Vec<(&Case, Option<f64>)> = cases.iter().map(|c| (c, c.features.map(|x| final_model.probability(&x)))).collect();

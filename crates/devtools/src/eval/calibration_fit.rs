@@ -4,7 +4,7 @@
 //! unanswerable questions answered), by stratified k-fold cross-validation
 //! with the threshold chosen inside each fold's training part.
 
-use rag_answer::decision::DecisionModel;
+use rag_answer::decision::{DecisionModel, N_FEATURES};
 use serde::Serialize;
 
 /// One question of a calibration run, as the decision sees it.
@@ -16,7 +16,7 @@ pub struct Case {
     /// The model gave a grounded answer the decision can show or hold
     /// back, with these features (None: the answer abstained before any
     /// decision, or the provider gave no token probabilities).
-    pub features: Option<[f64; 6]>,
+    pub features: Option<[f64; N_FEATURES]>,
     /// That answer holds the gold answer inside a citation.
     pub right: bool,
 }
@@ -122,35 +122,36 @@ const LEARNING_RATE: f64 = 0.5;
 
 /// A logistic regression of `labels` on `x`, fitted by gradient descent on
 /// standardised features (L2-penalised), returned on the raw scale.
-pub fn fit(x: &[[f64; 6]], labels: &[bool], use_feature: &[bool; 6]) -> DecisionModel {
+pub fn fit(x: &[[f64; N_FEATURES]], labels: &[bool], use_feature: &[bool; N_FEATURES]) -> DecisionModel {
     let n = x.len().max(1) as f64;
-    let mut mean = [0.0; 6];
-    let mut sd = [1.0; 6];
-    for k in 0..6 {
+    let mut mean = [0.0; N_FEATURES];
+    let mut sd = [1.0; N_FEATURES];
+    for k in 0..N_FEATURES {
         mean[k] = x.iter().map(|r| r[k]).sum::<f64>() / n;
         let var = x.iter().map(|r| (r[k] - mean[k]).powi(2)).sum::<f64>() / n;
         sd[k] = if var > 1e-12 { var.sqrt() } else { 1.0 };
     }
-    let z: Vec<[f64; 6]> = x.iter().map(|r| std::array::from_fn(|k| if use_feature[k] { (r[k] - mean[k]) / sd[k] } else { 0.0 })).collect();
-    let (mut b, mut w) = (0.0, [0.0; 6]);
+    let z: Vec<[f64; N_FEATURES]> =
+        x.iter().map(|r| std::array::from_fn(|k| if use_feature[k] { (r[k] - mean[k]) / sd[k] } else { 0.0 })).collect();
+    let (mut b, mut w) = (0.0, [0.0; N_FEATURES]);
     for _ in 0..STEPS {
-        let (mut gb, mut gw) = (0.0, [0.0; 6]);
+        let (mut gb, mut gw) = (0.0, [0.0; N_FEATURES]);
         for (row, &y) in z.iter().zip(labels) {
             let p = 1.0 / (1.0 + (-(b + w.iter().zip(row).map(|(a, v)| a * v).sum::<f64>())).exp());
             let e = p - if y { 1.0 } else { 0.0 };
             gb += e;
-            for k in 0..6 {
+            for k in 0..N_FEATURES {
                 gw[k] += e * row[k];
             }
         }
         b -= LEARNING_RATE * gb / n;
-        for k in 0..6 {
+        for k in 0..N_FEATURES {
             w[k] -= LEARNING_RATE * (gw[k] / n + L2 * w[k]);
         }
     }
     // Back to raw features: w_k z_k = (w_k / sd_k) x_k - w_k mean_k / sd_k.
-    let weights: [f64; 6] = std::array::from_fn(|k| if use_feature[k] { w[k] / sd[k] } else { 0.0 });
-    let bias = b - (0..6).map(|k| weights[k] * mean[k]).sum::<f64>();
+    let weights: [f64; N_FEATURES] = std::array::from_fn(|k| if use_feature[k] { w[k] / sd[k] } else { 0.0 });
+    let bias = b - (0..N_FEATURES).map(|k| weights[k] * mean[k]).sum::<f64>();
     DecisionModel { bias, weights }
 }
 
@@ -256,14 +257,14 @@ pub struct CrossValidated {
     pub shown: Vec<bool>,
 }
 
-pub fn cross_validate(cases: &[Case], k: usize, seed: u64, use_feature: &[bool; 6], rule: ThresholdRule) -> CrossValidated {
+pub fn cross_validate(cases: &[Case], k: usize, seed: u64, use_feature: &[bool; N_FEATURES], rule: ThresholdRule) -> CrossValidated {
     let fold = folds(cases, k, seed);
     let mut scores = vec![None; cases.len()];
     let mut shown = vec![false; cases.len()];
     let mut thresholds = Vec::new();
     for f in 0..k {
         let train: Vec<usize> = (0..cases.len()).filter(|&i| fold[i] != f).collect();
-        let (x, y): (Vec<[f64; 6]>, Vec<bool>) =
+        let (x, y): (Vec<[f64; N_FEATURES]>, Vec<bool>) =
             train.iter().filter_map(|&i| cases[i].features.map(|x| (x, cases[i].answerable && cases[i].right))).unzip();
         let model = fit(&x, &y, use_feature);
         let train_scored: Vec<(&Case, Option<f64>)> =
@@ -283,7 +284,7 @@ mod tests {
     use super::*;
 
     fn case(language: &str, answerable: bool, check: Option<f64>, right: bool) -> Case {
-        Case { language: language.into(), answerable, features: check.map(|c| [c, 0.0, 0.0, 0.0, 0.0, 0.0]), right }
+        Case { language: language.into(), answerable, features: check.map(|c| [c, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]), right }
     }
 
     #[test]
@@ -297,15 +298,15 @@ mod tests {
 
     #[test]
     fn the_fit_separates_what_a_feature_separates() {
-        let x: Vec<[f64; 6]> =
-            (0..200).map(|i| [f64::from(i % 2) * 2.0 - 1.0 + f64::from(i % 7) * 0.01, 0.3, 0.0, 0.0, 0.0, 0.0]).collect();
+        let x: Vec<[f64; N_FEATURES]> =
+            (0..200).map(|i| [f64::from(i % 2) * 2.0 - 1.0 + f64::from(i % 7) * 0.01, 0.3, 0.0, 0.0, 0.0, 0.0, 0.0]).collect();
         let y: Vec<bool> = (0..200).map(|i| i % 2 == 1).collect();
-        let m = fit(&x, &y, &[true; 6]);
+        let m = fit(&x, &y, &[true; N_FEATURES]);
         assert!(m.weights[0] > 1.0, "{m:?}");
-        assert!(m.probability(&[1.0, 0.3, 0.0, 0.0, 0.0, 0.0]) > 0.8);
-        assert!(m.probability(&[-1.0, 0.3, 0.0, 0.0, 0.0, 0.0]) < 0.2);
-        let off = fit(&x, &y, &[false; 6]);
-        assert_eq!(off.weights, [0.0; 6], "a feature left out gets no weight");
+        assert!(m.probability(&[1.0, 0.3, 0.0, 0.0, 0.0, 0.0, 0.0]) > 0.8);
+        assert!(m.probability(&[-1.0, 0.3, 0.0, 0.0, 0.0, 0.0, 0.0]) < 0.2);
+        let off = fit(&x, &y, &[false; N_FEATURES]);
+        assert_eq!(off.weights, [0.0; N_FEATURES], "a feature left out gets no weight");
     }
 
     #[test]
