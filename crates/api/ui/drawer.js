@@ -63,21 +63,37 @@ menu.addEventListener("click", () => (isOpen() ? close() : open()));
 $("menu-close").addEventListener("click", () => close());
 backdrop.addEventListener("click", () => close());
 document.addEventListener("keydown", (e) => {
-  if (e.key === "Escape" && isOpen()) {
+  // Esc in a dialog opened from the drawer (the API keys) closes that
+  // dialog only: the drawer stays open under it.
+  if (e.key === "Escape" && isOpen() && !document.querySelector("dialog[open]")) {
     e.stopImmediatePropagation();
     close();
   }
 });
 // Choosing something in the drawer shows it: the drawer steps aside.
 // (In the capture phase: the drawer is gone before what was chosen takes
-// the focus, which the page under an open drawer cannot.)
+// the focus, which the page under an open drawer cannot.) The focus then
+// goes to what was chosen, not left on a button the drawer took away: the
+// document opened, the conversation chosen (its answers, to be read: the
+// question box would bring a phone's keyboard up over them), the question
+// box of a new conversation.
+let focusAfter = null;
 sidebar.addEventListener(
   "click",
   (e) => {
-    if (isOpen() && e.target.closest?.(".doc-open, .conversations button, #new-conversation, #sign-out")) close(false);
+    const chosen = e.target.closest?.(".doc-open, .conversations button, #new-conversation, #sign-out");
+    if (!isOpen() || !chosen) return;
+    close(false);
+    focusAfter = chosen.matches(".doc-open") ? "viewer" : chosen.matches(".conversations button") ? "messages" : null;
   },
   true,
 );
+// After what was chosen has been shown (the click's own handlers ran).
+sidebar.addEventListener("click", () => {
+  const id = focusAfter;
+  focusAfter = null;
+  if (id && !$(id).hidden) $(id).focus({ preventScroll: true });
+});
 // A new workspace made in the drawer is shown at once.
 $("new-workspace-form").addEventListener("submit", () => close(false));
 
