@@ -6,7 +6,7 @@ import { ApiError } from "./api.js";
 import { streamEvents } from "./sse.js";
 import { preview } from "./spans.js";
 import { $, el, toast } from "./dom.js";
-import { t, tr, num, date, errorArg, onLanguageChange, translateTree } from "./i18n.js";
+import { t, tr, num, date, errorArg, errorDetail, onLanguageChange, translateTree } from "./i18n.js";
 import { state, updateHash, docName, isSlides, hasPages } from "./state.js";
 import { openViewer } from "./viewer.js";
 
@@ -331,7 +331,7 @@ function renderMessage(m) {
     return el(
       "article",
       { class: "message assistant failed", dataset: { id: m.id, code: f.code ?? "" } },
-      el("p", { class: "failure", title: f.message || null, text: t("chat.noAnswer", { err: f.code || f.message ? f : null }) }),
+      el("p", { class: "failure", title: errorDetail(f), text: t("chat.noAnswer", { err: f.code || f.message ? f : null }) }),
     );
   }
   if (m.abstained ?? m.metadata?.abstained) {

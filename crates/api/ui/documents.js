@@ -5,7 +5,7 @@
 import { ApiError } from "./api.js";
 import { streamEvents } from "./sse.js";
 import { $, el, toast, showWorkspaceError } from "./dom.js";
-import { t, tr, bytes, errorArg, errorText } from "./i18n.js";
+import { t, tr, bytes, errorArg, errorText, errorDetail } from "./i18n.js";
 import { state, isSlides, isSheets, hasPages } from "./state.js";
 import { openViewer } from "./viewer.js";
 
@@ -77,7 +77,6 @@ export function renderDocuments(before = state.docs) {
     const facts = [];
     if (d.size_bytes) facts.push(bytes(d.size_bytes));
     if (d.page_count && hasPages(d.id)) facts.push(t("docs.pages", { n: d.page_count, slide: isSlides(d.id), sheet: isSheets(d.id) }));
-    if (d.chunk_count) facts.push(t("docs.chunks", { n: d.chunk_count }));
     const failure = { code: d.failure_code ?? "", message: d.failure_reason ?? "" };
     return el(
       "li",
@@ -103,8 +102,8 @@ export function renderDocuments(before = state.docs) {
             class: "failure",
             dataset: { code: failure.code },
             // The translated reason; the server's own words (with details
-            // such as limits) on hover.
-            title: failure.message || null,
+            // such as limits) and the code on hover.
+            title: errorDetail(failure),
             text: failure.code || failure.message ? errorText(failure) : t("docs.failed"),
           })
         : null,
@@ -159,7 +158,7 @@ function uploadFiles(files) {
         row.dataset.code = err.code ?? "";
         bar.remove();
         const why = errorArg(err);
-        status.replaceWith(el("span", { class: "upload-status", title: why.message || null, t: ["upload.refused", { err: why }] }));
+        status.replaceWith(el("span", { class: "upload-status", title: errorDetail(why), t: ["upload.refused", { err: why }] }));
         row.append(el("button", { type: "button", class: "small", t: "upload.dismiss", onclick: () => row.remove() }));
       });
   }
@@ -170,6 +169,8 @@ $("file-input").addEventListener("change", (e) => {
   e.target.value = "";
 });
 const drop = $("drop-zone");
+// Nothing is dropped without a mouse (a phone): the zone says a tap chooses.
+if (!(window.matchMedia?.("(pointer: fine)").matches ?? true)) tr(drop.querySelector('[data-i18n="docs.drop"]'), "docs.dropTouch");
 for (const ev of ["dragenter", "dragover"]) {
   drop.addEventListener(ev, (e) => {
     e.preventDefault();

@@ -46,13 +46,14 @@ export default {
   // Documents.
   "docs.heading": "Documents",
   "docs.drop": "Drop files here, or click to choose",
+  // Without a mouse (a phone): nothing to drop, a tap chooses.
+  "docs.dropTouch": "Tap to choose files",
   "docs.formats": "PDF, DOCX, presentations (PPTX, ODP), HTML, Markdown, text, Document AI JSON, spreadsheets, images (PNG, JPEG, TIFF, WebP)",
   "docs.uploads": "Uploads",
   "docs.list": "Documents of the workspace",
   "docs.empty": "No documents yet.",
   "docs.pages": ({ n, slide, sheet }, f) =>
     `${f.num(n)} ${sheet ? (n === 1 ? "sheet" : "sheets") : slide ? (n === 1 ? "slide" : "slides") : n === 1 ? "page" : "pages"}`,
-  "docs.chunks": ({ n }, f) => `${f.num(n)} ${n === 1 ? "chunk" : "chunks"}`,
   "docs.instructions": ({ n }, f) => `⚠ ${f.num(n)} ${n === 1 ? "instruction" : "instructions"} to the AI`,
   "docs.instructionsHelp":
     "This file holds sentences written to an AI model rather than to a reader (\"ignore previous instructions…\"). They are treated as data: never shown to the model, never cited.",
@@ -117,8 +118,13 @@ export default {
   "viewer.cited": ({ pages, slide, range, para, esc }, f) =>
     `Cited ${range ? `rows ${range}` : pages ? `on ${slide ? "slide" : "page"} ${pages.map(f.num).join("–")}` : `in paragraph ${f.num(para)}`}.${esc ? " Esc closes." : ""}`,
   "viewer.offsets": ({ start, end }, f) => `Characters ${f.num(start)}–${f.num(end)} of the document's raw text`,
-  "viewer.summary": ({ segments, pages, slide, sheet }, f) =>
-    `${f.num(segments)} ${segments === 1 ? "segment" : "segments"}${pages ? `, ${f.num(pages)} ${sheet ? (pages === 1 ? "sheet" : "sheets") : slide ? (pages === 1 ? "slide" : "slides") : pages === 1 ? "page" : "pages"}` : ""}.`,
+  // A document opened from the list: its pages, or the paragraphs shown of a text without pages.
+  "viewer.summary": ({ pages, slide, sheet, paragraphs }, f) =>
+    pages
+      ? `${f.num(pages)} ${sheet ? (pages === 1 ? "sheet" : "sheets") : slide ? (pages === 1 ? "slide" : "slides") : pages === 1 ? "page" : "pages"}.`
+      : paragraphs
+        ? `${f.num(paragraphs)} ${paragraphs === 1 ? "paragraph" : "paragraphs"}.`
+        : "",
   "viewer.imageLoading": ({ n }, f) => `Page ${f.num(n)}, loading…`,
   "viewer.imageAlt": ({ n, doc }, f) => `Page ${f.num(n)} of ${doc}, the cited text highlighted`,
   "viewer.imageCaption": ({ n }, f) => `Page ${f.num(n)}: the cited text is highlighted.`,

@@ -42,12 +42,12 @@ export default {
   // Tài liệu.
   "docs.heading": "Tài liệu",
   "docs.drop": "Thả tệp vào đây hoặc bấm để chọn",
+  "docs.dropTouch": "Chạm để chọn tệp",
   "docs.formats": "PDF, DOCX, bản trình chiếu (PPTX, ODP), HTML, Markdown, văn bản, Document AI JSON, bảng tính, ảnh (PNG, JPEG, TIFF, WebP)",
   "docs.uploads": "Tệp đang tải lên",
   "docs.list": "Tài liệu của không gian làm việc",
   "docs.empty": "Chưa có tài liệu nào.",
   "docs.pages": ({ n, slide, sheet }, f) => `${f.num(n)} ${sheet ? "trang tính" : slide ? "trang chiếu" : "trang"}`,
-  "docs.chunks": ({ n }, f) => `${f.num(n)} đoạn`,
   "docs.instructions": ({ n }, f) => `⚠ ${f.num(n)} câu ra lệnh cho AI`,
   "docs.instructionsHelp":
     "Tệp này có câu viết cho mô hình AI chứ không phải cho người đọc (\"bỏ qua mọi hướng dẫn trước đó…\"). Chúng được coi là dữ liệu: không bao giờ đưa cho mô hình, không bao giờ được trích dẫn.",
@@ -110,8 +110,8 @@ export default {
   "viewer.cited": ({ pages, slide, range, para, esc }, f) =>
     `Đoạn được trích ${range ? `ở ${range}` : pages ? `ở ${slide ? "trang chiếu" : "trang"} ${pages.map(f.num).join("–")}` : `ở đoạn ${f.num(para)}`}.${esc ? " Nhấn Esc để đóng." : ""}`,
   "viewer.offsets": ({ start, end }, f) => `Ký tự ${f.num(start)}–${f.num(end)} của văn bản gốc`,
-  "viewer.summary": ({ segments, pages, slide, sheet }, f) =>
-    `${f.num(segments)} phân đoạn${pages ? `, ${f.num(pages)} ${sheet ? "trang tính" : slide ? "trang chiếu" : "trang"}` : ""}.`,
+  "viewer.summary": ({ pages, slide, sheet, paragraphs }, f) =>
+    pages ? `${f.num(pages)} ${sheet ? "trang tính" : slide ? "trang chiếu" : "trang"}.` : paragraphs ? `${f.num(paragraphs)} đoạn văn.` : "",
   "viewer.imageLoading": ({ n }, f) => `Trang ${f.num(n)}, đang tải…`,
   "viewer.imageAlt": ({ n, doc }, f) => `Trang ${f.num(n)} của ${doc}, phần được trích dẫn được tô sáng`,
   "viewer.imageCaption": ({ n }, f) => `Trang ${f.num(n)}: phần được trích dẫn được tô sáng.`,

@@ -82,7 +82,8 @@ export function date(iso) {
 /**
  * An error's reason in the chosen language: `{code, message}` of the API
  * (or an ApiError). A known code is translated, an unknown one shows the
- * server's text (or `fallback`); the code follows in parentheses.
+ * server's text (or `fallback`). The code itself is no word for people: it
+ * goes in the tooltip (`errorDetail`), not in the text.
  */
 export function errorText(err, fallback = "") {
   if (!err) return fallback;
@@ -91,8 +92,19 @@ export function errorText(err, fallback = "") {
   // An answer that was not the API's JSON (a proxy's 502, say): its status.
   const status = /^http_(\d+)$/.exec(code)?.[1];
   if (known === undefined && status) return t("error.http", { status });
-  const text = known ?? (err.message || fallback || code);
-  return code && text !== code ? `${text} (${code})` : String(text);
+  return String(known ?? (err.message || fallback || code));
+}
+
+/**
+ * An error's details for a tooltip (a `title`): the server's own words
+ * (which carry details such as limits) and the stable code, for whoever
+ * reports the problem ("file is empty (empty_file)"); null when there are none.
+ */
+export function errorDetail(err) {
+  if (!err) return null;
+  const { code = "", message = "" } = err;
+  if (message && code) return `${message} (${code})`;
+  return message || code || null;
 }
 
 /** `err` as plain data, so it can be kept in a node's arguments. */

@@ -4,7 +4,7 @@
 // PDF the page itself with the cited boxes drawn by the server, and for a
 // spreadsheet the cited rows as a table under the sheet's header row.
 
-import { spanPieces, splitSegment, reflowed } from "./spans.js";
+import { spanPieces, splitSegment, reflowed, paragraphCount } from "./spans.js";
 import { sheetTable, columnName } from "./sheet.js";
 import { $, el } from "./dom.js";
 import { t, tr, errorArg, onLanguageChange } from "./i18n.js";
@@ -20,8 +20,15 @@ function setTitle(documentId) {
   }
 }
 
+// Each opening of the viewer (and each closing) takes the next number: a
+// result that comes back for an earlier opening (document A's raw text,
+// arriving after B was opened) is dropped rather than drawn under B.
+let opening = 0;
+
 export async function openViewer(documentId, start, end, bubble = null) {
   const gen = state.gen;
+  const token = ++opening;
+  const current = () => gen === state.gen && token === opening;
   const viewer = $("viewer");
   viewer.hidden = false;
   document.body.classList.add("viewing");
@@ -33,6 +40,7 @@ export async function openViewer(documentId, start, end, bubble = null) {
   tr(status, "viewer.loading");
   const text = $("viewer-text");
   text.replaceChildren();
+  dropPageImage();
   dropSheetTable();
   dropPageList();
   updateHash({ doc: documentId, span: start !== null && end !== null ? `${start}-${end}` : null });
@@ -40,11 +48,11 @@ export async function openViewer(documentId, start, end, bubble = null) {
   try {
     if (!raw) {
       raw = await state.ws.rawText(documentId);
-      if (gen !== state.gen) return;
+      if (!current()) return;
       state.rawCache.set(documentId, raw);
     }
   } catch (err) {
-    if (gen !== state.gen) return;
+    if (!current()) return;
     const why = { not_parsed: "viewer.notParsed", document_failed: "viewer.documentFailed", not_found: "viewer.notFound" }[err.code];
     if (why) tr(status, why);
     else tr(status, "viewer.loadFailed", { err: errorArg(err) });
@@ -83,8 +91,8 @@ export async function openViewer(documentId, start, end, bubble = null) {
   });
   text.replaceChildren(...nodes);
   const range = showSheetTable(segments, start, end);
-  showPageImage(raw, documentId, pieces, segments, start, end, gen);
-  if (start === null || end === null) showPageList(raw, documentId, gen);
+  showPageImage(raw, documentId, pieces, segments, start, end, current);
+  if (start === null || end === null) showPageList(raw, documentId, current);
   const pages = [...new Set(pieces.map((p) => segments[p.segment].page_idx + 1))];
   // Where the passage is, in words for people (a page, a sheet's rows, or
   // the paragraph of a text without pages); the character offsets are a
@@ -94,7 +102,13 @@ export async function openViewer(documentId, start, end, bubble = null) {
     tr(status, "viewer.cited", { pages: paged ? pages : null, slide, range, para: segments[pieces[0].segment].segment_index + 1, esc });
     status.title = t("viewer.offsets", { start, end });
   } else status.removeAttribute("title");
-  if (!pieces.length) tr(status, "viewer.summary", { segments: segments.length, pages: paged ? doc.page_count : null, slide, sheet: isSheets(documentId) });
+  // Opened from the list: how long it is, in what a reader counts (its
+  // pages, or the paragraphs shown for a text without pages).
+  if (!pieces.length) {
+    tr(status, "viewer.summary", paged && doc?.page_count
+      ? { pages: doc.page_count, slide, sheet: isSheets(documentId) }
+      : { paragraphs: paragraphCount(segments.map((s) => s.text), flows) });
+  }
   const first = text.querySelector("mark.cited");
   if (first) centerIn(text, first);
 }
@@ -136,7 +150,7 @@ function centerIn(box, node) {
 // A cited span of a PDF or an image is also shown where it is on the page:
 // the server renders the page (or shows the image itself, as a PNG) with
 // the span's boxes drawn (GET .../pages/N/image).
-async function showPageImage(raw, documentId, pieces, segments, start, end, gen) {
+async function showPageImage(raw, documentId, pieces, segments, start, end, current) {
   dropPageImage();
   if (!pieces.length) return;
   const pageIdx = segments[pieces[0].segment].page_idx;
@@ -148,7 +162,7 @@ async function showPageImage(raw, documentId, pieces, segments, start, end, gen)
   $("viewer-text").before(figure);
   try {
     const blob = await state.ws.pageImage(documentId, n, start, end);
-    if (gen !== state.gen || !figure.isConnected) return;
+    if (!current() || !figure.isConnected) return;
     state.pageImageUrl = URL.createObjectURL(blob);
     const img = el("img", { alt: t("viewer.imageAlt", { n, doc: docName(documentId) }), dataset: { n } });
     // Scroll the page to the first cited line.
@@ -162,7 +176,7 @@ async function showPageImage(raw, documentId, pieces, segments, start, end, gen)
     img.src = state.pageImageUrl;
     figure.replaceChildren(img, el("figcaption", { class: "muted", t: ["viewer.imageCaption", { n }] }));
   } catch (err) {
-    if (figure.isConnected) figure.replaceChildren(el("figcaption", { class: "muted", t: ["viewer.noImage", { err: errorArg(err) }] }));
+    if (current() && figure.isConnected) figure.replaceChildren(el("figcaption", { class: "muted", t: ["viewer.noImage", { err: errorArg(err) }] }));
   }
 }
 
@@ -175,7 +189,8 @@ async function showPageImage(raw, documentId, pieces, segments, start, end, gen)
 // long PDF costs the server only the pages looked at.
 let pageList = null; // { urls, observer } of the pages shown
 
-function showPageList(raw, documentId, gen) {
+function showPageList(raw, documentId, current) {
+  dropPageList();
   const isImage = (state.docs.get(documentId)?.content_type ?? "").startsWith("image/");
   const pages = (raw.pages ?? []).filter((p) => p.unit === "pt" || (isImage && p.unit === "px"));
   if (!pages.length) return;
@@ -194,7 +209,7 @@ function showPageList(raw, documentId, gen) {
       const slot = figure.querySelector(".doc-page-slot");
       try {
         const blob = await state.ws.pageImage(documentId, n);
-        if (gen !== state.gen || pageList !== shown) break;
+        if (!current() || pageList !== shown) break;
         const url = URL.createObjectURL(blob);
         shown.urls.push(url);
         slot.replaceChildren(el("img", { src: url, alt: t("viewer.pageAlt", { n, doc: docName(documentId), slide }), dataset: { n } }));
@@ -310,6 +325,7 @@ function dropPageImage() {
 }
 
 export function closeViewer(restoreFocus = true) {
+  opening += 1; // what is still loading for it is dropped
   dropPageImage();
   dropSheetTable();
   dropPageList();
@@ -323,5 +339,6 @@ export function closeViewer(restoreFocus = true) {
 
 $("viewer-close").addEventListener("click", () => closeViewer());
 document.addEventListener("keydown", (e) => {
-  if (e.key === "Escape" && !$("viewer").hidden) closeViewer();
+  // Not when Esc closes a dialog over it (the API keys).
+  if (e.key === "Escape" && !$("viewer").hidden && !document.querySelector("dialog[open]")) closeViewer();
 });
