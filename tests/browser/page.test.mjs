@@ -206,6 +206,8 @@ test("upload, watch the pipeline, ask, and open every citation on the raw text",
     // highlight, exactly the cited text) keeps them.
     const displayed = await page.locator("#viewer-text").evaluate((t) => t.innerText);
     assert.doesNotMatch(displayed, / {2}/, `citation ${i + 1}: no run of spaces shown ${JSON.stringify(displayed)}`);
+    // A full line wrapped before a name goes on: "Ánh\nDương" reads "Ánh Dương".
+    assert.match(displayed, /Công ty Cổ phần Ánh Dương\./);
     assert.doesNotMatch(await page.locator("#viewer mark.cited").first().evaluate((m) => m.innerText), / {2}/);
     // A PDF's citation also shows its page, the cited boxes drawn by the server.
     const img = page.locator("#viewer .page-image img");

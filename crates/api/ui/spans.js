@@ -80,13 +80,20 @@ export function preview(text, max = 280) {
  * character for one: every offset, and so every highlight, stays exact
  * (runs of spaces are collapsed by CSS, `white-space: pre-line`). A break
  * at the end of one segment looks at the next segment's first character.
+ *
+ * `wraps` (optional): the offsets, in code points of the full text (the
+ * segments tile it from 0), of line breaks known to end a full line
+ * (`fullLineWraps`): such a break is a wrap also before a capital (a name:
+ * "Công ty Cổ phần Ánh\nDương."), unless its line ends a sentence.
  */
-export function reflowed(texts) {
+export function reflowed(texts, wraps = null) {
   const out = texts.map((t) => t ?? "");
+  let base = 0; // the code points of the segments before this one
   for (let i = 0; i < out.length; i++) {
     const next = texts[i + 1] ?? "";
     const previous = texts[i - 1] ?? "";
-    out[i] = out[i].replace(/\n(?=(.|$))/gsu, (nl, after, at, whole) => {
+    const own = out[i];
+    out[i] = own.replace(/\n(?=(.|$))/gsu, (nl, after, at, whole) => {
       // A blank line ends a paragraph, whatever follows it (also across
       // two segments, and also when the blank line holds spaces, "\n \n"):
       // neither of its breaks is a wrap.
@@ -94,19 +101,50 @@ export function reflowed(texts) {
       const ahead = whole.slice(at + 1) + next;
       if (behind.endsWith("\n") || /^[ \t]*\n/.test(ahead)) return nl;
       const end = at + 1 >= whole.length;
-      const following = end ? next.trimStart().charAt(0) : after;
-      return /[\p{Ll}\p{Nd}]/u.test(following ?? "") ? " " : nl;
+      const following = (end ? next.trimStart().charAt(0) : after) ?? "";
+      if (/[\p{Ll}\p{Nd}]/u.test(following)) return " ";
+      const full = wraps?.size && wraps.has(base + codePoints(whole.slice(0, at)).length);
+      return full && /\p{L}/u.test(following) && !/[.!?:;…]["'”’)\]]*$/u.test(behind) ? " " : nl;
     });
+    base += codePoints(own).length;
   }
   return out;
 }
 
 /**
+ * The line breaks of a page's text that end a full line: the raw-text
+ * endpoint's line boxes (`raw.segments[].boxes`, on `raw.pages`), a line
+ * reaching the right margin (as far from the page's right side as the
+ * text is from its left, within 3% of the page's width) and followed at
+ * once by the next line of the same page. Such a line was ended by the
+ * width of the page, not by its author (justified text above all). Code
+ * point offsets of the full text.
+ */
+export function fullLineWraps(raw) {
+  const wraps = new Set();
+  for (const page of raw?.pages ?? []) {
+    if (!(page.width > 0)) continue;
+    const boxes = (raw.segments ?? [])
+      .flatMap((s) => s.boxes ?? [])
+      .filter((b) => b.page_idx === page.page_idx)
+      .sort((a, b) => a.char_start - b.char_start);
+    if (boxes.length < 2) continue;
+    const left = Math.min(...boxes.map((b) => b.x0));
+    const margin = page.width - left - page.width * 0.03;
+    for (let k = 0; k + 1 < boxes.length; k++) {
+      const [line, nextLine] = [boxes[k], boxes[k + 1]];
+      if (line.x1 >= margin && nextLine.char_start === line.char_end + 1) wraps.add(line.char_end);
+    }
+  }
+  return wraps;
+}
+
+/**
  * How many paragraphs the reader shows for these segments' texts: pieces
  * of text between blank lines, or, for a text shown as paragraphs
- * (`flowing`: its wraps already joined by `reflowed`), between line breaks.
+ * (`flowing`: its wraps joined by `reflowed`, with `wraps`), between line breaks.
  */
-export function paragraphCount(texts, flowing = false) {
-  const text = (flowing ? reflowed(texts) : texts.map((t) => t ?? "")).join("");
+export function paragraphCount(texts, flowing = false, wraps = null) {
+  const text = (flowing ? reflowed(texts, wraps) : texts.map((t) => t ?? "")).join("");
   return text.split(flowing ? /\n/ : /\n[ \t]*\n/).filter((p) => p.trim()).length;
 }

@@ -101,3 +101,38 @@ test("the paragraphs a reader shows are counted as people see them", async () =>
   assert.equal(paragraphCount(["Nhân viên được nghỉ\ntrưa 60 phút.\nGiờ làm việc từ\n8 giờ."], true), 2);
   assert.equal(paragraphCount([""]), 0);
 });
+
+test("a full line of a justified page wraps also before a capital; a short one or a sentence's end does not", async () => {
+  const { reflowed, fullLineWraps, paragraphCount } = await import("./spans.js");
+  // As the raw-text endpoint gives a justified A5 PDF page: the first line
+  // of each paragraph reaches the right margin (x1 414 of 420, left at 6).
+  const raw = {
+    pages: [{ page_idx: 0, width: 420, height: 595.92, unit: "pt" }],
+    segments: [
+      { text: "Báo  cáo  —  Công  ty  Cổ  phần  Ánh\nDương.\n\n", boxes: [
+        { page_idx: 0, char_start: 0, char_end: 36, x0: 6, x1: 413.99 },
+        { page_idx: 0, char_start: 37, char_end: 43, x0: 6, x1: 56.4 },
+      ] },
+      { text: "Tiêu đề\nĐoạn một kết thúc ở lề phải.\nĐoạn hai.", boxes: [
+        { page_idx: 0, char_start: 45, char_end: 52, x0: 6, x1: 80 },
+        { page_idx: 0, char_start: 53, char_end: 81, x0: 6, x1: 414 },
+        { page_idx: 0, char_start: 82, char_end: 91, x0: 6, x1: 90 },
+      ] },
+    ],
+  };
+  const texts = raw.segments.map((s) => s.text);
+  assert.equal(Array.from(texts.join("")).length, 91);
+  const wraps = fullLineWraps(raw);
+  assert.deepEqual([...wraps].sort((a, b) => a - b), [36, 81]);
+  const shown = reflowed(texts, wraps);
+  // The name goes on across the full line; the short heading's break and
+  // a full line ending its sentence stay breaks.
+  assert.deepEqual(shown, ["Báo  cáo  —  Công  ty  Cổ  phần  Ánh Dương.\n\n", "Tiêu đề\nĐoạn một kết thúc ở lề phải.\nĐoạn hai."]);
+  shown.forEach((s, i) => assert.equal(s.length, texts[i].length));
+  assert.deepEqual(reflowed(texts), texts, "without the geometry, the capital rule alone");
+  assert.equal(paragraphCount(texts, true, wraps), 4);
+  // A page of short lines (a list) has no full line: nothing is joined.
+  assert.equal(fullLineWraps({ pages: [{ page_idx: 0, width: 420 }], segments: [{ boxes: [
+    { page_idx: 0, char_start: 0, char_end: 5, x0: 6, x1: 120 }, { page_idx: 0, char_start: 6, char_end: 10, x0: 6, x1: 100 },
+  ] }] }).size, 0);
+});

@@ -4,7 +4,7 @@
 // PDF the page itself with the cited boxes drawn by the server, and for a
 // spreadsheet the cited rows as a table under the sheet's header row.
 
-import { spanPieces, splitSegment, reflowed, paragraphCount } from "./spans.js";
+import { spanPieces, splitSegment, reflowed, fullLineWraps, paragraphCount } from "./spans.js";
 import { sheetTable, columnName } from "./sheet.js";
 import { $, el } from "./dom.js";
 import { t, tr, errorArg, onLanguageChange } from "./i18n.js";
@@ -67,9 +67,11 @@ export async function openViewer(documentId, start, end, bubble = null) {
   const slide = isSlides(documentId);
   // A PDF, DOCX or OCR'd page reads as its author's paragraphs: a line
   // break that only wraps is shown as a space (in the DOM it stays the
-  // newline it is, so offsets and the highlight's text stay exact).
+  // newline it is, so offsets and the highlight's text stay exact); where
+  // the page's line boxes say a line was full, also before a capital.
   const flows = FLOWING.test(doc?.content_type ?? "");
-  const shown = flows ? reflowed(segments.map((s) => s.text)) : null;
+  const wraps = flows ? fullLineWraps(raw) : null;
+  const shown = flows ? reflowed(segments.map((s) => s.text), wraps) : null;
   text.classList.toggle("flow", flows);
   const nodes = [];
   let page = null;
@@ -107,7 +109,7 @@ export async function openViewer(documentId, start, end, bubble = null) {
   if (!pieces.length) {
     tr(status, "viewer.summary", paged && doc?.page_count
       ? { pages: doc.page_count, slide, sheet: isSheets(documentId) }
-      : { paragraphs: paragraphCount(segments.map((s) => s.text), flows) });
+      : { paragraphs: paragraphCount(segments.map((s) => s.text), flows, wraps) });
   }
   const first = text.querySelector("mark.cited");
   if (first) centerIn(text, first);
