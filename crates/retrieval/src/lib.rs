@@ -74,6 +74,16 @@ mod tests {
     }
 
     #[test]
+    fn a_repeated_word_weighs_as_often_as_it_is_written() {
+        let t = query_terms("Vegetarian diets help. Vegetarian farming pollutes less than vegetarian critics say.");
+        let weight = |term: &str| t.iter().find(|q| q.term == term).map(|q| q.weight);
+        assert_eq!(weight("vegetarian"), Some(3.0), "case aside, as indexed");
+        assert_eq!(weight("^vegetarian"), Some(3.0 * STEM_WEIGHT), "its stem variant too");
+        assert_eq!(weight("diets"), Some(1.0));
+        assert_eq!(t.iter().filter(|q| q.term == "vegetarian").count(), 1, "one word, one set of terms");
+    }
+
+    #[test]
     fn english_queries_are_stemmed_and_vietnamese_ones_are_not() {
         let t = query_terms("What are the effects of proteins?");
         let terms: Vec<(&str, usize, f64)> = t.iter().map(|q| (q.term.as_str(), q.word, q.weight)).collect();

@@ -42,16 +42,23 @@ pub fn document_analysis(text: &str) -> rag_lexical::Analysis {
 /// Lexical terms of a query: each word exactly (weight 1), its folded
 /// variant (weight [`FOLDED_WEIGHT`]) and for an English query its stem
 /// (weight [`STEM_WEIGHT`]); the ranker keeps the best-matching term per
-/// word so they never add up.
+/// word so they never add up. A word the query repeats weighs as many
+/// times as it is written (BM25's query term frequency, as Lucene and
+/// bm25s count it): a long query (a paragraph, an argument) says what it
+/// is about by what it repeats (ArguAna, docs/performance.md).
 pub fn query_terms(query: &str) -> Vec<QueryTerm> {
     let mut out: Vec<QueryTerm> = Vec::new();
+    let written = rag_lexical::words(query);
     for (word, terms) in rag_lexical::query_terms(query, query_analysis(query)).into_iter().enumerate() {
+        // `terms[0]` is the word as written (rag_lexical lists it first).
+        let times = terms.first().map_or(1, |exact| written.iter().filter(|w| **w == exact.term).count().max(1)) as f64;
         for t in terms {
-            let weight = match t.variant {
-                rag_lexical::Variant::Exact => 1.0,
-                rag_lexical::Variant::Folded => FOLDED_WEIGHT,
-                rag_lexical::Variant::Stem => STEM_WEIGHT,
-            };
+            let weight = times
+                * match t.variant {
+                    rag_lexical::Variant::Exact => 1.0,
+                    rag_lexical::Variant::Folded => FOLDED_WEIGHT,
+                    rag_lexical::Variant::Stem => STEM_WEIGHT,
+                };
             out.push(QueryTerm { term: t.term, word, weight });
         }
     }
