@@ -238,6 +238,11 @@ test("upload, watch the pipeline, ask, and open every citation on the raw text",
   await bubbles.first().click();
   await page.mouse.move(5, 880);
   await page.evaluate(() => document.activeElement.blur());
+  // The page picture is fetched again for this opening: shown once loaded.
+  await page.waitForFunction(() => {
+    const img = document.querySelector("#viewer .page-image img");
+    return img && img.complete && img.naturalWidth > 0;
+  }, null, { timeout: 30_000 });
   await screenshot(page, "answer.png");
   await page.locator("#viewer .page-image").screenshot({ path: join(SHOTS, "citation-page.png") });
   console.log(`screenshot: ${join(SHOTS, "citation-page.png")}`);
@@ -1206,10 +1211,20 @@ for (const [lang, device, name] of MATRIX) {
 }
 
 for (const [lang, device, name] of MATRIX) {
-  test(`a first visit starts a new conversation with the hint; a later one goes back to the one chosen (${lang}, ${name})`, async () => {
+  test(`a first visit starts a new conversation with the hint; a later one goes back to the one chosen; a favicon (${lang}, ${name})`, async () => {
     const { token, ws, conversation } = await fiona();
     const T = CATALOGUE[lang];
     const { context, page, errors } = await visit(token, lang, device, `#ws=${ws}`);
+    // The page's icon is inline (no /favicon.ico to miss) and a picture.
+    const icon = await page.evaluate(async () => {
+      const href = document.querySelector('link[rel="icon"]')?.href ?? "";
+      const img = new Image();
+      img.src = href;
+      await img.decode().catch(() => {});
+      return { href: href.slice(0, 26), width: img.naturalWidth };
+    });
+    assert.equal(icon.href, "data:image/svg+xml,%3Csvg ", "an inline SVG icon");
+    assert.ok(icon.width > 0, "the icon decodes to a picture");
     await page.locator("#conversations li").first().waitFor({ state: "attached" });
     await page.waitForTimeout(500); // time to open a conversation, were one to be opened
     assert.ok(await page.locator("#chat-hint").isVisible(), "the hint is shown");

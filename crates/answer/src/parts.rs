@@ -325,14 +325,62 @@ pub fn combine_parts(mut outcomes: Vec<crate::AnswerOutcome>) -> crate::AnswerOu
         };
         whole.evidence_units += o.evidence_units;
         whole.evidence_chunks += o.evidence_chunks;
-        whole.sections.extend(o.sections);
+        // Two parts often find the same sentence ("Doanh thu ... và lợi
+        // nhuận ..." cited for both): it is said once, where it first came.
+        for section in o.sections {
+            if !whole.sections.iter().any(|kept| same_citations(kept, &section)) {
+                whole.sections.push(section);
+            }
+        }
     }
     whole
+}
+
+/// Whether two sections cite exactly the same spans (and cite something).
+fn same_citations(a: &crate::Section, b: &crate::Section) -> bool {
+    let spans = |s: &crate::Section| {
+        let mut v: Vec<(String, u64, u64)> = s.citations.iter().map(|c| (c.document_id.clone(), c.char_start, c.char_end)).collect();
+        v.sort();
+        v
+    };
+    !a.citations.is_empty() && spans(a) == spans(b)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sentence_two_parts_cite_is_said_once() {
+        let cite = |start: u64, end: u64| crate::Citation {
+            source_id: "c".into(),
+            chunk_id: "c".into(),
+            document_id: "d".into(),
+            segment_index: 0,
+            page_idx: 0,
+            char_start: start,
+            char_end: end,
+            snippet_preview: String::new(),
+            text: "x".into(),
+            exact: true,
+        };
+        let section = |text: &str, spans: &[(u64, u64)]| crate::Section {
+            text: text.into(),
+            source_ids: vec![],
+            citations: spans.iter().map(|(a, b)| cite(*a, *b)).collect(),
+        };
+        let outcome = |sections: Vec<crate::Section>| crate::AnswerOutcome::plain(crate::AnswerMode::Llm, sections, false);
+        let whole = combine_parts(vec![
+            outcome(vec![section("Doanh thu tăng 12,4%.", &[(84, 157)]), section("Kế hoạch 2024.", &[(300, 340)])]),
+            outcome(vec![section("Doanh thu thuần tăng 12,4%.", &[(84, 157)]), section("Lợi nhuận tăng 8,1%.", &[(158, 206)])]),
+            outcome(vec![section("Tài liệu không nói.", &[]), section("Tài liệu không nói.", &[])]),
+        ]);
+        let texts: Vec<&str> = whole.sections.iter().map(|s| s.text.as_str()).collect();
+        assert_eq!(
+            texts,
+            ["Doanh thu tăng 12,4%.", "Kế hoạch 2024.", "Lợi nhuận tăng 8,1%.", "Tài liệu không nói.", "Tài liệu không nói."]
+        );
+    }
 
     #[test]
     fn two_questions_are_two_parts() {
