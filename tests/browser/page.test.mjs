@@ -1144,6 +1144,9 @@ for (const lang of ["vi", "en"]) {
     // Wider than a phone: today's layout, with no menu and no drawer.
     for (const width of [481, 1280]) {
       await page.setViewportSize({ width, height: 900 });
+      // The media query's change event moves the account back into the
+      // bar: waited for, not raced (CI saw it a moment late).
+      await page.waitForFunction(() => document.querySelector("#new-workspace-form")?.parentElement?.id === "workspace-bar", null, { timeout: 5_000 }).catch(() => {});
       assert.equal(await page.locator("#menu-open").isVisible(), false, `${width} px: no menu button`);
       assert.equal(await page.locator(".drawer-head").isVisible(), false, `${width} px: no drawer head`);
       assert.ok(await page.locator("#documents-panel").isVisible(), `${width} px: the documents are on the page`);
