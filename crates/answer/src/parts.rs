@@ -271,13 +271,30 @@ fn shared_predicate(sentence: &str) -> Option<[String; 2]> {
 /// The question's parts, in its order; the question itself when it asks
 /// one thing (or more than [`MAX_PARTS`]).
 pub fn question_parts(question: &str) -> Vec<String> {
-    let mut parts: Vec<String> = Vec::new();
+    question_parts_as_asked(question).into_iter().map(|p| p.text).collect()
+}
+
+/// One part of a question, and whether it is a whole question by itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QuestionPart {
+    pub text: String,
+    /// Made whole by [`shared_predicate`] ("lợi nhuận năm 2023 tăng bao
+    /// nhiêu?"): asked without the earlier parts as its conversation,
+    /// which only lead the model back to the earlier part's answer (the
+    /// demo's question got the revenue sentence twice). A clause part
+    /// ("quê ở đâu?") leans on the part before it.
+    pub stands_alone: bool,
+}
+
+/// [`question_parts`], each part with whether it stands alone.
+pub fn question_parts_as_asked(question: &str) -> Vec<QuestionPart> {
+    let mut parts: Vec<QuestionPart> = Vec::new();
     for sentence in sentences(question) {
         let sentence = without_connector(sentence);
         let split = clauses(sentence);
-        let split = match shared_predicate(sentence) {
-            Some(two) if split.len() == 1 => two.to_vec(),
-            _ => split,
+        let (split, whole) = match shared_predicate(sentence) {
+            Some(two) if split.len() == 1 => (two.to_vec(), true),
+            _ => (split, false),
         };
         for clause in split {
             let clause = clause.trim().to_string();
@@ -285,15 +302,15 @@ pub fn question_parts(question: &str) -> Vec<String> {
             // belongs to the question before it.
             match parts.last_mut() {
                 Some(last) if !asks(&clause) => {
-                    last.push(' ');
-                    last.push_str(&clause);
+                    last.text.push(' ');
+                    last.text.push_str(&clause);
                 }
-                _ => parts.push(clause),
+                _ => parts.push(QuestionPart { text: clause, stands_alone: whole }),
             }
         }
     }
     if parts.len() <= 1 || parts.len() > MAX_PARTS {
-        return vec![question.trim().to_string()];
+        return vec![QuestionPart { text: question.trim().to_string(), stands_alone: true }];
     }
     parts
 }
@@ -450,6 +467,9 @@ mod tests {
             question_parts("How much did revenue and profit grow in 2023?"),
             ["How much did revenue grow in 2023?", "How much did profit grow in 2023?"]
         );
+        assert!(question_parts_as_asked("Doanh thu và lợi nhuận năm 2023 tăng bao nhiêu?").iter().all(|p| p.stands_alone));
+        let leaning = question_parts_as_asked("Thủ tướng sinh năm nào và quê ở đâu?");
+        assert_eq!(leaning.iter().map(|p| p.stands_alone).collect::<Vec<_>>(), [false, false], "'quê ở đâu?' needs the part before it");
     }
 
     #[test]

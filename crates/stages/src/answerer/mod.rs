@@ -192,7 +192,8 @@ impl Answerer {
         // A question that asks several things is answered part by part,
         // each on its own evidence, a section (or more) per part in the
         // question's order (`rag_answer::parts`).
-        let parts = rag_answer::parts::question_parts(&q.question);
+        let asked_parts = rag_answer::parts::question_parts_as_asked(&q.question);
+        let parts: Vec<String> = asked_parts.iter().map(|p| p.text.clone()).collect();
         let deltas = DeltaSender::start(self.retriever.pool.clone(), ws, conversation, assistant);
         let mut send = deltas.callback();
         let mut answered: Vec<PartAnswer> = Vec::with_capacity(parts.len());
@@ -202,7 +203,9 @@ impl Answerer {
             // A later part may lean on an earlier one ("... sinh năm nào và
             // quê ở đâu?"): the earlier parts are its conversation so far.
             let mut part_history = history.clone();
-            part_history.extend(parts[..i].iter().map(|p| Turn { role: "user".into(), content: p.clone() }));
+            if !asked_parts[i].stands_alone {
+                part_history.extend(parts[..i].iter().map(|p| Turn { role: "user".into(), content: p.clone() }));
+            }
             // Earlier parts show their final text; this part's words are
             // compared with what was sent of this part only, so a restart
             // is said only when this part is written again.
