@@ -218,19 +218,7 @@ pub fn unsupported_facts(section: &str, cited: &str, question: &str) -> Vec<Stri
 mod tests {
     #[test]
     fn a_question_written_into_an_answer_goes() {
-        let cite = |t: &str| crate::Citation {
-            source_id: "c".into(),
-            chunk_id: "c".into(),
-            document_id: "d".into(),
-            segment_index: 0,
-            page_idx: 0,
-            char_start: 0,
-            char_end: t.chars().count() as u64,
-            snippet_preview: String::new(),
-            text: t.into(),
-            exact: true,
-        };
-        let section = |text: &str, cited: &str| crate::Section { text: text.into(), source_ids: vec![], citations: vec![cite(cited)] };
+        let section = |text: &str, cited: &str| crate::fixtures::section(text, vec![crate::fixtures::citation(cited)]);
         let mut sections = [
             section("Nhà hát Mùa hè nằm ở đâu? Nhà hát nằm trong Vườn Saxon.", "Nhà hát Mùa hè nằm trong Vườn Saxon."),
             section("Doanh thu tăng 12,4%. Ngoài ra, lợi nhuận tăng bao nhiêu?", "Doanh thu tăng 12,4%."),
@@ -277,18 +265,7 @@ mod tests {
 
     #[test]
     fn an_unfaithful_section_is_shown_as_its_citation() {
-        let cited = |text: &str| crate::Citation {
-            source_id: "c".into(),
-            chunk_id: "c".into(),
-            document_id: "d".into(),
-            segment_index: 0,
-            page_idx: 0,
-            char_start: 0,
-            char_end: text.chars().count() as u64,
-            snippet_preview: String::new(),
-            text: text.into(),
-            exact: true,
-        };
+        let cited = crate::fixtures::citation;
         let mut sections = vec![
             crate::Section {
                 text: "Doanh thu tăng 12,4%.".into(),

@@ -386,3 +386,35 @@ mod cites_exactly_tests {
 
 #[cfg(test)]
 mod tests;
+
+/// Citations and sections for the unit tests of every module.
+#[cfg(test)]
+pub(crate) mod fixtures {
+    use super::{Citation, Section};
+
+    /// An exact citation of `text` at chars `start..end` of document "d".
+    pub fn citation_at(text: &str, start: u64, end: u64) -> Citation {
+        Citation {
+            source_id: "c".into(),
+            chunk_id: "c".into(),
+            document_id: "d".into(),
+            segment_index: 0,
+            page_idx: 0,
+            char_start: start,
+            char_end: end,
+            snippet_preview: String::new(),
+            text: text.into(),
+            exact: true,
+        }
+    }
+
+    /// An exact citation of `text`, from the document's first char.
+    pub fn citation(text: &str) -> Citation {
+        citation_at(text, 0, text.chars().count() as u64)
+    }
+
+    /// A section saying `text` with `citations`.
+    pub fn section(text: &str, citations: Vec<Citation>) -> Section {
+        Section { text: text.into(), source_ids: vec![], citations }
+    }
+}

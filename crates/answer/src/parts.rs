@@ -369,22 +369,8 @@ mod tests {
 
     #[test]
     fn a_sentence_two_parts_cite_is_said_once() {
-        let cite = |start: u64, end: u64| crate::Citation {
-            source_id: "c".into(),
-            chunk_id: "c".into(),
-            document_id: "d".into(),
-            segment_index: 0,
-            page_idx: 0,
-            char_start: start,
-            char_end: end,
-            snippet_preview: String::new(),
-            text: "x".into(),
-            exact: true,
-        };
-        let section = |text: &str, spans: &[(u64, u64)]| crate::Section {
-            text: text.into(),
-            source_ids: vec![],
-            citations: spans.iter().map(|(a, b)| cite(*a, *b)).collect(),
+        let section = |text: &str, spans: &[(u64, u64)]| {
+            crate::fixtures::section(text, spans.iter().map(|(a, b)| crate::fixtures::citation_at("x", *a, *b)).collect())
         };
         let outcome = |sections: Vec<crate::Section>| crate::AnswerOutcome::plain(crate::AnswerMode::Llm, sections, false);
         let whole = combine_parts(vec![

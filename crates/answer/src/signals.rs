@@ -78,22 +78,9 @@ pub fn mean_logprob(tokens: &[TokenLogprobs]) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Citation, Section};
 
     fn cited(text: &str) -> Section {
-        let citation = Citation {
-            source_id: "c".into(),
-            chunk_id: "c".into(),
-            document_id: "d".into(),
-            segment_index: 0,
-            page_idx: 0,
-            char_start: 0,
-            char_end: text.chars().count() as u64,
-            snippet_preview: String::new(),
-            text: text.into(),
-            exact: true,
-        };
-        Section { text: "x".into(), source_ids: vec![], citations: vec![citation] }
+        crate::fixtures::section("x", vec![crate::fixtures::citation(text)])
     }
 
     #[test]
