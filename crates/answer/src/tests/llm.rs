@@ -222,6 +222,25 @@ async fn an_answer_its_citations_do_not_support_becomes_an_abstention() {
     assert!(out.report.verify_error.as_deref().unwrap().contains("400"));
 }
 
+/// Each cited sentence is checked alone, and one that answers is enough:
+/// shown together, a small model joins a name from one sentence with a
+/// relation from another.
+#[tokio::test]
+async fn the_check_reads_each_cited_sentence_alone_and_keeps_the_surest() {
+    let checked = AnswerOptions { verify: true, ..UNCHECKED };
+    let (url, server) = serve(vec![Reply::Content(answer_json(&["S1", "S2"])), Reply::Judged(0.2), Reply::Judged(0.9)]).await;
+    let c = client(&url, 5000);
+    let out = answer_question(Some(&c), QUESTION, &[], &chunks(), checked, None, &mut |_| {}).await.unwrap();
+    assert!(!out.abstained && out.report.verified == Some(true));
+    assert!((out.report.verify_score.unwrap() - 0.9).abs() < 1e-9);
+    let requests = server.requests.lock().unwrap().clone();
+    assert_eq!(requests.len(), 3, "the answer, then one check per cited sentence");
+    let shown: Vec<&str> = requests[1..].iter().map(|r| r["messages"][1]["content"].as_str().unwrap()).collect();
+    assert!(shown.iter().all(|s| s.starts_with("Sentence: ")), "{shown:?}");
+    assert_ne!(shown[0], shown[1]);
+    assert_eq!(out.usage.as_ref().unwrap().total_tokens, 450, "the three calls' usage");
+}
+
 #[tokio::test]
 async fn the_decision_weighs_the_checks_and_the_answers_token_probabilities() {
     use crate::decision::{DecisionModel, CHECK_ONLY};
