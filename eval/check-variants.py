@@ -22,7 +22,8 @@ VARIANT (the prompts are below):
 - `few-shot`: the current prompt after seven worked examples (EXAMPLES);
 - `per-sentence`: the current check of each cited sentence alone (a
   table's rows together), the highest P(true) kept (one call each); what
-  the answerer does since 2026-11-27.
+  the answerer does since 2026-11-27;
+- `few-shot-per-sentence`: both.
 
 Every answer with a recorded check is checked. `--split screen` takes the
 30% whose sha256(language + id) mod 10 < 3, so a wording is chosen on that
@@ -100,6 +101,7 @@ VARIANTS = {
     "current": (CURRENT, schema(), 16, False),
     "few-shot": (CURRENT, schema(), 16, False),
     "per-sentence": (CURRENT, schema(), 16, False),
+    "few-shot-per-sentence": (CURRENT, schema(), 16, False),
     "with-answer": (WITH_ANSWER, schema(), 16, True),
     "quote-first": (QUOTE_FIRST, schema("quote", 120), 80, False),
     "asked-first": (ASKED_FIRST, schema("asked", 80), 80, False),
@@ -161,8 +163,9 @@ def true_probability(tokens):
 
 
 def check(base_url, model, variant, q):
-    if variant == "per-sentence":
-        probs = [ask(base_url, model, "current", user_message(q, False, group)) for group in checked_together(cited_shown(q))]
+    if variant in ("per-sentence", "few-shot-per-sentence"):
+        asked = "current" if variant == "per-sentence" else "few-shot"
+        probs = [ask(base_url, model, asked, user_message(q, False, group)) for group in checked_together(cited_shown(q))]
         probs = [p for p in probs if p is not None]
         return max(probs) if probs else None
     return ask(base_url, model, variant, user_message(q, VARIANTS[variant][3]))
@@ -172,8 +175,8 @@ def ask(base_url, model, variant, text):
     system, reply_schema, max_tokens, _ = VARIANTS[variant]
     messages = [{"role": "system", "content": system}]
     if variant == "few-shot":
-        for text, verdict in EXAMPLES:
-            messages.append({"role": "user", "content": text})
+        for example, verdict in EXAMPLES:
+            messages.append({"role": "user", "content": example})
             messages.append({"role": "assistant", "content": json.dumps({"answers": verdict})})
     messages.append({"role": "user", "content": text})
     body = {
@@ -234,7 +237,8 @@ def report(out_path, runs):
         variant = auroc([(r["p"], is_right(q)) for r, q in got])
         recorded = auroc([(q["verify_score"], is_right(q)) for _, q in got])
         right = sum(is_right(q) for _, q in got)
-        print(f"{lang}: {len(got)} questions ({right} right, {len(got) - right} unanswerable); AUROC variant {variant:.3f}, recorded check {recorded:.3f}")
+        shown = lambda x: "-" if x is None else f"{x:.3f}"  # noqa: E731
+        print(f"{lang}: {len(got)} questions ({right} right, {len(got) - right} unanswerable); AUROC variant {shown(variant)}, recorded check {shown(recorded)}")
 
 
 def rewrite(out_path, run_path, new_path):
