@@ -72,7 +72,7 @@ ASKED_FIRST = (
 # Worked examples shown before the question (`few-shot`), as earlier turns:
 # the kinds of near miss a hard negative is made of (another relation,
 # another office, another event or measure of the same subject), with
-# made-up names, none taken from a calibration or dev set.
+# names and facts none of the calibration or dev sets asks about.
 EXAMPLES = [
     ("Sentence: Ông Trần Văn Minh là chồng của nghệ sĩ Lê Thu Hà.\nQuestion: Cha của Lê Thu Hà là ai?", False),
     ("Sentence: Công ty Cổ phần Sao Mai được thành lập năm 1998 tại Đà Nẵng.\nQuestion: Công ty Sao Mai thành lập năm nào?", True),

@@ -38,7 +38,7 @@ pub struct AnswerSettings {
     /// Context size of the answer model, in tokens (llama.cpp's `--ctx`): the evidence never makes the prompt longer than it.
     #[arg(long, env = "RAG_LLM_CONTEXT", global = true, default_value_t = 4096)]
     pub rag_llm_context: u32,
-    /// Check each LLM answer before it is shown: one short call asks the model whether the sentences the answer cites state what the question asks; if not, the answer abstains (docs/answers.md).
+    /// Check each LLM answer before it is shown: short calls ask the model whether the sentences the answer cites state what the question asks, one sentence per call (a table's rows together); the decision weighs the surest (docs/answers.md).
     #[arg(long, env = "ANSWER_VERIFY", global = true, default_value_t = true, action = clap::ArgAction::Set)]
     pub answer_verify: bool,
     /// The answer-or-abstain decision's threshold (0 to 1): an answer whose score (the check's probability, the model's own, how easily it wrote the answer, how much of the question its citations hold, how close the best passage is, weighed as fitted on the calibration sets) is below it abstains; 0 shows every answer the model gives. Chosen on the calibration sets (docs/answers.md). Providers that give no token probabilities are taken at the check's yes/no.
