@@ -188,6 +188,11 @@ async function watchPending(conversationId, messageId, gen) {
 }
 
 function upsertMessage(m) {
+  // The stream opens by replaying every answer so far: one already shown
+  // as it is is not drawn again, so nothing scrolls or is replaced under a
+  // finger about to tap a citation.
+  const shown = state.messages.find((x) => x.id === m.id);
+  if (shown && JSON.stringify(shown) === JSON.stringify(m)) return;
   if (m.status !== "pending") {
     state.partials.delete(m.id);
     state.reading.delete(m.id);

@@ -51,20 +51,12 @@ impl Api {
     }
 
     pub async fn upload(&self, ws: &str, token: &str, filename: &str, content_type: &str, bytes: Vec<u8>) -> (StatusCode, Value) {
-        // The server answers 413 from the declared length without reading a
-        // too-large body and closes the connection; a client still sending
-        // can then lose the answer (hyper: IncompleteMessage). Such a send
-        // is repeated, as a real client would; every other error fails.
-        let mut attempts = 0;
-        let resp = loop {
+        let send = || {
             let part = reqwest::multipart::Part::bytes(bytes.clone()).file_name(filename.to_string()).mime_str(content_type).unwrap();
             let form = reqwest::multipart::Form::new().part("file", part);
-            match self.http.post(format!("{}/v1/workspaces/{ws}/documents", self.base)).bearer_auth(token).multipart(form).send().await {
-                Ok(r) => break r,
-                Err(e) if e.is_request() && bytes.len() > 64 * 1024 && attempts < 3 => attempts += 1,
-                Err(e) => panic!("upload {filename}: {e:?}"),
-            }
+            self.http.post(format!("{}/v1/workspaces/{ws}/documents", self.base)).bearer_auth(token).multipart(form)
         };
+        let resp = if bytes.len() > 64 * 1024 { send_refusable(send, filename).await } else { send().send().await.unwrap() };
         let status = resp.status();
         let text = resp.text().await.unwrap();
         (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
@@ -210,4 +202,20 @@ pub async fn report_workspace(t: &TestEnv, api: &Api, report: &str) -> ReportWor
     let doc = api.upload_accepted(&ws, &alice, "bao-cao.txt", "text/plain", report.as_bytes().to_vec()).await;
     wait_until("ingested", Duration::from_secs(120), || async { t.ingested_count().await == 1 }).await;
     ReportWorkspace { alice, ws, doc, other }
+}
+
+/// Sends a request whose large body the server may refuse unread. The
+/// server answers 413 from the declared length and closes the connection;
+/// a client still sending can then lose the answer (hyper:
+/// IncompleteMessage, or a reset under load). Such a send is repeated, as a
+/// real client would; any other error, or a fourth loss, fails.
+pub async fn send_refusable(request: impl Fn() -> reqwest::RequestBuilder, what: &str) -> reqwest::Response {
+    let mut attempts = 0;
+    loop {
+        match request().send().await {
+            Ok(r) => return r,
+            Err(e) if e.is_request() && attempts < 3 => attempts += 1,
+            Err(e) => panic!("{what}: {e:?}"),
+        }
+    }
 }

@@ -194,15 +194,14 @@ async fn openai_clients_ask_stream_follow_up_and_get_cited_answers() {
     assert_eq!(resp.status(), StatusCode::BAD_REQUEST);
     let v: Value = resp.json().await.unwrap();
     assert_eq!(error(&v).0, "invalid_request_error");
-    let resp = api
-        .http
-        .post(format!("{}/v1/chat/completions", api.base))
-        .bearer_auth(&key)
-        .header("content-type", "application/json")
-        .body(vec![b' '; 8 * 1024 * 1024])
-        .send()
-        .await
-        .unwrap();
+    let huge = || {
+        api.http
+            .post(format!("{}/v1/chat/completions", api.base))
+            .bearer_auth(&key)
+            .header("content-type", "application/json")
+            .body(vec![b' '; 8 * 1024 * 1024])
+    };
+    let resp = send_refusable(huge, "an 8 MiB chat request").await;
     assert_eq!(resp.status(), StatusCode::PAYLOAD_TOO_LARGE);
     let (_, list) = api.get(&format!("/v1/workspaces/{ws}/conversations"), &alice).await;
     assert_eq!(list["conversations"].as_array().unwrap().len(), asked, "bad requests ask nothing");
