@@ -16,7 +16,7 @@ use clap::Args;
 use rag_answer::decision::{features, AnswerSignals, DecisionModel, CHECK_ONLY, FEATURES, N_FEATURES};
 use serde::Deserialize;
 
-use super::calibration_fit::{auroc, cross_validate, fit, outcome_at, Case, Outcome, ThresholdRule};
+use super::calibration_fit::{across_languages, auroc, cross_validate, fit, outcome_at, Case, FitSpec, Outcome, Signs, ThresholdRule};
 
 #[derive(Args, Debug)]
 pub struct CalibrationArgs {
@@ -37,6 +37,12 @@ pub struct CalibrationArgs {
     /// Features to leave out of the model (by name: check_logit, answerable_logit, mean_logprob, cited_coverage, best_cosine, lexical_coverage, phrase_coverage).
     #[arg(long, value_delimiter = ',')]
     without: Vec<String>,
+    /// Let weights take any sign (by default every weight is 0 or more:
+    /// each feature is oriented so that more means more support, and a
+    /// negative weight fits how the calibration sets' negatives were
+    /// written rather than anything that carries to other questions).
+    #[arg(long)]
+    free_signs: bool,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -163,12 +169,14 @@ pub fn eval_calibration(args: CalibrationArgs) -> anyhow::Result<ExitCode> {
         Some(max) => ThresholdRule::AtMostUnanswerable(max),
         None => ThresholdRule::Balanced,
     };
-    let cv = cross_validate(&cases, args.folds, args.seed, &use_feature, rule);
+    let spec = FitSpec { use_feature, signs: if args.free_signs { Signs::Free } else { Signs::NonNegative } };
+    let cv = cross_validate(&cases, args.folds, args.seed, &spec, rule);
+    let across = across_languages(&cases, &spec);
     let check_scores: Vec<Option<f64>> = cases.iter().map(|c| c.features.map(|x| CHECK_ONLY.probability(&x))).collect();
     let final_model = {
         let (x, y): (Vec<[f64; N_FEATURES]>, Vec<bool>) =
             cases.iter().filter_map(|c| c.features.map(|x| (x, c.answerable && c.right))).unzip();
-        fit(&x, &y, &use_feature)
+        fit(&x, &y, &spec)
     };
     let all_scored: Vec<(&Case, Option<f64>)> = cases.iter().map(|c| (c, c.features.map(|x| final_model.probability(&x)))).collect();
     let final_threshold = rule.choose(&all_scored);
@@ -216,6 +224,7 @@ pub fn eval_calibration(args: CalibrationArgs) -> anyhow::Result<ExitCode> {
                 "answered_by_the_model": idx.iter().filter(|&&i| cases[i].features.is_some()).count(),
                 "auroc": auc(&cv.scores),
                 "auroc_check_only": auc(&check_scores),
+                "auroc_fitted_on_other_languages": auc(&across),
                 "auroc_by_feature": feature_auc,
                 "at_fold_thresholds": outcome_json(&at_fold_thresholds),
                 "check_at_0_5": outcome_json(&today),
@@ -228,6 +237,7 @@ pub fn eval_calibration(args: CalibrationArgs) -> anyhow::Result<ExitCode> {
         "runs": args.runs.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
         "folds": args.folds, "seed": args.seed, "rule": match rule { ThresholdRule::Balanced => serde_json::json!("balanced"), ThresholdRule::AtMostUnanswerable(m) => serde_json::json!({"max_unanswerable": m}) },
         "features": FEATURES.iter().zip(use_feature).filter(|(_, u)| *u).map(|(f, _)| *f).collect::<Vec<_>>(),
+        "signs": if args.free_signs { "free" } else { "non-negative" },
         "fold_thresholds": cv.thresholds,
         "by_language": per_language,
         "model": {"bias": final_model.bias, "weights": final_model.weights, "threshold": final_threshold},
@@ -241,11 +251,12 @@ pub fn eval_calibration(args: CalibrationArgs) -> anyhow::Result<ExitCode> {
         ThresholdRule::AtMostUnanswerable(m) => format!("at most {} of each language's unanswerable questions answered", percent(m)),
     };
     println!(
-        "calibration: {} questions from {} run(s), {}-fold cross-validation (seed {}), threshold chosen inside each fold: {rule_text}",
+        "calibration: {} questions from {} run(s), {}-fold cross-validation (seed {}), weights {}, threshold chosen inside each fold: {rule_text}",
         cases.len(),
         args.runs.len(),
         args.folds,
-        args.seed
+        args.seed,
+        if args.free_signs { "of any sign" } else { "0 or more" }
     );
     println!("fold thresholds: {:?}", cv.thresholds.iter().map(|t| format!("{t:.2}")).collect::<Vec<_>>());
     for lang in &languages {
@@ -255,7 +266,12 @@ pub fn eval_calibration(args: CalibrationArgs) -> anyhow::Result<ExitCode> {
             l["questions"], l["answerable"], l["unanswerable"], l["answered_by_the_model"]
         );
         let f = |v: &serde_json::Value| v.as_f64().map_or("-".to_string(), |x| format!("{x:.3}"));
-        println!("  AUROC held out: decision {}, check alone {}", f(&l["auroc"]), f(&l["auroc_check_only"]));
+        println!(
+            "  AUROC held out: decision {}, check alone {}, decision fitted on the other languages only {}",
+            f(&l["auroc"]),
+            f(&l["auroc_check_only"]),
+            f(&l["auroc_fitted_on_other_languages"])
+        );
         let by: Vec<String> = FEATURES.iter().map(|n| format!("{n} {}", f(&l["auroc_by_feature"][*n]))).collect();
         println!("  AUROC of each feature alone: {}", by.join(", "));
         let [decided, today, none] = &outcomes[lang.as_str()];

@@ -120,9 +120,34 @@ const L2: f64 = 0.01;
 const STEPS: usize = 4_000;
 const LEARNING_RATE: f64 = 0.5;
 
-/// A logistic regression of `labels` on `x`, fitted by gradient descent on
-/// standardised features (L2-penalised), returned on the raw scale.
-pub fn fit(x: &[[f64; N_FEATURES]], labels: &[bool], use_feature: &[bool; N_FEATURES]) -> DecisionModel {
+/// What a fit may weigh, and how.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FitSpec {
+    /// The features it weighs (the others get weight 0).
+    pub use_feature: [bool; N_FEATURES],
+    pub signs: Signs,
+}
+
+/// Which way a weight may point.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Signs {
+    /// Every weight is 0 or more. Each feature is oriented so that more
+    /// means more support for the answer (a surer check, a likelier
+    /// answer, more of the question in the cited text, a closer passage);
+    /// a negative weight says the calibration sets' make-up rewards less
+    /// support, a pattern of how their negatives were written that does
+    /// not carry to other questions (an off-topic question, far from every
+    /// passage, would gain from it).
+    NonNegative,
+    /// Any sign: whatever fits the calibration sets best.
+    Free,
+}
+
+/// A logistic regression of `labels` on `x`, fitted by (projected)
+/// gradient descent on standardised features (L2-penalised), returned on
+/// the raw scale.
+pub fn fit(x: &[[f64; N_FEATURES]], labels: &[bool], spec: &FitSpec) -> DecisionModel {
+    let use_feature = &spec.use_feature;
     let n = x.len().max(1) as f64;
     let mut mean = [0.0; N_FEATURES];
     let mut sd = [1.0; N_FEATURES];
@@ -147,6 +172,9 @@ pub fn fit(x: &[[f64; N_FEATURES]], labels: &[bool], use_feature: &[bool; N_FEAT
         b -= LEARNING_RATE * gb / n;
         for k in 0..N_FEATURES {
             w[k] -= LEARNING_RATE * (gw[k] / n + L2 * w[k]);
+            if spec.signs == Signs::NonNegative {
+                w[k] = w[k].max(0.0);
+            }
         }
     }
     // Back to raw features: w_k z_k = (w_k / sd_k) x_k - w_k mean_k / sd_k.
@@ -257,7 +285,7 @@ pub struct CrossValidated {
     pub shown: Vec<bool>,
 }
 
-pub fn cross_validate(cases: &[Case], k: usize, seed: u64, use_feature: &[bool; N_FEATURES], rule: ThresholdRule) -> CrossValidated {
+pub fn cross_validate(cases: &[Case], k: usize, seed: u64, spec: &FitSpec, rule: ThresholdRule) -> CrossValidated {
     let fold = folds(cases, k, seed);
     let mut scores = vec![None; cases.len()];
     let mut shown = vec![false; cases.len()];
@@ -266,7 +294,7 @@ pub fn cross_validate(cases: &[Case], k: usize, seed: u64, use_feature: &[bool; 
         let train: Vec<usize> = (0..cases.len()).filter(|&i| fold[i] != f).collect();
         let (x, y): (Vec<[f64; N_FEATURES]>, Vec<bool>) =
             train.iter().filter_map(|&i| cases[i].features.map(|x| (x, cases[i].answerable && cases[i].right))).unzip();
-        let model = fit(&x, &y, use_feature);
+        let model = fit(&x, &y, spec);
         let train_scored: Vec<(&Case, Option<f64>)> =
             train.iter().map(|&i| (&cases[i], cases[i].features.map(|x| model.probability(&x)))).collect();
         let t = rule.choose(&train_scored);
@@ -279,9 +307,34 @@ pub fn cross_validate(cases: &[Case], k: usize, seed: u64, use_feature: &[bool; 
     CrossValidated { scores, thresholds, shown }
 }
 
+/// Each case scored by the model fitted on the other languages' cases
+/// only: how the decision holds on questions unlike those it was fitted
+/// on (another language, another source, other negatives). None for a
+/// case without features, or all None with one language.
+pub fn across_languages(cases: &[Case], spec: &FitSpec) -> Vec<Option<f64>> {
+    let mut scores = vec![None; cases.len()];
+    let mut languages: Vec<&str> = cases.iter().map(|c| c.language.as_str()).collect();
+    languages.sort();
+    languages.dedup();
+    if languages.len() < 2 {
+        return scores;
+    }
+    for lang in languages {
+        let (x, y): (Vec<[f64; N_FEATURES]>, Vec<bool>) =
+            cases.iter().filter(|c| c.language != lang).filter_map(|c| c.features.map(|x| (x, c.answerable && c.right))).unzip();
+        let model = fit(&x, &y, spec);
+        for (i, c) in cases.iter().enumerate().filter(|(_, c)| c.language == lang) {
+            scores[i] = c.features.map(|x| model.probability(&x));
+        }
+    }
+    scores
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const ALL: FitSpec = FitSpec { use_feature: [true; N_FEATURES], signs: Signs::NonNegative };
 
     fn case(language: &str, answerable: bool, check: Option<f64>, right: bool) -> Case {
         Case { language: language.into(), answerable, features: check.map(|c| [c, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]), right }
@@ -301,12 +354,47 @@ mod tests {
         let x: Vec<[f64; N_FEATURES]> =
             (0..200).map(|i| [f64::from(i % 2) * 2.0 - 1.0 + f64::from(i % 7) * 0.01, 0.3, 0.0, 0.0, 0.0, 0.0, 0.0]).collect();
         let y: Vec<bool> = (0..200).map(|i| i % 2 == 1).collect();
-        let m = fit(&x, &y, &[true; N_FEATURES]);
+        let m = fit(&x, &y, &ALL);
         assert!(m.weights[0] > 1.0, "{m:?}");
         assert!(m.probability(&[1.0, 0.3, 0.0, 0.0, 0.0, 0.0, 0.0]) > 0.8);
         assert!(m.probability(&[-1.0, 0.3, 0.0, 0.0, 0.0, 0.0, 0.0]) < 0.2);
-        let off = fit(&x, &y, &[false; N_FEATURES]);
+        let off = fit(&x, &y, &FitSpec { use_feature: [false; N_FEATURES], ..ALL });
         assert_eq!(off.weights, [0.0; N_FEATURES], "a feature left out gets no weight");
+    }
+
+    #[test]
+    fn a_feature_that_separates_backwards_gets_no_weight_unless_signs_are_free() {
+        // Feature 1 is high exactly for the wrong answers.
+        let x: Vec<[f64; N_FEATURES]> = (0..200)
+            .map(|i| [f64::from(i % 2) + f64::from(i % 5) * 0.3, f64::from(1 - i % 2) + f64::from(i % 3) * 0.2, 0.0, 0.0, 0.0, 0.0, 0.0])
+            .collect();
+        let y: Vec<bool> = (0..200).map(|i| i % 2 == 1).collect();
+        let kept = fit(&x, &y, &ALL);
+        assert!(kept.weights[0] > 0.0 && kept.weights[1] == 0.0, "{kept:?}");
+        let free = fit(&x, &y, &FitSpec { signs: Signs::Free, ..ALL });
+        assert!(free.weights[1] < -0.5, "{free:?}");
+    }
+
+    #[test]
+    fn across_languages_scores_each_language_by_the_others_fit() {
+        // In "vi" the feature separates; in "en" it separates backwards: the
+        // model fitted on one language ranks the other one upside down.
+        let cases: Vec<Case> = (0..80)
+            .map(|i| {
+                let right = i % 2 == 0;
+                let lang = if i < 40 { "vi" } else { "en" };
+                let x = if (lang == "vi") == right { 0.9 } else { 0.1 } + f64::from(i % 4) * 0.01;
+                case(lang, true, Some(x), right)
+            })
+            .collect();
+        let free = FitSpec { signs: Signs::Free, ..ALL };
+        let scores = across_languages(&cases, &free);
+        let of = |lang: &str| -> Vec<(f64, bool)> {
+            (0..80).filter(|&i| cases[i].language == lang).map(|i| (scores[i].unwrap_or(0.5), cases[i].right)).collect()
+        };
+        assert!(auroc(&of("vi")).unwrap() < 0.1 && auroc(&of("en")).unwrap() < 0.1);
+        let one: Vec<Case> = cases.iter().filter(|c| c.language == "vi").cloned().collect();
+        assert!(across_languages(&one, &free).iter().all(Option::is_none), "one language: nothing to score across");
     }
 
     #[test]
