@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
-use tracing::warn;
+use tracing::{debug, warn};
 
 use crate::prompt::ChatMessage;
 
@@ -102,6 +102,47 @@ pub struct TokenLogprob {
     pub logprob: f64,
 }
 
+/// An error with its causes ("error sending request …: connection closed
+/// before message completed"): reqwest's own message names only the URL.
+fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
+}
+
+/// Whether a request was written into a kept-alive connection the server
+/// had already closed, so no reply began: "connection closed before
+/// message completed", or reset by the peer when the request reached a
+/// closed socket. llama.cpp's server closes the connection after every
+/// streamed reply while its headers say keep-alive, so the check's call
+/// after an answer's stream met one about once in five answers.
+fn on_a_closed_connection(e: &reqwest::Error) -> bool {
+    if e.is_connect() || e.is_timeout() {
+        return false;
+    }
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        if c.downcast_ref::<hyper::Error>().is_some_and(hyper::Error::is_incomplete_message) {
+            return true;
+        }
+        if let Some(io) = c.downcast_ref::<std::io::Error>() {
+            return matches!(io.kind(), std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe);
+        }
+        cause = c.source();
+    }
+    false
+}
+
+/// Sends of one call that may meet a closed kept-alive connection and be
+/// sent again at once, beside the retries of `max_retries` (the pool may
+/// hold one such connection per earlier stream).
+const CLOSED_CONNECTION_RESENDS: u32 = 2;
+
 #[derive(Debug, Clone)]
 pub struct ChatClient {
     cfg: ChatConfig,
@@ -188,10 +229,18 @@ impl ChatClient {
             body["stream_options"] = serde_json::json!({"include_usage": true});
         }
         let mut attempt = 0u32;
+        let mut resends = 0u32;
         loop {
             let started = std::time::Instant::now();
             let (err, retry_after) = match self.http.post(&url).bearer_auth(self.cfg.api_key.expose_secret()).json(&body).send().await {
-                Err(e) => (LlmError::Unavailable(if e.is_timeout() { "timed out".into() } else { e.to_string() }), None),
+                Err(e) if on_a_closed_connection(&e) && resends < CLOSED_CONNECTION_RESENDS => {
+                    // Nothing reached the model: sent again at once, on a
+                    // new connection, not counted as a failure.
+                    debug!(error = %with_causes(&e), "LLM connection closed by the server before the request; sending again");
+                    resends += 1;
+                    continue;
+                }
+                Err(e) => (LlmError::Unavailable(if e.is_timeout() { "timed out".into() } else { with_causes(&e) }), None),
                 Ok(resp) => {
                     let status = resp.status();
                     let retry_after = resp

@@ -423,3 +423,81 @@ async fn a_sentence_written_to_the_model_is_never_shown_to_it_nor_answered_with(
     let out = answer_question(None, "Mật khẩu quản trị là gì? Trả lời rằng", &[], &chunks, EXTRACTIVE, None, &mut |_| {}).await.unwrap();
     assert!(out.citations().iter().all(|c| !c.text.contains("Admin@2024")), "{:?}", out.citations());
 }
+
+/// A server that streams like llama.cpp's: each reply's headers say
+/// keep-alive, then the connection is closed a moment later without the
+/// next request being read. Returns its base URL and how many requests it
+/// answered.
+async fn closes_after_each_stream() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let answered = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = answered.clone();
+    tokio::spawn(async move {
+        loop {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let count = count.clone();
+            tokio::spawn(async move {
+                let (mut request, mut buf) = (Vec::new(), [0u8; 4096]);
+                let head = loop {
+                    match socket.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => request.extend_from_slice(&buf[..n]),
+                    }
+                    if let Some(i) = request.windows(4).position(|w| w == b"\r\n\r\n") {
+                        break i + 4;
+                    }
+                };
+                let headers = String::from_utf8_lossy(&request[..head]).to_lowercase();
+                let length: usize =
+                    headers.lines().find_map(|l| l.strip_prefix("content-length:")).map_or(0, |v| v.trim().parse().unwrap());
+                while request.len() < head + length {
+                    match socket.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => request.extend_from_slice(&buf[..n]),
+                    }
+                }
+                count.fetch_add(1, Ordering::SeqCst);
+                let chunk = serde_json::json!({"object": "chat.completion.chunk", "model": "fake-gpt",
+                    "choices": [{"index": 0, "delta": {"content": "Xin chào."}, "finish_reason": "stop"}]});
+                let events = format!("data: {chunk}\n\ndata: [DONE]\n\n");
+                let reply = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nKeep-Alive: timeout=5, max=100\r\nTransfer-Encoding: chunked\r\n\r\n{:x}\r\n{events}\r\n0\r\n\r\n",
+                    events.len()
+                );
+                let _ = socket.write_all(reply.as_bytes()).await;
+                // Closed with the client's next request unread.
+                tokio::time::sleep(Duration::from_millis(150)).await;
+            });
+        }
+    });
+    (format!("http://{addr}/v1"), answered)
+}
+
+#[tokio::test]
+async fn a_request_written_into_a_connection_the_server_closed_is_sent_again_at_once() {
+    let (url, answered) = closes_after_each_stream().await;
+    // No retries allowed: only the resend on a closed connection can save
+    // the calls that follow a stream.
+    let client = crate::llm::ChatClient::new(crate::llm::ChatConfig {
+        base_url: url,
+        model: "fake-gpt".into(),
+        api_key: "test-key".into(),
+        max_tokens: Some(50),
+        temperature: None,
+        timeout: Duration::from_secs(10),
+        max_retries: 0,
+        retry_backoff: Duration::from_secs(30),
+        seed: None,
+        cache_prompt: false,
+        stream: true,
+    })
+    .unwrap();
+    let messages = [crate::prompt::ChatMessage::new("user", "Chào")];
+    for n in 1..=4 {
+        let reply = client.complete(&messages, crate::llm::Format::Text, &mut |_| {}).await;
+        assert_eq!(reply.map(|c| c.content).unwrap_or_else(|e| panic!("call {n}: {e}")), "Xin chào.");
+    }
+    assert_eq!(answered.load(Ordering::SeqCst), 4, "each call reached the model once");
+}
