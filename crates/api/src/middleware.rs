@@ -1,7 +1,8 @@
 //! One middleware around every request: a tracing span with the request
 //! id, the HTTP metrics, and JSON bodies for errors the framework produced
 //! itself (rejected paths and bodies, unknown routes, body limits), so
-//! every error a client sees has the same shape.
+//! every error a client sees has the same shape; a refused body ends the
+//! connection, and says so.
 
 use std::time::Instant;
 
@@ -24,8 +25,15 @@ pub async fn observe(req: Request, next: Next) -> Response {
     let request_id = req.headers().get(&REQUEST_ID).and_then(|v| v.to_str().ok()).unwrap_or("-").to_string();
     let span = tracing::info_span!("http", %method, route = %route, request_id = %request_id);
     let response = next.run(req).instrument(span.clone()).await;
-    let response = json_error_body(response).await;
+    let mut response = json_error_body(response).await;
     let status = response.status();
+    if status == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+        // The refused body is left unread, so the server closes the
+        // connection after this answer; saying so keeps a client from
+        // sending its next request into it (which would fail with
+        // "connection closed before message completed").
+        response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
     span.in_scope(|| {
         if status.is_server_error() {
             tracing::warn!(status = status.as_u16(), elapsed_ms = start.elapsed().as_millis() as u64, "request answered");

@@ -234,8 +234,10 @@ impl ChatClient {
             let started = std::time::Instant::now();
             let (err, retry_after) = match self.http.post(&url).bearer_auth(self.cfg.api_key.expose_secret()).json(&body).send().await {
                 Err(e) if on_a_closed_connection(&e) && resends < CLOSED_CONNECTION_RESENDS => {
-                    // Nothing reached the model: sent again at once, on a
-                    // new connection, not counted as a failure.
+                    // No reply began, and the connection was one the
+                    // server had closed: sent again at once on a new one,
+                    // not counted as a failure (at worst, a server that died
+                    // mid-request is asked twice more, then retried).
                     debug!(error = %with_causes(&e), "LLM connection closed by the server before the request; sending again");
                     resends += 1;
                     continue;

@@ -203,6 +203,9 @@ async fn openai_clients_ask_stream_follow_up_and_get_cited_answers() {
     };
     let resp = send_refusable(huge, "an 8 MiB chat request").await;
     assert_eq!(resp.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    // The body was left unread: the connection ends, and the answer says
+    // so, so the client's next request (below) goes on a new one.
+    assert_eq!(resp.headers()["connection"], "close");
     let (_, list) = api.get(&format!("/v1/workspaces/{ws}/conversations"), &alice).await;
     assert_eq!(list["conversations"].as_array().unwrap().len(), asked, "bad requests ask nothing");
     t.cleanup().await;
