@@ -68,19 +68,23 @@ pub struct Settings {
     pub api: ApiSettings,
 }
 
+/// The settings alone, as a command of their own (their variables, and
+/// parsing them without the process's).
+#[derive(clap::Parser)]
+struct Only {
+    #[command(flatten)]
+    settings: Settings,
+}
+
 impl Settings {
     /// The settings given by `vars` (variable name to value), as if they
-    /// were the environment: the in-process test application configures
-    /// itself this way instead of through the process environment.
-    /// Variables the process has and `vars` lacks still apply, as for a
-    /// child process.
+    /// were the whole environment: the in-process test application and the
+    /// settings' tests configure themselves this way. The process's own
+    /// variables are not read, so a shell with the models profile sourced
+    /// (`EMBEDDING_INPUT_CONVENTION`, `ANSWER_LLM_BASE_URL`, ...) changes
+    /// no test; what `vars` lacks takes its default.
     pub fn from_vars(vars: &std::collections::HashMap<String, String>) -> Result<Settings, clap::Error> {
-        use clap::{CommandFactory, FromArgMatches, Parser};
-        #[derive(Parser)]
-        struct Only {
-            #[command(flatten)]
-            settings: Settings,
-        }
+        use clap::{CommandFactory, FromArgMatches};
         let mut argv = vec!["rag-engine".to_string()];
         for arg in Only::command().get_arguments() {
             let (Some(env), Some(long)) = (arg.get_env(), arg.get_long()) else { continue };
@@ -88,8 +92,15 @@ impl Settings {
                 argv.push(format!("--{long}={value}"));
             }
         }
-        let matches = Only::command().try_get_matches_from(argv)?;
+        let without_environment = Only::command().mut_args(|arg| arg.env(None::<&'static str>));
+        let matches = without_environment.try_get_matches_from(argv)?;
         Ok(Only::from_arg_matches(&matches)?.settings)
+    }
+
+    /// The names of the environment variables the settings read.
+    pub fn variables() -> Vec<String> {
+        use clap::CommandFactory;
+        Only::command().get_arguments().filter_map(|a| a.get_env()).filter_map(|e| e.to_str()).map(str::to_string).collect()
     }
 
     pub fn topics(&self) -> Topics {

@@ -223,6 +223,14 @@ impl TestEnv {
 
     fn command_of(&self, exe: &Path, args: &[&str]) -> Command {
         let mut cmd = Command::new(exe);
+        // Only the test's settings: a setting of the shell the tests run in
+        // (the models profile's EMBEDDING_INPUT_CONVENTION, ANSWER_LLM_*)
+        // is not inherited, as `Settings::from_vars` does in process.
+        for name in rag_app::config::Settings::variables() {
+            if !self.env.contains_key(&name) {
+                cmd.env_remove(name);
+            }
+        }
         cmd.args(args).envs(&self.env).env("RUST_LOG", "info,rdkafka=warn,sqlx=warn").kill_on_drop(true);
         cmd
     }
