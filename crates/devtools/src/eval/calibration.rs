@@ -16,7 +16,9 @@ use clap::Args;
 use rag_answer::decision::{features, AnswerSignals, DecisionModel, CHECK_ONLY, FEATURES, N_FEATURES};
 use serde::Deserialize;
 
-use super::calibration_fit::{across_languages, auroc, cross_validate, fit, outcome_at, Case, FitSpec, Outcome, Signs, ThresholdRule};
+use super::calibration_fit::{
+    across_languages, auroc, cross_validate, fit_cases, languages, outcome_at, Case, FitSpec, Outcome, Signs, ThresholdRule,
+};
 
 #[derive(Args, Debug)]
 pub struct CalibrationArgs {
@@ -161,9 +163,7 @@ pub fn eval_calibration(args: CalibrationArgs) -> anyhow::Result<ExitCode> {
         let k = FEATURES.iter().position(|f| f == name).with_context(|| format!("--without {name}: no such feature ({FEATURES:?})"))?;
         use_feature[k] = false;
     }
-    let mut languages: Vec<String> = cases.iter().map(|c| c.language.clone()).collect();
-    languages.sort();
-    languages.dedup();
+    let languages: Vec<String> = languages(cases.iter().map(|c| c.language.as_str())).into_iter().map(str::to_string).collect();
 
     let rule = match args.max_unanswerable {
         Some(max) => ThresholdRule::AtMostUnanswerable(max),
@@ -173,11 +173,7 @@ pub fn eval_calibration(args: CalibrationArgs) -> anyhow::Result<ExitCode> {
     let cv = cross_validate(&cases, args.folds, args.seed, &spec, rule);
     let across = across_languages(&cases, &spec);
     let check_scores: Vec<Option<f64>> = cases.iter().map(|c| c.features.map(|x| CHECK_ONLY.probability(&x))).collect();
-    let final_model = {
-        let (x, y): (Vec<[f64; N_FEATURES]>, Vec<bool>) =
-            cases.iter().filter_map(|c| c.features.map(|x| (x, c.answerable && c.right))).unzip();
-        fit(&x, &y, &spec)
-    };
+    let final_model = fit_cases(&cases, &spec);
     let all_scored: Vec<(&Case, Option<f64>)> = cases.iter().map(|c| (c, c.features.map(|x| final_model.probability(&x)))).collect();
     let final_threshold = rule.choose(&all_scored);
 

@@ -183,6 +183,22 @@ pub fn fit(x: &[[f64; N_FEATURES]], labels: &[bool], spec: &FitSpec) -> Decision
     DecisionModel { bias, weights }
 }
 
+/// [`fit`] on the cases with an answer to decide on, labelled by whether
+/// it is a right answer to an answerable question.
+pub fn fit_cases<'a>(cases: impl IntoIterator<Item = &'a Case>, spec: &FitSpec) -> DecisionModel {
+    let (x, y): (Vec<[f64; N_FEATURES]>, Vec<bool>) =
+        cases.into_iter().filter_map(|c| c.features.map(|x| (x, c.answerable && c.right))).unzip();
+    fit(&x, &y, spec)
+}
+
+/// The distinct languages of `names`, sorted.
+pub fn languages<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut languages: Vec<&str> = names.into_iter().collect();
+    languages.sort();
+    languages.dedup();
+    languages
+}
+
 /// What showing answers scoring at least `threshold` does to `cases`
 /// (`score` None: the answer abstained before the decision).
 pub fn outcome_at(cases: &[(&Case, Option<f64>)], threshold: f64) -> Outcome {
@@ -197,9 +213,7 @@ pub fn outcome_at(cases: &[(&Case, Option<f64>)], threshold: f64) -> Outcome {
 /// `cases` answers more than `max_unanswerable` of its unanswerable
 /// questions: as many answers as the abstention target allows.
 pub fn choose_threshold(cases: &[(&Case, Option<f64>)], max_unanswerable: f64) -> f64 {
-    let mut languages: Vec<&str> = cases.iter().map(|(c, _)| c.language.as_str()).collect();
-    languages.sort();
-    languages.dedup();
+    let languages = languages(cases.iter().map(|(c, _)| c.language.as_str()));
     for step in 0..=100 {
         let t = f64::from(step) / 100.0;
         let ok = languages.iter().all(|lang| {
@@ -239,9 +253,7 @@ impl ThresholdRule {
 /// highest mean over languages of (right answers kept - unanswerable
 /// answered); the lowest of equals.
 pub fn balanced_threshold(cases: &[(&Case, Option<f64>)]) -> f64 {
-    let mut languages: Vec<&str> = cases.iter().map(|(c, _)| c.language.as_str()).collect();
-    languages.sort();
-    languages.dedup();
+    let languages = languages(cases.iter().map(|(c, _)| c.language.as_str()));
     let mut best = (f64::NEG_INFINITY, 0.0);
     for step in 0..=100 {
         let t = f64::from(step) / 100.0;
@@ -292,9 +304,7 @@ pub fn cross_validate(cases: &[Case], k: usize, seed: u64, spec: &FitSpec, rule:
     let mut thresholds = Vec::new();
     for f in 0..k {
         let train: Vec<usize> = (0..cases.len()).filter(|&i| fold[i] != f).collect();
-        let (x, y): (Vec<[f64; N_FEATURES]>, Vec<bool>) =
-            train.iter().filter_map(|&i| cases[i].features.map(|x| (x, cases[i].answerable && cases[i].right))).unzip();
-        let model = fit(&x, &y, spec);
+        let model = fit_cases(train.iter().map(|&i| &cases[i]), spec);
         let train_scored: Vec<(&Case, Option<f64>)> =
             train.iter().map(|&i| (&cases[i], cases[i].features.map(|x| model.probability(&x)))).collect();
         let t = rule.choose(&train_scored);
@@ -313,16 +323,12 @@ pub fn cross_validate(cases: &[Case], k: usize, seed: u64, spec: &FitSpec, rule:
 /// case without features, or all None with one language.
 pub fn across_languages(cases: &[Case], spec: &FitSpec) -> Vec<Option<f64>> {
     let mut scores = vec![None; cases.len()];
-    let mut languages: Vec<&str> = cases.iter().map(|c| c.language.as_str()).collect();
-    languages.sort();
-    languages.dedup();
+    let languages = languages(cases.iter().map(|c| c.language.as_str()));
     if languages.len() < 2 {
         return scores;
     }
     for lang in languages {
-        let (x, y): (Vec<[f64; N_FEATURES]>, Vec<bool>) =
-            cases.iter().filter(|c| c.language != lang).filter_map(|c| c.features.map(|x| (x, c.answerable && c.right))).unzip();
-        let model = fit(&x, &y, spec);
+        let model = fit_cases(cases.iter().filter(|c| c.language != lang), spec);
         for (i, c) in cases.iter().enumerate().filter(|(_, c)| c.language == lang) {
             scores[i] = c.features.map(|x| model.probability(&x));
         }
