@@ -38,8 +38,8 @@ async fn wait_port(port: u16) {
 async fn broker_restarted_mid_stream_loses_nothing() {
     let env = stack_env();
     let bin = env.get("RAG_ENGINE_TANSU_BIN").cloned().expect("RAG_ENGINE_TANSU_BIN (written by scripts/stack up)");
-    let dir = std::env::temp_dir().join(format!("rag-engine-broker-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir_scratch = crate::common::scratch_dir("rag-engine-broker");
+    let dir = dir_scratch.path().to_path_buf();
     let port = free_port();
     let mut broker = start_broker(&bin, &dir, port);
     wait_port(port).await;
@@ -82,5 +82,4 @@ async fn broker_restarted_mid_stream_loses_nothing() {
     t.cleanup().await;
     let _ = broker.kill();
     let _ = broker.wait();
-    let _ = std::fs::remove_dir_all(&dir);
 }

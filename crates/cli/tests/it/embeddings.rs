@@ -54,8 +54,8 @@ async fn chunks_are_embedded_with_the_configured_model() {
         ],
     )
     .await;
-    let dir = std::env::temp_dir().join(format!("rag-engine-embed-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir_scratch = crate::common::scratch_dir("rag-engine-embed");
+    let dir = dir_scratch.path().to_path_buf();
     std::fs::write(dir.join("a.txt"), "Doanh thu tăng.\n\nLợi nhuận giảm.").unwrap();
     let (ok, _, err) = t.run(&["upload", dir.to_str().unwrap(), "--workspace", &t.workspace]).await;
     assert!(ok, "{err}");
@@ -95,8 +95,8 @@ async fn the_local_encoder_embeds_chunks_in_the_pipeline() {
     let model_dir = stack_env().get("MINILM_MODEL_DIR").cloned().expect("scripts/stack writes MINILM_MODEL_DIR");
     let t = TestEnv::new().await;
     let _all = TestApp::spawn(&t, &[("EMBEDDER", "local"), ("EMBEDDING_MODEL_DIR", &model_dir), ("EMBEDDING_THREADS", "1")]).await;
-    let dir = std::env::temp_dir().join(format!("rag-engine-local-embed-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir_scratch = crate::common::scratch_dir("rag-engine-local-embed");
+    let dir = dir_scratch.path().to_path_buf();
     std::fs::write(dir.join("pets.txt"), "The cat sleeps on the warm windowsill every afternoon.").unwrap();
     std::fs::write(dir.join("money.txt"), "Quarterly revenue rose sharply thanks to strong cloud sales.").unwrap();
     let (ok, _, err) = t.run(&["upload", dir.to_str().unwrap(), "--workspace", &t.workspace]).await;
@@ -125,8 +125,8 @@ async fn multilingual_e5_in_process_embeds_and_retrieves_vietnamese() {
     let t = TestEnv::new().await;
     let vars: Vec<(&str, &str)> = profile.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let _all = TestApp::spawn(&t, &vars).await;
-    let dir = std::env::temp_dir().join(format!("rag-engine-e5-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir_scratch = crate::common::scratch_dir("rag-engine-e5");
+    let dir = dir_scratch.path().to_path_buf();
     for (name, text) in [
         ("loi-nhuan.txt", "Lợi nhuận sau thuế năm 2023 giảm 4% do chi phí lãi vay tăng mạnh."),
         ("bao.txt", "Bão số 3 gây ngập lụt nghiêm trọng tại các tỉnh ven biển miền Bắc."),

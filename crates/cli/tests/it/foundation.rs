@@ -17,7 +17,8 @@ async fn upload_directory_projects_documents_and_shuts_down_cleanly() {
     let t = TestEnv::new().await;
     let mut projector = t.spawn(&["run", "projector"], &[]);
 
-    let dir = tempdir("upload");
+    let dir_scratch = scratch_dir("rag-engine-upload");
+    let dir = dir_scratch.path();
     std::fs::write(dir.join("a.txt"), "Xin chào thế giới").unwrap();
     std::fs::create_dir_all(dir.join("nested")).unwrap();
     std::fs::write(dir.join("nested/b.md"), "# Báo cáo\n\nDoanh thu tăng 12%.").unwrap();
@@ -192,16 +193,11 @@ async fn two_projectors_split_the_partitions_and_write_no_duplicates() {
     t.cleanup().await;
 }
 
-pub fn tempdir(tag: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("rag-engine-{tag}-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn upload_reports_bad_files_and_keeps_going() {
     let t = TestEnv::new().await;
-    let dir = tempdir("upload-bad");
+    let dir_scratch = scratch_dir("rag-engine-upload-bad");
+    let dir = dir_scratch.path();
     std::fs::write(dir.join("ok.txt"), "small").unwrap();
     std::fs::write(dir.join("huge.txt"), "x".repeat(5000)).unwrap();
     let out =

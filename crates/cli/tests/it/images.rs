@@ -30,8 +30,8 @@ const WAIT: Duration = Duration::from_secs(180);
 /// Page 2 of the scan fixture at 300 dpi, its text (pixels 0..2480 ×
 /// 0..1200 of the page), as a grey PNG.
 fn scan_png() -> Vec<u8> {
-    let dir = std::env::temp_dir().join(format!("rag-it-images-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir_scratch = crate::common::scratch_dir("rag-it-images");
+    let dir = dir_scratch.path().to_path_buf();
     let ok = Command::new("pdftoppm")
         .args(["-f", "2", "-l", "2", "-r", "300", "-x", "0", "-y", "0", "-W", "2480", "-H", "1200", "-gray", "-png", "-singlefile"])
         .arg(repo_root().join("crates/docparse/tests/fixtures/scanned-text-page.pdf"))
@@ -39,9 +39,7 @@ fn scan_png() -> Vec<u8> {
         .status()
         .expect("pdftoppm (Debian poppler-utils)");
     assert!(ok.success());
-    let png = std::fs::read(dir.join("scan.png")).unwrap();
-    std::fs::remove_dir_all(&dir).ok();
-    png
+    std::fs::read(dir.join("scan.png")).unwrap()
 }
 
 fn rect(b: &Value) -> [f32; 4] {

@@ -46,8 +46,8 @@ async fn put_get_head_delete_and_multipart() {
     assert!(store.get("w/d1/segments/s.json").await.is_err(), "read after the prefix was deleted");
 
     // 20 MiB + 3 bytes: three parts, the last one short.
-    let dir = std::env::temp_dir().join(format!("rag-engine-s3-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir_scratch = crate::common::scratch_dir("rag-engine-s3");
+    let dir = dir_scratch.path().to_path_buf();
     let path = dir.join("big.bin");
     let data: Vec<u8> = (0..(20 * 1024 * 1024 + 3)).map(|i| (i % 251) as u8).collect();
     std::fs::write(&path, &data).unwrap();
@@ -58,7 +58,6 @@ async fn put_get_head_delete_and_multipart() {
     assert_eq!(store.head("b/big.bin").await.unwrap(), Some(size));
     assert!(store.get("b/big.bin").await.unwrap() == data, "multipart object reads back identical");
     store.delete("b/big.bin").await.unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
 
     // A wrong secret is a clear, permanent error.
     let bad = BlobStore::new(&BlobConfig {

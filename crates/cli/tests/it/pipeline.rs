@@ -62,8 +62,8 @@ async fn with_term(t: &TestEnv, term: &str) -> usize {
 async fn every_format_ingests_and_bad_inputs_fail_with_their_reason() {
     let t = TestEnv::new().await;
     let _all = TestApp::spawn(&t, &[("PARSE_MAX_BYTES", "2000000")]).await;
-    let dir = std::env::temp_dir().join(format!("rag-engine-pipeline-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir_scratch = crate::common::scratch_dir("rag-engine-pipeline");
+    let dir = dir_scratch.path().to_path_buf();
     let w = |name: &str, bytes: &[u8]| std::fs::write(dir.join(name), bytes).unwrap();
     w("notes.txt", "Chi phí vận chuyển tăng 7%.\n\nGiá nhiên liệu là nguyên nhân chính.".as_bytes());
     w("readme.md", "# Guide\n\nExpense reports are due on the fifth working day.".as_bytes());
@@ -201,8 +201,8 @@ async fn every_format_ingests_and_bad_inputs_fail_with_their_reason() {
     assert_eq!(statuses(&t).await, s, "re-delivery changed a status");
 
     // The next document still ingests.
-    let next = std::env::temp_dir().join(format!("rag-engine-next-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&next).unwrap();
+    let next_scratch = crate::common::scratch_dir("rag-engine-next");
+    let next = next_scratch.path().to_path_buf();
     std::fs::write(next.join("after.txt"), "Tài liệu tiếp theo vẫn được xử lý.").unwrap();
     upload(&t, &next).await;
     wait_until("the next document", WAIT, || async { statuses(&t).await.get("after.txt").map(|(s, _)| s == "ingested").unwrap_or(false) })
@@ -230,8 +230,8 @@ async fn a_transient_failure_that_outlives_its_retries_stops_the_stage_and_a_res
         ],
     )
     .await;
-    let dir = std::env::temp_dir().join(format!("rag-engine-transient-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir_scratch = crate::common::scratch_dir("rag-engine-transient");
+    let dir = dir_scratch.path().to_path_buf();
     std::fs::write(dir.join("a.txt"), "Một tài liệu chờ được lập chỉ mục.").unwrap();
     let (ok, _, err) = t.run(&["upload", dir.to_str().unwrap(), "--workspace", &t.workspace]).await;
     assert!(ok, "{err}");
@@ -269,8 +269,8 @@ async fn a_scanned_page_goes_through_ocr_or_is_marked() {
     for (ocr, expect_ocr) in [("auto", true), ("off", false)] {
         let t = TestEnv::new().await;
         let _all = TestApp::spawn(&t, &[("OCR", ocr)]).await;
-        let dir = std::env::temp_dir().join(format!("rag-engine-ocr-{}", uuid::Uuid::new_v4()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir_scratch = crate::common::scratch_dir("rag-engine-ocr");
+        let dir = dir_scratch.path().to_path_buf();
         std::fs::write(dir.join("scan.pdf"), fixture("scanned-text-page.pdf")).unwrap();
         upload(&t, &dir).await;
         wait_until("ingested", Duration::from_secs(120), || async {

@@ -11,8 +11,8 @@ use crate::common::*;
 async fn the_documented_upstream_producer_gets_a_document_ingested() {
     let t = TestEnv::new().await;
     let run = TestApp::spawn(&t, &[]).await;
-    let dir = std::env::temp_dir().join(format!("upstream-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir_scratch = crate::common::scratch_dir("upstream");
+    let dir = dir_scratch.path().to_path_buf();
     let file = dir.join("so-tay-nhan-vien.md");
     std::fs::write(&file, "# Sổ tay nhân viên\n\nNhân viên mới nhận thẻ ra vào ở quầy lễ tân tầng một.\n").unwrap();
     let out = tokio::process::Command::new(repo_root().join("scripts/upstream-example"))

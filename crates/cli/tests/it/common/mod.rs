@@ -144,11 +144,11 @@ impl TestEnv {
         te
     }
 
-    /// Writes files to a temporary directory and uploads them into
+    /// Writes files to a temporary directory (removed when done) and uploads them into
     /// `workspace` with the CLI.
     pub async fn upload_files<T: AsRef<[u8]>>(&self, workspace: &str, files: &[(&str, T)]) {
-        let dir = std::env::temp_dir().join(format!("rag-engine-files-{}", uuid::Uuid::new_v4()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir_scratch = crate::common::scratch_dir("rag-engine-files");
+        let dir = dir_scratch.path().to_path_buf();
         for (name, text) in files {
             std::fs::write(dir.join(name), text.as_ref()).unwrap();
         }
@@ -319,4 +319,12 @@ impl TestEnv {
 async fn output_of(mut command: Command) -> (bool, String, String) {
     let out = command.stdin(Stdio::null()).output().await.unwrap();
     (out.status.success(), String::from_utf8_lossy(&out.stdout).to_string(), String::from_utf8_lossy(&out.stderr).to_string())
+}
+
+/// A fresh directory under the system's temporary directory, named
+/// `<prefix>-<random>`, removed with everything in it when the guard drops:
+/// tests write files of up to 20 MiB, and runs that left them behind
+/// filled the disk CI shares.
+pub fn scratch_dir(prefix: &str) -> tempfile::TempDir {
+    tempfile::Builder::new().prefix(&format!("{prefix}-")).tempdir().unwrap()
 }
