@@ -57,7 +57,12 @@ pub fn retry(error: &str) -> String {
 /// the last `max_turns` turns, the question. The instructions come first and
 /// never change, so a server that caches the prompt prefix reuses them.
 pub fn build(question: &str, evidence: &str, history: &[Turn], max_turns: usize) -> Vec<ChatMessage> {
-    let mut messages = vec![ChatMessage::new("system", SYSTEM), ChatMessage::new("system", quote_evidence(evidence))];
+    let mut quoted = quote_evidence(evidence);
+    if let Some(note) = answer_language_note(question, evidence) {
+        quoted.push('\n');
+        quoted.push_str(&note);
+    }
+    let mut messages = vec![ChatMessage::new("system", SYSTEM), ChatMessage::new("system", quoted)];
     let start = history.len().saturating_sub(max_turns);
     for t in &history[start..] {
         let role = if t.role == "assistant" { "assistant" } else { "user" };
@@ -65,6 +70,29 @@ pub fn build(question: &str, evidence: &str, history: &[Turn], max_turns: usize)
     }
     messages.push(ChatMessage::new("user", question));
     messages
+}
+
+/// Which language to write in, said outright when the question and the
+/// evidence are in different languages (an English question over
+/// Vietnamese documents): the 1.5B model, told only "in the language of
+/// the question", answered 5 of eval/vi-dev's 15 English questions in the
+/// Vietnamese of the sentences it read. When both are in one language the
+/// prompt stays as it was: the calibration sets, all single-language, were
+/// answered with it, and the model already writes in that language.
+pub fn answer_language_note(question: &str, evidence: &str) -> Option<String> {
+    use rag_retrieval::{detect_language, Language};
+    let name = |l: Language| match l {
+        Language::Vi => Some("Vietnamese"),
+        Language::En => Some("English"),
+        Language::Other => None,
+    };
+    let (asked, read) = (detect_language(question), detect_language(evidence));
+    if asked == read {
+        return None;
+    }
+    let asked_in = name(asked)?;
+    let read_in = name(read).map_or(String::new(), |n| format!(" and the evidence in {n}"));
+    Some(format!("The question is in {asked_in}{read_in}: write every section in {asked_in}."))
 }
 
 /// The evidence as quoted data: inside the block's tags, with any tag of
@@ -165,6 +193,27 @@ mod tests {
         assert_eq!(m.len(), 2 + 2 + 1);
         assert_eq!(m[2].content, "turn 3");
         assert_eq!(m.last().unwrap().content, "Why?");
+    }
+
+    #[test]
+    fn the_answer_language_is_said_when_question_and_evidence_differ() {
+        let vi = "Document: chinh-sach.txt, page 1\n[S1] Sản phẩm được bảo hành 24 tháng kể từ ngày mua.\n";
+        let en = "Document: policy.txt, page 1\n[S1] The product has a 24-month warranty from the date of purchase.\n";
+        let m = build("What is the warranty period?", vi, &[], 2);
+        assert!(
+            m[1].content
+                .ends_with("</documents>\nThe question is in English and the evidence in Vietnamese: write every section in English."),
+            "{}",
+            m[1].content
+        );
+        let m = build("Thời gian bảo hành là bao lâu?", en, &[], 2);
+        assert!(m[1].content.ends_with("write every section in Vietnamese."), "{}", m[1].content);
+        // Typed without marks, still Vietnamese.
+        assert!(answer_language_note("thoi gian bao hanh la bao lau?", en).is_some_and(|n| n.ends_with("in Vietnamese.")));
+        // One language: the prompt the calibration sets were answered with.
+        assert_eq!(answer_language_note("Thời gian bảo hành là bao lâu?", vi), None);
+        assert_eq!(answer_language_note("What is the warranty period?", en), None);
+        assert!(build("What is the warranty period?", en, &[], 2)[1].content.ends_with("</documents>"));
     }
 
     /// A document that writes the block's closing tag stays inside the

@@ -170,6 +170,11 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
     // Vietnamese questions, and of those the replies with marks.
     let (mut vietnamese_questions, mut replies_with_marks) = (0usize, 0usize);
     let mut replies_without_marks: Vec<String> = Vec::new();
+    // English questions given an answer, and of those the answers written
+    // in English (over Vietnamese documents a small model may answer in
+    // the documents' language).
+    let (mut english_answered, mut answers_in_english) = (0usize, 0usize);
+    let mut answers_not_in_english: Vec<String> = Vec::new();
     let started = Instant::now();
     for (i, (g, written)) in asked.iter().enumerate() {
         let stripped = args.strip_diacritics.then(|| rag_lexical::fold(written));
@@ -222,6 +227,15 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
             latency,
             first_words.map(|f| f.1),
         );
+        if language == "en" && message.status != MessageStatus::Failed && !s.abstained && s.sections > 0 {
+            english_answered += 1;
+            let shown = shown_text(&message.metadata);
+            if rag_retrieval::detect_language(&shown) == rag_retrieval::Language::En {
+                answers_in_english += 1;
+            } else {
+                answers_not_in_english.push(format!("{}: {shown}", g.query_id));
+            }
+        }
         if !args.json {
             let verdict = if s.answerable {
                 format!(
@@ -270,11 +284,14 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
         "questions": vietnamese_questions, "with_marks": replies_with_marks, "without_marks": replies_without_marks,
         "questions_stripped_of_diacritics": args.strip_diacritics,
     });
+    let english_answers = serde_json::json!({
+        "answered": english_answered, "in_english": answers_in_english, "not_in_english": answers_not_in_english,
+    });
     if args.json {
         println!(
             "{}",
             serde_json::to_string_pretty(&serde_json::json!({
-                "all": all, "by_language": by_language, "by_form": by_form, "unanswerable": none, "vietnamese_replies": vietnamese_replies, "questions": scored,
+                "all": all, "by_language": by_language, "by_form": by_form, "unanswerable": none, "vietnamese_replies": vietnamese_replies, "english_answers": english_answers, "questions": scored,
                 "run": {"passages": corpus.len(), "questions": asked.len(), "answers_by": answers_by,
                         "llm_model": s.answers.answer_llm_model.clone().unwrap_or_default(), "embedder": s.embedding.embedder_choice().to_string(),
                         "evidence_chars": s.answers.evidence_chars(),
@@ -372,7 +389,18 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
                 println!("  without marks: {r}");
             }
         }
+        if english_answered > 0 {
+            println!("English questions: {answers_in_english} of {english_answered} answers written in English");
+            for r in &answers_not_in_english {
+                println!("  not in English: {r}");
+            }
+        }
         println!("workspace {}: ingest {:.1} s, questions {:.1} s", run.workspace, run.total_seconds, question_seconds);
     }
     Ok(if bad_slices == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// The text of the sections an answer shows, joined.
+fn shown_text(metadata: &serde_json::Value) -> String {
+    metadata["sections"].as_array().into_iter().flatten().filter_map(|s| s["text"].as_str()).collect::<Vec<_>>().join(" ")
 }
