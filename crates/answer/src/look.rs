@@ -99,9 +99,20 @@ pub(crate) async fn look_at(
     options: AnswerOptions,
     on_partial: OnPartial<'_>,
 ) -> Result<Look, LookError> {
-    let mut messages = prompt::build(question, &evidence.render(chunks), history, HISTORY_TURNS);
+    let rendered = evidence.render(chunks);
+    let mut messages = prompt::build(question, &rendered, history, HISTORY_TURNS);
     let ids: Vec<String> = evidence.units.iter().map(|u| u.id.clone()).collect();
     let schema = contract::schema(&ids);
+    // Over evidence in another language than the question the model must
+    // write each section in its own words: made to write its citations
+    // first it copied the cited sentence, in the evidence's language
+    // (docs/answers.md). Otherwise the order the calibration runs were
+    // answered with.
+    let format = if prompt::answer_language_note(question, &rendered).is_some() {
+        llm::Format::SchemaKeysFirst(&schema, contract::TEXT_BEFORE_CITES)
+    } else {
+        llm::Format::Schema(&schema)
+    };
     let mut usage: Option<llm::LlmUsage> = None;
     let mut report = CitationReport::default();
     // Set by the loop below before it can end without an answer.
@@ -117,16 +128,15 @@ pub(crate) async fn look_at(
             on_partial(&streamed_sections(&sections, evidence, chunks, &mut grounded));
         };
         let asked_at = std::time::SystemTime::now();
-        let reply =
-            match client.complete_streamed_with_logprobs(&messages, llm::Format::Schema(&schema), LOGPROB_CANDIDATES, &mut on_text).await {
-                // Some providers refuse `logprobs` (HTTP 400) rather than ignore
-                // it: asked again without, the answer only lacks its signals.
-                Err(llm::LlmError::Failed(e)) => {
-                    tracing::debug!(error = %e, "the answer was refused with token probabilities; asking without");
-                    client.complete(&messages, llm::Format::Schema(&schema), &mut on_text).await
-                }
-                other => other,
-            };
+        let reply = match client.complete_streamed_with_logprobs(&messages, format, LOGPROB_CANDIDATES, &mut on_text).await {
+            // Some providers refuse `logprobs` (HTTP 400) rather than ignore
+            // it: asked again without, the answer only lacks its signals.
+            Err(llm::LlmError::Failed(e)) => {
+                tracing::debug!(error = %e, "the answer was refused with token probabilities; asking without");
+                client.complete(&messages, format, &mut on_text).await
+            }
+            other => other,
+        };
         match reply {
             Ok(c) => {
                 add_usage(&mut usage, &c.usage);

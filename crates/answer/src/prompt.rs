@@ -72,13 +72,16 @@ pub fn build(question: &str, evidence: &str, history: &[Turn], max_turns: usize)
     messages
 }
 
-/// Which language to write in, said outright when the question and the
-/// evidence are in different languages (an English question over
+/// Which language to write in, said outright when some of the evidence is
+/// in another language than the question (an English question over
 /// Vietnamese documents): the 1.5B model, told only "in the language of
-/// the question", answered 5 of eval/vi-dev's 15 English questions in the
-/// Vietnamese of the sentences it read. When both are in one language the
-/// prompt stays as it was: the calibration sets, all single-language, were
-/// answered with it, and the model already writes in that language.
+/// the question", wrote every one of eval/vi-dev's English answers drawn
+/// from Vietnamese documents in Vietnamese. When the question and every
+/// evidence sentence share one language the prompt stays as it was: the
+/// calibration sets, all single-language, were answered with it, and the
+/// model already writes in that language. Sentences are judged one by one
+/// (`[S4] …` lines): evidence from documents in two languages is common,
+/// and the whole of it may read as the question's language.
 pub fn answer_language_note(question: &str, evidence: &str) -> Option<String> {
     use rag_retrieval::{detect_language, Language};
     let name = |l: Language| match l {
@@ -86,13 +89,15 @@ pub fn answer_language_note(question: &str, evidence: &str) -> Option<String> {
         Language::En => Some("English"),
         Language::Other => None,
     };
-    let (asked, read) = (detect_language(question), detect_language(evidence));
-    if asked == read {
-        return None;
-    }
+    let asked = detect_language(question);
     let asked_in = name(asked)?;
-    let read_in = name(read).map_or(String::new(), |n| format!(" and the evidence in {n}"));
-    Some(format!("The question is in {asked_in}{read_in}: write every section in {asked_in}."))
+    let other = evidence
+        .lines()
+        .filter(|line| line.trim_start().starts_with("[S"))
+        .map(detect_language)
+        .find(|read| *read != asked && name(*read).is_some())?;
+    let read_in = name(other)?;
+    Some(format!("The question is in {asked_in}: write every section in {asked_in}, also where the evidence is in {read_in}."))
 }
 
 /// The evidence as quoted data: inside the block's tags, with any tag of
@@ -201,15 +206,19 @@ mod tests {
         let en = "Document: policy.txt, page 1\n[S1] The product has a 24-month warranty from the date of purchase.\n";
         let m = build("What is the warranty period?", vi, &[], 2);
         assert!(
-            m[1].content
-                .ends_with("</documents>\nThe question is in English and the evidence in Vietnamese: write every section in English."),
+            m[1].content.ends_with(
+                "</documents>\nThe question is in English: write every section in English, also where the evidence is in Vietnamese."
+            ),
             "{}",
             m[1].content
         );
         let m = build("Thời gian bảo hành là bao lâu?", en, &[], 2);
-        assert!(m[1].content.ends_with("write every section in Vietnamese."), "{}", m[1].content);
+        assert!(m[1].content.contains("write every section in Vietnamese"), "{}", m[1].content);
         // Typed without marks, still Vietnamese.
-        assert!(answer_language_note("thoi gian bao hanh la bao lau?", en).is_some_and(|n| n.ends_with("in Vietnamese.")));
+        assert!(answer_language_note("thoi gian bao hanh la bao lau?", en).is_some_and(|n| n.contains("in Vietnamese,")));
+        // Evidence from documents in both languages: said too.
+        let both = format!("{en}[S2] Nhân viên được nghỉ phép năm 12 ngày có hưởng lương.\n");
+        assert!(answer_language_note("How many paid vacation days do employees get?", &both).is_some());
         // One language: the prompt the calibration sets were answered with.
         assert_eq!(answer_language_note("Thời gian bảo hành là bao lâu?", vi), None);
         assert_eq!(answer_language_note("What is the warranty period?", en), None);

@@ -55,6 +55,10 @@ pub struct Parsed {
     pub lenient: bool,
 }
 
+/// A section's properties in the order the prompt shows them, for
+/// [`crate::llm::Format::SchemaKeysFirst`]: the text, then what it cites.
+pub const TEXT_BEFORE_CITES: &[&str] = &["text", "cites"];
+
 /// The JSON schema of an answer citing `ids` (the evidence units in the
 /// prompt): an enum of ids, so a grammar-constrained model cannot invent
 /// one.

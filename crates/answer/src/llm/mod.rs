@@ -62,6 +62,47 @@ pub enum Format<'a> {
     JsonObject,
     /// `response_format: json_schema` with this schema (strict).
     Schema(&'a serde_json::Value),
+    /// [`Format::Schema`], with these property names sent before the
+    /// others wherever they occur. llama.cpp's server makes the model write
+    /// an object's properties in the order the schema lists them, and
+    /// serde_json's maps list them sorted ("cites" before "text"): a model
+    /// made to choose its citations first tends to copy the cited sentence
+    /// as its text.
+    SchemaKeysFirst(&'a serde_json::Value, &'a [&'a str]),
+}
+
+/// `value` serialized with the object keys of `first` before the others,
+/// in that order, at every depth; the rest stay in serde_json's order.
+struct KeysFirst<'a> {
+    value: &'a serde_json::Value,
+    first: &'a [&'a str],
+}
+
+impl serde::Serialize for KeysFirst<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeMap, SerializeSeq};
+        let nested = |value| KeysFirst { value, first: self.first };
+        match self.value {
+            serde_json::Value::Object(map) => {
+                let mut entries: Vec<(&String, &serde_json::Value)> = map.iter().collect();
+                // A stable sort: the keys not in `first` keep their order.
+                entries.sort_by_key(|(k, _)| self.first.iter().position(|f| f == k).unwrap_or(usize::MAX));
+                let mut out = serializer.serialize_map(Some(entries.len()))?;
+                for (k, v) in entries {
+                    out.serialize_entry(k, &nested(v))?;
+                }
+                out.end()
+            }
+            serde_json::Value::Array(items) => {
+                let mut out = serializer.serialize_seq(Some(items.len()))?;
+                for v in items {
+                    out.serialize_element(&nested(v))?;
+                }
+                out.end()
+            }
+            other => other.serialize(serializer),
+        }
+    }
 }
 
 /// The time a call spent inside llama.cpp's server (prefill + decode),
@@ -206,11 +247,15 @@ impl ChatClient {
         match format {
             Format::Text => {}
             Format::JsonObject => body["response_format"] = serde_json::json!({"type": "json_object"}),
-            Format::Schema(s) => {
+            Format::Schema(s) | Format::SchemaKeysFirst(s, _) => {
                 body["response_format"] =
                     serde_json::json!({"type": "json_schema", "json_schema": {"name": "answer", "strict": true, "schema": s}})
             }
         }
+        let keys_first: &[&str] = match format {
+            Format::SchemaKeysFirst(_, first) => first,
+            _ => &[],
+        };
         if let Some(t) = self.cfg.max_tokens {
             body["max_tokens"] = t.into();
         }
@@ -228,6 +273,7 @@ impl ChatClient {
             body["stream"] = true.into();
             body["stream_options"] = serde_json::json!({"include_usage": true});
         }
+        let body = KeysFirst { value: &body, first: keys_first };
         let mut attempt = 0u32;
         let mut resends = 0u32;
         loop {
@@ -283,5 +329,25 @@ impl ChatClient {
             tokio::time::sleep(wait).await;
             attempt += 1;
         }
+    }
+}
+
+#[cfg(test)]
+mod keys_first_tests {
+    use super::KeysFirst;
+
+    #[test]
+    fn the_keys_asked_first_are_written_first_at_every_depth() {
+        let schema = serde_json::json!({
+            "type": "object",
+            "properties": {"sections": {"type": "array", "items": {"properties": {"cites": {"type": "array"}, "quote": {}, "text": {}}}}},
+        });
+        let text = serde_json::to_string(&KeysFirst { value: &schema, first: &["text", "cites"] }).unwrap();
+        assert_eq!(
+            text,
+            r#"{"properties":{"sections":{"items":{"properties":{"text":{},"cites":{"type":"array"},"quote":{}}},"type":"array"}},"type":"object"}"#
+        );
+        // Nothing asked first: serde_json's own order.
+        assert_eq!(serde_json::to_string(&KeysFirst { value: &schema, first: &[] }).unwrap(), schema.to_string());
     }
 }

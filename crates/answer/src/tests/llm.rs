@@ -47,6 +47,32 @@ async fn a_streamed_answer_cites_whole_sentences_and_shows_its_text_as_it_comes(
     assert_eq!(msgs.last().unwrap()["content"], QUESTION);
 }
 
+/// An English question over Vietnamese documents: the prompt names the
+/// language to write in, and the schema asks for each section's text
+/// before its citations (asked citations first, the model copied the cited
+/// Vietnamese sentence). A Vietnamese question keeps the prompt and the
+/// order the calibration runs were answered with.
+#[tokio::test]
+async fn an_english_question_over_vietnamese_documents_is_answered_in_english_words_first() {
+    let content = serde_json::json!({"answerable": true, "sections": [{"text": "Revenue grew 12.4%.", "cites": ["S1"]}]}).to_string();
+    let (url, server) = serve(vec![Reply::Content(content)]).await;
+    let (out, _) = ask(&client(&url, 5000), LlmFallback::Fail, "How much did revenue grow?").await;
+    assert_eq!(out.unwrap().sections[0].text, "Revenue grew 12.4%.");
+    let (url, vietnamese) = serve(vec![Reply::Content(answer_json(&["S1"]))]).await;
+    let _ = ask(&client(&url, 5000), LlmFallback::Fail, QUESTION).await;
+
+    let raw = server.raw_requests.lock().unwrap()[0].clone();
+    let (text, cites) = (raw.find(r#""text":{"type":"string"}"#).unwrap(), raw.find(r#""cites":{"#).unwrap());
+    assert!(text < cites, "{raw}");
+    let msgs = server.requests.lock().unwrap()[0]["messages"].clone();
+    assert!(msgs[1]["content"].as_str().unwrap().ends_with("write every section in English, also where the evidence is in Vietnamese."));
+
+    let raw = vietnamese.raw_requests.lock().unwrap()[0].clone();
+    assert!(raw.find(r#""cites":{"#).unwrap() < raw.find(r#""text":{"type":"string"}"#).unwrap(), "{raw}");
+    let msgs = vietnamese.requests.lock().unwrap()[0]["messages"].clone();
+    assert!(msgs[1]["content"].as_str().unwrap().ends_with("</documents>"));
+}
+
 #[tokio::test]
 async fn a_stream_cut_in_the_middle_is_asked_again() {
     let content = answer_json(&["S1"]);

@@ -59,15 +59,19 @@ pub(super) struct Server {
     replies: Vec<Reply>,
     pub(super) calls: AtomicUsize,
     pub(super) requests: std::sync::Mutex<Vec<serde_json::Value>>,
+    /// The same requests as sent, keys in their order.
+    pub(super) raw_requests: std::sync::Mutex<Vec<String>>,
 }
 
 fn usage() -> serde_json::Value {
     serde_json::json!({"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150})
 }
 
-async fn completions(State(s): State<Arc<Server>>, headers: HeaderMap, Json(body): Json<serde_json::Value>) -> Response {
+async fn completions(State(s): State<Arc<Server>>, headers: HeaderMap, raw: String) -> Response {
     assert_eq!(headers.get("authorization").unwrap(), "Bearer test-key");
+    let body: serde_json::Value = serde_json::from_str(&raw).unwrap();
     s.requests.lock().unwrap().push(body.clone());
+    s.raw_requests.lock().unwrap().push(raw);
     let n = s.calls.fetch_add(1, Ordering::SeqCst);
     let reply = s.replies.get(n).or(s.replies.last()).cloned().unwrap();
     match reply {
@@ -152,7 +156,7 @@ fn futures_lite_stream(events: Vec<String>) -> impl futures::Stream<Item = Resul
 }
 
 pub(super) async fn serve(replies: Vec<Reply>) -> (String, Arc<Server>) {
-    let state = Arc::new(Server { replies, calls: AtomicUsize::new(0), requests: Default::default() });
+    let state = Arc::new(Server { replies, calls: AtomicUsize::new(0), requests: Default::default(), raw_requests: Default::default() });
     let app = Router::new().route("/v1/chat/completions", post(completions)).with_state(state.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();

@@ -230,7 +230,7 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
         if language == "en" && message.status != MessageStatus::Failed && !s.abstained && s.sections > 0 {
             english_answered += 1;
             let shown = shown_text(&message.metadata);
-            if rag_retrieval::detect_language(&shown) == rag_retrieval::Language::En {
+            if rag_retrieval::detect_language(&without_names(&shown)) == rag_retrieval::Language::En {
                 answers_in_english += 1;
             } else {
                 answers_not_in_english.push(format!("{}: {shown}", g.query_id));
@@ -403,4 +403,23 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
 /// The text of the sections an answer shows, joined.
 fn shown_text(metadata: &serde_json::Value) -> String {
     metadata["sections"].as_array().into_iter().flatten().filter_map(|s| s["text"].as_str()).collect::<Vec<_>>().join(" ")
+}
+
+/// `text` without its capitalised words: an English answer keeps the
+/// documents' names as they are written ("The storm flooded the roads in
+/// Quảng Bình."), and they say nothing of the language it is written in.
+fn without_names(text: &str) -> String {
+    text.split_whitespace().filter(|w| !w.chars().next().is_some_and(char::is_uppercase)).collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_names;
+    use rag_retrieval::{detect_language, Language};
+
+    #[test]
+    fn an_english_answer_with_vietnamese_names_is_english() {
+        assert_eq!(detect_language(&without_names("The storm flooded the roads in Quảng Bình.")), Language::En);
+        assert_eq!(detect_language(&without_names("Sản phẩm được bảo hành 24 tháng kể từ ngày mua.")), Language::Vi);
+    }
 }
