@@ -89,16 +89,26 @@ pub fn answer_language_note(question: &str, evidence: &str) -> Option<String> {
         Language::En => Some("English"),
         Language::Other => None,
     };
-    let asked = detect_language(question);
-    let asked_in = name(asked)?;
-    let other = evidence
+    // Too few words to tell a language by: "GDP 2023?", a table row of
+    // figures, a hotline number. Such a text decides nothing.
+    let judged = |text: &str| {
+        let words = text.split(|c: char| !c.is_alphabetic()).filter(|w| w.chars().count() > 1).count();
+        (words >= MIN_JUDGED_WORDS).then(|| detect_language(text)).and_then(|l| name(l).map(|n| (l, n)))
+    };
+    let (asked, asked_in) = judged(question)?;
+    let (_, read_in) = evidence
         .lines()
-        .filter(|line| line.trim_start().starts_with("[S"))
-        .map(detect_language)
-        .find(|read| *read != asked && name(*read).is_some())?;
-    let read_in = name(other)?;
+        .filter_map(|line| line.trim_start().strip_prefix("[S"))
+        // The sentence after its id: "[S4] " is not a word of it.
+        .filter_map(|rest| rest.split_once("] ").map(|(_, sentence)| sentence))
+        .filter_map(judged)
+        .find(|(read, _)| *read != asked)?;
     Some(format!("The question is in {asked_in}: write every section in {asked_in}, also where the evidence is in {read_in}."))
 }
+
+/// Words of two letters or more a text needs before its language is
+/// taken to be known, for [`answer_language_note`].
+const MIN_JUDGED_WORDS: usize = 3;
 
 /// The evidence as quoted data: inside the block's tags, with any tag of
 /// the block that a document itself writes defused, so no uploaded text
@@ -219,6 +229,10 @@ mod tests {
         // Evidence from documents in both languages: said too.
         let both = format!("{en}[S2] Nhân viên được nghỉ phép năm 12 ngày có hưởng lương.\n");
         assert!(answer_language_note("How many paid vacation days do employees get?", &both).is_some());
+        // Too few words to tell: a table row of figures, a short question.
+        let figures = "Document: bang.xlsx, page 1\n[S1] Doanh thu thuần năm 2023 đạt 1.245,6 tỷ đồng.\n[S2] | 2022 | 312,5 | 351,9 |\n[S3] Hotline: 1900 1234\n";
+        assert_eq!(answer_language_note("Doanh thu năm 2023 là bao nhiêu?", figures), None);
+        assert_eq!(answer_language_note("GDP 2023?", vi), None);
         // One language: the prompt the calibration sets were answered with.
         assert_eq!(answer_language_note("Thời gian bảo hành là bao lâu?", vi), None);
         assert_eq!(answer_language_note("What is the warranty period?", en), None);

@@ -69,6 +69,7 @@ fn usage() -> serde_json::Value {
 
 async fn completions(State(s): State<Arc<Server>>, headers: HeaderMap, raw: String) -> Response {
     assert_eq!(headers.get("authorization").unwrap(), "Bearer test-key");
+    assert_eq!(headers.get("content-type").unwrap(), "application/json");
     let body: serde_json::Value = serde_json::from_str(&raw).unwrap();
     s.requests.lock().unwrap().push(body.clone());
     s.raw_requests.lock().unwrap().push(raw);

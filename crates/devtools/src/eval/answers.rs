@@ -170,9 +170,10 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
     // Vietnamese questions, and of those the replies with marks.
     let (mut vietnamese_questions, mut replies_with_marks) = (0usize, 0usize);
     let mut replies_without_marks: Vec<String> = Vec::new();
-    // English questions given an answer, and of those the answers written
-    // in English (over Vietnamese documents a small model may answer in
-    // the documents' language).
+    // English questions given an answer in a language that can be told,
+    // and of those the answers shown in English (over Vietnamese documents
+    // a small model may answer in the documents' language; a section the
+    // faithfulness check replaced by its cited text counts as shown).
     let (mut english_answered, mut answers_in_english) = (0usize, 0usize);
     let mut answers_not_in_english: Vec<String> = Vec::new();
     let started = Instant::now();
@@ -228,12 +229,19 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
             first_words.map(|f| f.1),
         );
         if language == "en" && message.status != MessageStatus::Failed && !s.abstained && s.sections > 0 {
-            english_answered += 1;
             let shown = shown_text(&message.metadata);
-            if rag_retrieval::detect_language(&without_names(&shown)) == rag_retrieval::Language::En {
-                answers_in_english += 1;
-            } else {
-                answers_not_in_english.push(format!("{}: {shown}", g.query_id));
+            // Names and figures alone ("Nguyễn Văn An.") say no language:
+            // such an answer is counted neither way.
+            match rag_retrieval::detect_language(&without_names(&shown)) {
+                rag_retrieval::Language::Other => {}
+                rag_retrieval::Language::En => {
+                    english_answered += 1;
+                    answers_in_english += 1;
+                }
+                rag_retrieval::Language::Vi => {
+                    english_answered += 1;
+                    answers_not_in_english.push(format!("{}: {shown}", g.query_id));
+                }
             }
         }
         if !args.json {
@@ -390,7 +398,7 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
             }
         }
         if english_answered > 0 {
-            println!("English questions: {answers_in_english} of {english_answered} answers written in English");
+            println!("English questions: {answers_in_english} of {english_answered} answers shown in English");
             for r in &answers_not_in_english {
                 println!("  not in English: {r}");
             }
