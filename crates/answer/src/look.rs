@@ -100,7 +100,8 @@ pub(crate) async fn look_at(
     on_partial: OnPartial<'_>,
 ) -> Result<Look, LookError> {
     let rendered = evidence.render(chunks);
-    let mut messages = prompt::build(question, &rendered, history, HISTORY_TURNS);
+    let language_note = prompt::answer_language_note(question, &rendered);
+    let mut messages = prompt::build(question, &rendered, language_note.as_deref(), history, HISTORY_TURNS);
     let ids: Vec<String> = evidence.units.iter().map(|u| u.id.clone()).collect();
     let schema = contract::schema(&ids);
     // Over evidence in another language than the question the model must
@@ -108,7 +109,7 @@ pub(crate) async fn look_at(
     // first it copied the cited sentence, in the evidence's language
     // (docs/answers.md). Otherwise the order the calibration runs were
     // answered with.
-    let format = if prompt::answer_language_note(question, &rendered).is_some() {
+    let format = if language_note.is_some() {
         llm::Format::SchemaKeysFirst(&schema, contract::TEXT_BEFORE_CITES)
     } else {
         llm::Format::Schema(&schema)

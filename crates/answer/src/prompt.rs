@@ -56,11 +56,12 @@ pub fn retry(error: &str) -> String {
 /// sentences grouped by document, [`crate::evidence::Evidence::render`]),
 /// the last `max_turns` turns, the question. The instructions come first and
 /// never change, so a server that caches the prompt prefix reuses them.
-pub fn build(question: &str, evidence: &str, history: &[Turn], max_turns: usize) -> Vec<ChatMessage> {
+/// `language_note` ([`answer_language_note`]) follows the evidence.
+pub fn build(question: &str, evidence: &str, language_note: Option<&str>, history: &[Turn], max_turns: usize) -> Vec<ChatMessage> {
     let mut quoted = quote_evidence(evidence);
-    if let Some(note) = answer_language_note(question, evidence) {
+    if let Some(note) = language_note {
         quoted.push('\n');
-        quoted.push_str(&note);
+        quoted.push_str(note);
     }
     let mut messages = vec![ChatMessage::new("system", SYSTEM), ChatMessage::new("system", quoted)];
     let start = history.len().saturating_sub(max_turns);
@@ -202,7 +203,7 @@ mod tests {
     fn evidence_history_and_question_in_order() {
         let history: Vec<Turn> =
             (0..5).map(|i| Turn { role: if i % 2 == 0 { "user" } else { "assistant" }.into(), content: format!("turn {i}") }).collect();
-        let m = build("Why?", "Document: r.txt, page 1\n[S1] Revenue grew.\n", &history, 2);
+        let m = build("Why?", "Document: r.txt, page 1\n[S1] Revenue grew.\n", None, &history, 2);
         assert_eq!(m[0].content, SYSTEM);
         assert_eq!(m[1].content, "Evidence:\n<documents>\nDocument: r.txt, page 1\n[S1] Revenue grew.\n</documents>");
         assert_eq!(m.len(), 2 + 2 + 1);
@@ -214,7 +215,8 @@ mod tests {
     fn the_answer_language_is_said_when_question_and_evidence_differ() {
         let vi = "Document: chinh-sach.txt, page 1\n[S1] Sản phẩm được bảo hành 24 tháng kể từ ngày mua.\n";
         let en = "Document: policy.txt, page 1\n[S1] The product has a 24-month warranty from the date of purchase.\n";
-        let m = build("What is the warranty period?", vi, &[], 2);
+        let note = |q: &str, evidence: &str| answer_language_note(q, evidence);
+        let m = build("What is the warranty period?", vi, note("What is the warranty period?", vi).as_deref(), &[], 2);
         assert!(
             m[1].content.ends_with(
                 "</documents>\nThe question is in English: write every section in English, also where the evidence is in Vietnamese."
@@ -222,7 +224,7 @@ mod tests {
             "{}",
             m[1].content
         );
-        let m = build("Thời gian bảo hành là bao lâu?", en, &[], 2);
+        let m = build("Thời gian bảo hành là bao lâu?", en, note("Thời gian bảo hành là bao lâu?", en).as_deref(), &[], 2);
         assert!(m[1].content.contains("write every section in Vietnamese"), "{}", m[1].content);
         // Typed without marks, still Vietnamese.
         assert!(answer_language_note("thoi gian bao hanh la bao lau?", en).is_some_and(|n| n.contains("in Vietnamese,")));
@@ -236,7 +238,7 @@ mod tests {
         // One language: the prompt the calibration sets were answered with.
         assert_eq!(answer_language_note("Thời gian bảo hành là bao lâu?", vi), None);
         assert_eq!(answer_language_note("What is the warranty period?", en), None);
-        assert!(build("What is the warranty period?", en, &[], 2)[1].content.ends_with("</documents>"));
+        assert!(build("What is the warranty period?", en, None, &[], 2)[1].content.ends_with("</documents>"));
     }
 
     /// A document that writes the block's closing tag stays inside the
