@@ -1214,6 +1214,36 @@ for (const [lang, device, name] of MATRIX) {
 }
 
 for (const [lang, device, name] of MATRIX) {
+  test(`a figure its citation does not give streams, then is taken back: struck through under the answer, which says the cited sentence (${lang}, ${name})`, async () => {
+    const { token, ws } = await fiona();
+    const { context, page, errors } = await visit(token, lang, device, `#ws=${ws}`);
+    await page.evaluate(() => {
+      window.__streamed = "";
+      new MutationObserver(() => {
+        const a = document.querySelector(".message.assistant.streaming");
+        if (a) window.__streamed = a.textContent;
+      }).observe(document.querySelector("#messages"), { subtree: true, childList: true, characterData: true });
+    });
+    // The fake model writes net revenue's rise as 21,4% (the document
+    // says 12,4%: tests/browser/fake_llm.py).
+    await page.fill("#question", "Con số: doanh thu thuần năm 2023 tăng bao nhiêu so với năm 2022?");
+    await page.click("#ask-button");
+    const done = page.locator(".message.assistant.done");
+    await done.waitFor({ timeout: 60_000 });
+    assert.match(await page.evaluate(() => window.__streamed), /21,4%/, "the wrong figure was on screen while it streamed");
+    const sections = await done.locator(".section").allTextContents();
+    assert.ok(sections.some((s) => s.includes("12,4%")) && !sections.some((s) => s.includes("21,4%")), `the answer says the cited figure: ${sections}`);
+    assert.equal(await done.locator(".withdrawn small").textContent(), CATALOGUE[lang]["chat.withdrawn"]);
+    const struck = await done.locator(".withdrawn del").allTextContents();
+    assert.ok(struck.length >= 1 && struck.every((s) => s.includes("21,4%") && !s.includes("not in its citations")), `struck through: ${struck}`);
+    await page.mouse.move(5, 5);
+    await screenshot(page, `withdrawn-${lang}-${name}.png`);
+    assert.deepEqual(errors, [], "no script errors");
+    await context.close();
+  });
+}
+
+for (const [lang, device, name] of MATRIX) {
   test(`a first visit starts a new conversation with the hint; a later one goes back to the one chosen; a favicon (${lang}, ${name})`, async () => {
     const { token, ws, conversation } = await fiona();
     const T = CATALOGUE[lang];

@@ -104,6 +104,11 @@ pub struct CitationReport {
     /// the model wrote it, with what was missing.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unfaithful_sections: Vec<String>,
+    /// Figures of shown sections that their citations do not state but
+    /// that the system recomputed from cited numbers (`faithful`): "12,6% =
+    /// (351,9 − 312,5) / 312,5 × 100 = 12,61", shown after the section.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub derived_figures: Vec<String>,
     /// Questions the model wrote into its sections (the question asked,
     /// or another part of it), taken out (`faithful::drop_questions`).
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -194,6 +199,7 @@ impl CitationReport {
         self.dropped_source_ids.extend(o.dropped_source_ids);
         self.unsupported_sections.extend(o.unsupported_sections);
         self.unfaithful_sections.extend(o.unfaithful_sections);
+        self.derived_figures.extend(o.derived_figures);
         self.question_sentences += o.question_sentences;
         self.rejected_sections.extend(o.rejected_sections);
         self.narrowed_quotes += o.narrowed_quotes;

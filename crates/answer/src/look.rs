@@ -152,7 +152,7 @@ pub(crate) async fn look_at(
                             Vec::new()
                         };
                         report.question_sentences += crate::faithful::drop_questions(&mut sections);
-                        crate::faithful::keep_to_citations(&mut sections, question, &mut report);
+                        crate::faithful::keep_to_citations(&mut sections, question, evidence, chunks, &mut report);
                         report.cited_coverage = crate::signals::cited_coverage(question, &sections);
                         report.cited_phrase_coverage = crate::signals::cited_phrase_coverage(
                             question,

@@ -345,6 +345,7 @@ function renderMessage(m) {
       { class: "message assistant done abstained", dataset: { id: m.id } },
       el("p", { class: "abstention", text: m.content }),
       el("small", { class: "muted", text: t("chat.abstained") }),
+      withdrawnNote(m),
     );
   }
   const sections = m.metadata?.sections ?? [];
@@ -381,7 +382,28 @@ function renderMessage(m) {
           ),
         )
       : null,
+    withdrawnNote(m),
     m.metadata?.mode ? el("small", { class: "muted", text: t(m.metadata.mode === "llm" ? "chat.modeLlm" : "chat.modeExtractive") }) : null,
+  );
+}
+
+/**
+ * What the checks took back of the text streamed while answering (a
+ * section that said what its citations do not, an answer they do not
+ * support), struck through under the answer: the words a reader saw stream
+ * are never left to be read as the answer. Null when nothing was.
+ */
+function withdrawnNote(m) {
+  const report = m.metadata?.retrieval?.citation_report ?? {};
+  const taken = [...(report.unfaithful_sections ?? []), ...(report.rejected_sections ?? [])].map((s) =>
+    String(s).replace(/ \(not in its citations: [^)]*\)$/, ""),
+  );
+  if (!taken.length) return null;
+  return el(
+    "div",
+    { class: "withdrawn muted" },
+    el("small", { text: t("chat.withdrawn") }),
+    ...taken.map((s) => el("p", {}, el("del", { text: s }))),
   );
 }
 

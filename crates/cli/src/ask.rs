@@ -119,6 +119,9 @@ pub async fn ask(s: &AskSettings, args: AskArgs) -> anyhow::Result<ExitCode> {
     };
     if !shown.is_empty() {
         eprintln!("\n");
+        for line in withdrawn(&shown, &message.metadata) {
+            eprintln!("{line}");
+        }
     }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&message)?);
@@ -210,6 +213,28 @@ pub async fn ask(s: &AskSettings, args: AskArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// What the answer took back of the text streamed above it, for people:
+/// nothing when the final sections are what streamed; otherwise a line
+/// saying so, and each withdrawn section (said what its citations do not,
+/// or held back by the check) as the model wrote it, so the streamed words
+/// are never left to be read as the answer.
+fn withdrawn(shown: &str, metadata: &serde_json::Value) -> Vec<String> {
+    let empty = Vec::new();
+    let sections = metadata["sections"].as_array().unwrap_or(&empty);
+    let last = sections.iter().map(|s| s["text"].as_str().unwrap_or_default()).collect::<Vec<_>>().join("\n\n");
+    if last.trim() == shown.trim() {
+        return Vec::new();
+    }
+    let report = &metadata["retrieval"]["citation_report"];
+    let mut out = vec!["[withdrawn] the text streamed above is not the answer; the checked answer follows".to_string()];
+    for key in ["unfaithful_sections", "rejected_sections"] {
+        for s in report[key].as_array().unwrap_or(&empty) {
+            out.push(format!("  withdrawn: {}", s.as_str().unwrap_or_default()));
+        }
+    }
+    out
+}
+
 /// "a.pdf (pages 1, 2), b.md": the documents an answer is being written
 /// from.
 fn reading(sources: &[messages::DeltaSource]) -> String {
@@ -225,4 +250,22 @@ fn reading(sources: &[messages::DeltaSource]) -> String {
         })
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::withdrawn;
+
+    #[test]
+    fn text_taken_back_after_streaming_is_said_to_be_withdrawn() {
+        let metadata = serde_json::json!({
+            "sections": [{"text": "Lợi nhuận gộp — 2022: 312,5; 2023: 351,9"}],
+            "retrieval": {"citation_report": {"unfaithful_sections": ["Lợi nhuận gộp tăng 38,6%. (not in its citations: 38.6)"]}}
+        });
+        let lines = withdrawn("Lợi nhuận gộp tăng 38,6%.", &metadata);
+        assert_eq!(lines.len(), 2);
+        assert!(lines[0].starts_with("[withdrawn]"));
+        assert_eq!(lines[1], "  withdrawn: Lợi nhuận gộp tăng 38,6%. (not in its citations: 38.6)");
+        assert!(withdrawn("Lợi nhuận gộp — 2022: 312,5; 2023: 351,9", &metadata).is_empty(), "what streamed is the answer");
+    }
 }

@@ -527,3 +527,44 @@ async fn a_request_written_into_a_connection_the_server_closed_is_sent_again_at_
     }
     assert_eq!(answered.load(Ordering::SeqCst), 4, "each call reached the model once");
 }
+
+/// The guard on the answer path: a figure the citations do not give, or
+/// one they give for something else, is never shown as the answer, while
+/// the model's words stream; the section says its cited sentence instead.
+/// A figure the system recomputes from the cited ones stays, with the
+/// computation after it. (Without the call in `look.rs` this fails.)
+#[tokio::test]
+async fn a_wrong_figure_streamed_is_withdrawn_and_a_recomputed_one_is_shown_with_its_computation() {
+    let content = serde_json::json!({"answerable": true, "sections": [
+        {"text": "Doanh thu năm 2023 tăng 21,4%.", "cites": ["S1"]},
+        {"text": "Lợi nhuận sau thuế đạt 1.245,6 tỷ đồng.", "cites": ["S1", "S2"]}]})
+    .to_string();
+    let (url, _) = serve(vec![Reply::Stream { content, piece: 6, cut: false }]).await;
+    let (out, partials) = ask(&client(&url, 5000), LlmFallback::Fail, QUESTION).await;
+    let out = out.unwrap();
+    assert!(partials.iter().any(|p| p.first().is_some_and(|s| s.text.contains("21,4%"))), "the wrong figure streamed");
+    let texts: Vec<&str> = out.sections.iter().map(|s| s.text.as_str()).collect();
+    assert_eq!(
+        texts,
+        [
+            "Doanh thu thuần năm 2023 đạt 1.245,6 tỷ đồng, tăng 12,4%.",
+            "Doanh thu thuần năm 2023 đạt 1.245,6 tỷ đồng, tăng 12,4%. Lợi nhuận sau thuế đạt 187,3 tỷ đồng."
+        ]
+    );
+    assert_eq!(out.report.unfaithful_sections.len(), 2, "{:?}", out.report.unfaithful_sections);
+
+    let chunks =
+        vec![chunk("doc-2", "Doanh thu năm 2022 đạt 1.108,2 tỷ đồng.\n\nDoanh thu năm 2023 đạt 1.245,6 tỷ đồng.", "bao-cao.md", vec![])];
+    let content = serde_json::json!({"answerable": true, "sections": [
+        {"text": "Doanh thu năm 2023 tăng 137,4 tỷ đồng, tức 12,4% so với năm 2022.", "cites": ["S1", "S2"]}]})
+    .to_string();
+    let (url, _) = serve(vec![Reply::Content(content)]).await;
+    let out = answer_question(Some(&client(&url, 5000)), QUESTION, &[], &chunks, UNCHECKED, None, &mut |_| {}).await.unwrap();
+    assert_eq!(
+        out.sections[0].text,
+        "Doanh thu năm 2023 tăng 137,4 tỷ đồng, tức 12,4% so với năm 2022. \
+         (tính lại: 137,4 = 1.245,6 − 1.108,2 = 137,40; 12,4% = (1.245,6 − 1.108,2) / 1.108,2 × 100 = 12,40)"
+    );
+    assert_eq!(out.report.derived_figures.len(), 2);
+    assert!(out.report.unfaithful_sections.is_empty());
+}

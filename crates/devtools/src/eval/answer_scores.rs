@@ -62,6 +62,9 @@ pub struct Scored {
     pub retrieval_ms: u64,
     pub llama_ms: u64,
     pub prompt_tokens: u64,
+    /// llama.cpp's own prefill of the answer's prompt (its `prompt_ms`):
+    /// what the first words cannot come before.
+    pub prefill_ms: u64,
     pub prefill_tokens_per_s: f64,
     pub decode_tokens_per_s: f64,
     /// From the model's first words (the first token of a section's text,
@@ -236,6 +239,7 @@ pub fn score(
             }
         },
         prompt_tokens: metadata["retrieval"]["llm_timings"]["prompt_n"].as_u64().unwrap_or(0),
+        prefill_ms: metadata["retrieval"]["llm_timings"]["prompt_ms"].as_f64().unwrap_or(0.0) as u64,
         prefill_tokens_per_s: metadata["retrieval"]["llm_timings"]["prompt_per_second"].as_f64().unwrap_or(0.0),
         decode_tokens_per_s: metadata["retrieval"]["llm_timings"]["predicted_per_second"].as_f64().unwrap_or(0.0),
         stream_lag_ms: first_words_at_ms

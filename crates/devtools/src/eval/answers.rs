@@ -34,6 +34,16 @@ pub struct AnswersArgs {
     /// Ask only the first N questions.
     #[arg(long)]
     max_questions: Option<usize>,
+    /// A stratified sample: at most N questions of each form a query id
+    /// names (`eval/forms/build.py`: `vi-q0001`, `envi-u0003`), each form's
+    /// kinds (answerable, unanswerable on a topic of the corpus, from
+    /// outside it) in the shares the set has them, drawn by `--seed`; the
+    /// figures are then printed per form too.
+    #[arg(long)]
+    per_form: Option<usize>,
+    /// The draw of `--per-form`.
+    #[arg(long, default_value_t = 46)]
+    seed: u64,
     /// Seconds to wait for each answer.
     #[arg(long, default_value_t = 300)]
     timeout: u64,
@@ -46,7 +56,7 @@ pub struct AnswersArgs {
     /// Vietnamese questions answered (or abstained) with Vietnamese marks.
     #[arg(long)]
     strip_diacritics: bool,
-    /// Print JSON: {"all": {...}, "by_language": {...}, "by_form": {...}, "unanswerable": {...}, "vietnamese_replies": {...}, "questions": [...], "run": {...}}.
+    /// Print JSON: {"all": {...}, "by_language": {...}, "by_form": {...}, "by_question_form": {...}, "unanswerable": {...}, "vietnamese_replies": {...}, "questions": [...], "run": {...}}.
     #[arg(long)]
     json: bool,
 }
@@ -128,6 +138,11 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
     let gold: Vec<GoldAnswer> = read_jsonl(&args.dir.join("answers.jsonl"))?;
     let text_of: HashMap<&str, &str> = queries.iter().map(|q| (q.id.as_str(), q.text.as_str())).collect();
     let mut asked: Vec<(&GoldAnswer, &str)> = gold.iter().filter_map(|g| text_of.get(g.query_id.as_str()).map(|t| (g, *t))).collect();
+    if let Some(n) = args.per_form {
+        let ids: Vec<&str> = asked.iter().map(|(g, _)| g.query_id.as_str()).collect();
+        let keep = super::forms::stratified(&ids, n, args.seed);
+        asked = asked.into_iter().zip(keep).filter(|(_, k)| *k).map(|(a, _)| a).collect();
+    }
     if let Some(n) = args.max_questions {
         asked.truncate(n);
     }
@@ -287,6 +302,7 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
             by_form.insert(form, t);
         }
     }
+    let question_forms = super::forms::by_form(&scored);
     let bad_slices: usize = scored.iter().map(|s| s.bad_slices).sum();
     let vietnamese_replies = serde_json::json!({
         "questions": vietnamese_questions, "with_marks": replies_with_marks, "without_marks": replies_without_marks,
@@ -299,7 +315,7 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
         println!(
             "{}",
             serde_json::to_string_pretty(&serde_json::json!({
-                "all": all, "by_language": by_language, "by_form": by_form, "unanswerable": none, "vietnamese_replies": vietnamese_replies, "english_answers": english_answers, "questions": scored,
+                "all": all, "by_language": by_language, "by_form": by_form, "by_question_form": question_forms, "unanswerable": none, "vietnamese_replies": vietnamese_replies, "english_answers": english_answers, "questions": scored,
                 "run": {"passages": corpus.len(), "questions": asked.len(), "answers_by": answers_by,
                         "llm_model": s.answers.answer_llm_model.clone().unwrap_or_default(), "embedder": s.embedding.embedder_choice().to_string(),
                         "evidence_chars": s.answers.evidence_chars(),
@@ -384,6 +400,7 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
                 t.abstained
             );
         }
+        super::forms::print(&question_forms);
         let unfaithful: usize = scored.iter().map(|s| s.unfaithful_sections).sum();
         println!("sections shown as their cited text for a number or name the citations lack (unfaithful): {unfaithful}");
         let questions_written: usize = scored.iter().map(|s| s.question_sentences).sum();

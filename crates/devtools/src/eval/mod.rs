@@ -16,6 +16,7 @@ mod answers;
 mod calibration;
 mod calibration_fit;
 mod dataset;
+mod forms;
 mod retrieval;
 
 #[derive(Subcommand, Debug)]
