@@ -312,6 +312,11 @@ pub struct AnswerOutcome {
     /// Evidence units shown to the model and chunks they came from.
     pub evidence_units: usize,
     pub evidence_chunks: usize,
+    /// Of a question that asks several things, some answered: the parts the
+    /// documents do not answer, as asked. Said after the sections
+    /// ([`AnswerOutcome::text`]), never as a section: a section is what the
+    /// documents say, and always cites it.
+    pub unanswered_parts: Vec<String>,
 }
 
 impl AnswerOutcome {
@@ -331,6 +336,7 @@ impl AnswerOutcome {
             streamed: false,
             evidence_units: 0,
             evidence_chunks: 0,
+            unanswered_parts: Vec::new(),
         }
     }
 
@@ -339,9 +345,14 @@ impl AnswerOutcome {
         self.sections.iter().flat_map(|s| s.citations.iter().cloned()).collect()
     }
 
-    /// The answer as plain text: sections separated by blank lines.
+    /// The answer as plain text: sections separated by blank lines, then
+    /// the parts of the question the documents do not answer.
     pub fn text(&self) -> String {
-        self.sections.iter().map(|s| s.text.as_str()).collect::<Vec<_>>().join("\n\n")
+        let mut paragraphs: Vec<String> = self.sections.iter().map(|s| s.text.clone()).collect();
+        if !self.unanswered_parts.is_empty() {
+            paragraphs.push(unanswered_text(&self.unanswered_parts));
+        }
+        paragraphs.join("\n\n")
     }
 }
 
@@ -358,6 +369,18 @@ pub fn abstention_text(question: &str) -> &'static str {
     } else {
         "Your documents do not say."
     }
+}
+
+/// What is said of the parts of a question the documents do not answer,
+/// in the language of the first: "Tài liệu của bạn không đề cập đến: lợi
+/// nhuận năm 2023 tăng bao nhiêu?".
+pub fn unanswered_text(parts: &[String]) -> String {
+    let said = if parts.first().is_some_and(|p| is_vietnamese(p)) {
+        "Tài liệu của bạn không đề cập đến:"
+    } else {
+        "Your documents do not say:"
+    };
+    format!("{said} {}", parts.join(" "))
 }
 
 fn abstention(question: &str) -> Vec<Section> {

@@ -224,6 +224,7 @@ pub(crate) async fn look_at(
                             streamed: c.streamed,
                             evidence_units: evidence.units.len(),
                             evidence_chunks: evidence.chunks_used,
+                            unanswered_parts: Vec::new(),
                         };
                         return Ok(Look { outcome, held_back_units });
                     }

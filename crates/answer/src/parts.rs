@@ -315,19 +315,25 @@ pub fn question_parts_as_asked(question: &str) -> Vec<QuestionPart> {
     parts
 }
 
-/// The answers to a question's parts as one answer: their sections in the
-/// parts' order (a part the documents do not answer keeps its own
-/// abstention), abstained only when every part did; the first part's start
-/// and timings (its words were the first on the page), every part's usage
-/// and citation report added up.
-pub fn combine_parts(mut outcomes: Vec<crate::AnswerOutcome>) -> crate::AnswerOutcome {
-    if outcomes.len() <= 1 {
-        return outcomes.pop().unwrap_or_else(|| crate::AnswerOutcome::plain(crate::AnswerMode::NoAnswer, vec![], true));
+/// The answers to the parts of a question (each part's text as asked,
+/// and its answer) as one answer: the sections of the parts answered, in
+/// the question's order, a sentence two parts cite said once; a part the
+/// documents do not answer adds no section (its abstention cites nothing)
+/// but is named in `unanswered_parts`, said after the sections. It never
+/// takes the other parts down: the whole abstains only when every part
+/// does. Usage, reports and times are added up.
+pub fn combine_parts(mut parts: Vec<(String, crate::AnswerOutcome)>) -> crate::AnswerOutcome {
+    if parts.len() <= 1 {
+        return parts.pop().map(|(_, o)| o).unwrap_or_else(|| crate::AnswerOutcome::plain(crate::AnswerMode::NoAnswer, vec![], true));
     }
-    let mut rest = outcomes.split_off(1);
-    let mut whole = outcomes.remove(0);
-    for o in rest.drain(..) {
-        whole.abstained &= o.abstained;
+    let all_abstained = parts.iter().all(|(_, o)| o.abstained);
+    let mut rest = parts.split_off(1);
+    let (first_part, mut whole) = parts.remove(0);
+    if whole.abstained && !all_abstained {
+        whole.sections.clear();
+        whole.unanswered_parts.push(first_part);
+    }
+    for (part, o) in rest.drain(..) {
         if o.mode == crate::AnswerMode::Llm {
             whole.mode = crate::AnswerMode::Llm;
         }
@@ -342,6 +348,12 @@ pub fn combine_parts(mut outcomes: Vec<crate::AnswerOutcome>) -> crate::AnswerOu
         };
         whole.evidence_units += o.evidence_units;
         whole.evidence_chunks += o.evidence_chunks;
+        if o.abstained {
+            if !all_abstained {
+                whole.unanswered_parts.push(part);
+            }
+            continue;
+        }
         // Two parts often find the same sentence ("Doanh thu ... và lợi
         // nhuận ..." cited for both): it is said once, where it first came.
         for section in o.sections {
@@ -350,6 +362,7 @@ pub fn combine_parts(mut outcomes: Vec<crate::AnswerOutcome>) -> crate::AnswerOu
             }
         }
     }
+    whole.abstained = all_abstained;
     whole
 }
 
@@ -374,15 +387,51 @@ mod tests {
         };
         let outcome = |sections: Vec<crate::Section>| crate::AnswerOutcome::plain(crate::AnswerMode::Llm, sections, false);
         let whole = combine_parts(vec![
-            outcome(vec![section("Doanh thu tăng 12,4%.", &[(84, 157)]), section("Kế hoạch 2024.", &[(300, 340)])]),
-            outcome(vec![section("Doanh thu thuần tăng 12,4%.", &[(84, 157)]), section("Lợi nhuận tăng 8,1%.", &[(158, 206)])]),
-            outcome(vec![section("Tài liệu không nói.", &[]), section("Tài liệu không nói.", &[])]),
+            (
+                "Doanh thu tăng bao nhiêu?".into(),
+                outcome(vec![section("Doanh thu tăng 12,4%.", &[(84, 157)]), section("Kế hoạch 2024.", &[(300, 340)])]),
+            ),
+            (
+                "lợi nhuận tăng bao nhiêu?".into(),
+                outcome(vec![section("Doanh thu thuần tăng 12,4%.", &[(84, 157)]), section("Lợi nhuận tăng 8,1%.", &[(158, 206)])]),
+            ),
         ]);
         let texts: Vec<&str> = whole.sections.iter().map(|s| s.text.as_str()).collect();
-        assert_eq!(
-            texts,
-            ["Doanh thu tăng 12,4%.", "Kế hoạch 2024.", "Lợi nhuận tăng 8,1%.", "Tài liệu không nói.", "Tài liệu không nói."]
-        );
+        assert_eq!(texts, ["Doanh thu tăng 12,4%.", "Kế hoạch 2024.", "Lợi nhuận tăng 8,1%."]);
+        assert!(!whole.abstained && whole.unanswered_parts.is_empty());
+    }
+
+    /// A part the documents do not answer is said after the answered ones,
+    /// never as a section (a section always cites), and never takes them
+    /// down; only when every part abstains does the whole.
+    #[test]
+    fn a_part_not_answered_is_named_not_shown_as_an_uncited_section() {
+        let cited = |text: &str| crate::fixtures::section(text, vec![crate::fixtures::citation(text)]);
+        let answered = |text: &str| crate::AnswerOutcome::plain(crate::AnswerMode::Llm, vec![cited(text)], false);
+        let abstained = |q: &str| crate::AnswerOutcome::plain(crate::AnswerMode::Llm, crate::abstention(q), true);
+        for parts in [
+            vec![
+                ("Giám đốc là ai?".to_string(), abstained("Giám đốc là ai?")),
+                ("doanh thu tăng bao nhiêu?".into(), answered("Doanh thu tăng 12,4%.")),
+            ],
+            vec![
+                ("doanh thu tăng bao nhiêu?".to_string(), answered("Doanh thu tăng 12,4%.")),
+                ("Giám đốc là ai?".into(), abstained("Giám đốc là ai?")),
+            ],
+        ] {
+            let whole = combine_parts(parts);
+            assert!(!whole.abstained);
+            assert_eq!(whole.sections.len(), 1);
+            assert!(whole.sections.iter().all(|s| !s.citations.is_empty()), "no section without a citation");
+            assert_eq!(whole.unanswered_parts, ["Giám đốc là ai?"]);
+            assert_eq!(whole.text(), "Doanh thu tăng 12,4%.\n\nTài liệu của bạn không đề cập đến: Giám đốc là ai?");
+        }
+        let whole = combine_parts(vec![
+            ("Who is the CEO?".into(), abstained("Who is the CEO?")),
+            ("Who owns it?".into(), abstained("Who owns it?")),
+        ]);
+        assert!(whole.abstained && whole.unanswered_parts.is_empty());
+        assert_eq!(whole.text(), "Your documents do not say.");
     }
 
     #[test]

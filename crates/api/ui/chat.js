@@ -364,6 +364,10 @@ function renderMessage(m) {
     ),
   );
   if (!sections.length && m.content) body.push(el("p", { text: m.content }));
+  // Parts of the question the documents do not answer: said after the
+  // answered ones, never a section (a section always cites).
+  const unanswered = m.metadata?.retrieval?.unanswered_parts ?? [];
+  if (unanswered.length) body.push(el("p", { class: "unanswered muted", text: t("chat.unanswered", { parts: unanswered.join(" ") }) }));
   return el(
     "article",
     { class: "message assistant done", dataset: { id: m.id } },

@@ -98,6 +98,8 @@ export default {
     pages.length ? `${doc}, ${slide ? "slide" : pages.length > 1 ? "pages" : "page"} ${pages.map((p) => f.num(p)).join(", ")}` : doc,
   "chat.noAnswer": ({ err }, f) => `No answer: ${f.err(err, "the question could not be answered")}`,
   "chat.abstained": "No passage of your documents answers this question.",
+  // Parts of a question the documents do not answer, after the parts answered.
+  "chat.unanswered": "Your documents do not say: {parts}",
   // Text streamed while answering that the checks took back (a figure its sources do not give, an answer they do not support).
   "chat.withdrawn": "Taken back after checking, not part of the answer:",
   // `range`: a spreadsheet citation's sheet and cells (`Doanh thu!A5:D5`), said instead of its page.

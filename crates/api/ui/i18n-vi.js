@@ -90,6 +90,7 @@ export default {
     pages.length ? `${doc}, ${slide ? "trang chiếu" : "trang"} ${pages.map((p) => f.num(p)).join(", ")}` : doc,
   "chat.noAnswer": ({ err }, f) => `Không có câu trả lời: ${f.err(err, "không trả lời được câu hỏi này")}`,
   "chat.abstained": "Không có đoạn nào trong tài liệu của bạn trả lời câu hỏi này.",
+  "chat.unanswered": "Tài liệu của bạn không đề cập đến: {parts}",
   "chat.withdrawn": "Đã rút lại sau khi kiểm tra, không thuộc câu trả lời:",
   // `range`: trang tính và các ô của trích dẫn bảng tính (`Doanh thu!A5:D5`), nói thay cho số trang.
   "chat.source": ({ doc, page, slide, range }, f) => `${doc}${place({ page, slide, range }, f)}: `,

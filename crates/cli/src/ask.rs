@@ -154,6 +154,17 @@ pub async fn ask(s: &AskSettings, args: AskArgs) -> anyhow::Result<ExitCode> {
         }
         println!("{}{marks}\n", section["text"].as_str().unwrap_or_default());
     }
+    // Parts of the question the documents do not answer: said, never a
+    // section (a section always cites).
+    let unanswered: Vec<String> = message.metadata["retrieval"]["unanswered_parts"]
+        .as_array()
+        .unwrap_or(&empty)
+        .iter()
+        .filter_map(|p| p.as_str().map(str::to_string))
+        .collect();
+    if !unanswered.is_empty() {
+        println!("{}\n", rag_answer::unanswered_text(&unanswered));
+    }
     if !numbered.is_empty() {
         println!("Citations:");
     }

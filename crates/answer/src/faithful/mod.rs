@@ -110,7 +110,11 @@ pub fn keep_to_citations(
         let check = check_facts(&section.text, &units, question);
         if !check.missing.is_empty() {
             report.unfaithful_sections.push(format!("{} (not in its citations: {})", section.text, check.missing.join(", ")));
-            section.text = units.join(" ");
+            // Each unit a sentence of its own: a table row ends with its
+            // last value, not a full stop.
+            let sentences: Vec<String> =
+                units.iter().map(|u| if u.ends_with(['.', '!', '?', '…', ':']) { u.clone() } else { format!("{u}.") }).collect();
+            section.text = sentences.join(" ");
         } else if !check.derived.is_empty() {
             let said = match rag_retrieval::detect_language(&section.text) {
                 rag_retrieval::Language::Vi => "tính lại",
@@ -346,7 +350,7 @@ mod tests {
             ("Lợi nhuận gộp năm 2023 là 351,9 tỷ đồng, tăng 38,6% so với năm 2022.", &["S2", "S3"]),
         ]);
         assert_eq!(sections[0].text, "Doanh thu thuần năm 2023 tăng 12,4%.");
-        assert_eq!(sections[1].text, "Lợi nhuận gộp — 2022: 312,5; 2023: 351,9 Lợi nhuận sau thuế — 2022: 173,3; 2023: 187,3");
+        assert_eq!(sections[1].text, "Lợi nhuận gộp — 2022: 312,5; 2023: 351,9. Lợi nhuận sau thuế — 2022: 173,3; 2023: 187,3.");
         assert!(!sections[1].text.contains('|'), "never as pipes");
         assert_eq!(report.unfaithful_sections.len(), 1);
         assert!(report.unfaithful_sections[0].ends_with("(not in its citations: 38.6)"), "{:?}", report.unfaithful_sections);
@@ -374,7 +378,7 @@ mod tests {
             ("Lợi nhuận sau thuế năm 2023 đạt 187,3 tỷ đồng.", &["S3"]),
         ]);
         assert_eq!(report.unfaithful_sections.len(), 2, "{:?}", report.unfaithful_sections);
-        assert_eq!(sections[1].text, "Lợi nhuận gộp — 2022: 312,5; 2023: 351,9");
+        assert_eq!(sections[1].text, "Lợi nhuận gộp — 2022: 312,5; 2023: 351,9.");
         assert_eq!(sections[2].text, "Lợi nhuận sau thuế năm 2023 đạt 187,3 tỷ đồng.");
     }
 

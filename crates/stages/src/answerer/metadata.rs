@@ -48,6 +48,10 @@ pub(super) fn retrieval_json(r: &Retrieval, asked: &Asked<'_>, outcome: Option<&
         v["llm_error"] = o.llm_error.clone().into();
         v["answer_mode"] = o.mode.as_str().into();
         v["evidence"] = serde_json::json!({"units": o.evidence_units, "chunks": o.evidence_chunks});
+        if !o.unanswered_parts.is_empty() {
+            // Said after the sections (the page, `ask`), never a section.
+            v["unanswered_parts"] = o.unanswered_parts.clone().into();
+        }
         v["llm_first_token_ms"] = o.first_token.map(|d| d.as_millis() as u64).into();
         let epoch_ms =
             |t: Option<std::time::SystemTime>| t.and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok()).map(|d| d.as_millis() as u64);

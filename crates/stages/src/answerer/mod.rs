@@ -250,7 +250,8 @@ impl Answerer {
         let Some(first) = answered.first() else {
             return Ok(self.failed(q, AnswerFailure::RetrievalFailed, "the question has no part to answer".into()));
         };
-        let outcomes: Vec<AnswerOutcome> = answered.iter().filter_map(|a| a.outcome.clone()).collect();
+        let outcomes: Vec<(String, AnswerOutcome)> =
+            parts.iter().zip(&answered).filter_map(|(p, a)| a.outcome.clone().map(|o| (p.clone(), o))).collect();
         let outcome = rag_answer::combine_parts(outcomes);
         let mut out = self.produced(q);
         out.answer = outcome.text();
