@@ -28,6 +28,7 @@ pub mod signals;
 mod answering;
 mod look;
 mod options;
+mod rewrite;
 pub use answering::{answer_question, retrieval_query};
 pub use options::{
     AnswerOptions, EvidenceRanker, OnPartial, RetrievalConfidence, StreamedSection, ABSTAIN_THRESHOLD, EVIDENCE_CUTOFF, EVIDENCE_SENTENCES,
@@ -109,6 +110,11 @@ pub struct CitationReport {
     /// (351,9 − 312,5) / 312,5 × 100 = 12,61", shown after the section.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub derived_figures: Vec<String>,
+    /// Shown sections the model wrote in another language than the
+    /// question's (it copied the cited sentence), rewritten in the
+    /// question's (`rewrite`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub rewritten_sections: usize,
     /// Questions the model wrote into its sections (the question asked,
     /// or another part of it), taken out (`faithful::drop_questions`).
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -201,6 +207,7 @@ impl CitationReport {
         self.unfaithful_sections.extend(o.unfaithful_sections);
         self.derived_figures.extend(o.derived_figures);
         self.question_sentences += o.question_sentences;
+        self.rewritten_sections += o.rewritten_sections;
         self.rejected_sections.extend(o.rejected_sections);
         self.narrowed_quotes += o.narrowed_quotes;
         self.recited_sections += o.recited_sections;

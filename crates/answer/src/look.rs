@@ -205,6 +205,8 @@ pub(crate) async fn look_at(
                                 Err(e) => report.verify_error = Some(e.to_string()),
                             }
                         }
+                        crate::rewrite::in_question_language(client, question, &mut sections, evidence, chunks, &mut report, &mut usage)
+                            .await;
                         let abstained = sections.is_empty();
                         if abstained {
                             sections = abstention(question);

@@ -84,25 +84,13 @@ pub fn build(question: &str, evidence: &str, language_note: Option<&str>, histor
 /// (`[S4] …` lines): evidence from documents in two languages is common,
 /// and the whole of it may read as the question's language.
 pub fn answer_language_note(question: &str, evidence: &str) -> Option<String> {
-    use rag_retrieval::{detect_language, Language};
-    let name = |l: Language| match l {
-        Language::Vi => Some("Vietnamese"),
-        Language::En => Some("English"),
-        Language::Other => None,
-    };
-    // Too few words to tell a language by: "GDP 2023?", a table row of
-    // figures, a hotline number. Such a text decides nothing.
-    let judged = |text: &str| {
-        let words = text.split(|c: char| !c.is_alphabetic()).filter(|w| w.chars().count() > 1).count();
-        (words >= MIN_JUDGED_WORDS).then(|| detect_language(text)).and_then(|l| name(l).map(|n| (l, n)))
-    };
-    let (asked, asked_in) = judged(question)?;
+    let (asked, asked_in) = judged_language(question)?;
     let (_, read_in) = evidence
         .lines()
         .filter_map(|line| line.trim_start().strip_prefix("[S"))
         // The sentence after its id: "[S4] " is not a word of it.
         .filter_map(|rest| rest.split_once("] ").map(|(_, sentence)| sentence))
-        .filter_map(judged)
+        .filter_map(judged_language)
         .find(|(read, _)| *read != asked)?;
     Some(format!("The question is in {asked_in}: write every section in {asked_in}, also where the evidence is in {read_in}."))
 }
@@ -110,6 +98,38 @@ pub fn answer_language_note(question: &str, evidence: &str) -> Option<String> {
 /// Words of two letters or more a text needs before its language is
 /// taken to be known, for [`answer_language_note`].
 const MIN_JUDGED_WORDS: usize = 3;
+
+/// The language `text` is written in, with its English name, when it can
+/// be told: too few words to tell a language by ("GDP 2023?", a table row
+/// of figures, a hotline number) decide nothing.
+pub fn judged_language(text: &str) -> Option<(rag_retrieval::Language, &'static str)> {
+    use rag_retrieval::{detect_language, Language};
+    let words = text.split(|c: char| !c.is_alphabetic()).filter(|w| w.chars().count() > 1).count();
+    if words < MIN_JUDGED_WORDS {
+        return None;
+    }
+    match detect_language(text) {
+        Language::Vi => Some((Language::Vi, "Vietnamese")),
+        Language::En => Some((Language::En, "English")),
+        Language::Other => None,
+    }
+}
+
+/// The messages that ask for `text` (a section of an answer, written in
+/// the evidence's language) in `language` (the question's), every number,
+/// date and name kept.
+pub fn rewrite_in(language: &str, text: &str) -> Vec<ChatMessage> {
+    vec![
+        ChatMessage::new(
+            "system",
+            format!(
+                "Translate the user's text into {language}. Keep every number, date and name exactly as written. \
+                 Reply with the translation only."
+            ),
+        ),
+        ChatMessage::new("user", text),
+    ]
+}
 
 /// The evidence as quoted data: inside the block's tags, with any tag of
 /// the block that a document itself writes defused, so no uploaded text

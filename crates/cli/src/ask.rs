@@ -237,12 +237,17 @@ fn withdrawn(shown: &str, metadata: &serde_json::Value) -> Vec<String> {
         return Vec::new();
     }
     let report = &metadata["retrieval"]["citation_report"];
-    let mut out = vec!["[withdrawn] the text streamed above is not the answer; the checked answer follows".to_string()];
-    for key in ["unfaithful_sections", "rejected_sections"] {
-        for s in report[key].as_array().unwrap_or(&empty) {
-            out.push(format!("  withdrawn: {}", s.as_str().unwrap_or_default()));
-        }
+    let taken: Vec<&str> = ["unfaithful_sections", "rejected_sections"]
+        .iter()
+        .flat_map(|key| report[*key].as_array().unwrap_or(&empty).iter().filter_map(|s| s.as_str()))
+        .collect();
+    if taken.is_empty() {
+        // Rewritten in the question's language, a question taken out, a
+        // part said once: the same answer, in other words.
+        return vec!["[rewritten] the answer below replaces the text streamed above".to_string()];
     }
+    let mut out = vec!["[withdrawn] the text streamed above is not the answer; the checked answer follows".to_string()];
+    out.extend(taken.iter().map(|s| format!("  withdrawn: {s}")));
     out
 }
 
@@ -278,5 +283,8 @@ mod tests {
         assert!(lines[0].starts_with("[withdrawn]"));
         assert_eq!(lines[1], "  withdrawn: Lợi nhuận gộp tăng 38,6%. (not in its citations: 38.6)");
         assert!(withdrawn("Lợi nhuận gộp — 2022: 312,5; 2023: 351,9", &metadata).is_empty(), "what streamed is the answer");
+        let rewritten =
+            serde_json::json!({"sections": [{"text": "Revenue grew 12.4%."}], "retrieval": {"citation_report": {"rewritten_sections": 1}}});
+        assert_eq!(withdrawn("Doanh thu tăng 12,4%.", &rewritten), ["[rewritten] the answer below replaces the text streamed above"]);
     }
 }

@@ -85,6 +85,12 @@ pub(crate) fn numbers(text: &str) -> Vec<Figure> {
         let (start, end) = (byte_at(begin), byte_at(i));
         let rest = text[end..].trim_start().to_lowercase();
         let percent = rest.starts_with('%') || rest.starts_with("phần trăm") || rest.starts_with("percent") || rest.starts_with("per cent");
+        // An afternoon hour is its hour of the day: "5 PM" is "17 giờ".
+        let afternoon =
+            rest.strip_prefix("p.m").or_else(|| rest.strip_prefix("pm")).is_some_and(|t| !t.starts_with(|c: char| c.is_alphabetic()));
+        if afternoon && decimals.is_none() && (1..12).contains(&key.parse::<u32>().unwrap_or(0)) {
+            key = (key.parse::<u32>().unwrap_or(0) + 12).to_string();
+        }
         out.push(Figure {
             value: key.parse().unwrap_or(0.0),
             key,
@@ -345,6 +351,8 @@ mod tests {
             [(true, 1, true, "12,4"), (true, 0, false, "3"), (false, 0, false, "2023")]
         );
         assert!(f[2].is_year() && !f[1].is_year());
+        // Hours of the afternoon as hours of the day.
+        assert_eq!(keys("from 8 AM to 5 PM, 12 p.m., 3 p.m. and 5 pmx"), vec!["8", "17", "12", "15", "5"]);
         assert_eq!(&"tăng 12,4 %"[f[0].start..f[0].end], "12,4");
     }
 

@@ -568,3 +568,37 @@ async fn a_wrong_figure_streamed_is_withdrawn_and_a_recomputed_one_is_shown_with
     assert_eq!(out.report.derived_figures.len(), 2);
     assert!(out.report.unfaithful_sections.is_empty());
 }
+
+/// An English question over Vietnamese text answered with the cited
+/// Vietnamese sentences copied: each such section is rewritten in English
+/// by a short call, and kept only when the rewrite says no number its
+/// citations do not; the citations still quote the Vietnamese.
+#[tokio::test]
+async fn a_section_copied_in_another_language_is_rewritten_in_the_questions() {
+    let content = serde_json::json!({"answerable": true, "sections": [
+        {"text": "Doanh thu thuần năm 2023 đạt 1.245,6 tỷ đồng, tăng 12,4%.", "cites": ["S1"]},
+        {"text": "Lợi nhuận sau thuế đạt 187,3 tỷ đồng.", "cites": ["S2"]}]})
+    .to_string();
+    let (url, server) = serve(vec![
+        Reply::Content(content),
+        Reply::Content("Net revenue in 2023 reached 1,245.6 billion dong, up 12.4%.".into()),
+        // A rewrite that changes a figure is not kept.
+        Reply::Content("Profit after tax reached 178.3 billion dong.".into()),
+    ])
+    .await;
+    let (out, _) = ask(&client(&url, 5000), LlmFallback::Fail, "How much did net revenue grow in 2023?").await;
+    let out = out.unwrap();
+    let texts: Vec<&str> = out.sections.iter().map(|s| s.text.as_str()).collect();
+    assert_eq!(texts, ["Net revenue in 2023 reached 1,245.6 billion dong, up 12.4%.", "Lợi nhuận sau thuế đạt 187,3 tỷ đồng."]);
+    assert_eq!(out.report.rewritten_sections, 1);
+    assert_eq!(out.sections[0].citations[0].text, "Doanh thu thuần năm 2023 đạt 1.245,6 tỷ đồng, tăng 12,4%.");
+    let requests = server.requests.lock().unwrap().clone();
+    assert_eq!(requests.len(), 3);
+    assert!(requests[1]["messages"][0]["content"].as_str().unwrap().starts_with("Translate the user's text into English."));
+    assert!(requests[1].get("response_format").is_none());
+    // A Vietnamese question over the same text asks for nothing more.
+    let (url, server) = serve(vec![Reply::Content(answer_json(&["S1"]))]).await;
+    let (out, _) = ask(&client(&url, 5000), LlmFallback::Fail, QUESTION).await;
+    assert_eq!(out.unwrap().report.rewritten_sections, 0);
+    assert_eq!(server.calls.load(Ordering::SeqCst), 1);
+}

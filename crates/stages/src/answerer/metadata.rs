@@ -51,6 +51,7 @@ pub(super) fn retrieval_json(r: &Retrieval, asked: &Asked<'_>, outcome: Option<&
         if !o.unanswered_parts.is_empty() {
             // Said after the sections (the page, `ask`), never a section.
             v["unanswered_parts"] = o.unanswered_parts.clone().into();
+            v["unanswered_text"] = rag_answer::unanswered_text(&o.unanswered_parts).into();
         }
         v["llm_first_token_ms"] = o.first_token.map(|d| d.as_millis() as u64).into();
         let epoch_ms =

@@ -227,7 +227,13 @@ fn final_text(row: &MessageRow) -> String {
     if sections.is_empty() {
         return row.content.clone();
     }
-    with_markers(sections.iter().map(|(t, c)| (t.as_str(), c.len(), true)))
+    let text = with_markers(sections.iter().map(|(t, c)| (t.as_str(), c.len(), true)));
+    // The parts of a question the documents do not answer, said after the
+    // answered ones (no section: a section always cites).
+    match row.metadata["retrieval"]["unanswered_text"].as_str() {
+        Some(line) => format!("{text}\n\n{line}"),
+        None => text,
+    }
 }
 
 fn usage(row: &MessageRow) -> Value {
