@@ -173,11 +173,13 @@ pub async fn retrieval_query(llm: Option<&llm::ChatClient>, question: &str, hist
     }
     if let Some(client) = llm {
         match client.complete(&prompt::condense(question, history), llm::Format::Text, &mut |_| {}).await {
-            Ok(c) => {
-                if let Some(q) = prompt::read_condensed(&c.content) {
-                    return (q, "llm");
+            Ok(c) => match prompt::read_condensed(&c.content) {
+                Some(q) if prompt::plausible_condensed(&q, question, history) => return (q, "llm"),
+                Some(q) => {
+                    tracing::info!(condensed = %q, "the condensed follow-up does not stand for it; searching with the previous turn")
                 }
-            }
+                None => {}
+            },
             Err(e) => tracing::warn!(error = %e, "condensing a follow-up failed; searching with the previous turn"),
         }
     }

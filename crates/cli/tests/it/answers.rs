@@ -129,8 +129,8 @@ fn is_check(body: &serde_json::Value) -> bool {
     body["response_format"]["json_schema"]["schema"]["required"] == serde_json::json!(["answers"])
 }
 
-/// Condenses follow-ups (a plain-text call) into "What was the profit
-/// after tax?"; passes every check; answers citing the prompt's first evidence sentence with a
+/// Condenses follow-ups (a plain-text call) into "What dividend per share
+/// was approved?"; passes every check; answers citing the prompt's first evidence sentence with a
 /// quote cut from it, plus an id the prompt did not show; answers 500 to
 /// questions mentioning "outage".
 async fn chat(State(llm): State<Arc<Llm>>, Json(body): Json<serde_json::Value>) -> Response {
@@ -239,10 +239,10 @@ async fn llm_answers_are_validated_remember_the_conversation_and_failures_are_fi
     assert_eq!(first["temperature"], 0.0);
     all.wait_for_metric("rag_question_to_answer_seconds_count", &["mode=\"llm\""], 1.0, Duration::from_secs(5)).await;
 
-    // A follow-up in the same conversation is searched as a standalone
-    // query (one the documents answer: an English query's stopwords match
-    // nothing), and the model sees the earlier turns.
-    let (_, m) = ask(&t, &t.workspace, "And the profit?", &["--conversation", &conversation]).await;
+    // A follow-up in the same conversation is searched, answered and
+    // checked as a standalone query (one the documents answer: an English
+    // query's stopwords match nothing), and the model sees the earlier turns.
+    let (_, m) = ask(&t, &t.workspace, "And the dividend?", &["--conversation", &conversation]).await;
     let retrieval = &m["metadata"]["retrieval"];
     assert_eq!(
         (retrieval["query"].as_str(), retrieval["query_source"].as_str()),
@@ -255,8 +255,11 @@ async fn llm_answers_are_validated_remember_the_conversation_and_failures_are_fi
     let contents: Vec<String> = last["messages"].as_array().unwrap().iter().map(|m| m["content"].as_str().unwrap().to_string()).collect();
     assert!(contents.iter().any(|c| c == "How did revenue change?"), "history in the prompt: {contents:?}");
     assert!(contents.iter().any(|c| c == "The documents say so."), "the earlier answer in the prompt: {contents:?}");
-    assert_eq!(contents.last().unwrap(), "And the profit?");
-    assert_eq!(contents.iter().filter(|c| *c == "And the profit?").count(), 1, "the question is not its own history: {contents:?}");
+    // The model reads, and the check judges, the follow-up as condensed.
+    assert_eq!(contents.last().unwrap(), "What dividend per share was approved?");
+    assert!(!contents.iter().any(|c| c == "And the dividend?"), "the question is not its own history: {contents:?}");
+    let check = requests.iter().rev().find(|r| is_check(r)).unwrap();
+    assert!(check["messages"][1]["content"].as_str().unwrap().ends_with("Question: What dividend per share was approved?"), "{check}");
 
     // A Vietnamese question typed without marks: the model reads it with
     // the marks the workspace's own text gives its words ("bao nhiêu" is

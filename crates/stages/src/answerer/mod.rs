@@ -326,13 +326,22 @@ impl Answerer {
         if self.llm.is_some() {
             deltas.sources(sources_read(&sources[..llm_chunks.min(sources.len())]));
         }
-        // A later part the model condensed is read as it was condensed
-        // ("quê ở đâu?" -> "Thủ tướng Phạm Minh Chính quê ở đâu?"), without
-        // the earlier parts as turns.
-        let (asked, model_history) = if later_part && query_source == "llm" {
-            (query.clone(), &history[..history.len().saturating_sub(history.iter().rev().take_while(|t| t.role == "user").count())])
-        } else {
-            (part.to_string(), history)
+        // A question the model condensed is read, and checked, as it was
+        // condensed: a later part ("quê ở đâu?" -> "Thủ tướng Phạm Minh
+        // Chính quê ở đâu?") without the earlier parts as turns, a
+        // follow-up ("Còn nghỉ kết hôn thì sao?" -> "Nhân viên được nghỉ
+        // kết hôn bao nhiêu ngày?") with the conversation. Judged as
+        // written, a follow-up's own words name nothing the check can find
+        // in the cited row, and a right answer was held back.
+        // A follow-up the model could not condense is read as written,
+        // with the conversation: asked the previous question and the
+        // follow-up together, the model answered the previous one again.
+        let (asked, model_history) = match (query_source, later_part) {
+            ("llm", true) => {
+                (query.clone(), &history[..history.len().saturating_sub(history.iter().rev().take_while(|t| t.role == "user").count())])
+            }
+            ("llm", false) => (query.clone(), history),
+            _ => (part.to_string(), history),
         };
         let question = if self.retriever.restore_diacritics { model_question(&asked, query_source, &retrieval) } else { asked };
         // Evidence sentences are ranked against what was embedded.
