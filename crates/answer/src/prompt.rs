@@ -217,8 +217,9 @@ pub fn read_condensed(reply: &str) -> Option<String> {
 
 /// Whether a condensed query can stand for the follow-up `question`: it
 /// keeps at least half of the follow-up's own content words, says no
-/// number the user's turns do not, and does not copy the assistant's
-/// answer (six words in a row of an assistant turn). The 1.5B model,
+/// number the user's turns do not, does not copy the assistant's answer
+/// (six words in a row of an assistant turn), and is not the follow-up
+/// itself with the earlier question put before it. The 1.5B model,
 /// asked "Còn nghỉ kết hôn thì sao?" after an answer about annual leave,
 /// condensed it into the answer itself ("Nghỉ kết hôn được nhân viên chính
 /// thức được nghỉ phép năm 12 ngày mỗi năm…"): searched, answered and
@@ -226,6 +227,12 @@ pub fn read_condensed(reply: &str) -> Option<String> {
 pub fn plausible_condensed(condensed: &str, question: &str, history: &[Turn]) -> bool {
     let folded = |t: &str| -> Vec<String> { rag_lexical::words(t).iter().map(|w| rag_lexical::fold(w)).collect() };
     let query = folded(condensed);
+    // The follow-up itself inside it ("Doanh thu năm 2023? Còn năm 2022
+    // thì sao?"): nothing was resolved.
+    let questions: Vec<&str> = condensed.split(['?', '？']).filter(|q| q.chars().any(char::is_alphanumeric)).collect();
+    if questions.len() > 1 && questions.iter().any(|q| folded(q) == folded(question)) {
+        return false;
+    }
     let own = crate::signals::content_words(question);
     let kept = own.iter().filter(|w| query.contains(w)).count();
     if kept * 2 < own.len() {
@@ -265,6 +272,9 @@ mod tests {
         ));
         assert!(!plausible_condensed("Nhân viên được nghỉ kết hôn 12 ngày?", q, &history), "a number of the answer, not of the user");
         assert!(!plausible_condensed("Nhân viên được nghỉ phép năm bao nhiêu ngày?", q, &history), "the follow-up's own words gone");
+        assert!(!plausible_condensed("Nhân viên được nghỉ phép năm bao nhiêu ngày? Còn nghỉ kết hôn thì sao?", q, &history), "not condensed");
+        let founded = [Turn { role: "user".into(), content: "Who founded the company?".into() }];
+        assert!(plausible_condensed("Who founded the company and when?", "And when?", &founded));
         assert!(plausible_condensed(
             "Doanh thu năm 2022 là bao nhiêu?",
             "Còn năm 2022 thì sao?",
