@@ -272,7 +272,10 @@ mod tests {
         ));
         assert!(!plausible_condensed("Nhân viên được nghỉ kết hôn 12 ngày?", q, &history), "a number of the answer, not of the user");
         assert!(!plausible_condensed("Nhân viên được nghỉ phép năm bao nhiêu ngày?", q, &history), "the follow-up's own words gone");
-        assert!(!plausible_condensed("Nhân viên được nghỉ phép năm bao nhiêu ngày? Còn nghỉ kết hôn thì sao?", q, &history), "not condensed");
+        assert!(
+            !plausible_condensed("Nhân viên được nghỉ phép năm bao nhiêu ngày? Còn nghỉ kết hôn thì sao?", q, &history),
+            "not condensed"
+        );
         let founded = [Turn { role: "user".into(), content: "Who founded the company?".into() }];
         assert!(plausible_condensed("Who founded the company and when?", "And when?", &founded));
         assert!(plausible_condensed(
