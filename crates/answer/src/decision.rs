@@ -112,6 +112,10 @@ pub const DEFAULT_DECISION: DecisionModel = DecisionModel { bias: -3.5696, weigh
 /// back, 36.5% of unanswerable questions answered; English 16.9% and
 /// 17.0%; the check at 0.5 answered 87.0% and 46.0% of them).
 pub const DEFAULT_THRESHOLD: f64 = 0.50;
+/// The threshold for a question in another language than its evidence:
+/// the same until an operating point is chosen for it on the forms set's
+/// tuning half (`rag-dev eval operating-points`).
+pub const DEFAULT_CROSS_LANGUAGE_THRESHOLD: f64 = 0.50;
 pub const CHECK_ONLY: DecisionModel = DecisionModel { bias: 0.0, weights: [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0] };
 
 #[cfg(test)]

@@ -181,8 +181,10 @@ pub(crate) async fn look_at(
                                     // weights do not apply: the check's
                                     // probability against an even chance, or
                                     // its yes/no.
+                                    let threshold =
+                                        if language_note.is_some() { options.cross_language_threshold } else { options.abstain_threshold };
                                     let held_back = match (report.decision_score, score) {
-                                        (Some(p), _) => p < options.abstain_threshold,
+                                        (Some(p), _) => p < threshold,
                                         (None, Some(p)) => p < CHECK_ALONE_THRESHOLD,
                                         (None, None) => verdict == Some(false),
                                     };

@@ -24,6 +24,12 @@ pub struct AnswerOptions {
     /// answer is held back, when the provider gives token probabilities;
     /// otherwise the check's own true/false decides.
     pub abstain_threshold: f64,
+    /// The same threshold for an answer whose question is in another
+    /// language than its evidence (an English question over Vietnamese
+    /// text): the model's own P(answerable) is lower across languages for
+    /// answers as right, so its operating point is chosen apart
+    /// (`rag-dev eval operating-points`, docs/answers.md).
+    pub cross_language_threshold: f64,
     /// The weights of the decision's score.
     pub decision: crate::decision::DecisionModel,
     /// What retrieval found for this question, for the decision.
@@ -78,6 +84,10 @@ pub const EVIDENCE_SENTENCES: usize = 4;
 /// chosen with [`crate::decision::DEFAULT_DECISION`] on the calibration
 /// sets (docs/answers.md).
 pub const ABSTAIN_THRESHOLD: f64 = crate::decision::DEFAULT_THRESHOLD;
+
+/// The default of `cross_language_threshold`
+/// (`ANSWER_ABSTAIN_THRESHOLD_CROSS_LANGUAGE`).
+pub const CROSS_LANGUAGE_THRESHOLD: f64 = crate::decision::DEFAULT_CROSS_LANGUAGE_THRESHOLD;
 
 /// A section while the answer is written: its text so far and, once the
 /// model has closed it, its citations, grounded as the final answer's

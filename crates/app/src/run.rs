@@ -147,6 +147,7 @@ pub async fn start_stages(
                     evidence_chars: s.answers.evidence_chars(),
                     verify: s.answers.answer_verify,
                     abstain_threshold: s.answers.answer_abstain_threshold,
+                    cross_language_threshold: s.answers.answer_abstain_threshold_cross_language,
                     decision: s.answers.answer_decision_weights.0,
                     // Set per question from what retrieval found.
                     retrieval: rag_answer::RetrievalConfidence::default(),

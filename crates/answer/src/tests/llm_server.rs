@@ -17,6 +17,7 @@ pub(super) const UNCHECKED: AnswerOptions = AnswerOptions {
     evidence_chars: 10_000,
     verify: false,
     abstain_threshold: 0.5,
+    cross_language_threshold: 0.5,
     decision: crate::decision::CHECK_ONLY,
     retrieval: crate::RetrievalConfidence { best_cosine: None, lexical_coverage: None },
     llm_chunks: usize::MAX,

@@ -44,6 +44,9 @@ pub struct AnswerSettings {
     /// The answer-or-abstain decision's threshold (0 to 1): an answer whose score (the check's probability and the model's own, weighed as fitted on the calibration sets; the other signals can be weighed by ANSWER_DECISION_WEIGHTS) is below it abstains; 0 shows every answer the model gives. Chosen on the calibration sets (docs/answers.md). Providers that give no token probabilities are taken at the check's yes/no.
     #[arg(long, env = "ANSWER_ABSTAIN_THRESHOLD", global = true, default_value_t = rag_answer::ABSTAIN_THRESHOLD, value_parser = parse_fraction)]
     pub answer_abstain_threshold: f64,
+    /// The same threshold for a question in another language than the evidence its answer reads (an English question over Vietnamese text): the model is less sure of answers as right across languages, so the operating point is chosen apart, on the forms set's tuning half (`rag-dev eval operating-points`, docs/answers.md).
+    #[arg(long, env = "ANSWER_ABSTAIN_THRESHOLD_CROSS_LANGUAGE", global = true, default_value_t = rag_answer::CROSS_LANGUAGE_THRESHOLD, value_parser = parse_fraction)]
+    pub answer_abstain_threshold_cross_language: f64,
     /// The decision's weights, as `eval calibration` prints them: "BIAS,W1,...,W7" over check_logit, answerable_logit, mean_logprob, cited_coverage, best_cosine, lexical_coverage, phrase_coverage (six weights, as fitted before phrase_coverage existed, leave it out); empty for the weights fitted for the default model (docs/answers.md). A deployment with another model refits them on its own calibration runs.
     #[arg(long, env = "ANSWER_DECISION_WEIGHTS", global = true, default_value = "", value_parser = parse_decision)]
     pub answer_decision_weights: DecisionWeights,

@@ -17,6 +17,7 @@ mod calibration;
 mod calibration_fit;
 mod dataset;
 mod forms;
+mod operating;
 mod retrieval;
 
 #[derive(Subcommand, Debug)]
@@ -27,6 +28,8 @@ pub enum EvalCommand {
     Answers(answers::AnswersArgs),
     /// The answer-or-abstain decision fitted and judged (cross-validated) on `eval answers --json` runs of calibration sets.
     Calibration(calibration::CalibrationArgs),
+    /// Per form of question, the highest abstain threshold that holds back at most a share of right answers, on `eval answers --json` runs of the forms set's tuning half made with both thresholds at 0.
+    OperatingPoints(operating::OperatingArgs),
 }
 
 pub async fn eval(s: &Settings, cmd: EvalCommand) -> anyhow::Result<ExitCode> {
@@ -34,5 +37,6 @@ pub async fn eval(s: &Settings, cmd: EvalCommand) -> anyhow::Result<ExitCode> {
         EvalCommand::Retrieval(args) => retrieval::eval_retrieval(s, args).await,
         EvalCommand::Answers(args) => answers::eval_answers(s, args).await,
         EvalCommand::Calibration(args) => calibration::eval_calibration(args),
+        EvalCommand::OperatingPoints(args) => operating::eval_operating_points(args, &s.answers.answer_decision_weights.0),
     }
 }
