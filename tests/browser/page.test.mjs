@@ -1621,3 +1621,27 @@ test("an answer to a question that asks two things never says 'checking again' (
   assert.deepEqual(errors, [], "no script errors");
   await context.close();
 });
+
+for (const [lang, device, name] of MATRIX) {
+  test(`a part the documents do not answer is said after the answered one, never as a section without a citation (${lang}, ${name})`, async () => {
+    const { token, ws } = await fiona();
+    const { context, page, errors } = await visit(token, lang, device, `#ws=${ws}`);
+    // The second part shares no three words with any sentence: the fake
+    // model says it is not answerable (tests/browser/fake_llm.py).
+    await page.fill("#question", "Doanh thu thuần năm 2023 tăng bao nhiêu? Ngoài ra, đỉnh Everest cao mấy mét?");
+    await page.click("#ask-button");
+    const done = page.locator(".message.assistant.done");
+    await done.waitFor({ timeout: 90_000 });
+    assert.equal(await done.evaluate((a) => a.classList.contains("abstained")), false, "the answered part is not taken down");
+    const sections = done.locator(".section");
+    assert.ok((await sections.count()) >= 1);
+    for (const s of await sections.all()) assert.ok((await s.locator(".cite").count()) >= 1, `every section cites: ${await s.textContent()}`);
+    assert.match((await sections.allTextContents()).join(" "), /12,4%/);
+    const T = CATALOGUE[lang];
+    assert.equal(await done.locator(".unanswered").textContent(), T["chat.unanswered"].replace("{parts}", "đỉnh Everest cao mấy mét?"));
+    await page.mouse.move(5, 5);
+    await screenshot(page, `unanswered-part-${lang}-${name}.png`);
+    assert.deepEqual(errors, [], "no script errors");
+    await context.close();
+  });
+}
