@@ -50,17 +50,22 @@ pub struct CalibrationArgs {
     json: bool,
 }
 
-/// The fields of an `eval answers` question this command reads.
+/// The fields of an `eval answers` question this command (and
+/// `eval operating-points`) reads.
 #[derive(Deserialize)]
-struct RunQuestion {
-    language: String,
-    answerable: bool,
-    abstained: bool,
-    mode: String,
-    answer_in_citation: bool,
-    verify_score: Option<f64>,
+pub(super) struct RunQuestion {
+    /// Its id in the set (`eval/forms`: `envi-q0001`); absent in runs made
+    /// before it was recorded.
     #[serde(default)]
-    answerable_score: Option<f64>,
+    pub(super) question_id: String,
+    language: String,
+    pub(super) answerable: bool,
+    pub(super) abstained: bool,
+    pub(super) mode: String,
+    pub(super) answer_in_citation: bool,
+    pub(super) verify_score: Option<f64>,
+    #[serde(default)]
+    pub(super) answerable_score: Option<f64>,
     #[serde(default)]
     answer_logprob: Option<f64>,
     #[serde(default)]
@@ -82,8 +87,8 @@ struct RunQuestion {
 }
 
 #[derive(Deserialize)]
-struct Run {
-    questions: Vec<RunQuestion>,
+pub(super) struct Run {
+    pub(super) questions: Vec<RunQuestion>,
 }
 
 fn case_of(q: &RunQuestion) -> Case {

@@ -18,8 +18,9 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Args;
 use rag_answer::decision::{AnswerSignals, DecisionModel};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
+use super::calibration::{Run, RunQuestion};
 use super::forms::form_of;
 
 #[derive(Args, Debug)]
@@ -34,24 +35,6 @@ pub struct OperatingArgs {
     /// Print JSON.
     #[arg(long)]
     json: bool,
-}
-
-/// The fields of an `eval answers` question this command reads.
-#[derive(Deserialize)]
-struct RunQuestion {
-    question_id: String,
-    answerable: bool,
-    abstained: bool,
-    mode: String,
-    answer_in_citation: bool,
-    verify_score: Option<f64>,
-    #[serde(default)]
-    answerable_score: Option<f64>,
-}
-
-#[derive(Deserialize)]
-struct Run {
-    questions: Vec<RunQuestion>,
 }
 
 /// One question as the decision sees it: its score (None: the model
