@@ -3,6 +3,7 @@
 //! stream, and the check holds back an answer its citations do not
 //! support.
 
+use crate::llm::add_usage;
 use crate::options::{AnswerOptions, OnPartial, StreamedSection, HISTORY_TURNS};
 use crate::{
     abstention, contract, evidence, grounding, llm, prompt, AnswerError, AnswerMode, AnswerOutcome, Citation, CitationReport, Section,
@@ -51,18 +52,6 @@ fn streamed_sections(
             StreamedSection { text: p.text.clone(), closed: p.closed, citations }
         })
         .collect()
-}
-
-pub(crate) fn add_usage(total: &mut Option<llm::LlmUsage>, u: &llm::LlmUsage) {
-    *total = Some(match total.take() {
-        None => u.clone(),
-        Some(t) => llm::LlmUsage {
-            model: u.model.clone(),
-            prompt_tokens: t.prompt_tokens + u.prompt_tokens,
-            completion_tokens: t.completion_tokens + u.completion_tokens,
-            total_tokens: t.total_tokens + u.total_tokens,
-        },
-    });
 }
 
 /// One look at the evidence: the model's answer to the units it was

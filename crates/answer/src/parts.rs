@@ -338,7 +338,7 @@ pub fn combine_parts(mut parts: Vec<(String, crate::AnswerOutcome)>) -> crate::A
             whole.mode = crate::AnswerMode::Llm;
         }
         if let Some(u) = &o.usage {
-            crate::look::add_usage(&mut whole.usage, u);
+            crate::llm::add_usage(&mut whole.usage, u);
         }
         whole.report.absorb(o.report);
         whole.llm_error = whole.llm_error.or(o.llm_error);

@@ -215,78 +215,9 @@ pub fn read_condensed(reply: &str) -> Option<String> {
     (!q.is_empty() && q.chars().count() <= 500 && !q.starts_with('{')).then(|| q.split_whitespace().collect::<Vec<_>>().join(" "))
 }
 
-/// Whether a condensed query can stand for the follow-up `question`: it
-/// keeps at least half of the follow-up's own content words, says no
-/// number the user's turns do not, does not copy the assistant's answer
-/// (six words in a row of an assistant turn), and is not the follow-up
-/// itself with the earlier question put before it. The 1.5B model,
-/// asked "Còn nghỉ kết hôn thì sao?" after an answer about annual leave,
-/// condensed it into the answer itself ("Nghỉ kết hôn được nhân viên chính
-/// thức được nghỉ phép năm 12 ngày mỗi năm…"): searched, answered and
-/// checked as that, the right table row was held back.
-pub fn plausible_condensed(condensed: &str, question: &str, history: &[Turn]) -> bool {
-    let folded = |t: &str| -> Vec<String> { rag_lexical::words(t).iter().map(|w| rag_lexical::fold(w)).collect() };
-    let query = folded(condensed);
-    // The follow-up itself inside it ("Doanh thu năm 2023? Còn năm 2022
-    // thì sao?"): nothing was resolved.
-    let questions: Vec<&str> = condensed.split(['?', '？']).filter(|q| q.chars().any(char::is_alphanumeric)).collect();
-    if questions.len() > 1 && questions.iter().any(|q| folded(q) == folded(question)) {
-        return false;
-    }
-    let own = crate::signals::content_words(question);
-    let kept = own.iter().filter(|w| query.contains(w)).count();
-    if kept * 2 < own.len() {
-        return false;
-    }
-    let user_words: std::collections::HashSet<String> =
-        history.iter().filter(|t| t.role != "assistant").map(|t| t.content.as_str()).chain([question]).flat_map(folded).collect();
-    if query.iter().any(|w| w.chars().all(|c| c.is_ascii_digit()) && !user_words.contains(w)) {
-        return false;
-    }
-    const COPIED_WORDS: usize = 6;
-    !history.iter().filter(|t| t.role == "assistant").any(|t| {
-        let answer = folded(&t.content);
-        query.windows(COPIED_WORDS).any(|run| answer.windows(COPIED_WORDS).any(|a| a == run))
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_condensed_query_that_copies_the_answer_or_drops_the_follow_up_is_not_used() {
-        let history = vec![
-            Turn { role: "user".into(), content: "Nhân viên được nghỉ phép năm bao nhiêu ngày?".into() },
-            Turn {
-                role: "assistant".into(),
-                content: "Nhân viên chính thức được nghỉ phép năm 12 ngày mỗi năm, hưởng nguyên lương.".into(),
-            },
-        ];
-        let q = "Còn nghỉ kết hôn thì sao?";
-        assert!(plausible_condensed("Nhân viên được nghỉ kết hôn bao nhiêu ngày?", q, &history));
-        assert!(!plausible_condensed(
-            "Nghỉ kết hôn được nhân viên chính thức được nghỉ phép năm 12 ngày mỗi năm, hưởng nguyên lương.",
-            q,
-            &history
-        ));
-        assert!(!plausible_condensed("Nhân viên được nghỉ kết hôn 12 ngày?", q, &history), "a number of the answer, not of the user");
-        assert!(!plausible_condensed("Nhân viên được nghỉ phép năm bao nhiêu ngày?", q, &history), "the follow-up's own words gone");
-        assert!(
-            !plausible_condensed("Nhân viên được nghỉ phép năm bao nhiêu ngày? Còn nghỉ kết hôn thì sao?", q, &history),
-            "not condensed"
-        );
-        let founded = [Turn { role: "user".into(), content: "Who founded the company?".into() }];
-        assert!(plausible_condensed("Who founded the company and when?", "And when?", &founded));
-        assert!(plausible_condensed(
-            "Doanh thu năm 2022 là bao nhiêu?",
-            "Còn năm 2022 thì sao?",
-            &[
-                Turn { role: "user".into(), content: "Doanh thu năm 2023 là bao nhiêu?".into() },
-                Turn { role: "assistant".into(), content: "1.245,6 tỷ đồng.".into() },
-            ]
-        ));
-    }
 
     #[test]
     fn evidence_history_and_question_in_order() {

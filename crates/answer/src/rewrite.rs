@@ -9,7 +9,7 @@
 //! (`faithful::check_facts`); otherwise it stays as it was. The citations
 //! are untouched: they still quote the original sentences.
 
-use crate::look::add_usage;
+use crate::llm::add_usage;
 use crate::{evidence, faithful, llm, prompt, CitationReport, Section, SourceChunk};
 
 /// Longest section rewritten, in characters: a section is a sentence or

@@ -111,6 +111,19 @@ pub fn server_ms(timings: &serde_json::Value) -> Option<u64> {
     Some((timings["prompt_ms"].as_f64()? + timings["predicted_ms"].as_f64()?) as u64)
 }
 
+/// Adds the usage of one more call to `total` (None: no call yet).
+pub(crate) fn add_usage(total: &mut Option<LlmUsage>, u: &LlmUsage) {
+    *total = Some(match total.take() {
+        None => u.clone(),
+        Some(t) => LlmUsage {
+            model: u.model.clone(),
+            prompt_tokens: t.prompt_tokens + u.prompt_tokens,
+            completion_tokens: t.completion_tokens + u.completion_tokens,
+            total_tokens: t.total_tokens + u.total_tokens,
+        },
+    });
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Completion {
     pub content: String,
