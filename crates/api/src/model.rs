@@ -52,6 +52,11 @@ pub struct CreateApiKey {
     #[serde(default)]
     #[schema(minimum = 1, maximum = 3650)]
     pub expires_in_days: Option<u32>,
+    /// Whether chat replies (`/v1/chat/completions`) for this key end with
+    /// their sources as a Markdown list in the text; default true. Turn it
+    /// off for a client that reads the structured `citations`.
+    #[serde(default)]
+    pub sources_in_content: Option<bool>,
 }
 
 /// An API key as lists show it: never its secret.
@@ -68,6 +73,9 @@ pub struct ApiKey {
     pub revoked_at: Option<DateTime<Utc>>,
     /// The last request made with it (recorded at most once a minute).
     pub last_used_at: Option<DateTime<Utc>>,
+    /// Whether `/v1/chat/completions` writes an answer's sources into the
+    /// reply's text for this key (a request's `sources_in_content` wins).
+    pub sources_in_content: bool,
 }
 
 impl From<ApiKeyRow> for ApiKey {
@@ -81,6 +89,7 @@ impl From<ApiKeyRow> for ApiKey {
             expires_at: r.expires_at,
             revoked_at: r.revoked_at,
             last_used_at: r.last_used_at,
+            sources_in_content: r.sources_in_content,
         }
     }
 }

@@ -25,6 +25,10 @@ pub enum KeysCommand {
         /// Days until the key stops working (1-3650); without it, until revoked.
         #[arg(long)]
         expires_in_days: Option<u32>,
+        /// Chat replies for this key carry no sources list in their text (for a client that reads the
+        /// structured `citations`); by default they end with one.
+        #[arg(long)]
+        no_sources_in_content: bool,
         /// Print the key and its `secret` as JSON.
         #[arg(long)]
         json: bool,
@@ -62,7 +66,7 @@ fn print_key(k: &ApiKey) {
 pub async fn keys(s: &DatabaseSettings, command: KeysCommand) -> anyhow::Result<ExitCode> {
     let pool = rag_store::connect(&s.store()).await.context("connecting to Postgres (DATABASE_URL)")?;
     match command {
-        KeysCommand::Create { user, name, workspace, expires_in_days, json } => {
+        KeysCommand::Create { user, name, workspace, expires_in_days, no_sources_in_content, json } => {
             let (user, name) = (user.trim(), name.trim());
             anyhow::ensure!(!user.is_empty(), "--user must not be empty");
             anyhow::ensure!((1..=100).contains(&name.chars().count()), "--name must have 1-100 characters");
@@ -85,6 +89,7 @@ pub async fn keys(s: &DatabaseSettings, command: KeysCommand) -> anyhow::Result<
                     lookup: &minted.lookup,
                     secret_sha256: &minted.sha256,
                     expires_at,
+                    sources_in_content: !no_sources_in_content,
                 },
             )
             .await?;

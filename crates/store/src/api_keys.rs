@@ -23,9 +23,11 @@ pub struct ApiKeyRow {
     pub expires_at: Option<DateTime<Utc>>,
     pub revoked_at: Option<DateTime<Utc>>,
     pub last_used_at: Option<DateTime<Utc>>,
+    /// Whether chat replies for this key carry their sources in the text.
+    pub sources_in_content: bool,
 }
 
-const COLUMNS: &str = "id, user_id, name, workspace_id, lookup, created_at, expires_at, revoked_at, last_used_at";
+const COLUMNS: &str = "id, user_id, name, workspace_id, lookup, created_at, expires_at, revoked_at, last_used_at, sources_in_content";
 
 /// A new key to store.
 pub struct NewApiKey<'a> {
@@ -36,12 +38,13 @@ pub struct NewApiKey<'a> {
     pub lookup: &'a str,
     pub secret_sha256: &'a [u8],
     pub expires_at: Option<DateTime<Utc>>,
+    pub sources_in_content: bool,
 }
 
 pub async fn create(pool: &PgPool, key: &NewApiKey<'_>) -> Result<ApiKeyRow, StoreError> {
     Ok(sqlx::query_as(&format!(
-        "INSERT INTO api_keys (id, user_id, name, workspace_id, lookup, secret_sha256, created_at, expires_at)
-         VALUES ($1, $2, $3, $4, $5, $6, now(), $7) RETURNING {COLUMNS}"
+        "INSERT INTO api_keys (id, user_id, name, workspace_id, lookup, secret_sha256, created_at, expires_at, sources_in_content)
+         VALUES ($1, $2, $3, $4, $5, $6, now(), $7, $8) RETURNING {COLUMNS}"
     ))
     .bind(key.id)
     .bind(key.user_id)
@@ -50,6 +53,7 @@ pub async fn create(pool: &PgPool, key: &NewApiKey<'_>) -> Result<ApiKeyRow, Sto
     .bind(key.lookup)
     .bind(key.secret_sha256)
     .bind(key.expires_at)
+    .bind(key.sources_in_content)
     .fetch_one(pool)
     .await?)
 }
@@ -98,6 +102,13 @@ pub async fn find_by_lookup(pool: &PgPool, lookup: &str) -> Result<Option<(ApiKe
         .fetch_optional(pool)
         .await?;
     Ok(row.map(|r| (r.key, r.secret_sha256)))
+}
+
+/// Whether chat replies for key `id` carry their sources in the text
+/// (true for a key that is gone: the default).
+pub async fn sources_in_content(pool: &PgPool, id: Uuid) -> Result<bool, StoreError> {
+    let v: Option<bool> = sqlx::query_scalar("SELECT sources_in_content FROM api_keys WHERE id = $1").bind(id).fetch_optional(pool).await?;
+    Ok(v.unwrap_or(true))
 }
 
 /// Records a use of the key: at most one write a minute per key, so a busy

@@ -380,6 +380,16 @@ pub struct AnswerDelta {
     /// earlier one's final (grounded, so sometimes shorter) text is not one.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub restart: bool,
+    /// How many sections of the whole answer (counted from 0, not from
+    /// `from`) are final: their part was checked and will be shown as it
+    /// is (`combine_parts` of the parts done so far). A client that cannot
+    /// take words back (an OpenAI-compatible chat client) shows only these.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub confirmed: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// A document the answer is being written from, and its pages (1-based)

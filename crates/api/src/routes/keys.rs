@@ -62,6 +62,7 @@ pub async fn create(
             lookup: &minted.lookup,
             secret_sha256: &minted.sha256,
             expires_at,
+            sources_in_content: body.sources_in_content.unwrap_or(true),
         },
     )
     .await?;

@@ -34,6 +34,7 @@ mod mcp;
 mod object_storage;
 mod observability;
 mod openai_chat;
+mod openai_stream;
 mod operations;
 mod pipeline;
 mod rebuild;

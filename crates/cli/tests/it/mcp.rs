@@ -106,7 +106,7 @@ async fn agents_list_search_ask_and_read_through_mcp() {
     let answered = mcp.tool("ask", json!({"workspace": ws, "question": "Doanh thu năm 2023 là bao nhiêu?"})).await;
     assert_ne!(answered["isError"], true, "{answered}");
     let text = answered["content"][0]["text"].as_str().unwrap();
-    assert!(text.contains("1.245,6") && text.contains("[1]") && text.contains("Sources:"), "{text}");
+    assert!(text.contains("1.245,6") && text.contains("[1]") && text.contains("**Nguồn**"), "{text}");
     let citations = answered["structuredContent"]["citations"].as_array().unwrap();
     assert!(!citations.is_empty());
     for c in citations {

@@ -38,9 +38,18 @@ async fn raw_text(api: &Api, key: &str, ws: &str, doc: &str) -> String {
 }
 
 /// Every citation is numbered as its marker, names its document and is
-/// the raw text at its range; returns how many there are.
+/// the raw text at its range, and the text ends with the sources list
+/// (`- [n] bao-cao.txt: “…” ([mở](url))`, one per citation); returns how
+/// many there are.
 async fn check_citations(api: &Api, key: &str, ws: &str, content: &str, citations: &Value) -> usize {
     let citations = citations.as_array().unwrap();
+    let (answer, sources) = content.split_once("\n\n**Nguồn**\n\n").unwrap_or_else(|| panic!("a sources list in {content:?}"));
+    assert_eq!(sources.lines().count(), citations.len(), "one source per citation: {sources}");
+    for (line, c) in sources.lines().zip(citations) {
+        let quote: String = c["text"].as_str().unwrap().split_whitespace().collect::<Vec<_>>().join(" ");
+        assert_eq!(line, format!("- [{}] bao-cao.txt: “{quote}” ([mở]({}))", c["index"], c["url"].as_str().unwrap()));
+    }
+    let content = answer;
     for (i, c) in citations.iter().enumerate() {
         assert_eq!(c["index"], i + 1);
         assert!(content.contains(&format!("[{}]", i + 1)), "marker [{}] in {content:?}", i + 1);
@@ -109,7 +118,37 @@ async fn openai_clients_ask_stream_follow_up_and_get_cited_answers() {
     assert!(check_citations(&api, &key, &ws, &text, &last["choices"][0]["delta"]["citations"]).await >= 1);
     assert!(chunks.last().unwrap()["usage"]["total_tokens"].is_u64(), "include_usage: a last chunk with usage");
 
-    // A follow-up sends the conversation back: it joins it.
+    // A client that reads the structured citations turns the list off:
+    // per request, or for its key.
+    let plain = chat(
+        &api,
+        &key,
+        json!({"model": ws, "sources_in_content": false, "messages": [{"role": "user", "content": "Doanh thu năm 2022?"}]}),
+    )
+    .await;
+    let plain: Value = plain.json().await.unwrap();
+    let plain_text = plain["choices"][0]["message"]["content"].as_str().unwrap();
+    assert!(plain_text.contains("[1]") && !plain_text.contains("**Nguồn**"), "{plain_text}");
+    assert!(!plain["choices"][0]["message"]["citations"].as_array().unwrap().is_empty(), "{plain}");
+    let (s, quiet_key) = api.post("/v1/keys", &alice, json!({"name": "structured", "sources_in_content": false})).await;
+    assert_eq!(s, StatusCode::CREATED, "{quiet_key}");
+    assert_eq!(quiet_key["sources_in_content"], false);
+    let quiet_key = quiet_key["secret"].as_str().unwrap().to_string();
+    let resp = chat(
+        &api,
+        &quiet_key,
+        json!({"model": ws, "stream": true, "messages": [{"role": "user", "content": "Doanh thu thuần năm 2022?"}]}),
+    )
+    .await;
+    let quiet: String = stream_data(resp)
+        .await
+        .iter()
+        .filter(|d| *d != "[DONE]")
+        .filter_map(|d| serde_json::from_str::<Value>(d).ok()?["choices"][0]["delta"]["content"].as_str().map(str::to_string))
+        .collect();
+    assert!(quiet.contains("[1]") && !quiet.contains("**Nguồn**"), "{quiet}");
+
+    // A follow-up sends the conversation back (its sources list too): it joins it.
     let resp = chat(
         &api,
         &key,
@@ -141,7 +180,7 @@ async fn openai_clients_ask_stream_follow_up_and_get_cited_answers() {
     assert_ne!(elsewhere["choices"][0]["message"]["rag"]["conversation_id"], conversation.as_str());
     let (_, list) = api.get(&format!("/v1/workspaces/{ws}/conversations"), &alice).await;
     let asked = list["conversations"].as_array().unwrap().len();
-    assert_eq!(asked, 3, "{list}");
+    assert_eq!(asked, 5, "{list}");
 
     // Bad input: OpenAI-shaped errors, nothing asked.
     let error = |v: &Value| {
@@ -206,6 +245,9 @@ async fn openai_clients_ask_stream_follow_up_and_get_cited_answers() {
     // The body was left unread: the connection ends, and the answer says
     // so, so the client's next request (below) goes on a new one.
     assert_eq!(resp.headers()["connection"], "close");
+    let v: Value = resp.json().await.unwrap();
+    assert_eq!(error(&v), ("invalid_request_error".to_string(), "payload_too_large".to_string()), "as docs/api.md says: {v}");
+    assert!(v["error"]["message"].as_str().unwrap().contains("larger than 1048576 bytes"), "{v}");
     let (_, list) = api.get(&format!("/v1/workspaces/{ws}/conversations"), &alice).await;
     assert_eq!(list["conversations"].as_array().unwrap().len(), asked, "bad requests ask nothing");
     t.cleanup().await;

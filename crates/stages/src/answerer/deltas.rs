@@ -41,6 +41,7 @@ impl DeltaSender {
             sections: vec![],
             sources: vec![],
             restart: false,
+            confirmed: 0,
         };
         DeltaSender { tx, task, template, seq: Default::default() }
     }
@@ -57,15 +58,17 @@ impl DeltaSender {
 
     /// The sender of the text so far: `restart` says the part being written
     /// began again ([`taken_back`]); such a delta goes at once, also with
-    /// nothing written yet.
-    pub(super) fn callback(&self) -> impl FnMut(&[StreamedSection], bool) + Send + 'static {
+    /// nothing written yet. `confirmed`: how many of the sections are final
+    /// ([`messages::AnswerDelta::confirmed`]); a delta that confirms more
+    /// goes at once too.
+    pub(super) fn callback(&self) -> impl FnMut(&[StreamedSection], bool, usize) + Send + 'static {
         let tx = self.tx.clone();
         let template = self.template.clone();
         let seq = self.seq.clone();
         let mut last_sent: Option<std::time::Instant> = None;
-        let mut last_shape: (usize, usize) = (0, 0);
-        move |sections: &[StreamedSection], restart: bool| {
-            let shape = (sections.len(), sections.iter().filter(|s| s.closed).count());
+        let mut last_shape: (usize, usize, usize) = (0, 0, 0);
+        move |sections: &[StreamedSection], restart: bool, confirmed: usize| {
+            let shape = (sections.len(), sections.iter().filter(|s| s.closed).count(), confirmed);
             let due = last_sent.is_none_or(|t| t.elapsed() >= DELTA_EVERY);
             if !restart && (sections.is_empty() || !(due || shape != last_shape)) {
                 return;
@@ -93,6 +96,7 @@ impl DeltaSender {
                     })
                     .collect(),
                 restart,
+                confirmed,
                 ..template.clone()
             };
             let _ = tx.send(delta);

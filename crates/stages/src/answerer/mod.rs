@@ -198,6 +198,7 @@ impl Answerer {
         let mut send = deltas.callback();
         let mut answered: Vec<PartAnswer> = Vec::with_capacity(parts.len());
         let mut shown_so_far: Vec<StreamedSection> = Vec::new();
+        let mut done: Vec<(String, AnswerOutcome)> = Vec::with_capacity(parts.len());
         let mut failure: Option<(AnswerFailure, &'static str)> = None;
         for (i, part) in parts.iter().enumerate() {
             // A later part may lean on an earlier one ("... sinh năm nào và
@@ -216,7 +217,7 @@ impl Answerer {
                 sent_of_part = sections.to_vec();
                 let mut all = prefix.clone();
                 all.extend_from_slice(sections);
-                send(&all, restart);
+                send(&all, restart, prefix.len());
             };
             let a = match self.answer_part(q, part, &part_history, i > 0, top_k, &document_ids, &deltas, &mut on_partial).await? {
                 Ok(a) => a,
@@ -230,11 +231,17 @@ impl Answerer {
                 answered.push(a);
                 break;
             };
-            shown_so_far.extend(o.sections.iter().map(|s| StreamedSection {
-                text: s.text.clone(),
-                closed: true,
-                citations: s.citations.clone(),
-            }));
+            // What the answer will show of the parts done so far, exactly
+            // as the combined answer will (a part that abstained adds
+            // nothing, a section citing what an earlier one cites is said
+            // once): final, so said as confirmed.
+            done.push((part.clone(), o.clone()));
+            shown_so_far = rag_answer::combine_parts(done.clone())
+                .sections
+                .iter()
+                .map(|s| StreamedSection { text: s.text.clone(), closed: true, citations: s.citations.clone() })
+                .collect();
+            send(&shown_so_far, false, shown_so_far.len());
             answered.push(a);
         }
         drop(send);

@@ -6,8 +6,12 @@
 //! AnswerProduced, and the conversation on the page. The last user message
 //! is the question and the earlier turns its history; when those turns are
 //! a conversation this API answered, the question joins it. The answer's
-//! text carries `[n]` markers and the message a `citations` array (on the
-//! last chunk when streaming). Errors come in OpenAI's shape.
+//! text carries `[n]` markers and ends with its sources as a Markdown list
+//! (chat front-ends show `content` and nothing else; off per request or
+//! per key), and the message a `citations` array (on the last chunk when
+//! streaming). A stream sends only text that is final: a part of the
+//! answer once its check has passed, never a draft that could be taken
+//! back. Errors come in OpenAI's shape.
 
 mod text;
 mod wire;
@@ -28,7 +32,7 @@ use rag_store::messages::{self, MessageRow, MessageStatus};
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-use self::text::{with_markers, without_markers, StreamedText};
+use self::text::{sources_list, with_markers, without_markers, ListedSource, StreamedText};
 use self::wire::{ChatRequest, OpenAiError};
 use super::conversations::ask;
 use crate::auth::AuthUser;
@@ -139,7 +143,15 @@ pub async fn chat_completions(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, OpenAiError> {
     let user = user?;
-    let body = body.map_err(|e| OpenAiError::new(e.status(), "invalid_request_error", "invalid_body", e.body_text()))?;
+    let body = body.map_err(|e| match e.status() {
+        StatusCode::PAYLOAD_TOO_LARGE => OpenAiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "invalid_request_error",
+            "payload_too_large",
+            format!("The request body is larger than {MAX_BODY_BYTES} bytes; send fewer or shorter messages."),
+        ),
+        status => OpenAiError::new(status, "invalid_request_error", "invalid_body", e.body_text()),
+    })?;
     let request: ChatRequest = serde_json::from_slice(&body).map_err(|e| {
         OpenAiError::new(
             StatusCode::BAD_REQUEST,
@@ -150,6 +162,12 @@ pub async fn chat_completions(
     })?;
     let (question, history) = request.question_and_history()?;
     let ws = workspace_of(&state, &user, &request.model).await?;
+    // The request's choice, else the key's, else on.
+    let sources_in_content = match (request.sources_in_content, user.key_id) {
+        (Some(on), _) => on,
+        (None, Some(key)) => rag_store::api_keys::sources_in_content(state.pool(), key).await.map_err(ApiError::from)?,
+        (None, None) => true,
+    };
     // Each question can cost an LLM call; a stream holds one of the user's slots.
     state.limits().question(&user.user_id).map_err(ApiError::from)?;
     let slot = if request.stream { Some(state.limits().stream(&user.user_id).map_err(ApiError::from)?) } else { None };
@@ -167,7 +185,8 @@ pub async fn chat_completions(
     let deltas = state.answer_deltas();
     let asked = ask(&state, &user, &ws, conversation, question, None, Vec::new(), history).await?;
     let link = Link { base: page_base(&headers), ws: ws.clone(), conversation };
-    let reply = Reply { state: state.clone(), ws, model: request.model.clone(), message: asked.assistant_message, link };
+    let reply =
+        Reply { state: state.clone(), ws, model: request.model.clone(), message: asked.assistant_message, link, sources_in_content };
     if request.stream {
         Ok(reply.stream(deltas, request.include_usage(), slot).into_response())
     } else {
@@ -207,6 +226,8 @@ pub(crate) struct Reply {
     model: String,
     message: Uuid,
     link: Link,
+    /// The reply's text ends with its sources ([`sources_list`]).
+    sources_in_content: bool,
 }
 
 /// The answer's sections as stored: `(text, citations)`.
@@ -246,6 +267,30 @@ fn created(row: &MessageRow) -> i64 {
     row.created_at.timestamp()
 }
 
+/// The citations as the reply's text lists them.
+fn listed(citations: &[Value]) -> Vec<ListedSource<'_>> {
+    citations
+        .iter()
+        .map(|c| ListedSource {
+            index: c["index"].as_u64().unwrap_or(0),
+            name: c["filename"].as_str().or(c["document_id"].as_str()).unwrap_or_default(),
+            place: match (c["page"].as_u64(), c["cell_range"].as_str()) {
+                (_, Some(cells)) => Some(cells.to_string()),
+                (Some(p), None) => Some(format!("p. {p}")),
+                (None, None) => None,
+            },
+            quote: c["text"].as_str().unwrap_or_default(),
+            url: c["url"].as_str().unwrap_or_default(),
+        })
+        .collect()
+}
+
+/// The sources of `row`'s answer as its text ends with them, headed in
+/// the question's language.
+fn sources_text(row: &MessageRow, citations: &[Value]) -> String {
+    sources_list(&listed(citations), row.metadata["retrieval"]["query_language"] == "vi")
+}
+
 /// A finished answer with its numbered citations (the MCP `ask` tool).
 pub(crate) struct Answered {
     row: MessageRow,
@@ -256,25 +301,7 @@ pub(crate) struct Answered {
 impl Answered {
     /// The answer with `[n]` markers, then its sources, for a reader.
     pub fn text_with_sources(&self) -> String {
-        let mut out = final_text(&self.row);
-        if !self.citations.is_empty() {
-            out.push_str("\n\nSources:");
-            for c in &self.citations {
-                let name = c["filename"].as_str().or(c["document_id"].as_str()).unwrap_or_default();
-                let place = match (c["page"].as_u64(), c["cell_range"].as_str()) {
-                    (_, Some(cells)) => format!(" {cells}"),
-                    (Some(p), None) => format!(" p.{p}"),
-                    (None, None) => String::new(),
-                };
-                out.push_str(&format!(
-                    "\n[{}] {name}{place}: \u{201c}{}\u{201d} {}",
-                    c["index"],
-                    c["text"].as_str().unwrap_or_default(),
-                    c["url"].as_str().unwrap_or_default()
-                ));
-            }
-        }
-        out
+        final_text(&self.row) + &sources_text(&self.row, &self.citations)
     }
 
     /// The answer as structured content.
@@ -292,7 +319,14 @@ impl Reply {
             .map_err(ApiError::from)?;
         let asked = ask(state, user, ws, row.id, question.to_string(), None, Vec::new(), Vec::new()).await?;
         let link = Link { base, ws: ws.to_string(), conversation: row.id };
-        let reply = Reply { state: state.clone(), ws: ws.to_string(), model: ws.to_string(), message: asked.assistant_message, link };
+        let reply = Reply {
+            state: state.clone(),
+            ws: ws.to_string(),
+            model: ws.to_string(),
+            message: asked.assistant_message,
+            link,
+            sources_in_content: true,
+        };
         let row = reply.wait().await?;
         if let Some(e) = Self::failure(&row) {
             return Err(e);
@@ -377,6 +411,10 @@ impl Reply {
             return Err(e);
         }
         let citations = self.citations(row).await?;
+        let mut content = final_text(row);
+        if self.sources_in_content {
+            content.push_str(&sources_text(row, &citations));
+        }
         Ok(json!({
             "id": format!("chatcmpl-{}", self.message.simple()),
             "object": "chat.completion",
@@ -384,7 +422,7 @@ impl Reply {
             "model": self.model,
             "choices": [{
                 "index": 0,
-                "message": {"role": "assistant", "content": final_text(row), "citations": citations, "rag": self.rag(row)},
+                "message": {"role": "assistant", "content": content, "citations": citations, "rag": self.rag(row)},
                 "finish_reason": "stop",
             }],
             "usage": usage(row),
@@ -402,9 +440,11 @@ impl Reply {
         Event::default().data(chunk.to_string())
     }
 
-    /// The answer as `chat.completion.chunk` events: the role at once, the
-    /// words as the answerer writes them, the citations with the last
-    /// piece, `[DONE]`.
+    /// The answer as `chat.completion.chunk` events: the role at once, each
+    /// part's words once the answerer has confirmed them (its check passed:
+    /// a client cannot take words back, so no draft is ever sent), the
+    /// rest of the final text with the citations (and the sources list) as
+    /// the last piece, `[DONE]`.
     fn stream(
         self,
         mut deltas: tokio::sync::broadcast::Receiver<std::sync::Arc<messages::AnswerDelta>>,
@@ -442,7 +482,11 @@ impl Reply {
                         Ok(d) if d.workspace_id == self.ws && d.message_id == self.message && !d.sections.is_empty() => {
                             shown.truncate(d.from);
                             shown.extend(d.sections.iter().cloned());
-                            let so_far = with_markers(shown.iter().map(|s| (s.text.as_str(), s.citations.len(), s.closed)));
+                            // Only what is final, and only what cites: the
+                            // answer's own abstention sentence comes with
+                            // the final text.
+                            let confirmed = shown.iter().take(d.confirmed).filter(|s| !s.citations.is_empty());
+                            let so_far = with_markers(confirmed.map(|s| (s.text.as_str(), s.citations.len(), true)));
                             if let Some(piece) = text.advance(&so_far) {
                                 if tx.send(self.chunk(now, json!({"content": piece}), None)).await.is_err() {
                                     return;
@@ -471,7 +515,10 @@ impl Reply {
             };
             match last {
                 Ok((row, citations)) => {
-                    let piece = text.finish(&final_text(&row));
+                    let mut piece = text.finish(&final_text(&row));
+                    if self.sources_in_content {
+                        piece.push_str(&sources_text(&row, &citations));
+                    }
                     let delta = json!({"content": piece, "citations": citations, "rag": self.rag(&row)});
                     if tx.send(self.chunk(now, delta, Some("stop"))).await.is_err() {
                         return;

@@ -24,9 +24,49 @@ pub fn with_markers<'a>(sections: impl IntoIterator<Item = (&'a str, usize, bool
     out
 }
 
-/// The text without the markers [`with_markers`] wrote: what the
-/// conversation stored, to recognise a conversation a client sends back.
+/// One source as the reply's text lists it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListedSource<'a> {
+    /// Its marker's number (`[n]`).
+    pub index: u64,
+    /// The document's file name (its id when it has none).
+    pub name: &'a str,
+    /// Where in it: `p. 3`, or a sheet's cells (`Sheet1!A2:C2`).
+    pub place: Option<String>,
+    /// The cited raw text.
+    pub quote: &'a str,
+    /// Opens the passage highlighted on the page.
+    pub url: &'a str,
+}
+
+/// The sources as Markdown, to end a reply's text with (chat front-ends
+/// and frameworks show `content` and nothing else): a heading in the
+/// answer's language, then one list item per citation, `- [1] báo-cáo.pdf,
+/// p. 3: “…” ([mở](…))`. A quote's whitespace runs (a table row's line
+/// breaks) read as one space, so each source stays one list item; nothing
+/// else of it changes. Empty without sources.
+pub fn sources_list(sources: &[ListedSource<'_>], vietnamese: bool) -> String {
+    if sources.is_empty() {
+        return String::new();
+    }
+    let (heading, open) = if vietnamese { ("Nguồn", "mở") } else { ("Sources", "open") };
+    let mut out = format!("\n\n**{heading}**\n");
+    for s in sources {
+        let quote = s.quote.split_whitespace().collect::<Vec<_>>().join(" ");
+        let place = s.place.as_deref().map(|p| format!(", {p}")).unwrap_or_default();
+        out.push_str(&format!("\n- [{}] {}{place}: \u{201c}{quote}\u{201d} ([{open}]({}))", s.index, s.name, s.url));
+    }
+    out
+}
+
+/// The headings [`sources_list`] writes, as they start its block.
+const SOURCES_HEADINGS: [&str; 2] = ["\n\n**Sources**\n", "\n\n**Nguồn**\n"];
+
+/// The text without the markers [`with_markers`] wrote and the sources
+/// list [`sources_list`] added: what the conversation stored, to recognise
+/// a conversation a client sends back.
 pub fn without_markers(text: &str) -> String {
+    let text = SOURCES_HEADINGS.iter().filter_map(|h| text.rfind(h)).max().map_or(text, |at| &text[..at]);
     let sections: Vec<String> = text
         .split("\n\n")
         .map(|s| {
@@ -104,6 +144,27 @@ mod tests {
         assert_eq!(without_markers(&text), "Doanh thu tăng 12,4%.\n\nLợi nhuận đạt 187 tỷ.\n\nĐang viết");
         assert_eq!(without_markers("Mảng [a] giữ nguyên [x]"), "Mảng [a] giữ nguyên [x]");
         assert_eq!(with_markers([("Tài liệu không đề cập.", 0, true)]), "Tài liệu không đề cập.");
+    }
+
+    #[test]
+    fn sources_read_as_one_list_item_each_in_the_answers_language() {
+        let url = "http://h/#ws=w&c=c&doc=d&span=3-40";
+        let sources = [
+            ListedSource { index: 1, name: "quy-che.pdf", place: Some("p. 2".into()), quote: "Nghỉ phép  12 ngày\nmỗi năm.", url },
+            ListedSource { index: 2, name: "bang.xlsx", place: Some("Sheet1!A2:C2".into()), quote: "| Kết hôn | 3 ngày |", url },
+            ListedSource { index: 3, name: "notes.md", place: None, quote: "Plain.", url },
+        ];
+        assert_eq!(
+            sources_list(&sources, true),
+            "\n\n**Nguồn**\n\n- [1] quy-che.pdf, p. 2: “Nghỉ phép 12 ngày mỗi năm.” ([mở](http://h/#ws=w&c=c&doc=d&span=3-40))\
+             \n- [2] bang.xlsx, Sheet1!A2:C2: “| Kết hôn | 3 ngày |” ([mở](http://h/#ws=w&c=c&doc=d&span=3-40))\
+             \n- [3] notes.md: “Plain.” ([mở](http://h/#ws=w&c=c&doc=d&span=3-40))"
+        );
+        assert!(sources_list(&sources[2..], false).starts_with("\n\n**Sources**\n\n- [3] notes.md: “Plain.” ([open]("));
+        assert_eq!(sources_list(&[], true), "");
+        // A client sends the reply back as the conversation's history.
+        let reply = format!("Nghỉ phép 12 ngày. [1]{}", sources_list(&sources[..1], true));
+        assert_eq!(without_markers(&reply), "Nghỉ phép 12 ngày.");
     }
 
     #[test]

@@ -19,6 +19,10 @@ pub struct ChatRequest {
     pub stream: bool,
     #[serde(default)]
     pub stream_options: Option<StreamOptions>,
+    /// rag-engine's own: whether the reply's text ends with its sources
+    /// (absent: the key's setting, on by default).
+    #[serde(default)]
+    pub sources_in_content: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]
