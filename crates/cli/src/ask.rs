@@ -19,7 +19,7 @@ use rag_app::config::{DatabaseSettings, KafkaSettings};
 pub struct AskArgs {
     /// The question.
     question: String,
-    /// Workspace whose documents answer it.
+    /// Workspace whose documents answer it: its id or its name.
     #[arg(long)]
     workspace: String,
     /// Continue this conversation (default: a new one).
@@ -70,6 +70,9 @@ pub struct AskSettings {
 
 pub async fn ask(s: &AskSettings, args: AskArgs) -> anyhow::Result<ExitCode> {
     let pool = rag_store::connect(&s.database.store()).await.context("connecting to Postgres (DATABASE_URL)")?;
+    // A workspace by name as well as by id.
+    let mut args = args;
+    args.workspace = rag_ops::workspaces::resolve_or_id_in(&pool, &args.workspace).await?;
     let producer = EventProducer::new(&s.kafka.client_bus()?, Codec::embedded()?, "rag-engine/cli")?;
     let conversation = args.conversation.unwrap_or_else(uuid::Uuid::now_v7);
     let (user_message, assistant_message) = (uuid::Uuid::now_v7(), uuid::Uuid::now_v7());

@@ -16,7 +16,7 @@ mod upload;
 
 use rag_app::config::{DatabaseSettings, JwtSettings, KafkaSettings, LogFormat, Settings};
 use rag_app::run;
-use rag_ops::{dlq, keys, rebuild, replay, token, verify};
+use rag_ops::{dlq, keys, rebuild, replay, token, verify, workspaces};
 
 const AFTER_HELP: &str = "\
 Other environment variables:
@@ -106,6 +106,13 @@ enum Command {
         #[command(flatten)]
         database: DatabaseSettings,
     },
+    /// Manage users' workspaces (create, list, rename, delete), as an operator acting for a user.
+    Workspaces {
+        #[command(subcommand)]
+        command: workspaces::WorkspacesCommand,
+        #[command(flatten)]
+        settings: workspaces::WorkspacesSettings,
+    },
     /// Rebuild the read models by replaying every topic.
     Rebuild {
         #[command(subcommand)]
@@ -167,6 +174,7 @@ fn main() -> ExitCode {
             Command::Ask { args, settings } => ask::ask(&settings, args).await,
             Command::Token { args, jwt } => token::token(&jwt, args),
             Command::Keys { command, database } => keys::keys(&database, command).await,
+            Command::Workspaces { command, settings } => workspaces::workspaces(&settings, command).await,
             Command::Dlq { command, settings } => dlq::dlq(&settings, command).await,
             Command::Replay { command, settings } => replay::replay(&settings, command).await,
             Command::Rebuild { command, settings } => rebuild::rebuild(&settings, command).await,

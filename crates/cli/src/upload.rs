@@ -11,14 +11,14 @@ use rag_bus::EventProducer;
 use rag_events::Codec;
 use serde::Serialize;
 
-use rag_app::config::{validate_workspace, BlobSettings, KafkaSettings, UploadSettings};
+use rag_app::config::{validate_workspace, BlobSettings, DatabaseSettings, KafkaSettings, UploadSettings};
 
 #[derive(Args, Debug)]
 pub struct UploadArgs {
     /// Files or directories (walked recursively; hidden files are skipped).
     #[arg(required = true)]
     paths: Vec<PathBuf>,
-    /// Workspace the documents belong to.
+    /// Workspace the documents belong to: its id, or the name of a workspace (looked up in DATABASE_URL).
     #[arg(long, short)]
     workspace: String,
     /// Who uploads (recorded on the event).
@@ -96,9 +96,14 @@ pub struct UploadCommandSettings {
     pub blobs: BlobSettings,
     #[command(flatten)]
     pub uploads: UploadSettings,
+    /// Only to find a workspace given by name.
+    #[command(flatten)]
+    pub database: DatabaseSettings,
 }
 
 pub async fn upload(s: &UploadCommandSettings, args: UploadArgs) -> anyhow::Result<ExitCode> {
+    let mut args = args;
+    args.workspace = rag_ops::workspaces::resolve_or_id(&s.database, &args.workspace).await?;
     validate_workspace(&args.workspace)?;
     let files = collect(&args.paths)?;
     if files.is_empty() {

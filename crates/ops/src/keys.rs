@@ -19,7 +19,7 @@ pub enum KeysCommand {
         /// What the key is for (1-100 characters).
         #[arg(long)]
         name: String,
-        /// The one workspace the key reaches (the user must own it); without it, every workspace of theirs.
+        /// The one workspace the key reaches, by id or name (the user must own it); without it, every workspace of theirs.
         #[arg(long)]
         workspace: Option<String>,
         /// Days until the key stops working (1-3650); without it, until revoked.
@@ -70,9 +70,11 @@ pub async fn keys(s: &DatabaseSettings, command: KeysCommand) -> anyhow::Result<
             let (user, name) = (user.trim(), name.trim());
             anyhow::ensure!(!user.is_empty(), "--user must not be empty");
             anyhow::ensure!((1..=100).contains(&name.chars().count()), "--name must have 1-100 characters");
-            if let Some(ws) = workspace.as_deref() {
-                rag_store::workspaces::get_owned(&pool, ws, user).await?.with_context(|| format!("user {user} owns no workspace {ws}"))?;
-            }
+            // By name or id, among the user's.
+            let workspace = match workspace.as_deref() {
+                Some(ws) => Some(crate::workspaces::resolve(&pool, Some(user), ws).await?.id),
+                None => None,
+            };
             let expires_at = match expires_in_days {
                 None => None,
                 Some(d @ 1..=3650) => Some(chrono::Utc::now() + chrono::Duration::days(i64::from(d))),

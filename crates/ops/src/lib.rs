@@ -1,5 +1,5 @@
 //! Operator commands of rag-engine, reached as `rag-engine dlq|replay|
-//! rebuild|verify|token`: they repair and inspect a running deployment
+//! rebuild|verify|token|keys|workspaces`: they repair and inspect a running deployment
 //! (docs/operations.md) and ship in the product image, unlike the
 //! development tools of `rag-devtools`.
 
@@ -9,3 +9,4 @@ pub mod rebuild;
 pub mod replay;
 pub mod token;
 pub mod verify;
+pub mod workspaces;

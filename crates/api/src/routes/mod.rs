@@ -29,6 +29,32 @@ pub(crate) async fn owned_workspace(state: &AppState, user: &AuthUser, ws: &str)
     rag_store::workspaces::get_owned(state.pool(), ws, &user.user_id).await?.ok_or_else(|| ApiError::not_found("workspace"))
 }
 
+/// The workspace `key` names among those the caller reaches: its id, else
+/// the name of exactly one of them (case and surrounding spaces aside).
+/// "Not found" as [`owned_workspace`] says it; several of that name are a
+/// 400 `workspace_ambiguous` listing their ids.
+pub(crate) async fn named_workspace(state: &AppState, user: &AuthUser, key: &str) -> Result<WorkspaceRow, ApiError> {
+    let rows = rag_store::workspaces::find(state.pool(), Some(&user.user_id), key).await?;
+    let reachable = |rows: Vec<WorkspaceRow>| rows.into_iter().filter(|w| user.reaches(&w.id)).collect::<Vec<_>>();
+    let rows = match rows {
+        rag_store::workspaces::Found::One(w) => vec![w],
+        rag_store::workspaces::Found::None => vec![],
+        rag_store::workspaces::Found::Many(v) => v,
+    };
+    match rag_store::workspaces::Found::among(reachable(rows), key) {
+        rag_store::workspaces::Found::One(w) => Ok(w),
+        rag_store::workspaces::Found::None => Err(ApiError::not_found("workspace")),
+        rag_store::workspaces::Found::Many(v) => Err(ApiError::bad_request(
+            "workspace_ambiguous",
+            format!(
+                "{} workspaces are named `{key}`: use an id ({})",
+                v.len(),
+                v.iter().map(|w| w.id.as_str()).collect::<Vec<_>>().join(", ")
+            ),
+        )),
+    }
+}
+
 /// `?limit=&cursor=` of every list: at most `limit` items (1-500, default
 /// 100) after the `cursor` a previous page answered as `next_cursor`.
 #[derive(Debug, serde::Deserialize, utoipa::IntoParams)]

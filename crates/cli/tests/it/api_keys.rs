@@ -124,7 +124,7 @@ async fn keys_are_shown_once_stored_hashed_scoped_and_revoked_at_once() {
     let (ok, out, _) = t.run(&["keys", "list", "--user", "alice"]).await;
     assert!(ok && out.contains("cli") && out.contains("revoked"), "{out}");
     let (ok, _, err) = t.run(&["keys", "create", "--user", "alice", "--name", "x", "--workspace", &bobs]).await;
-    assert!(!ok && err.contains("owns no workspace"), "{err}");
+    assert!(!ok && err.contains("no workspace of user alice"), "{err}");
     let (ok, _, _) = t.run(&["keys", "revoke", made["key"]["id"].as_str().unwrap(), "--user", "alice"]).await;
     assert!(ok);
     assert_eq!(api.get("/v1/workspaces", secret).await.0, StatusCode::UNAUTHORIZED);

@@ -42,3 +42,4 @@ mod retrieval;
 mod slides;
 mod streaming;
 mod upstream;
+mod workspaces;

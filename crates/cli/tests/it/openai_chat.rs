@@ -78,8 +78,10 @@ async fn openai_clients_ask_stream_follow_up_and_get_cited_answers() {
     let (s, models) = api.get("/v1/models", &key).await;
     assert_eq!(s, StatusCode::OK);
     assert_eq!(models["object"], "list");
-    assert_eq!(models["data"].as_array().unwrap().iter().map(|m| m["id"].as_str().unwrap()).collect::<Vec<_>>(), [ws.as_str()]);
+    // Listed by name (a model picker shows ids), the id beside it.
+    assert_eq!(models["data"].as_array().unwrap().iter().map(|m| m["id"].as_str().unwrap()).collect::<Vec<_>>(), ["Báo cáo"]);
     assert_eq!(models["data"][0]["name"], "Báo cáo");
+    assert_eq!(models["data"][0]["workspace_id"], ws.as_str());
 
     // A question, by the workspace's name.
     let resp =

@@ -77,43 +77,42 @@ const CANDIDATE_CONVERSATIONS: i64 = 5;
 /// The workspaces the caller may ask, as models.
 pub async fn models(State(state): State<AppState>, user: Result<AuthUser, ApiError>) -> Result<Json<Value>, OpenAiError> {
     let user = user?;
-    let rows = rag_store::workspaces::list_owned(state.pool(), &user.user_id).await.map_err(ApiError::from)?;
-    let data: Vec<Value> = rows
+    let rows: Vec<_> = rag_store::workspaces::list_owned(state.pool(), &user.user_id)
+        .await
+        .map_err(ApiError::from)?
         .into_iter()
         .filter(|w| user.reaches(&w.id))
-        .map(|w| json!({"id": w.id, "object": "model", "created": w.created_at.timestamp(), "owned_by": "rag-engine", "name": w.name}))
+        .collect();
+    // A model picker shows ids: a workspace's name is its id here when no
+    // other workspace the key reaches has that name (its id stays accepted).
+    let data: Vec<Value> = rows
+        .iter()
+        .map(|w| {
+            let unique = rows.iter().filter(|o| rag_store::workspaces::same_name(&o.name, &w.name)).count() == 1;
+            let id = if unique && !w.name.trim().is_empty() { w.name.trim() } else { w.id.as_str() };
+            json!({"id": id, "object": "model", "created": w.created_at.timestamp(), "owned_by": "rag-engine",
+                   "name": w.name, "workspace_id": w.id})
+        })
         .collect();
     Ok(Json(json!({"object": "list", "data": data})))
 }
 
 /// The workspace `model` names: its id, else the name of exactly one of
-/// the caller's workspaces. Another user's is "not found", as everywhere.
+/// the workspaces the caller reaches. Another user's is "not found", as
+/// everywhere.
 async fn workspace_of(state: &AppState, user: &AuthUser, model: &str) -> Result<String, OpenAiError> {
-    let not_found = || {
-        OpenAiError::new(
+    match super::named_workspace(state, user, model).await {
+        Ok(w) => Ok(w.id),
+        Err(e) if e.status == StatusCode::NOT_FOUND => Err(OpenAiError::new(
             StatusCode::NOT_FOUND,
             "invalid_request_error",
             "model_not_found",
             format!("The model `{model}` does not exist or you do not have access to it."),
-        )
-    };
-    if super::is_workspace_id(model)
-        && user.reaches(model)
-        && rag_store::workspaces::get_owned(state.pool(), model, &user.user_id).await.map_err(ApiError::from)?.is_some()
-    {
-        return Ok(model.to_string());
-    }
-    let rows = rag_store::workspaces::list_owned(state.pool(), &user.user_id).await.map_err(ApiError::from)?;
-    let named: Vec<_> = rows.iter().filter(|w| user.reaches(&w.id) && w.name.trim().eq_ignore_ascii_case(model.trim())).collect();
-    match named.as_slice() {
-        [one] => Ok(one.id.clone()),
-        [] => Err(not_found()),
-        _ => Err(OpenAiError::new(
-            StatusCode::BAD_REQUEST,
-            "invalid_request_error",
-            "model_ambiguous",
-            format!("{} workspaces are named `{model}`: use a workspace id (GET /v1/models)", named.len()),
         )),
+        Err(e) if e.code == "workspace_ambiguous" => {
+            Err(OpenAiError::new(StatusCode::BAD_REQUEST, "invalid_request_error", "model_ambiguous", e.message))
+        }
+        Err(e) => Err(e.into()),
     }
 }
 
