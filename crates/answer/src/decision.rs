@@ -112,15 +112,142 @@ pub const DEFAULT_DECISION: DecisionModel = DecisionModel { bias: -3.5696, weigh
 /// back, 36.5% of unanswerable questions answered; English 16.9% and
 /// 17.0%; the check at 0.5 answered 87.0% and 46.0% of them).
 pub const DEFAULT_THRESHOLD: f64 = 0.50;
-/// The threshold for a question in another language than its evidence:
-/// the same until an operating point is chosen for it on the forms set's
-/// tuning half (`rag-dev eval operating-points`).
-pub const DEFAULT_CROSS_LANGUAGE_THRESHOLD: f64 = 0.50;
+/// The forms of question whose operating points are chosen apart, as the
+/// forms set (`eval/forms/`) names them: the decision's score means
+/// something else for each (the 1.5B model's own P(answerable) is lower
+/// across languages and for a question without its marks, for answers as
+/// right; a part of a two-part question reads less context).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum QuestionForm {
+    /// Vietnamese over Vietnamese (or over documents of both languages
+    /// whose evidence is Vietnamese).
+    Vi,
+    En,
+    /// An English question over Vietnamese evidence.
+    EnVi,
+    /// A Vietnamese question over English evidence.
+    ViEn,
+    /// Vietnamese typed without its marks.
+    ViPlain,
+    /// A part of a question that asks several things.
+    Compound,
+}
+
+impl QuestionForm {
+    pub const ALL: [QuestionForm; 6] =
+        [QuestionForm::Vi, QuestionForm::En, QuestionForm::EnVi, QuestionForm::ViEn, QuestionForm::ViPlain, QuestionForm::Compound];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            QuestionForm::Vi => "vi",
+            QuestionForm::En => "en",
+            QuestionForm::EnVi => "envi",
+            QuestionForm::ViEn => "vien",
+            QuestionForm::ViPlain => "viplain",
+            QuestionForm::Compound => "compound",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<QuestionForm> {
+        QuestionForm::ALL.into_iter().find(|f| f.name() == name.trim())
+    }
+
+    /// The form of `question` (a part of one when `part_of_several`; its
+    /// evidence in another language when `cross_language`; typed without
+    /// its marks when `without_marks`, as [`typed_without_marks`] tells
+    /// from the question as asked: the model may read it restored). A part
+    /// is a part first; then the language pair; then the marks.
+    pub fn of(question: &str, part_of_several: bool, cross_language: bool, without_marks: bool) -> QuestionForm {
+        let vietnamese = without_marks || rag_retrieval::detect_language(question) == rag_retrieval::Language::Vi;
+        match (part_of_several, cross_language, vietnamese) {
+            (true, _, _) => QuestionForm::Compound,
+            (false, true, true) => QuestionForm::ViEn,
+            (false, true, false) => QuestionForm::EnVi,
+            (false, false, true) if without_marks => QuestionForm::ViPlain,
+            (false, false, true) => QuestionForm::Vi,
+            (false, false, false) => QuestionForm::En,
+        }
+    }
+}
+
+/// A Vietnamese question typed without its marks ("doanh thu nam 2023 la
+/// bao nhieu?"): Vietnamese, and not one letter outside ASCII.
+pub fn typed_without_marks(question: &str) -> bool {
+    question.chars().filter(|c| c.is_alphabetic()).all(|c| c.is_ascii())
+        && rag_retrieval::detect_language(question) == rag_retrieval::Language::Vi
+}
+
+/// The decision's threshold for each [`QuestionForm`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FormThresholds([f64; 6]);
+
+impl FormThresholds {
+    /// The same threshold for every form.
+    pub const fn uniform(t: f64) -> FormThresholds {
+        FormThresholds([t; 6])
+    }
+
+    pub fn get(&self, form: QuestionForm) -> f64 {
+        self.0[form as usize]
+    }
+
+    pub fn set(&mut self, form: QuestionForm, t: f64) {
+        self.0[form as usize] = t;
+    }
+
+    /// `form=threshold` pairs, comma-separated ("envi=0.2,compound=0.3"),
+    /// each set over what is there.
+    pub fn apply(&mut self, pairs: &str) -> Result<(), String> {
+        for pair in pairs.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (name, value) = pair.split_once('=').ok_or_else(|| format!("{pair:?} is not form=threshold"))?;
+            let form = QuestionForm::from_name(name)
+                .ok_or_else(|| format!("{name:?} is not a form ({})", QuestionForm::ALL.map(QuestionForm::name).join(", ")))?;
+            let t: f64 = value.trim().parse().map_err(|e| format!("{value:?} is not a number: {e}"))?;
+            if !(0.0..=1.0).contains(&t) {
+                return Err(format!("{name}'s threshold {t} is not between 0 and 1"));
+            }
+            self.set(form, t);
+        }
+        Ok(())
+    }
+
+    /// `vi=0.50,en=0.50,…`, as [`FormThresholds::apply`] reads it.
+    pub fn describe(&self) -> String {
+        QuestionForm::ALL.iter().map(|f| format!("{}={:.2}", f.name(), self.get(*f))).collect::<Vec<_>>().join(",")
+    }
+}
+
+/// The thresholds shipped for the default model, per form
+/// (`ANSWER_ABSTAIN_THRESHOLDS` sets any of them).
+pub const DEFAULT_THRESHOLDS: FormThresholds = FormThresholds::uniform(DEFAULT_THRESHOLD);
+
 pub const CHECK_ONLY: DecisionModel = DecisionModel { bias: 0.0, weights: [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0] };
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_form_is_told_apart_and_its_threshold_set_by_name() {
+        assert!(typed_without_marks("doanh thu nam 2023 la bao nhieu?"));
+        assert!(!typed_without_marks("Doanh thu năm 2023 là bao nhiêu?") && !typed_without_marks("What was the revenue in 2023?"));
+        assert_eq!(QuestionForm::of("Doanh thu năm 2023 là bao nhiêu?", false, false, false), QuestionForm::Vi);
+        // Read restored, typed without marks.
+        assert_eq!(QuestionForm::of("Doanh thu năm 2023 là bao nhiêu?", false, false, true), QuestionForm::ViPlain);
+        assert_eq!(QuestionForm::of("What was the revenue in 2023?", false, false, false), QuestionForm::En);
+        assert_eq!(QuestionForm::of("What was the revenue in 2023?", false, true, false), QuestionForm::EnVi);
+        assert_eq!(QuestionForm::of("Doanh thu năm 2023 là bao nhiêu?", false, true, false), QuestionForm::ViEn);
+        assert_eq!(QuestionForm::of("What was the revenue in 2023?", true, true, false), QuestionForm::Compound);
+        let mut t = FormThresholds::uniform(0.5);
+        t.apply("envi=0.2, compound=0.35").unwrap();
+        assert_eq!((t.get(QuestionForm::EnVi), t.get(QuestionForm::Compound), t.get(QuestionForm::Vi)), (0.2, 0.35, 0.5));
+        assert!(t.apply("fr=0.2").unwrap_err().contains("not a form"));
+        assert!(t.apply("vi=1.5").is_err() && t.apply("vi").is_err());
+        let mut again = FormThresholds::uniform(0.0);
+        again.apply(&t.describe()).unwrap();
+        assert_eq!(again, t);
+    }
 
     #[test]
     fn the_default_decision_trusts_a_sure_check_and_not_an_unsure_one() {

@@ -31,8 +31,8 @@ mod options;
 mod rewrite;
 pub use answering::{answer_question, retrieval_query};
 pub use options::{
-    AnswerOptions, EvidenceRanker, OnPartial, RetrievalConfidence, StreamedSection, ABSTAIN_THRESHOLD, CROSS_LANGUAGE_THRESHOLD,
-    EVIDENCE_CUTOFF, EVIDENCE_SENTENCES, EXTRACTIVE_SECTIONS, HISTORY_TURNS,
+    AnswerOptions, EvidenceRanker, OnPartial, RetrievalConfidence, StreamedSection, ABSTAIN_THRESHOLDS, EVIDENCE_CUTOFF,
+    EVIDENCE_SENTENCES, EXTRACTIVE_SECTIONS, HISTORY_TURNS,
 };
 pub use parts::combine_parts;
 
@@ -173,10 +173,14 @@ pub struct CitationReport {
     #[serde(default, skip_serializing_if = "is_zero")]
     pub instruction_units: usize,
     /// The decision's score ([`decision`]: every signal weighed), compared
-    /// with `ANSWER_ABSTAIN_THRESHOLD`; None without token probabilities
+    /// with the threshold of the question's form (`form`,
+    /// `ANSWER_ABSTAIN_THRESHOLDS`); None without token probabilities
     /// (the check's yes/no decided).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decision_score: Option<f64>,
+    /// The form of question whose threshold the decision used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub form: Option<decision::QuestionForm>,
     /// The model's probability that the evidence answers at all (its
     /// `answerable` token: P(true) over P(true) + P(false)), when the
     /// provider gave token probabilities (`signals`).

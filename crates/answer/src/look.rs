@@ -170,8 +170,14 @@ pub(crate) async fn look_at(
                                     // weights do not apply: the check's
                                     // probability against an even chance, or
                                     // its yes/no.
-                                    let threshold =
-                                        if language_note.is_some() { options.cross_language_threshold } else { options.abstain_threshold };
+                                    let form = crate::decision::QuestionForm::of(
+                                        question,
+                                        options.part_of_several,
+                                        language_note.is_some(),
+                                        options.without_marks,
+                                    );
+                                    report.form = Some(form);
+                                    let threshold = options.thresholds.get(form);
                                     let held_back = match (report.decision_score, score) {
                                         (Some(p), _) => p < threshold,
                                         (None, Some(p)) => p < CHECK_ALONE_THRESHOLD,

@@ -21,15 +21,20 @@ pub struct AnswerOptions {
     /// Check the answer against what it cites before showing it.
     pub verify: bool,
     /// The decision's score (0 to 1, [`crate::decision`]) below which an
-    /// answer is held back, when the provider gives token probabilities;
-    /// otherwise the check's own true/false decides.
-    pub abstain_threshold: f64,
-    /// The same threshold for an answer whose question is in another
-    /// language than its evidence (an English question over Vietnamese
-    /// text): the model's own P(answerable) is lower across languages for
-    /// answers as right, so its operating point is chosen apart
+    /// answer is held back, when the provider gives token probabilities
+    /// (otherwise the check's own true/false decides), one per form of
+    /// question: the score means something else for an English question
+    /// over Vietnamese text, a question without its marks or a part of a
+    /// two-part question, so each operating point is chosen apart
     /// (`rag-dev eval operating-points`, docs/answers.md).
-    pub cross_language_threshold: f64,
+    pub thresholds: crate::decision::FormThresholds,
+    /// The question is a part of one that asks several things (its form
+    /// is then `compound`, whatever its language).
+    pub part_of_several: bool,
+    /// The question was typed without its marks
+    /// ([`crate::decision::typed_without_marks`] of it as asked: the model
+    /// may be given it restored).
+    pub without_marks: bool,
     /// The weights of the decision's score.
     pub decision: crate::decision::DecisionModel,
     /// What retrieval found for this question, for the decision.
@@ -80,14 +85,9 @@ pub const EVIDENCE_CUTOFF: f64 = 0.7;
 /// (docs/answers.md).
 pub const EVIDENCE_SENTENCES: usize = 4;
 
-/// The default of `abstain_threshold` (`ANSWER_ABSTAIN_THRESHOLD`),
-/// chosen with [`crate::decision::DEFAULT_DECISION`] on the calibration
-/// sets (docs/answers.md).
-pub const ABSTAIN_THRESHOLD: f64 = crate::decision::DEFAULT_THRESHOLD;
-
-/// The default of `cross_language_threshold`
-/// (`ANSWER_ABSTAIN_THRESHOLD_CROSS_LANGUAGE`).
-pub const CROSS_LANGUAGE_THRESHOLD: f64 = crate::decision::DEFAULT_CROSS_LANGUAGE_THRESHOLD;
+/// The default thresholds of the decision, per form
+/// (`ANSWER_ABSTAIN_THRESHOLDS`; docs/answers.md).
+pub const ABSTAIN_THRESHOLDS: crate::decision::FormThresholds = crate::decision::DEFAULT_THRESHOLDS;
 
 /// A section while the answer is written: its text so far and, once the
 /// model has closed it, its citations, grounded as the final answer's

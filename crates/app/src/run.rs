@@ -146,8 +146,10 @@ pub async fn start_stages(
                     fallback: s.answers.answer_fallback(),
                     evidence_chars: s.answers.evidence_chars(),
                     verify: s.answers.answer_verify,
-                    abstain_threshold: s.answers.answer_abstain_threshold,
-                    cross_language_threshold: s.answers.answer_abstain_threshold_cross_language,
+                    thresholds: s.answers.abstain_thresholds()?,
+                    // Set per question part by the answerer.
+                    part_of_several: false,
+                    without_marks: false,
                     decision: s.answers.answer_decision_weights.0,
                     // Set per question from what retrieval found.
                     retrieval: rag_answer::RetrievalConfidence::default(),

@@ -7,6 +7,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use super::llm_server::*;
+use crate::decision::FormThresholds;
 use crate::{answer_question, retrieval_query, AnswerMode, AnswerOptions, LlmFallback};
 
 #[tokio::test]
@@ -272,7 +273,7 @@ async fn the_decision_weighs_the_checks_and_the_answers_token_probabilities() {
     use crate::decision::{DecisionModel, CHECK_ONLY};
     let ask = |url: String, decision: DecisionModel, abstain_threshold: f64| async move {
         let c = client(&url, 5000);
-        let options = AnswerOptions { verify: true, decision, abstain_threshold, ..UNCHECKED };
+        let options = AnswerOptions { verify: true, decision, thresholds: FormThresholds::uniform(abstain_threshold), ..UNCHECKED };
         answer_question(Some(&c), QUESTION, &[], &chunks(), options, None, &mut |_| {}).await.unwrap()
     };
     // The model was sure the evidence answers (0.99); the check chose

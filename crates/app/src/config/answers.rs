@@ -41,12 +41,15 @@ pub struct AnswerSettings {
     /// Check each LLM answer before it is shown: short calls ask the model whether the sentences the answer cites state what the question asks, one sentence per call (a table's rows together); the decision weighs the surest (docs/answers.md).
     #[arg(long, env = "ANSWER_VERIFY", global = true, default_value_t = true, action = clap::ArgAction::Set)]
     pub answer_verify: bool,
-    /// The answer-or-abstain decision's threshold (0 to 1): an answer whose score (the check's probability and the model's own, weighed as fitted on the calibration sets; the other signals can be weighed by ANSWER_DECISION_WEIGHTS) is below it abstains; 0 shows every answer the model gives. Chosen on the calibration sets (docs/answers.md). Providers that give no token probabilities are taken at the check's yes/no.
-    #[arg(long, env = "ANSWER_ABSTAIN_THRESHOLD", global = true, default_value_t = rag_answer::ABSTAIN_THRESHOLD, value_parser = parse_fraction)]
-    pub answer_abstain_threshold: f64,
-    /// The same threshold for a question in another language than the evidence its answer reads (an English question over Vietnamese text): the model is less sure of answers as right across languages, so the operating point is chosen apart, on the forms set's tuning half (`rag-dev eval operating-points`, docs/answers.md).
-    #[arg(long, env = "ANSWER_ABSTAIN_THRESHOLD_CROSS_LANGUAGE", global = true, default_value_t = rag_answer::CROSS_LANGUAGE_THRESHOLD, value_parser = parse_fraction)]
-    pub answer_abstain_threshold_cross_language: f64,
+    /// The answer-or-abstain decision's threshold (0 to 1) for every form of question: an answer whose score (the check's probability and the model's own, weighed as fitted on the calibration sets; the other signals can be weighed by ANSWER_DECISION_WEIGHTS) is below it abstains; 0 shows every answer the model gives. Unset: each form's own default (ANSWER_ABSTAIN_THRESHOLDS). Providers that give no token probabilities are taken at the check's yes/no.
+    #[arg(long, env = "ANSWER_ABSTAIN_THRESHOLD", global = true, value_parser = parse_fraction)]
+    pub answer_abstain_threshold: Option<f64>,
+    /// The threshold for a question in another language than the evidence its answer reads (forms envi and vien), over ANSWER_ABSTAIN_THRESHOLD.
+    #[arg(long, env = "ANSWER_ABSTAIN_THRESHOLD_CROSS_LANGUAGE", global = true, value_parser = parse_fraction)]
+    pub answer_abstain_threshold_cross_language: Option<f64>,
+    /// Thresholds per form of question, over the two above: "vi=0.5,en=0.5,envi=0.3,vien=0.3,viplain=0.4,compound=0.4" (any of them; the rest keep their default). The defaults were chosen on the forms set's tuning half with `rag-dev eval operating-points` (docs/answers.md, "Every form of question"); a deployment with another model chooses its own the same way.
+    #[arg(long, env = "ANSWER_ABSTAIN_THRESHOLDS", global = true, default_value = "")]
+    pub answer_abstain_thresholds: String,
     /// The decision's weights, as `eval calibration` prints them: "BIAS,W1,...,W7" over check_logit, answerable_logit, mean_logprob, cited_coverage, best_cosine, lexical_coverage, phrase_coverage (six weights, as fitted before phrase_coverage existed, leave it out); empty for the weights fitted for the default model (docs/answers.md). A deployment with another model refits them on its own calibration runs.
     #[arg(long, env = "ANSWER_DECISION_WEIGHTS", global = true, default_value = "", value_parser = parse_decision)]
     pub answer_decision_weights: DecisionWeights,

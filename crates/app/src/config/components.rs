@@ -287,6 +287,21 @@ impl AnswerSettings {
     pub fn answer_fallback(&self) -> rag_answer::LlmFallback {
         self.answer_llm_fallback.into()
     }
+
+    /// The decision's threshold per form: the shipped defaults, then
+    /// `ANSWER_ABSTAIN_THRESHOLD` for every form, then
+    /// `ANSWER_ABSTAIN_THRESHOLD_CROSS_LANGUAGE` for envi and vien, then
+    /// the forms `ANSWER_ABSTAIN_THRESHOLDS` names.
+    pub fn abstain_thresholds(&self) -> anyhow::Result<rag_answer::decision::FormThresholds> {
+        use rag_answer::decision::QuestionForm;
+        let mut t = self.answer_abstain_threshold.map_or(rag_answer::ABSTAIN_THRESHOLDS, rag_answer::decision::FormThresholds::uniform);
+        if let Some(cross) = self.answer_abstain_threshold_cross_language {
+            t.set(QuestionForm::EnVi, cross);
+            t.set(QuestionForm::ViEn, cross);
+        }
+        t.apply(&self.answer_abstain_thresholds).map_err(|e| anyhow::anyhow!("ANSWER_ABSTAIN_THRESHOLDS: {e}"))?;
+        Ok(t)
+    }
 }
 
 /// Chunk budgets in multilingual-e5's own pieces.

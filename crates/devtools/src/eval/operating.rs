@@ -2,13 +2,14 @@
 //! decision should hold answers back, per form of question. A run is the
 //! `--json` output of `eval answers` over a tuning half of the forms set
 //! (`eval/forms/`) made with the decision out of the way
-//! (`ANSWER_ABSTAIN_THRESHOLD=0` and `ANSWER_ABSTAIN_THRESHOLD_CROSS_LANGUAGE=0`),
+//! (`ANSWER_ABSTAIN_THRESHOLD=0`),
 //! so every answer the model gave is shown with its signals. For each form
 //! the threshold is the highest at which at most `--max-held-back` of the
 //! form's right answers are held back (a hard limit: right answers held
 //! back is what people saw most), which among the thresholds that meet
 //! it answers the fewest unanswerable questions; the curve is printed
-//! beside it. The weights stay the shipped ones (or
+//! beside it, and last the `ANSWER_ABSTAIN_THRESHOLDS` setting that
+//! applies them. The weights stay the shipped ones (or
 //! `ANSWER_DECISION_WEIGHTS`): this chooses where to cut, not what to weigh.
 
 use std::collections::BTreeMap;
@@ -150,6 +151,13 @@ pub fn eval_operating_points(args: OperatingArgs, decision: &DecisionModel) -> a
             println!("{:<9}        {}", "", line(p));
         }
     }
+    // What a deployment sets: the chosen point of every form the runs hold.
+    let setting: Vec<String> = chosen
+        .iter()
+        .filter(|(form, _)| rag_answer::decision::QuestionForm::from_name(form).is_some())
+        .map(|(form, (best, _))| format!("{form}={:.2}", best.threshold))
+        .collect();
+    println!("ANSWER_ABSTAIN_THRESHOLDS={}", setting.join(","));
     Ok(ExitCode::SUCCESS)
 }
 

@@ -219,7 +219,10 @@ impl Answerer {
                 all.extend_from_slice(sections);
                 send(&all, restart, prefix.len());
             };
-            let a = match self.answer_part(q, part, &part_history, i > 0, top_k, &document_ids, &deltas, &mut on_partial).await? {
+            let a = match self
+                .answer_part(q, part, &part_history, i > 0, parts.len() > 1, top_k, &document_ids, &deltas, &mut on_partial)
+                .await?
+            {
                 Ok(a) => a,
                 Err(f) => {
                     failure = Some(f);
@@ -297,6 +300,7 @@ impl Answerer {
         part: &str,
         history: &[Turn],
         later_part: bool,
+        part_of_several: bool,
         top_k: usize,
         document_ids: &[Uuid],
         deltas: &DeltaSender,
@@ -326,7 +330,13 @@ impl Answerer {
             best_cosine: retrieval.chunks.iter().filter_map(|c| c.cosine).reduce(f64::max),
             lexical_coverage: retrieval.fusion.as_ref().map(|f| f.lexical_coverage),
         };
-        let options = rag_answer::AnswerOptions { llm_chunks, retrieval: confidence, ..self.options };
+        let options = rag_answer::AnswerOptions {
+            llm_chunks,
+            retrieval: confidence,
+            part_of_several,
+            without_marks: rag_answer::decision::typed_without_marks(part),
+            ..self.options
+        };
         let retrieval_ms = retrieval_started.elapsed().as_millis() as u64;
         // Sources before words: what the model reads, on the page at once
         // (an extractive answer is there at once itself).
