@@ -100,6 +100,23 @@ pub struct Scored {
     /// and the text of each citation: to read why a question missed.
     pub answer_text: String,
     pub cited: Vec<String>,
+    /// A question of several parts, part by part (empty for one part):
+    /// each part's own decision signals, whether it abstained, and whether
+    /// its gold answer lies inside a cited span of the answer. The decision
+    /// judges each part on its own (`eval operating-points` does too).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub part_scores: Vec<PartScore>,
+}
+
+/// One part of a question that asks several things ([`Scored::part_scores`]).
+#[derive(Debug, Clone, Default, Serialize, serde::Deserialize, PartialEq)]
+pub struct PartScore {
+    pub abstained: bool,
+    pub verify_score: Option<f64>,
+    pub answerable_score: Option<f64>,
+    /// This part's gold answer lies inside a cited span (None: the part
+    /// has no gold answer, or the question none at all).
+    pub in_citation: Option<bool>,
 }
 
 #[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
@@ -262,6 +279,18 @@ pub fn score(
             shown.chain(held_back).collect::<Vec<_>>().join(" | ")
         },
         cited: citations.iter().filter_map(|c| c["text"].as_str().map(str::to_string)).collect(),
+        part_scores: metadata["retrieval"]["parts"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .enumerate()
+            .map(|(i, p)| PartScore {
+                abstained: p["abstained"].as_bool().unwrap_or(true),
+                verify_score: p["citation_report"]["verify_score"].as_f64(),
+                answerable_score: p["citation_report"]["answerable_score"].as_f64(),
+                in_citation: answers.get(i).map(|a| in_citation(a)),
+            })
+            .collect(),
     }
 }
 

@@ -84,6 +84,9 @@ pub(super) struct RunQuestion {
     cited: Vec<String>,
     #[serde(default)]
     second_look: bool,
+    /// Each part's own signals, for a question of several parts.
+    #[serde(default)]
+    pub(super) part_scores: Vec<super::answer_scores::PartScore>,
 }
 
 #[derive(Deserialize)]

@@ -102,15 +102,38 @@ pub fn operating_point(questions: &[Scored], max_held_back: f64) -> Point {
         .unwrap_or_default()
 }
 
-fn scored(q: &RunQuestion, decision: &DecisionModel) -> Scored {
-    let answered = !q.abstained && q.mode == "llm";
-    let signals = AnswerSignals { check: q.verify_score, answerable: q.answerable_score, ..Default::default() };
-    Scored {
-        score: if answered { decision.confidence(&signals) } else { None },
+/// The question as the decision judged it: one [`Scored`], or one per part
+/// for a question of several parts (each part is decided on its own
+/// evidence, so each is a point on its form's curve: answerable when the
+/// part has a gold answer, right when that answer lies inside a citation).
+fn scored(q: &RunQuestion, decision: &DecisionModel) -> Vec<Scored> {
+    let outside = form_of(&q.question_id).is_some_and(|(_, kind)| kind == 'x');
+    let score = |abstained: bool, check: Option<f64>, answerable: Option<f64>| {
+        let signals = AnswerSignals { check, answerable, ..Default::default() };
+        if !abstained && q.mode == "llm" {
+            decision.confidence(&signals)
+        } else {
+            None
+        }
+    };
+    if !q.part_scores.is_empty() {
+        return q
+            .part_scores
+            .iter()
+            .map(|p| Scored {
+                score: score(p.abstained, p.verify_score, p.answerable_score),
+                answerable: p.in_citation.is_some(),
+                right: p.in_citation == Some(true),
+                outside,
+            })
+            .collect();
+    }
+    vec![Scored {
+        score: score(q.abstained, q.verify_score, q.answerable_score),
         answerable: q.answerable,
         right: q.answerable && q.answer_in_citation,
-        outside: form_of(&q.question_id).is_some_and(|(_, kind)| kind == 'x'),
-    }
+        outside,
+    }]
 }
 
 pub fn eval_operating_points(args: OperatingArgs, decision: &DecisionModel) -> anyhow::Result<ExitCode> {
@@ -120,7 +143,7 @@ pub fn eval_operating_points(args: OperatingArgs, decision: &DecisionModel) -> a
         let run: Run = serde_json::from_str(&text).with_context(|| format!("{} is not an `eval answers --json` output", path.display()))?;
         for q in &run.questions {
             let form = form_of(&q.question_id).map_or("-", |(f, _)| f).to_string();
-            forms.entry(form).or_default().push(scored(q, decision));
+            forms.entry(form).or_default().extend(scored(q, decision));
         }
     }
     anyhow::ensure!(!forms.is_empty(), "the runs hold no question");
@@ -167,6 +190,23 @@ mod tests {
 
     fn q(score: Option<f64>, answerable: bool, right: bool, outside: bool) -> Scored {
         Scored { score, answerable, right, outside }
+    }
+
+    #[test]
+    fn each_part_of_a_compound_question_is_its_own_point() {
+        let q: RunQuestion = serde_json::from_value(serde_json::json!({
+            "question_id": "compound-q0001", "language": "vi", "answerable": true, "abstained": false, "mode": "llm",
+            "answer_in_citation": false, "verify_score": 0.9, "answerable_score": 0.99,
+            "part_scores": [
+                {"abstained": false, "verify_score": 0.9, "answerable_score": 0.99, "in_citation": true},
+                {"abstained": true, "verify_score": null, "answerable_score": null, "in_citation": false},
+            ],
+        }))
+        .unwrap();
+        let parts = scored(&q, &rag_answer::decision::DEFAULT_DECISION);
+        assert_eq!(parts.len(), 2);
+        assert!(parts[0].right && parts[0].answerable && parts[0].score.is_some());
+        assert!(!parts[1].right && parts[1].answerable && parts[1].score.is_none(), "the model abstained on it itself");
     }
 
     #[test]
