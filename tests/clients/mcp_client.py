@@ -1,34 +1,50 @@
 """The official `mcp` Python SDK against rag-engine's MCP server at /mcp
 (Streamable HTTP, a bearer API key), as docs/integrations.md connects an
 agent: initialize, list the tools, call each one. Citations and passages
-are read back and checked against the document's raw text; a foreign
-workspace is a tool error. Prints what it measured.
+are read back and checked against the document's raw text, and so is the
+sources list that ends `ask`'s text; a foreign workspace is a tool error.
+Prints what it measured.
 
     RAG_BASE=http://127.0.0.1:8080 RAG_API_KEY=rag_... RAG_MODEL=<workspace id> python mcp_client.py
 """
 
 import asyncio
-import json
 import os
+import sys
 import time
-import urllib.request
 
 import httpx2
+import sources_list
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+from sources_list import BASE, KEY, CheckFailed, check, check_sources
 
-BASE = os.environ["RAG_BASE"].rstrip("/")
-KEY = os.environ["RAG_API_KEY"]
-WORKSPACE = os.environ["RAG_MODEL"]
+WORKSPACE = os.environ["RAG_MODEL"]  # its name or id, as the tools take it
+WORKSPACE_ID = os.environ.get("RAG_WORKSPACE_ID", WORKSPACE)  # the REST API's
 QUESTION = os.environ.get("RAG_QUESTION", "Doanh thu năm 2023 là bao nhiêu?")
 
 
 def raw_text(document):
-    req = urllib.request.Request(
-        f"{BASE}/v1/workspaces/{WORKSPACE}/documents/{document}/raw-text", headers={"Authorization": f"Bearer {KEY}"}
-    )
-    with urllib.request.urlopen(req) as resp:
-        return "".join(s["text"] for s in json.load(resp)["segments"])
+    return sources_list.raw_text(WORKSPACE_ID, document)
+
+
+def leaves(error):
+    """The exceptions inside (the SDK's task groups wrap what fails in them)."""
+    if isinstance(error, BaseExceptionGroup):
+        return [leaf for e in error.exceptions for leaf in leaves(e)]
+    return [error]
+
+
+async def refused(key):
+    """What the SDK says when it connects with `key`: None if it connected."""
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=30)
+    try:
+        async with http, streamable_http_client(f"{BASE}/mcp", http_client=http) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+    except Exception as e:  # noqa: BLE001 - what the SDK raises is what is checked
+        return leaves(e)
+    return None
 
 
 async def main():
@@ -44,7 +60,7 @@ async def main():
             r = await session.call_tool("list_workspaces", {})
             assert not r.is_error, r
             ids = [w["id"] for w in r.structured_content["workspaces"]]
-            assert WORKSPACE in ids, ids
+            assert WORKSPACE_ID in ids, ids
 
             r = await session.call_tool("search", {"workspace": WORKSPACE, "query": QUESTION, "top_k": 3})
             assert not r.is_error, r
@@ -59,6 +75,7 @@ async def main():
             assert not r.is_error, r
             answer = r.structured_content
             text = r.content[0].text
+            _, heading, _, listed = check_sources(text, answer["citations"])
             for c in answer["citations"]:
                 assert f"[{c['index']}]" in text, (c["index"], text)
                 assert raw_text(c["document_id"])[c["char_start"] : c["char_end"]] == c["text"], c
@@ -67,7 +84,10 @@ async def main():
                     {"workspace": WORKSPACE, "document_id": c["document_id"], "char_start": c["char_start"], "char_end": c["char_end"]},
                 )
                 assert not read.is_error and read.structured_content["text"] == c["text"], read
-            print(f"ask: {time.monotonic() - t:.1f} s, {len(answer['citations'])} citation(s): {answer['answer'][:120]!r}")
+            print(
+                f"ask: {time.monotonic() - t:.1f} s, {len(answer['citations'])} citation(s), {len(listed)} listed in the text "
+                f"under {heading or '(no list)'}: {answer['answer'][:120]!r}"
+            )
 
             r = await session.call_tool("read_passage", {"workspace": WORKSPACE, "document_id": passages[0]["document_id"],
                                                          "char_start": passages[0]["char_start"], "char_end": passages[0]["char_end"]})
@@ -83,6 +103,21 @@ async def main():
                 assert r.is_error, (name, args, r)
             print("errors: a foreign workspace, a range outside the text and a bad top_k are tool errors")
 
+    bad = [("a wrong key", "rag_0123456789ab_" + "0" * 64, "invalid API key")]
+    if os.environ.get("RAG_REVOKED_KEY"):
+        bad.append(("a revoked key", os.environ["RAG_REVOKED_KEY"], "revoked"))
+    for what, key, reason in bad:
+        errors = await refused(key)
+        check(errors, f"{what} was accepted")
+        said = "; ".join(f"{type(e).__name__}: {e}" for e in errors)
+        check(reason in said and "unauthorized" in said, lambda: f"{what}: the SDK does not say the key was refused ({reason!r}): {said}")
+        print(f"{what}: {said}")
+
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    try:
+        asyncio.run(main())
+    except* CheckFailed as group:  # the SDK's task groups wrap what fails in them
+        for e in group.exceptions:
+            print(f"FAILED: mcp_client: {e}", file=sys.stderr)
+        sys.exit(1)

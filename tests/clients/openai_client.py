@@ -1,31 +1,31 @@
 """The official `openai` Python package against rag-engine's
 OpenAI-compatible endpoints, exactly as docs/integrations.md tells a user
 to connect it: a base URL ending in /v1, an API key, a workspace as the
-model. Asks a question, a streamed question and a follow-up; reads the
-citations back and checks each against the document's raw text; and
+model. Asks a question, a streamed question and a follow-up (sending the
+reply back as history, its sources list included); reads the citations
+back and checks each against the document's raw text; checks that each
+reply's content ends with its sources list (every [n] marker listed, each
+quote the raw text at its link's span; streamed, the list whole in the last
+content piece) and that `sources_in_content: false` leaves it out; and
 checks the errors a client sees. Prints what it measured.
 
     RAG_BASE=http://127.0.0.1:8080 RAG_API_KEY=rag_... RAG_MODEL=<workspace id or name> python openai_client.py
 """
 
-import json
 import os
 import sys
 import time
-import urllib.request
 
 import openai
 from openai import OpenAI
+from sources_list import BASE, KEY, CheckFailed, check, check_sources, raw_text, split_sources
 
-BASE = os.environ["RAG_BASE"].rstrip("/")
-KEY = os.environ["RAG_API_KEY"]
 MODEL = os.environ["RAG_MODEL"]
 QUESTION = os.environ.get("RAG_QUESTION", "Doanh thu năm 2023 là bao nhiêu?")
 STREAMED = os.environ.get("RAG_STREAMED_QUESTION", "Lợi nhuận sau thuế năm 2023 là bao nhiêu?")
 FOLLOW_UP = os.environ.get("RAG_FOLLOW_UP", "Còn năm 2022 thì sao?")
 
 client = OpenAI(base_url=f"{BASE}/v1", api_key=KEY, timeout=600, max_retries=0)
-raw_texts = {}
 
 
 def extra(obj, name):
@@ -36,25 +36,19 @@ def extra(obj, name):
     return value
 
 
-def raw_text(workspace, document):
-    if document not in raw_texts:
-        req = urllib.request.Request(
-            f"{BASE}/v1/workspaces/{workspace}/documents/{document}/raw-text", headers={"Authorization": f"Bearer {KEY}"}
-        )
-        with urllib.request.urlopen(req) as resp:
-            raw_texts[document] = "".join(s["text"] for s in json.load(resp)["segments"])
-    return raw_texts[document]
-
-
-def check_citations(content, citations, rag):
-    """Each citation: numbered as a marker in the text, the raw text at its range."""
-    assert isinstance(citations, list), citations
+def check_citations(content, citations, rag, listed=True):
+    """Each citation: numbered as a marker in the answer, the raw text at its
+    range; and (`listed`) the content's sources list, the same citations."""
+    check(isinstance(citations, list), lambda: f"no citations: {citations!r}")
+    if listed:
+        check_sources(content, citations)
+    answer = split_sources(content)[0]
     for i, c in enumerate(citations, 1):
-        assert c["index"] == i, c
-        assert f"[{i}]" in content, (i, content)
+        check(c["index"] == i, lambda: f"citation {i} has index {c['index']}")
+        check(f"[{i}]" in answer, lambda: f"citation [{i}] has no marker in the answer: {answer!r}")
         text = raw_text(rag["workspace_id"], c["document_id"])
-        assert text[c["char_start"] : c["char_end"]] == c["text"], c
-        assert c["url"].startswith(BASE) and f"span={c['char_start']}-{c['char_end']}" in c["url"], c["url"]
+        check(text[c["char_start"] : c["char_end"]] == c["text"], lambda: f"citation [{i}] is not the raw text at its range: {c}")
+        check(c["url"].startswith(BASE) and f"span={c['char_start']}-{c['char_end']}" in c["url"], lambda: c["url"])
     return len(citations)
 
 
@@ -71,11 +65,15 @@ def main():
     workspace = workspace or rag["workspace_id"]
     cited = check_citations(message.content, extra(message, "citations"), rag)
     assert first.object == "chat.completion" and first.choices[0].finish_reason == "stop"
-    print(f"question: {time.monotonic() - t:.1f} s, {cited} citation(s), abstained={rag['abstained']}: {message.content[:120]!r}")
+    heading = split_sources(message.content)[1]
+    print(
+        f"question: {time.monotonic() - t:.1f} s, {cited} citation(s) listed under {heading or '(no list)'}, "
+        f"abstained={rag['abstained']}: {message.content[:120]!r}"
+    )
 
     t = time.monotonic()
     first_chunk = first_words = None
-    text, citations, rag_streamed, usage = "", None, None, None
+    pieces, citations, rag_streamed, usage = [], None, None, None
     for chunk in client.chat.completions.create(
         model=MODEL, stream=True, stream_options={"include_usage": True}, messages=[{"role": "user", "content": STREAMED}]
     ):
@@ -87,14 +85,17 @@ def main():
         delta = chunk.choices[0].delta
         if delta.content:
             first_words = first_words or time.monotonic() - t
-            text += delta.content
+            pieces.append(delta.content)
         if chunk.choices[0].finish_reason == "stop":
             citations, rag_streamed = extra(delta, "citations"), extra(delta, "rag")
+    text = "".join(pieces)
     assert text and rag_streamed is not None and usage is not None, (text, rag_streamed, usage)
     streamed_cited = check_citations(text, citations, rag_streamed)
+    block = split_sources(text)[2]
+    check(pieces[-1].endswith(block), lambda: f"the sources list did not come whole as the last content piece: {pieces[-1]!r}")
     print(
         f"streamed: first chunk {first_chunk:.2f} s, first words {first_words:.2f} s, whole {time.monotonic() - t:.1f} s, "
-        f"{streamed_cited} citation(s), {usage.total_tokens} tokens: {text[:120]!r}"
+        f"{len(pieces)} content piece(s), {streamed_cited} citation(s) listed in the last, {usage.total_tokens} tokens: {text[:120]!r}"
     )
 
     follow = client.chat.completions.create(
@@ -111,6 +112,21 @@ def main():
     follow_cited = check_citations(follow_message.content, extra(follow_message, "citations"), follow_rag)
     print(f"follow-up: {follow_cited} citation(s): {follow_message.content[:120]!r}")
     assert cited + streamed_cited + follow_cited > 0, "no answer cited anything"
+
+    t = time.monotonic()
+    bare = client.chat.completions.create(
+        model=MODEL, messages=[{"role": "user", "content": QUESTION}], extra_body={"sources_in_content": False}
+    )
+    bare_message = bare.choices[0].message
+    check(
+        split_sources(bare_message.content)[1] is None,
+        lambda: f"sources_in_content: false, yet the content has a sources list: {bare_message.content!r}",
+    )
+    bare_cited = check_citations(bare_message.content, extra(bare_message, "citations"), extra(bare_message, "rag"), listed=False)
+    print(
+        f"sources_in_content false: {time.monotonic() - t:.1f} s, no list in the content, {bare_cited} citation(s) in `citations`: "
+        f"{bare_message.content[:120]!r}"
+    )
 
     for make, error, expected in [
         (lambda: OpenAI(base_url=f"{BASE}/v1", api_key="rag_wrong", max_retries=0).models.list(), openai.AuthenticationError, 401),
@@ -129,6 +145,9 @@ def main():
 if __name__ == "__main__":
     try:
         main()
+    except CheckFailed as e:
+        print(f"FAILED: openai_client: {e}", file=sys.stderr)
+        sys.exit(1)
     except AssertionError as e:
         print(f"FAILED: {e!r}", file=sys.stderr)
         raise

@@ -69,10 +69,13 @@ async fn agents_list_search_ask_and_read_through_mcp() {
     };
     let slice = |s: u64, e: u64| raw.chars().skip(s as usize).take((e - s) as usize).collect::<String>();
 
-    // No key, a wrong one: refused before the protocol runs.
+    // No key, a wrong one: refused before the protocol runs, the reason in
+    // a JSON-RPC error (which MCP clients show).
     for bad in ["", "rag_0123456789ab_0000000000000000000000000000000000000000000000000000000000000000"] {
-        let (status, _) = Mcp { api: &api, key: bad, id: 0 }.call("tools/list", json!({})).await;
+        let (status, body) = Mcp { api: &api, key: bad, id: 0 }.call("tools/list", json!({})).await;
         assert_eq!(status, StatusCode::UNAUTHORIZED);
+        assert_eq!(body["error"]["code"], -32001, "{body}");
+        assert!(body["error"]["message"].as_str().unwrap().starts_with("unauthorized: "), "{body}");
     }
 
     let mut mcp = Mcp { api: &api, key: &key, id: 0 };
@@ -90,11 +93,18 @@ async fn agents_list_search_ask_and_read_through_mcp() {
     assert_eq!(names, ["ask", "list_workspaces", "read_passage", "search"]);
     let search_tool = tools.iter().find(|t| t["name"] == "search").unwrap();
     assert_eq!(search_tool["inputSchema"]["required"], json!(["workspace", "query"]), "{search_tool}");
+    // Plain JSON Schema (no `uint64`, no type lists), an outputSchema each.
+    for tool in &tools {
+        let schemas = json!([tool["inputSchema"], tool["outputSchema"]]).to_string();
+        assert!(!schemas.contains("\"format\"") && !schemas.contains("\"type\":["), "{schemas}");
+        assert_eq!(tool["outputSchema"]["type"], "object", "{tool}");
+    }
 
     let listed = mcp.tool("list_workspaces", json!({})).await;
     assert_eq!(listed["structuredContent"]["workspaces"], json!([{"id": ws, "name": "Báo cáo"}]), "a key for one workspace lists it alone");
 
-    let found = mcp.tool("search", json!({"workspace": ws, "query": "lợi nhuận sau thuế", "top_k": 3})).await;
+    // A workspace by its name (case aside) as well as by its id.
+    let found = mcp.tool("search", json!({"workspace": "báo cáo", "query": "lợi nhuận sau thuế", "top_k": 3})).await;
     let passages = found["structuredContent"]["passages"].as_array().unwrap().clone();
     assert!(!passages.is_empty(), "{found}");
     for p in &passages {
@@ -131,6 +141,8 @@ async fn agents_list_search_ask_and_read_through_mcp() {
     for (name, args, says) in [
         ("search", json!({"workspace": other, "query": "x"}), "workspace not found"),
         ("ask", json!({"workspace": other, "question": "x"}), "workspace not found"),
+        // Bob's workspace by its name: not Alice's to reach.
+        ("search", json!({"workspace": "Bob", "query": "x"}), "workspace not found"),
         ("search", json!({"workspace": ws, "query": "x", "top_k": 500}), "top_k"),
         ("search", json!({"workspace": ws, "query": "   "}), "query"),
         ("read_passage", json!({"workspace": ws, "document_id": doc, "char_start": 5, "char_end": 1_000_000}), "range"),
