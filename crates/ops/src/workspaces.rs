@@ -98,7 +98,11 @@ pub async fn resolve_or_id_in(pool: &PgPool, key: &str) -> anyhow::Result<String
     match rag_store::workspaces::find(pool, None, key).await? {
         Found::One(w) => Ok(w.id),
         Found::None if rag_events::is_workspace_id(key) => Ok(key.to_string()),
-        _ => Ok(resolve(pool, None, key).await?.id),
+        Found::None => anyhow::bail!(
+            "invalid workspace id {key:?} (1-64 characters of A-Z a-z 0-9 - _ . starting with a letter or digit), \
+             and no workspace is named so (`rag-engine workspaces list --user U` lists them)"
+        ),
+        Found::Many(_) => Ok(resolve(pool, None, key).await?.id),
     }
 }
 

@@ -237,14 +237,17 @@ impl Answerer {
             // What the answer will show of the parts done so far, exactly
             // as the combined answer will (a part that abstained adds
             // nothing, a section citing what an earlier one cites is said
-            // once): final, so said as confirmed.
+            // once): final, so said as confirmed while later parts are
+            // written (after the last one the answer itself follows).
             done.push((part.clone(), o.clone()));
             shown_so_far = rag_answer::combine_parts(done.clone())
                 .sections
                 .iter()
                 .map(|s| StreamedSection { text: s.text.clone(), closed: true, citations: s.citations.clone() })
                 .collect();
-            send(&shown_so_far, false, shown_so_far.len());
+            if i + 1 < parts.len() {
+                send(&shown_so_far, false, shown_so_far.len());
+            }
             answered.push(a);
         }
         drop(send);
