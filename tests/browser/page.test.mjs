@@ -363,7 +363,9 @@ test("API keys: made on the page for this workspace, shown once, working, revoke
   // The key works as a tool would use it, for this workspace only.
   const models = await apiGet(secret, "/v1/models");
   assert.equal(models.status, 200);
-  assert.deepEqual(models.body.data.map((m) => m.id), [aliceWorkspace]);
+  // Listed by name as a model picker shows it, the id beside it.
+  assert.deepEqual(models.body.data.map((m) => m.workspace_id), [aliceWorkspace]);
+  assert.deepEqual(models.body.data.map((m) => m.id), models.body.data.map((m) => m.name.trim()));
   // Closed and opened again: the secret is not shown a second time.
   await page.click("#keys-close");
   await page.locator("#keys-open").click();
