@@ -97,7 +97,15 @@ pub async fn resolve_or_id_in(pool: &PgPool, key: &str) -> anyhow::Result<String
     let key = key.trim();
     match rag_store::workspaces::find(pool, None, key).await? {
         Found::One(w) => Ok(w.id),
-        Found::None if rag_events::is_workspace_id(key) => Ok(key.to_string()),
+        Found::None if rag_events::is_workspace_id(key) => {
+            // An upstream system's workspace lives only in its events; a
+            // mistyped name would too, so it is said.
+            eprintln!(
+                "note: no workspace has the id or name {key:?}; using it as a workspace id that no user owns \
+                 (`rag-engine workspaces list --user U` lists users' workspaces)"
+            );
+            Ok(key.to_string())
+        }
         Found::None => anyhow::bail!(
             "invalid workspace id {key:?} (1-64 characters of A-Z a-z 0-9 - _ . starting with a letter or digit), \
              and no workspace is named so (`rag-engine workspaces list --user U` lists them)"

@@ -34,14 +34,11 @@ pub(crate) async fn owned_workspace(state: &AppState, user: &AuthUser, ws: &str)
 /// "Not found" as [`owned_workspace`] says it; several of that name are a
 /// 400 `workspace_ambiguous` listing their ids.
 pub(crate) async fn named_workspace(state: &AppState, user: &AuthUser, key: &str) -> Result<WorkspaceRow, ApiError> {
-    let rows = rag_store::workspaces::find(state.pool(), Some(&user.user_id), key).await?;
-    let reachable = |rows: Vec<WorkspaceRow>| rows.into_iter().filter(|w| user.reaches(&w.id)).collect::<Vec<_>>();
-    let rows = match rows {
-        rag_store::workspaces::Found::One(w) => vec![w],
-        rag_store::workspaces::Found::None => vec![],
-        rag_store::workspaces::Found::Many(v) => v,
-    };
-    match rag_store::workspaces::Found::among(reachable(rows), key) {
+    // Only what the caller reaches is looked among: a workspace a key for
+    // another one cannot reach never hides one it can.
+    let reachable: Vec<WorkspaceRow> =
+        rag_store::workspaces::list_owned(state.pool(), &user.user_id).await?.into_iter().filter(|w| user.reaches(&w.id)).collect();
+    match rag_store::workspaces::Found::among(reachable, key.trim()) {
         rag_store::workspaces::Found::One(w) => Ok(w),
         rag_store::workspaces::Found::None => Err(ApiError::not_found("workspace")),
         rag_store::workspaces::Found::Many(v) => Err(ApiError::bad_request(

@@ -84,11 +84,14 @@ pub async fn models(State(state): State<AppState>, user: Result<AuthUser, ApiErr
         .filter(|w| user.reaches(&w.id))
         .collect();
     // A model picker shows ids: a workspace's name is its id here when no
-    // other workspace the key reaches has that name (its id stays accepted).
+    // other workspace the key reaches has that name, nor has it as its id
+    // (an id wins when a model is looked up). Its id stays accepted, and
+    // is the one to keep: a name changes with a rename.
     let data: Vec<Value> = rows
         .iter()
         .map(|w| {
-            let unique = rows.iter().filter(|o| rag_store::workspaces::same_name(&o.name, &w.name)).count() == 1;
+            let unique = rows.iter().filter(|o| rag_store::workspaces::same_name(&o.name, &w.name)).count() == 1
+                && !rows.iter().any(|o| o.id == w.name.trim());
             let id = if unique && !w.name.trim().is_empty() { w.name.trim() } else { w.id.as_str() };
             json!({"id": id, "object": "model", "created": w.created_at.timestamp(), "owned_by": "rag-engine",
                    "name": w.name, "workspace_id": w.id})
