@@ -32,6 +32,7 @@ pub fn citation(source_id: &str, chunk: &SourceChunk, start: usize, end: usize, 
         snippet_preview: preview(&text),
         text,
         exact,
+        revision: chunk.revision,
     }
 }
 
@@ -53,6 +54,7 @@ mod tests {
             page_start: 0,
             page_end: 0,
             lines: None,
+            revision: 1,
             segments: vec![
                 SegmentSpan { segment_index: 3, page_idx: 1, char_start: 100, char_end: 147 },
                 SegmentSpan { segment_index: 4, page_idx: 2, char_start: 147, char_end: 190 },

@@ -104,6 +104,7 @@ mod tests {
             page_start: 0,
             page_end: 0,
             lines: None,
+            revision: 1,
             segments: vec![],
         };
         let s = answer("How much did revenue grow?", std::slice::from_ref(&chunk), 3);
@@ -124,6 +125,7 @@ mod tests {
             page_start: 0,
             page_end: 0,
             lines: None,
+            revision: 1,
             segments: vec![],
         }
     }
@@ -170,6 +172,7 @@ mod tests {
             page_start: 0,
             page_end: 0,
             lines: None,
+            revision: 1,
             segments: vec![],
         };
         let texts: Vec<String> = answer("Doanh thu năm 2023 tăng bao nhiêu?", &[chunk], 3).into_iter().map(|s| s.text).collect();

@@ -164,6 +164,7 @@ mod tests {
                 page_start: 0,
                 page_end: 1,
                 lines: None,
+                revision: 1,
                 segments: vec![
                     SegmentSpan { segment_index: 0, page_idx: 0, char_start: 1000, char_end: 1050 },
                     SegmentSpan { segment_index: 1, page_idx: 1, char_start: 1050, char_end: 1200 },
@@ -179,6 +180,7 @@ mod tests {
                 page_start: 0,
                 page_end: 0,
                 lines: None,
+                revision: 1,
                 segments: vec![],
             },
         ]

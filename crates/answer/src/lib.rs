@@ -55,6 +55,13 @@ pub struct SourceChunk {
     pub page_end: u32,
     /// Lines of the full text the chunk spans (1-based, inclusive), when known.
     pub lines: Option<(u32, u32)>,
+    /// The document revision the chunk's offsets are in.
+    #[serde(default = "first_revision")]
+    pub revision: i32,
+}
+
+fn first_revision() -> i32 {
+    1
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -82,6 +89,9 @@ pub struct Citation {
     /// Always true since answers cite evidence units (kept for answers
     /// stored before: false was a whole-chunk fallback).
     pub exact: bool,
+    /// The document revision the offsets and text are in.
+    #[serde(default = "first_revision")]
+    pub revision: i32,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -445,6 +455,7 @@ pub(crate) mod fixtures {
             snippet_preview: String::new(),
             text: text.into(),
             exact: true,
+            revision: 1,
         }
     }
 

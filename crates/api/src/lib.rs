@@ -188,7 +188,13 @@ pub fn router(state: AppState) -> Router {
             post(routes::documents::upload).layer(DefaultBodyLimit::max(upload_limit)).get(routes::documents::list),
         )
         .route("/workspaces/{ws}/documents/events", get(routes::document_events::stream))
-        .route("/workspaces/{ws}/documents/{id}", get(routes::documents::get).delete(routes::documents::delete))
+        .route(
+            "/workspaces/{ws}/documents/{id}",
+            get(routes::documents::get)
+                .delete(routes::documents::delete)
+                .put(routes::documents::replace)
+                .layer(DefaultBodyLimit::max(upload_limit)),
+        )
         .route("/workspaces/{ws}/documents/{id}/raw-text", get(routes::documents::raw_text))
         .route("/workspaces/{ws}/documents/{id}/pages/{page}/image", get(routes::page_image::page_image))
         .route("/workspaces/{ws}/conversations", post(routes::conversations::create).get(routes::conversations::list))

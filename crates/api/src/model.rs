@@ -141,6 +141,13 @@ pub struct Document {
     pub instructions_found: Option<i32>,
     pub uploaded_at: Option<DateTime<Utc>>,
     pub updated_at: DateTime<Utc>,
+    /// The revision search reads (1 for a document never changed); absent
+    /// before one is ingested.
+    pub revision: Option<i32>,
+    /// The newest revision uploaded (`PUT` on the document makes one); the
+    /// status is this revision's. Above `revision` while a change is on its
+    /// way: search reads the earlier one until the new one is ingested.
+    pub latest_revision: i32,
 }
 
 impl From<DocumentRow> for Document {
@@ -165,6 +172,8 @@ impl From<DocumentRow> for Document {
             instructions_found: r.instructions_found,
             uploaded_at: r.uploaded_at,
             updated_at: r.updated_at,
+            revision: r.revision,
+            latest_revision: r.latest_revision,
         }
     }
 }
@@ -199,6 +208,9 @@ pub struct UploadAccepted {
     pub content_type: String,
     pub size_bytes: u64,
     pub sha256: String,
+    /// The revision these bytes are: 1 for a new document, higher for a
+    /// change of an existing one.
+    pub revision: i32,
 }
 
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
@@ -353,6 +365,13 @@ pub struct RawText {
     /// The pages the segments' boxes are on; empty for formats without pages.
     pub pages: Vec<PageSize>,
     pub segments: Vec<Segment>,
+    /// The revision these segments are (`?revision=` asked for it, else the
+    /// one search reads). A citation names the revision it quoted.
+    pub revision: i32,
+    /// The revision search reads now, when it is newer than this one: the
+    /// text shown was changed since (an earlier answer's citation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub newer_revision: Option<i32>,
 }
 
 #[derive(Debug, Default, Deserialize, ToSchema)]

@@ -12,7 +12,7 @@ use crate::routes;
     paths(
         routes::workspaces::create, routes::workspaces::list,
         routes::keys::create, routes::keys::list, routes::keys::revoke,
-        routes::documents::upload, routes::documents::list, routes::documents::get, routes::documents::delete, routes::documents::raw_text, routes::page_image::page_image,
+        routes::documents::upload, routes::documents::replace, routes::documents::list, routes::documents::get, routes::documents::delete, routes::documents::raw_text, routes::page_image::page_image,
         routes::conversations::create, routes::conversations::list, routes::conversations::get,
         routes::conversations::post_message, routes::conversations::get_message,
         routes::events::stream, routes::document_events::stream,

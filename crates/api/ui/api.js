@@ -87,17 +87,23 @@ export class WorkspaceApi {
     return this.api.all(`${this.base}/documents`, "documents");
   }
 
-  rawText(documentId) {
-    return this.api.request("GET", `${this.base}/documents/${encodeURIComponent(documentId)}/raw-text`);
+  /** A document's raw text: of `revision` (a citation names the one it
+   * quoted), else the one search reads. */
+  rawText(documentId, revision = null) {
+    const rev = revision ? `?revision=${encodeURIComponent(revision)}` : "";
+    return this.api.request("GET", `${this.base}/documents/${encodeURIComponent(documentId)}/raw-text${rev}`);
   }
 
   /** Page `page` (1-based) of a PDF or image as a PNG Blob, characters
    * start..end highlighted (none without them). An <img> cannot send the
    * Authorization header, so the page fetches the image and shows it
    * through an object URL. */
-  async pageImage(documentId, page, start = null, end = null) {
-    const highlight = start !== null && end !== null ? `?highlight=${start}-${end}` : "";
-    const path = `${this.base}/documents/${encodeURIComponent(documentId)}/pages/${page}/image${highlight}`;
+  async pageImage(documentId, page, start = null, end = null, revision = null) {
+    const query = new URLSearchParams();
+    if (start !== null && end !== null) query.set("highlight", `${start}-${end}`);
+    if (revision) query.set("revision", revision);
+    const q = query.toString() ? `?${query}` : "";
+    const path = `${this.base}/documents/${encodeURIComponent(documentId)}/pages/${page}/image${q}`;
     let res;
     try {
       res = await fetch(path, { headers: this.api.headers() });

@@ -152,7 +152,7 @@ window.addEventListener("hashchange", () => {
   if (h.c && h.c !== state.conversationId) openConversation(h.c);
   if (h.doc) {
     const [s, e] = parseSpan(h.span);
-    openViewer(h.doc, s, e);
+    openViewer(h.doc, s, e, null, h.rev ?? null);
   } else if (!$("viewer").hidden) {
     closeViewer(false);
   }
@@ -228,7 +228,7 @@ function selectWorkspace(id, { keepHash = false } = {}) {
       if (gen !== state.gen || !hash.doc || !first) return;
       first = false;
       const [s, e] = parseSpan(hash.span);
-      openViewer(hash.doc, s, e);
+      openViewer(hash.doc, s, e, null, hash.rev ?? null);
     }),
   );
   loadConversations(gen, hash.c);

@@ -419,7 +419,7 @@ function citationBubble(n, c) {
       class: "cite",
       "aria-label": t("cite.label", { n, doc: docName(c.document_id), page: hasPages(c.document_id) ? Number(c.page_idx) + 1 : null, slide: isSlides(c.document_id), range: c.cell_range ?? null }),
       dataset: { n, doc: c.document_id, start: c.char_start, end: c.char_end, snippet: `“${preview(c.text ?? c.snippet_preview, 280)}”` },
-      onclick: (e) => openViewer(c.document_id, Number(c.char_start), Number(c.char_end), e.currentTarget),
+      onclick: (e) => openViewer(c.document_id, Number(c.char_start), Number(c.char_end), e.currentTarget, c.revision ?? null),
     },
     num(n),
   );

@@ -121,6 +121,10 @@ export default {
   "viewer.page": ({ n, slide, sheet }, f) => (sheet != null ? `Sheet ${f.num(n)}: ${sheet}` : `${slide ? "Slide" : "Page"} ${f.num(n)}`),
   "viewer.cited": ({ pages, slide, range, para, esc }, f) =>
     `Cited ${range ? `rows ${range}` : pages ? `on ${slide ? "slide" : "page"} ${pages.map(f.num).join("–")}` : `in paragraph ${f.num(para)}`}.${esc ? " Esc closes." : ""}`,
+  "viewer.olderRevision": ({ revision, newer }, f) =>
+    `This is revision ${f.num(revision)} of the document, the text the answer quoted. The document has changed since: search now reads revision ${f.num(newer)}.`,
+  "viewer.openNewest": "Open the current text",
+  "viewer.revisionRemoved": "The revision this answer quoted is no longer kept.",
   "viewer.offsets": ({ start, end }, f) => `Characters ${f.num(start)}–${f.num(end)} of the document's raw text`,
   // A document opened from the list: its pages, or the paragraphs shown of a text without pages.
   "viewer.summary": ({ pages, slide, sheet, paragraphs }, f) =>

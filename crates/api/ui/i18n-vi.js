@@ -111,6 +111,10 @@ export default {
   "viewer.page": ({ n, slide, sheet }, f) => (sheet != null ? `Trang tính ${f.num(n)}: ${sheet}` : `${slide ? "Trang chiếu" : "Trang"} ${f.num(n)}`),
   "viewer.cited": ({ pages, slide, range, para, esc }, f) =>
     `Đoạn được trích ${range ? `ở ${range}` : pages ? `ở ${slide ? "trang chiếu" : "trang"} ${pages.map(f.num).join("–")}` : `ở đoạn ${f.num(para)}`}.${esc ? " Nhấn Esc để đóng." : ""}`,
+  "viewer.olderRevision": ({ revision, newer }, f) =>
+    `Đây là phiên bản ${f.num(revision)} của tài liệu, đúng văn bản câu trả lời đã trích. Tài liệu đã thay đổi từ đó: tìm kiếm hiện đọc phiên bản ${f.num(newer)}.`,
+  "viewer.openNewest": "Mở văn bản hiện tại",
+  "viewer.revisionRemoved": "Phiên bản mà câu trả lời này trích không còn được lưu.",
   "viewer.offsets": ({ start, end }, f) => `Ký tự ${f.num(start)}–${f.num(end)} của văn bản gốc`,
   "viewer.summary": ({ pages, slide, sheet, paragraphs }, f) =>
     pages ? `${f.num(pages)} ${sheet ? "trang tính" : slide ? "trang chiếu" : "trang"}.` : paragraphs ? `${f.num(paragraphs)} đoạn văn.` : "",

@@ -25,7 +25,12 @@ function setTitle(documentId) {
 // arriving after B was opened) is dropped rather than drawn under B.
 let opening = 0;
 
-export async function openViewer(documentId, start, end, bubble = null) {
+/**
+ * Opens `documentId`'s raw text with chars start..end marked. `revision`:
+ * the revision a citation quoted (an earlier answer's, after the document
+ * changed); null reads the one search reads now.
+ */
+export async function openViewer(documentId, start, end, bubble = null, revision = null) {
   const gen = state.gen;
   const token = ++opening;
   const current = () => gen === state.gen && token === opening;
@@ -43,21 +48,32 @@ export async function openViewer(documentId, start, end, bubble = null) {
   dropPageImage();
   dropSheetTable();
   dropPageList();
-  updateHash({ doc: documentId, span: start !== null && end !== null ? `${start}-${end}` : null });
-  let raw = state.rawCache.get(documentId);
+  const rev = revision && Number(revision) > 1 ? Number(revision) : null;
+  updateHash({ doc: documentId, span: start !== null && end !== null ? `${start}-${end}` : null, rev });
+  dropRevisionNote();
+  // Cached per revision: the one search reads moves when the document
+  // changes, so it is keyed by the revision the list last showed.
+  const key = `${documentId}@${rev ?? state.docs.get(documentId)?.revision ?? "shown"}`;
+  let raw = state.rawCache.get(key);
   try {
     if (!raw) {
-      raw = await state.ws.rawText(documentId);
+      raw = await state.ws.rawText(documentId, rev);
       if (!current()) return;
-      state.rawCache.set(documentId, raw);
+      state.rawCache.set(key, raw);
     }
   } catch (err) {
     if (!current()) return;
-    const why = { not_parsed: "viewer.notParsed", document_failed: "viewer.documentFailed", not_found: "viewer.notFound" }[err.code];
+    const why = {
+      not_parsed: "viewer.notParsed",
+      document_failed: "viewer.documentFailed",
+      not_found: "viewer.notFound",
+      revision_removed: "viewer.revisionRemoved",
+    }[err.code];
     if (why) tr(status, why);
     else tr(status, "viewer.loadFailed", { err: errorArg(err) });
     return;
   }
+  if (raw.newer_revision) showRevisionNote(documentId, raw.revision, raw.newer_revision);
   const segments = raw.segments;
   const pieces = start !== null && end !== null ? spanPieces(segments, start, end) : [];
   const bySegment = new Map();
@@ -93,7 +109,7 @@ export async function openViewer(documentId, start, end, bubble = null) {
   });
   text.replaceChildren(...nodes);
   const range = showSheetTable(segments, start, end);
-  showPageImage(raw, documentId, pieces, segments, start, end, current);
+  showPageImage(raw, documentId, pieces, segments, start, end, current, rev);
   if (start === null || end === null) showPageList(raw, documentId, current);
   const pages = [...new Set(pieces.map((p) => segments[p.segment].page_idx + 1))];
   // Where the passage is, in words for people (a page, a sheet's rows, or
@@ -113,6 +129,23 @@ export async function openViewer(documentId, start, end, bubble = null) {
   }
   const first = text.querySelector("mark.cited");
   if (first) centerIn(text, first);
+}
+
+// The text shown is an earlier revision (an earlier answer quoted it): a
+// line above it says so, with a link to the text search reads now.
+function showRevisionNote(documentId, revision, newer) {
+  const note = el(
+    "p",
+    { id: "viewer-revision", class: "revision-note", role: "note" },
+    el("span", { t: ["viewer.olderRevision", { revision, newer }] }),
+    " ",
+    el("button", { type: "button", class: "link-button", t: ["viewer.openNewest", {}], onclick: () => openViewer(documentId, null, null) }),
+  );
+  $("viewer-status").after(note);
+}
+
+function dropRevisionNote() {
+  $("viewer-revision")?.remove();
 }
 
 // Formats whose line breaks are where a line was full, not the author's:
@@ -152,7 +185,7 @@ function centerIn(box, node) {
 // A cited span of a PDF or an image is also shown where it is on the page:
 // the server renders the page (or shows the image itself, as a PNG) with
 // the span's boxes drawn (GET .../pages/N/image).
-async function showPageImage(raw, documentId, pieces, segments, start, end, current) {
+async function showPageImage(raw, documentId, pieces, segments, start, end, current, revision = null) {
   dropPageImage();
   if (!pieces.length) return;
   const pageIdx = segments[pieces[0].segment].page_idx;
@@ -163,7 +196,7 @@ async function showPageImage(raw, documentId, pieces, segments, start, end, curr
   const figure = el("figure", { class: "page-image" }, el("figcaption", { class: "muted", t: ["viewer.imageLoading", { n }] }));
   $("viewer-text").before(figure);
   try {
-    const blob = await state.ws.pageImage(documentId, n, start, end);
+    const blob = await state.ws.pageImage(documentId, n, start, end, revision);
     if (!current() || !figure.isConnected) return;
     state.pageImageUrl = URL.createObjectURL(blob);
     const img = el("img", { alt: t("viewer.imageAlt", { n, doc: docName(documentId) }), dataset: { n } });
@@ -334,7 +367,7 @@ export function closeViewer(restoreFocus = true) {
   $("viewer").hidden = true;
   document.body.classList.remove("viewing");
   $("viewer-text").replaceChildren();
-  if (state.api) updateHash({ doc: null, span: null });
+  if (state.api) updateHash({ doc: null, span: null, rev: null });
   if (restoreFocus) state.activeCite?.focus();
   state.activeCite?.classList.remove("active");
 }

@@ -18,7 +18,9 @@ impl PassageSearch for RetrieverSearch {
             for c in found.chunks {
                 let hit = c.hit;
                 if let std::collections::hash_map::Entry::Vacant(slot) = texts.entry(hit.document_id) {
-                    let text = rag_store::raw::full_text(&self.0.pool, workspace, hit.document_id)
+                    // The chunk's offsets are in the revision its index version names.
+                    let revision = rag_model::split_index_version(&hit.chunking_version).1;
+                    let text = rag_store::raw::full_text(&self.0.pool, workspace, hit.document_id, Some(revision))
                         .await
                         .map_err(|e| format!("search failed: {e}"))?;
                     slot.insert(text);

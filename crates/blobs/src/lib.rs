@@ -80,6 +80,15 @@ where
     BlobError::Request { op, key: key.to_string(), message, transient }
 }
 
+/// An object as a bucket listing gives it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListedObject {
+    pub key: String,
+    pub size: u64,
+    /// The object's ETag without quotes; changes with its content.
+    pub etag: Option<String>,
+}
+
 /// A stored object.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredBlob {
@@ -291,6 +300,42 @@ impl BlobStore {
                 _ => return Ok(keys),
             }
         }
+    }
+
+    /// The same server and credentials, another bucket (a bucket a source
+    /// follows). Nothing is cached for it.
+    pub fn in_bucket(&self, bucket: &str) -> BlobStore {
+        BlobStore { client: self.client.clone(), bucket: bucket.to_string(), cache: Arc::new(cache::BlobCache::new(0)) }
+    }
+
+    /// One page of the objects under `prefix` (at most 1,000, the S3
+    /// page), with their sizes and ETags, and the token of the next page.
+    pub async fn list_page(&self, prefix: &str, token: Option<String>) -> Result<(Vec<ListedObject>, Option<String>), BlobError> {
+        let out = self
+            .client
+            .list_objects_v2()
+            .bucket(&self.bucket)
+            .prefix(prefix)
+            .set_continuation_token(token)
+            .send()
+            .await
+            .map_err(|e| request_error("list", prefix, e))?;
+        let objects = out
+            .contents()
+            .iter()
+            .filter_map(|o| {
+                Some(ListedObject {
+                    key: o.key()?.to_string(),
+                    size: o.size().unwrap_or(0).max(0) as u64,
+                    etag: o.e_tag().map(|e| e.trim_matches('"').to_string()),
+                })
+            })
+            .collect();
+        let next = match out.next_continuation_token() {
+            Some(next) if out.is_truncated().unwrap_or(false) => Some(next.to_string()),
+            _ => None,
+        };
+        Ok((objects, next))
     }
 
     /// Deletes every object under `prefix`; returns how many. Idempotent.

@@ -151,12 +151,26 @@ fn same_section(prev: &Segment, next: &Segment) -> bool {
 /// A chunk never holds rows of two sheets or the text of two slides, nor
 /// overlaps into the sheet or slide before it.
 pub fn chunk(document_id: &str, segments: &[Segment], profile: &ChunkingProfile, counter: &dyn TokenCounter) -> Vec<Chunk> {
+    chunk_revision(document_id, rag_model::FIRST_REVISION, segments, profile, counter)
+}
+
+/// [`chunk`] for one revision of the document: the chunk ids are scoped to
+/// the revision too (`rag_model::index_version`), so two revisions holding
+/// the same paragraph at the same place still get two ids, and the first
+/// revision's ids are those [`chunk`] always gave.
+pub fn chunk_revision(
+    document_id: &str,
+    revision: i32,
+    segments: &[Segment],
+    profile: &ChunkingProfile,
+    counter: &dyn TokenCounter,
+) -> Vec<Chunk> {
     // Segments parsed before line ranges existed get them from the tiling.
     let segments = rag_docparse::segments::with_line_ranges(segments);
     let segments = &segments[..];
     let budget = profile.max_tokens.saturating_sub(counter.special_tokens()).max(1);
     let counts: Vec<usize> = segments.iter().map(|s| counter.count(&s.text)).collect();
-    let version = profile.id();
+    let version = rag_model::index_version(&profile.id(), revision);
     let mut chunks = Vec::new();
     let mut start = 0;
     while start < segments.len() {

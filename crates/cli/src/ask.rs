@@ -173,7 +173,7 @@ pub async fn ask(s: &AskSettings, args: AskArgs) -> anyhow::Result<ExitCode> {
     }
     // Each citation checked against the raw text as the viewer shows it:
     // the cited text must be exactly `full_text[char_start..char_end]`.
-    let mut full_texts: std::collections::HashMap<String, Option<Vec<char>>> = std::collections::HashMap::new();
+    let mut full_texts: std::collections::HashMap<(String, i32), Option<Vec<char>>> = std::collections::HashMap::new();
     let mut invalid = 0;
     for (i, c) in numbered.iter().enumerate() {
         let doc = c["document_id"].as_str().unwrap_or_default();
@@ -195,14 +195,17 @@ pub async fn ask(s: &AskSettings, args: AskArgs) -> anyhow::Result<ExitCode> {
         );
         let text = c["text"].as_str().or(c["snippet_preview"].as_str()).unwrap_or_default();
         println!("    “{}”", text.split_whitespace().collect::<Vec<_>>().join(" "));
-        if !full_texts.contains_key(doc) {
+        // The revision the citation quoted (1 before revisions existed).
+        let revision = c["revision"].as_i64().and_then(|r| i32::try_from(r).ok()).unwrap_or(1);
+        let key = (doc.to_string(), revision);
+        if !full_texts.contains_key(&key) {
             let full = match uuid::Uuid::parse_str(doc) {
-                Ok(id) => rag_store::raw::full_text(&pool, &args.workspace, id).await?,
+                Ok(id) => rag_store::raw::full_text(&pool, &args.workspace, id, Some(revision)).await?,
                 Err(_) => None,
             };
-            full_texts.insert(doc.to_string(), full);
+            full_texts.insert(key.clone(), full);
         }
-        match full_texts.get(doc).and_then(Option::as_ref) {
+        match full_texts.get(&key).and_then(Option::as_ref) {
             Some(full) if rag_answer::cites_exactly(full, start, end, text) => {
                 println!("    ✓ exactly the raw text at chars {start}..{end}");
             }

@@ -144,7 +144,7 @@ pub async fn docs(s: &DocsSettings, cmd: DocsCommand) -> anyhow::Result<ExitCode
             let Some(d) = rag_store::documents::get(&pool, &workspace, id).await? else {
                 anyhow::bail!("document {id} not found in workspace {workspace}");
             };
-            let segments = rag_store::raw::segments(&pool, &workspace, id).await?;
+            let segments = rag_store::raw::segments(&pool, &workspace, id, None).await?;
             if json {
                 let v = serde_json::json!({"document_id": d.id, "workspace_id": d.workspace_id, "status": d.status,
                                            "segments": segments});
@@ -239,7 +239,7 @@ pub async fn docs(s: &DocsSettings, cmd: DocsCommand) -> anyhow::Result<ExitCode
             if json {
                 // Each active chunk with where its characters are on the
                 // pages, from the document's line fragments.
-                let segments = rag_store::raw::segments(&pool, &workspace, id).await?;
+                let segments = rag_store::raw::segments(&pool, &workspace, id, None).await?;
                 let fragments: Vec<&rag_docparse::LineFragment> = segments.iter().flat_map(|s| s.boxes.0.iter()).collect();
                 let chunks: Vec<ChunkShown> = mappings
                     .iter()

@@ -32,7 +32,7 @@ pub async fn write(
     dpi: u32,
     out: &Path,
 ) -> anyhow::Result<PagePng> {
-    let pages = rag_store::raw::pages(pool, &d.workspace_id, d.id).await?;
+    let pages = rag_store::raw::pages(pool, &d.workspace_id, d.id, None).await?;
     if pages.is_empty() {
         anyhow::bail!(
             "document {} has no page geometry (status {}; only PDFs, images and Document AI files have pages, and documents parsed before parser 3 need a re-parse)",
@@ -52,7 +52,7 @@ pub async fn write(
         anyhow::bail!("page {page} is in {} (Document AI): there is no PDF to render", size.unit);
     }
     let span = match highlight {
-        Some((a, b)) => span_geometry(&rag_store::raw::span_segments(pool, &d.workspace_id, d.id, a, b).await?, a, b),
+        Some((a, b)) => span_geometry(&rag_store::raw::span_segments(pool, &d.workspace_id, d.id, None, a, b).await?, a, b),
         None => Default::default(),
     };
     if highlight.is_some() && span.boxes.is_empty() {

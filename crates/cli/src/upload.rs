@@ -30,6 +30,11 @@ pub struct UploadArgs {
     /// Metadata `key=value` recorded on each event (repeatable).
     #[arg(long = "meta", value_parser = parse_kv)]
     metadata: Vec<(String, String)>,
+    /// Upload the one file given as a new revision of this document (its id
+    /// stays; search switches to the new text once it is ingested, earlier
+    /// answers keep citing the text they quoted). Needs DATABASE_URL.
+    #[arg(long, value_name = "DOCUMENT_ID")]
+    replace: Option<uuid::Uuid>,
     /// Print the result as JSON.
     #[arg(long)]
     json: bool,
@@ -48,6 +53,8 @@ struct UploadResult {
     size_bytes: u64,
     sha256: Option<String>,
     blob_uri: Option<String>,
+    /// The revision uploaded (1 for a new document).
+    revision: Option<i32>,
     ok: bool,
     error: Option<String>,
 }
@@ -109,6 +116,10 @@ pub async fn upload(s: &UploadCommandSettings, args: UploadArgs) -> anyhow::Resu
     if files.is_empty() {
         anyhow::bail!("no files found under {}", args.paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "));
     }
+    let replaces = match args.replace {
+        Some(id) => Some(replaced_document(s, &args, id, files.len()).await?),
+        None => None,
+    };
     let blobs = BlobStore::new(&s.blobs.blobs());
     let producer = EventProducer::new(&s.kafka.client_bus()?, Codec::embedded()?, "rag-engine/cli-upload")?;
     let total: u64 = files.iter().map(|(_, n)| n).sum();
@@ -135,16 +146,17 @@ pub async fn upload(s: &UploadCommandSettings, args: UploadArgs) -> anyhow::Resu
         bar.set_message(filename.clone());
         let content_type = args.content_type.clone().unwrap_or_else(|| guess_content_type(path));
         let file = LocalFile { path, filename: &filename, content_type: &content_type, metadata: &metadata };
-        let r = upload_one(s, &args, &blobs, &producer, file).await;
+        let r = upload_one(s, &args, &blobs, &producer, file, replaces.as_ref()).await;
         let result = match r {
-            Ok((document_id, sha256, blob_uri, size)) => UploadResult {
+            Ok(Uploaded { document_id, sha256, blob_uri, size, revision }) => UploadResult {
                 path: path.display().to_string(),
                 document_id: Some(document_id),
                 filename,
                 content_type,
                 size_bytes: size,
                 sha256: Some(sha256),
-                blob_uri: Some(blob_uri),
+                blob_uri,
+                revision: Some(revision),
                 ok: true,
                 error: None,
             },
@@ -156,12 +168,19 @@ pub async fn upload(s: &UploadCommandSettings, args: UploadArgs) -> anyhow::Resu
                 size_bytes: *len,
                 sha256: None,
                 blob_uri: None,
+                revision: None,
                 ok: false,
                 error: Some(format!("{e:#}")),
             },
         };
         if !args.json {
             bar.suspend(|| match &result {
+                UploadResult { ok: true, document_id: Some(id), blob_uri: None, revision: Some(r), .. } => {
+                    println!("unchanged {id}  {}  (the same bytes as revision {r})", result.path)
+                }
+                UploadResult { ok: true, document_id: Some(id), revision: Some(r), .. } if *r > 1 => {
+                    println!("uploaded  {id}  {}  ({} bytes, revision {r})", result.path, result.size_bytes)
+                }
                 UploadResult { ok: true, document_id: Some(id), .. } => {
                     println!("uploaded  {id}  {}  ({} bytes)", result.path, result.size_bytes)
                 }
@@ -190,13 +209,44 @@ struct LocalFile<'a> {
     metadata: &'a HashMap<String, String>,
 }
 
+/// What one file's upload did.
+struct Uploaded {
+    document_id: String,
+    sha256: String,
+    /// None: the bytes were those of the document's newest revision, and
+    /// nothing was uploaded.
+    blob_uri: Option<String>,
+    size: u64,
+    revision: i32,
+}
+
+/// The document `--replace` names, checked: it exists in the workspace, is
+/// not deleted, and one file is given.
+async fn replaced_document(
+    s: &UploadCommandSettings,
+    args: &UploadArgs,
+    id: uuid::Uuid,
+    files: usize,
+) -> anyhow::Result<(rag_store::sqlx::PgPool, rag_store::documents::DocumentRow)> {
+    if files != 1 {
+        anyhow::bail!("--replace takes exactly one file ({files} given): the file becomes the document's new revision");
+    }
+    let pool = rag_store::connect(&s.database.store()).await.context("--replace reads the document (DATABASE_URL)")?;
+    match rag_store::documents::get(&pool, &args.workspace, id).await? {
+        Some(d) if d.status != rag_store::documents::DocumentStatus::Deleted => Ok((pool, d)),
+        Some(_) => anyhow::bail!("document {id} was deleted: upload the file as a new document"),
+        None => anyhow::bail!("document {id} not found in workspace {}", args.workspace),
+    }
+}
+
 async fn upload_one(
     s: &UploadCommandSettings,
     args: &UploadArgs,
     blobs: &BlobStore,
     producer: &EventProducer,
     file: LocalFile<'_>,
-) -> anyhow::Result<(String, String, String, u64)> {
+    replaces: Option<&(rag_store::sqlx::PgPool, rag_store::documents::DocumentRow)>,
+) -> anyhow::Result<Uploaded> {
     let LocalFile { path, filename, content_type, metadata } = file;
     let on_disk = tokio::fs::metadata(path).await.with_context(|| path.display().to_string())?.len();
     if on_disk > s.uploads.upload_max_bytes {
@@ -206,6 +256,17 @@ async fn upload_one(
     if size > s.uploads.upload_max_bytes {
         anyhow::bail!("file is {size} bytes, over the limit of {} (UPLOAD_MAX_BYTES)", s.uploads.upload_max_bytes);
     }
+    let revision_of = match replaces {
+        Some((_, doc)) if doc.sha256.as_deref() == Some(sha256.as_str()) => {
+            return Ok(Uploaded { document_id: doc.id.to_string(), sha256, blob_uri: None, size, revision: doc.latest_revision });
+        }
+        Some((pool, doc)) => Some(rag_upload::NextRevision {
+            document_id: doc.id.to_string(),
+            revision: rag_store::documents::allocate_revision(pool, &args.workspace, doc.id).await?,
+            replaces_sha256: doc.sha256.clone(),
+        }),
+        None => None,
+    };
     let mut metadata = metadata.clone();
     metadata.insert("source_path".to_string(), path.display().to_string());
     let doc = rag_upload::NewDocument {
@@ -215,8 +276,9 @@ async fn upload_one(
         uploaded_by: args.uploaded_by.clone(),
         metadata,
         producer: format!("rag-engine/cli@{}", env!("CARGO_PKG_VERSION")),
+        revision_of,
+        event_id: None,
     };
     let event = rag_upload::store_and_announce(blobs, producer, rag_upload::Original { path, size, sha256: &sha256 }, doc).await?;
-    let (document_id, blob_uri) = (event.document_id, event.blob_uri);
-    Ok((document_id, sha256, blob_uri, size))
+    Ok(Uploaded { document_id: event.document_id, sha256, blob_uri: Some(event.blob_uri), size, revision: event.revision })
 }

@@ -173,6 +173,8 @@ where
                 sha256: stored.sha256,
                 uploaded_by: label,
                 metadata: Default::default(),
+                revision: 1,
+                replaces_sha256: None,
             };
             producer.send(&event).await?;
             bar.inc(1);

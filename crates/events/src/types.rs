@@ -73,6 +73,20 @@ pub struct DocumentUploaded {
     pub uploaded_by: String,
     #[serde(default)]
     pub metadata: HashMap<String, String>,
+    /// The revision these bytes are: 1 for a first upload, higher for each
+    /// change of the bytes under the same document id (v2).
+    #[serde(default = "first_revision")]
+    pub revision: i32,
+    /// SHA-256 of the revision these bytes replace (v2).
+    #[serde(default)]
+    pub replaces_sha256: Option<String>,
+}
+
+/// The revision of every event written before revisions existed.
+pub const FIRST_REVISION: i32 = 1;
+
+fn first_revision() -> i32 {
+    FIRST_REVISION
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -101,6 +115,9 @@ pub struct DocumentParsed {
     /// Each page as displayed, the frame of the segments' boxes (v3).
     #[serde(default)]
     pub pages: Vec<PageSize>,
+    /// The document revision parsed (v4).
+    #[serde(default = "first_revision")]
+    pub revision: i32,
 }
 
 /// A page as displayed; segment boxes are in its unit, origin top-left.
@@ -125,6 +142,9 @@ pub struct DocumentChunked {
     #[serde(default)]
     pub instructions_found: Option<i32>,
     pub failure: Option<Failure>,
+    /// The document revision chunked (v3).
+    #[serde(default = "first_revision")]
+    pub revision: i32,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -136,6 +156,9 @@ pub struct DocumentIngested {
     pub embedding_dimension: Option<i32>,
     pub chunk_count: i32,
     pub failure: Option<Failure>,
+    /// The document revision indexed (v2).
+    #[serde(default = "first_revision")]
+    pub revision: i32,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -190,6 +213,9 @@ pub struct Citation {
     /// `Doanh thu!A5:D5` (v4).
     #[serde(default)]
     pub cell_range: Option<String>,
+    /// The document revision the offsets and text are in (v5).
+    #[serde(default = "first_revision")]
+    pub revision: i32,
 }
 
 /// A box on a page as displayed, in the page's unit, origin top-left.

@@ -17,6 +17,7 @@
 pub mod cells;
 pub mod chunk;
 pub mod geometry;
+pub mod revision;
 pub mod search;
 pub mod segment;
 pub mod status;
@@ -24,6 +25,7 @@ pub mod status;
 pub use cells::{column_name, CellRange, CellText};
 pub use chunk::Chunk;
 pub use geometry::{Axis, LineFragment, PageBox, PageSize, Rect};
+pub use revision::{index_version, split_index_version, FIRST_REVISION};
 pub use search::{Bm25, QueryTerm};
 pub use segment::Segment;
 pub use status::{DocumentStatus, UnknownStatus};

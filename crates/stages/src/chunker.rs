@@ -64,6 +64,7 @@ impl Stage for Chunker {
             chunks_sha256: None,
             instructions_found: None,
             failure: None,
+            revision: input.revision,
         };
         let segments: Result<Vec<Segment>, StageError> = async {
             let uri = input.segments_uri.as_deref().ok_or_else(|| StageError::invalid(FailureCode::InvalidEvent, "no segments_uri"))?;
@@ -81,12 +82,12 @@ impl Stage for Chunker {
             }
             Err(e) => return Err(e.into()),
         };
-        let (doc_id, profile, counter) = (input.document_id.clone(), self.profile.clone(), self.counter.clone());
+        let (doc_id, revision, profile, counter) = (input.document_id.clone(), input.revision, self.profile.clone(), self.counter.clone());
         // Sentences written to the model are counted here, once per
         // chunking, so an operator can find the documents that hold them.
         let (chunks, instructions) = tokio::task::spawn_blocking(move || {
             let instructions: usize = segments.iter().map(|s| rag_answer::injection::count_in(&s.text)).sum();
-            (rag_chunking::chunk(&doc_id, &segments, &profile, counter.as_ref()), instructions)
+            (rag_chunking::chunk_revision(&doc_id, revision, &segments, &profile, counter.as_ref()), instructions)
         })
         .await
         .map_err(|source| StageError::Crashed { code: FailureCode::ChunkerCrashed, source })?;
@@ -108,7 +109,7 @@ impl Stage for Chunker {
             .emit();
         }
         info!(workspace_id = %input.envelope.workspace_id, document_id = %input.document_id,
-              version = %self.profile.id(), chunks = chunks.len(), instructions, "document chunked");
+              version = %self.profile.id(), revision = input.revision, chunks = chunks.len(), instructions, "document chunked");
         self.output.send(&out).await?;
         Ok(Outcome::Applied)
     }

@@ -59,6 +59,7 @@ impl Indexer {
             embedding_dimension: self.embedder.identity().map(|(_, d)| d as i32),
             chunk_count,
             failure: None,
+            revision: input.revision,
         }
     }
 
@@ -126,7 +127,7 @@ impl Stage for Indexer {
                 &mut tx,
                 &input.envelope.workspace_id,
                 &input.document_id,
-                &input.chunking_version,
+                &rag_model::index_version(&input.chunking_version, input.revision),
                 model,
                 &indexed,
                 at,
@@ -138,7 +139,7 @@ impl Stage for Indexer {
         Failpoint::hit(&self.failpoint, "indexer-after-commit").await;
         if input.failure.is_none() {
             info!(workspace_id = %input.envelope.workspace_id, document_id = %input.document_id,
-                  version = %input.chunking_version, chunks = chunks.len(), "document indexed");
+                  version = %input.chunking_version, revision = input.revision, chunks = chunks.len(), "document indexed");
             self.emit(&output).await?;
         }
         Ok(Outcome::Applied)

@@ -86,6 +86,7 @@ impl Parser {
             ocr_pages: Vec::new(),
             line_count: None,
             pages: Vec::new(),
+            revision: input.revision,
         }
     }
 

@@ -58,7 +58,7 @@ impl DocumentAudit {
 pub async fn documents(pool: &PgPool, workspace: Option<&str>) -> Result<Vec<DocumentAudit>, StoreError> {
     Ok(sqlx::query_as(
         "SELECT d.id, d.status, d.segment_count, d.chunk_count,
-                (SELECT count(*) FROM segments s WHERE s.document_id = d.id) AS segments,
+                (SELECT count(*) FROM segments s WHERE s.document_id = d.id AND s.revision = d.latest_revision) AS segments,
                 (SELECT count(*) FROM chunk_mappings m
                   WHERE m.document_id = d.id AND m.chunking_version = d.active_chunking_version) AS mappings,
                 (SELECT count(*) FROM search_chunks c

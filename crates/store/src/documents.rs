@@ -28,12 +28,40 @@ pub async fn apply_uploaded(tx: &mut Transaction<'_, Postgres>, e: &DocumentUplo
     let at = millis(e.envelope.occurred_at);
     // Later steps projected first (a row they created) show once the
     // upload joins them: the status moves to the end of the unbroken run.
+    let ws = &e.envelope.workspace_id;
+    sqlx::query(
+        "INSERT INTO document_revisions (document_id, revision, workspace_id, filename, content_type, size_bytes, sha256,
+                                         blob_uri, uploaded_at)
+         SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9
+         WHERE NOT EXISTS (SELECT 1 FROM documents WHERE id = $1 AND status = 'deleted')
+         ON CONFLICT (document_id, revision) DO UPDATE SET filename = EXCLUDED.filename,
+            content_type = EXCLUDED.content_type, size_bytes = EXCLUDED.size_bytes, sha256 = EXCLUDED.sha256,
+            blob_uri = EXCLUDED.blob_uri, uploaded_at = EXCLUDED.uploaded_at
+         WHERE document_revisions.workspace_id = EXCLUDED.workspace_id",
+    )
+    .bind(id)
+    .bind(e.revision)
+    .bind(ws)
+    .bind(&e.filename)
+    .bind(&e.content_type)
+    .bind(e.size_bytes)
+    .bind(&e.sha256)
+    .bind(&e.blob_uri)
+    .bind(at)
+    .execute(&mut **tx)
+    .await?;
+    // An older revision's upload (replayed, late) is kept above; the
+    // document's row shows its newest revision.
+    if transitions::enter_revision(tx, id, ws, e.revision).await? == transitions::RevisionRole::Older {
+        return Ok(());
+    }
     let reached = contiguous_rank("(documents.projected_steps | 1)");
     let status = status_of_rank(&reached);
     sqlx::query(&format!(
         "INSERT INTO documents (id, workspace_id, filename, content_type, size_bytes, sha256, blob_uri, uploaded_by,
-                                metadata, status, status_rank, correlation_id, uploaded_at, updated_at, projected_steps)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13, 1)
+                                metadata, status, status_rank, correlation_id, uploaded_at, updated_at, projected_steps,
+                                latest_revision)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13, 1, $14)
          ON CONFLICT (id) DO UPDATE SET
             filename = EXCLUDED.filename, content_type = EXCLUDED.content_type,
             size_bytes = EXCLUDED.size_bytes, sha256 = EXCLUDED.sha256, blob_uri = EXCLUDED.blob_uri,
@@ -41,7 +69,8 @@ pub async fn apply_uploaded(tx: &mut Transaction<'_, Postgres>, e: &DocumentUplo
             correlation_id = EXCLUDED.correlation_id, uploaded_at = EXCLUDED.uploaded_at,
             status = CASE WHEN documents.status_rank < {reached} THEN {status} ELSE documents.status END,
             status_rank = GREATEST(documents.status_rank, {reached}),
-            projected_steps = documents.projected_steps | 1
+            projected_steps = documents.projected_steps | 1,
+            latest_revision = GREATEST(documents.latest_revision, EXCLUDED.latest_revision)
          WHERE documents.workspace_id = EXCLUDED.workspace_id"
     ))
     .bind(id)
@@ -57,6 +86,7 @@ pub async fn apply_uploaded(tx: &mut Transaction<'_, Postgres>, e: &DocumentUplo
     .bind(DocumentStatus::Uploaded.rank())
     .bind(&e.envelope.correlation_id)
     .bind(at)
+    .bind(e.revision)
     .execute(&mut **tx)
     .await?;
     // The upload facts are in; a redriven upload whose dead letter failed
@@ -126,11 +156,15 @@ pub struct DocumentRow {
     pub instructions_found: Option<i32>,
     pub uploaded_at: Option<DateTime<Utc>>,
     pub updated_at: DateTime<Utc>,
+    /// The revision search reads; None before one is ingested.
+    pub revision: Option<i32>,
+    /// The newest revision uploaded; its steps are the status.
+    pub latest_revision: i32,
 }
 
 pub(crate) const COLUMNS: &str = "id, workspace_id, filename, content_type, size_bytes, sha256, blob_uri, uploaded_by, metadata,
     status, failure_code, failure_reason, page_count, pages_without_text, ocr_pages, active_chunking_version, chunk_count,
-    instructions_found, uploaded_at, updated_at";
+    instructions_found, uploaded_at, updated_at, revision, latest_revision";
 
 /// Documents of one workspace, newest first (deleted ones excluded).
 pub async fn list(pool: &PgPool, workspace_id: &str) -> Result<Vec<DocumentRow>, StoreError> {
@@ -287,6 +321,7 @@ pub struct Purged {
     pub chunk_mappings: u64,
     pub segments: u64,
     pub versions: u64,
+    pub revisions: u64,
 }
 
 /// Removes a deleted document's rows from the search index (terms follow
@@ -297,7 +332,7 @@ pub struct Purged {
 pub async fn purge(tx: &mut Transaction<'_, Postgres>, workspace_id: &str, id: Uuid) -> Result<Purged, StoreError> {
     sqlx::query(
         "UPDATE documents SET parser = NULL, page_count = NULL, segment_count = NULL, char_count = NULL,
-                full_text_uri = NULL, segments_uri = NULL, active_chunking_version = NULL, chunk_count = NULL, instructions_found = NULL,
+                full_text_uri = NULL, segments_uri = NULL, active_chunking_version = NULL, revision = NULL, chunk_count = NULL, instructions_found = NULL,
                 embedding_model = NULL, embedding_dimension = NULL, failure_code = NULL, failure_reason = NULL,
                 failed_at = NULL, failed_steps = 0, pages_without_text = '{}', ocr_pages = '{}', line_count = NULL, pages = '[]'::jsonb
          WHERE id = $1 AND workspace_id = $2 AND status = 'deleted'",
@@ -312,6 +347,7 @@ pub async fn purge(tx: &mut Transaction<'_, Postgres>, workspace_id: &str, id: U
         ("chunk_mappings", &mut purged.chunk_mappings),
         ("segments", &mut purged.segments),
         ("document_versions", &mut purged.versions),
+        ("document_revisions", &mut purged.revisions),
     ] {
         *count = sqlx::query(&format!("DELETE FROM {table} WHERE document_id = $1 AND workspace_id = $2"))
             .bind(id)
@@ -352,4 +388,24 @@ pub async fn count_unfinished_since(pool: &PgPool, older_than_secs: i64) -> Resu
     .bind(older_than_secs as f64)
     .fetch_one(pool)
     .await?)
+}
+
+/// The next revision number of a document, allocated once: two changes
+/// uploaded before the first is projected still get two numbers. Starts
+/// above the newest revision the read model knows (an upstream system may
+/// have produced revisions itself).
+pub async fn allocate_revision(pool: &PgPool, workspace_id: &str, id: Uuid) -> Result<i32, StoreError> {
+    sqlx::query_scalar(
+        "WITH known AS (SELECT latest_revision FROM documents WHERE id = $1 AND workspace_id = $2)
+         INSERT INTO revision_allocations (document_id, last_revision)
+         SELECT $1, latest_revision + 1 FROM known
+         ON CONFLICT (document_id) DO UPDATE
+            SET last_revision = GREATEST(revision_allocations.last_revision, EXCLUDED.last_revision - 1) + 1
+         RETURNING last_revision",
+    )
+    .bind(id)
+    .bind(workspace_id)
+    .fetch_optional(pool)
+    .await?
+    .ok_or_else(|| StoreError::Invalid(format!("document {id} is not in workspace {workspace_id}")))
 }

@@ -117,3 +117,9 @@ pub async fn migrate(pool: &PgPool) -> Result<(), StoreError> {
 
 #[cfg(test)]
 mod tests;
+
+/// SQL: `rag_model::index_version` of a chunking version and a revision
+/// (SQL expressions), the key a revision's chunks are stored under.
+pub(crate) fn index_version_sql(chunking_version: &str, revision: &str) -> String {
+    format!("({chunking_version} || CASE WHEN coalesce({revision}, 1) > 1 THEN ':r' || {revision} ELSE '' END)")
+}

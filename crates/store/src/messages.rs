@@ -422,6 +422,13 @@ pub struct DeltaCitation {
     pub char_start: u64,
     pub char_end: u64,
     pub snippet_preview: String,
+    /// The document revision the offsets are in.
+    #[serde(default = "first_revision")]
+    pub revision: i32,
+}
+
+fn first_revision() -> i32 {
+    rag_model::FIRST_REVISION
 }
 
 /// Postgres refuses NOTIFY payloads of 8,000 bytes or more.

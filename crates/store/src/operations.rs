@@ -9,7 +9,8 @@ use crate::StoreError;
 
 /// Every read-model table a rebuild empties and refills from the log
 /// (`workspaces` is a source table and stays).
-pub const READ_MODEL_TABLES: &[&str] = &["search_chunks", "chunk_mappings", "segments", "document_versions", "documents", "messages"];
+pub const READ_MODEL_TABLES: &[&str] =
+    &["search_chunks", "chunk_mappings", "segments", "document_versions", "document_revisions", "documents", "messages"];
 
 /// Empties the read models and forgets the Postgres-owned positions of
 /// `groups`, in one transaction: a failure leaves both as they were.
@@ -96,18 +97,20 @@ pub async fn replay_progress(pool: &PgPool, documents: &[Uuid], version: &str) -
     // too: DocumentChunked and DocumentIngested are on different topics, so
     // the flip may be projected first (seen in the rebuild test: the replay
     // reported done while the document had no mapping yet).
-    let (flipped, gone, chunks): (i64, i64, i64) = sqlx::query_as(
+    // A changed document is on `version` in its searchable revision's key.
+    let key = crate::index_version_sql("$2", "d.revision");
+    let (flipped, gone, chunks): (i64, i64, i64) = sqlx::query_as(&format!(
         "WITH d AS (
-             SELECT d.status, d.active_chunking_version = $2 AND d.status = 'ingested'
-                        AND (SELECT count(*) FROM chunk_mappings m WHERE m.document_id = d.id AND m.chunking_version = $2)
+             SELECT d.status, d.active_chunking_version = {key} AND d.status = 'ingested'
+                        AND (SELECT count(*) FROM chunk_mappings m WHERE m.document_id = d.id AND m.chunking_version = {key})
                             = coalesce(d.chunk_count, 0) AS flipped,
                     d.chunk_count
              FROM documents d WHERE d.id = ANY($1))
          SELECT count(*) FILTER (WHERE flipped),
                 count(*) FILTER (WHERE status IN ('failed', 'deleted')),
                 coalesce(sum(chunk_count) FILTER (WHERE flipped), 0)
-         FROM d",
-    )
+         FROM d"
+    ))
     .bind(documents)
     .bind(version)
     .fetch_one(pool)
@@ -122,7 +125,9 @@ pub async fn replay_progress(pool: &PgPool, documents: &[Uuid], version: &str) -
 pub async fn delete_workspace_rows(pool: &PgPool, workspace_id: &str) -> Result<(), StoreError> {
     let mut tx = pool.begin().await?;
     // Conversations are not a read model of the log but go with the messages.
-    for table in ["search_chunks", "chunk_mappings", "segments", "document_versions", "messages", "conversations", "documents"] {
+    for table in
+        ["search_chunks", "chunk_mappings", "segments", "document_versions", "document_revisions", "messages", "conversations", "documents"]
+    {
         sqlx::query(&format!("DELETE FROM {table} WHERE workspace_id = $1")).bind(workspace_id).execute(&mut *tx).await?;
     }
     tx.commit().await?;

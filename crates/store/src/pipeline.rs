@@ -10,19 +10,27 @@ use uuid::Uuid;
 
 use crate::documents::parse_id as doc_id;
 use crate::status::DocumentStatus;
-use crate::transitions::{self, StepOutcome};
+use crate::transitions::{self, RevisionRole, StepOutcome};
 use crate::StoreError;
 
-/// A success step of the event's document.
+/// A success step of the event's document, when the event is about its
+/// newest revision (an older revision's steps say nothing about the status
+/// shown); returns where the revision stands.
 async fn advance_status(
     tx: &mut Transaction<'_, Postgres>,
     id: Uuid,
     workspace_id: &str,
     step: DocumentStatus,
     envelope: &rag_events::Envelope,
-) -> Result<(), StoreError> {
-    let outcome = StepOutcome::Succeeded { step, starts_run: envelope.causation_id.is_none() };
-    transitions::apply_step(tx, id, workspace_id, outcome, occurred(envelope)).await
+    revision: i32,
+) -> Result<RevisionRole, StoreError> {
+    let role = transitions::enter_revision(tx, id, workspace_id, revision).await?;
+    if role == RevisionRole::Newest {
+        let outcome = StepOutcome::Succeeded { step, starts_run: envelope.causation_id.is_none() };
+        transitions::apply_step(tx, id, workspace_id, outcome, occurred(envelope)).await?;
+        transitions::note_revision(tx, id, workspace_id, revision).await?;
+    }
+    Ok(role)
 }
 
 fn occurred(e: &rag_events::Envelope) -> DateTime<Utc> {
@@ -37,8 +45,13 @@ async fn fail(
     step: DocumentStatus,
     f: &Failure,
     envelope: &rag_events::Envelope,
+    revision: i32,
 ) -> Result<(), StoreError> {
-    transitions::apply_failure(tx, id, workspace_id, step, &f.code, &f.message, occurred(envelope)).await
+    if transitions::enter_revision(tx, id, workspace_id, revision).await? == RevisionRole::Newest {
+        transitions::apply_failure(tx, id, workspace_id, step, &f.code, &f.message, occurred(envelope)).await?;
+        transitions::note_revision(tx, id, workspace_id, revision).await?;
+    }
+    Ok(())
 }
 
 /// DocumentParsed: parse facts, the segments (replacing any earlier ones),
@@ -50,15 +63,37 @@ pub async fn apply_parsed(tx: &mut Transaction<'_, Postgres>, e: &DocumentParsed
     let id = doc_id(&e.document_id)?;
     let ws = &e.envelope.workspace_id;
     if let Some(f) = &e.failure {
-        return fail(tx, id, ws, DocumentStatus::Parsed, f, &e.envelope).await;
+        return fail(tx, id, ws, DocumentStatus::Parsed, f, &e.envelope, e.revision).await;
     }
-    advance_status(tx, id, ws, DocumentStatus::Parsed, &e.envelope).await?;
+    let role = advance_status(tx, id, ws, DocumentStatus::Parsed, &e.envelope, e.revision).await?;
     let pages = serde_json::to_value(&e.pages).map_err(|err| StoreError::Invalid(err.to_string()))?;
+    // Each revision keeps its own parse facts (a citation into it reads its
+    // pages); the document's columns are its newest revision's.
+    sqlx::query(
+        "INSERT INTO document_revisions (document_id, revision, workspace_id, page_count, char_count, line_count,
+                                         full_text_uri, pages)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+         ON CONFLICT (document_id, revision) DO UPDATE SET page_count = EXCLUDED.page_count,
+            char_count = EXCLUDED.char_count, line_count = EXCLUDED.line_count,
+            full_text_uri = EXCLUDED.full_text_uri, pages = EXCLUDED.pages
+         WHERE document_revisions.workspace_id = EXCLUDED.workspace_id",
+    )
+    .bind(id)
+    .bind(e.revision)
+    .bind(ws)
+    .bind(e.page_count)
+    .bind(e.char_count)
+    .bind(e.line_count)
+    .bind(&e.full_text_uri)
+    .bind(&pages)
+    .execute(&mut **tx)
+    .await?;
+    let newest = role == RevisionRole::Newest;
     sqlx::query(
         "UPDATE documents SET parser = $2, page_count = $3, segment_count = $4, char_count = $5,
                 full_text_uri = $6, segments_uri = $7, pages_without_text = $9, ocr_pages = $10,
                 line_count = $11, pages = $12
-         WHERE id = $1 AND workspace_id = $8",
+         WHERE id = $1 AND workspace_id = $8 AND $13",
     )
     .bind(id)
     .bind(format!("{}@{}", e.parser_name, e.parser_version))
@@ -72,9 +107,10 @@ pub async fn apply_parsed(tx: &mut Transaction<'_, Postgres>, e: &DocumentParsed
     .bind(&e.ocr_pages)
     .bind(e.line_count)
     .bind(pages)
+    .bind(newest)
     .execute(&mut **tx)
     .await?;
-    sqlx::query("DELETE FROM segments WHERE document_id = $1").bind(id).execute(&mut **tx).await?;
+    sqlx::query("DELETE FROM segments WHERE document_id = $1 AND revision = $2").bind(id).bind(e.revision).execute(&mut **tx).await?;
     for batch in segments.chunks(1000) {
         let idx: Vec<i32> = batch.iter().map(|s| s.segment_index as i32).collect();
         let page: Vec<i32> = batch.iter().map(|s| s.page_idx as i32).collect();
@@ -94,9 +130,9 @@ pub async fn apply_parsed(tx: &mut Transaction<'_, Postgres>, e: &DocumentParsed
             .collect::<Result<_, _>>()
             .map_err(|err| StoreError::Invalid(err.to_string()))?;
         sqlx::query(
-            "INSERT INTO segments (document_id, workspace_id, segment_index, page_idx, char_start, char_end, text,
+            "INSERT INTO segments (document_id, workspace_id, revision, segment_index, page_idx, char_start, char_end, text,
                                    line_start, line_end, boxes, cells)
-             SELECT $1, $2, * FROM UNNEST($3::int[], $4::int[], $5::bigint[], $6::bigint[], $7::text[], $8::int[],
+             SELECT $1, $2, $12, * FROM UNNEST($3::int[], $4::int[], $5::bigint[], $6::bigint[], $7::text[], $8::int[],
                                           $9::int[], $10::jsonb[], $11::jsonb[])",
         )
         .bind(id)
@@ -110,6 +146,7 @@ pub async fn apply_parsed(tx: &mut Transaction<'_, Postgres>, e: &DocumentParsed
         .bind(&le)
         .bind(&boxes)
         .bind(&cells)
+        .bind(e.revision)
         .execute(&mut **tx)
         .await?;
     }
@@ -121,10 +158,10 @@ pub async fn apply_chunked(tx: &mut Transaction<'_, Postgres>, e: &DocumentChunk
     let id = doc_id(&e.document_id)?;
     let ws = &e.envelope.workspace_id;
     if let Some(f) = &e.failure {
-        return fail(tx, id, ws, DocumentStatus::Chunked, f, &e.envelope).await;
+        return fail(tx, id, ws, DocumentStatus::Chunked, f, &e.envelope, e.revision).await;
     }
-    advance_status(tx, id, ws, DocumentStatus::Chunked, &e.envelope).await?;
-    if let Some(n) = e.instructions_found {
+    let role = advance_status(tx, id, ws, DocumentStatus::Chunked, &e.envelope, e.revision).await?;
+    if let (Some(n), RevisionRole::Newest) = (e.instructions_found, role) {
         sqlx::query("UPDATE documents SET instructions_found = $3 WHERE id = $1 AND workspace_id = $2 AND status <> 'deleted'")
             .bind(id)
             .bind(ws)
@@ -132,19 +169,21 @@ pub async fn apply_chunked(tx: &mut Transaction<'_, Postgres>, e: &DocumentChunk
             .execute(&mut **tx)
             .await?;
     }
+    let key = rag_model::index_version(&e.chunking_version, e.revision);
     sqlx::query(
-        "INSERT INTO document_versions (document_id, workspace_id, chunking_version, chunked_at) VALUES ($1, $2, $3, $4)
+        "INSERT INTO document_versions (document_id, workspace_id, chunking_version, chunked_at, revision) VALUES ($1, $2, $3, $4, $5)
          ON CONFLICT (document_id, chunking_version) DO UPDATE SET chunked_at = GREATEST(document_versions.chunked_at, EXCLUDED.chunked_at)",
     )
     .bind(id)
     .bind(ws)
-    .bind(&e.chunking_version)
+    .bind(&key)
     .bind(occurred(&e.envelope))
+    .bind(e.revision)
     .execute(&mut **tx)
     .await?;
     sqlx::query("DELETE FROM chunk_mappings WHERE document_id = $1 AND chunking_version = $2")
         .bind(id)
-        .bind(&e.chunking_version)
+        .bind(&key)
         .execute(&mut **tx)
         .await?;
     for batch in chunks.chunks(1000) {
@@ -168,7 +207,7 @@ pub async fn apply_chunked(tx: &mut Transaction<'_, Postgres>, e: &DocumentChunk
         )
         .bind(id)
         .bind(ws)
-        .bind(&e.chunking_version)
+        .bind(&key)
         .bind(&ids)
         .bind(&idx)
         .bind(&ps)
@@ -186,26 +225,31 @@ pub async fn apply_chunked(tx: &mut Transaction<'_, Postgres>, e: &DocumentChunk
 }
 
 /// DocumentIngested: the version becomes the document's active one unless
-/// a version chunked later is already active (then it is superseded and its
-/// rows go). The versions chunked before it leave the search index and the
-/// mappings in the same transaction, so a query sees exactly one version of
-/// the document at every moment (re-chunking by replay), and the outcome
-/// does not depend on the order the events are projected in.
+/// a later one is already active: a version of a newer revision, or of the
+/// same revision chunked later (then this one is superseded and its rows
+/// go). The versions before it leave the search index and the mappings in
+/// the same transaction, so a query sees exactly one version of the
+/// document at every moment (a new revision, or re-chunking by replay), and
+/// the outcome does not depend on the order the events are projected in.
+/// An older revision's segments stay: answers cite them.
 pub async fn apply_ingested(tx: &mut Transaction<'_, Postgres>, e: &DocumentIngested) -> Result<(), StoreError> {
     let id = doc_id(&e.document_id)?;
     let ws = &e.envelope.workspace_id;
     if let Some(f) = &e.failure {
-        return fail(tx, id, ws, DocumentStatus::Ingested, f, &e.envelope).await;
+        return fail(tx, id, ws, DocumentStatus::Ingested, f, &e.envelope, e.revision).await;
     }
-    advance_status(tx, id, ws, DocumentStatus::Ingested, &e.envelope).await?;
+    advance_status(tx, id, ws, DocumentStatus::Ingested, &e.envelope, e.revision).await?;
+    let key = rag_model::index_version(&e.chunking_version, e.revision);
     let this_at: Option<DateTime<Utc>> =
         sqlx::query_scalar("SELECT chunked_at FROM document_versions WHERE document_id = $1 AND chunking_version = $2")
             .bind(id)
-            .bind(&e.chunking_version)
+            .bind(&key)
             .fetch_optional(&mut **tx)
             .await?;
-    let active: Option<(Option<String>, Option<DateTime<Utc>>)> = sqlx::query_as(
-        "SELECT d.active_chunking_version, v.chunked_at FROM documents d
+    // The active version, when it was chunked, and its revision.
+    type Active = (Option<String>, Option<DateTime<Utc>>, Option<i32>);
+    let active: Option<Active> = sqlx::query_as(
+        "SELECT d.active_chunking_version, v.chunked_at, d.revision FROM documents d
          LEFT JOIN document_versions v ON v.document_id = d.id AND v.chunking_version = d.active_chunking_version
          WHERE d.id = $1 AND d.workspace_id = $2 AND d.status <> 'deleted'",
     )
@@ -213,21 +257,24 @@ pub async fn apply_ingested(tx: &mut Transaction<'_, Postgres>, e: &DocumentInge
     .bind(ws)
     .fetch_optional(&mut **tx)
     .await?;
-    let Some((active_version, active_at)) = active else { return Ok(()) };
-    let supersedes = match (active_version.as_deref(), active_at, this_at) {
-        (Some(v), _, _) if v == e.chunking_version => true,
-        (Some(_), Some(a), Some(t)) => t >= a,
-        // No active version, or times unknown (the chunked event is not
-        // projected yet): the latest ingestion wins, as events of one
-        // document arrive in order in normal operation.
-        _ => true,
+    let Some((active_version, active_at, active_revision)) = active else { return Ok(()) };
+    let supersedes = match (active_version.as_deref(), active_revision) {
+        (Some(v), _) if v == key => true,
+        (Some(_), Some(r)) if r != e.revision => e.revision > r,
+        _ => match (active_at, this_at) {
+            (Some(a), Some(t)) => t >= a,
+            // No active version, or times unknown (the chunked event is not
+            // projected yet): the latest ingestion wins, as events of one
+            // document arrive in order in normal operation.
+            _ => true,
+        },
     };
     if !supersedes {
         for table in ["search_chunks", "chunk_mappings"] {
             sqlx::query(&format!("DELETE FROM {table} WHERE document_id = $1 AND workspace_id = $2 AND chunking_version = $3"))
                 .bind(id)
                 .bind(ws)
-                .bind(&e.chunking_version)
+                .bind(&key)
                 .execute(&mut **tx)
                 .await?;
         }
@@ -235,29 +282,33 @@ pub async fn apply_ingested(tx: &mut Transaction<'_, Postgres>, e: &DocumentInge
     }
     sqlx::query(
         "UPDATE documents SET active_chunking_version = $2, chunk_count = $3, embedding_model = $4,
-                embedding_dimension = $5
+                embedding_dimension = $5, revision = $7
          WHERE id = $1 AND workspace_id = $6",
     )
     .bind(id)
-    .bind(&e.chunking_version)
+    .bind(&key)
     .bind(e.chunk_count)
     .bind(&e.embedding_model)
     .bind(e.embedding_dimension)
     .bind(ws)
+    .bind(e.revision)
     .execute(&mut **tx)
     .await?;
-    // Versions chunked later than this one (a replay in progress) stay.
+    // Versions after this one (a newer revision on its way, a replay in
+    // progress) stay.
     for table in ["search_chunks", "chunk_mappings"] {
         sqlx::query(&format!(
             "DELETE FROM {table} t WHERE t.document_id = $1 AND t.workspace_id = $2 AND t.chunking_version <> $3
                AND NOT EXISTS (SELECT 1 FROM document_versions v
                                WHERE v.document_id = $1 AND v.chunking_version = t.chunking_version
-                                 AND $4::timestamptz IS NOT NULL AND v.chunked_at > $4)"
+                                 AND (v.revision > $5
+                                      OR (v.revision = $5 AND $4::timestamptz IS NOT NULL AND v.chunked_at > $4)))"
         ))
         .bind(id)
         .bind(ws)
-        .bind(&e.chunking_version)
+        .bind(&key)
         .bind(this_at)
+        .bind(e.revision)
         .execute(&mut **tx)
         .await?;
     }

@@ -51,13 +51,21 @@ impl From<SegmentRow> for Segment {
 
 const SEGMENT_COLUMNS: &str = "segment_index, page_idx, char_start, char_end, text, line_start, line_end, boxes, cells";
 
-/// A document's segments in order, only within its workspace.
-pub async fn segments(pool: &PgPool, workspace_id: &str, document_id: Uuid) -> Result<Vec<SegmentRow>, StoreError> {
+/// SQL: the revision to read, `$3` when given, else the one the document
+/// shows (the revision search reads, or before any is ingested the newest).
+const REVISION: &str = "COALESCE($3::int, (SELECT COALESCE(d.revision, d.latest_revision) FROM documents d
+                                           WHERE d.id = $2 AND d.workspace_id = $1))";
+
+/// A document's segments in order, only within its workspace: of
+/// `revision`, or of the revision the document shows when None.
+pub async fn segments(pool: &PgPool, workspace_id: &str, document_id: Uuid, revision: Option<i32>) -> Result<Vec<SegmentRow>, StoreError> {
     Ok(sqlx::query_as(&format!(
-        "SELECT {SEGMENT_COLUMNS} FROM segments WHERE workspace_id = $1 AND document_id = $2 ORDER BY segment_index"
+        "SELECT {SEGMENT_COLUMNS} FROM segments WHERE workspace_id = $1 AND document_id = $2 AND revision = {REVISION}
+         ORDER BY segment_index"
     ))
     .bind(workspace_id)
     .bind(document_id)
+    .bind(revision)
     .fetch_all(pool)
     .await?)
 }
@@ -65,33 +73,98 @@ pub async fn segments(pool: &PgPool, workspace_id: &str, document_id: Uuid) -> R
 /// A document's full raw text (its segments joined, which tile it), as
 /// characters, the unit citation offsets count in; None when it has no
 /// segments (not parsed, failed, or deleted).
-pub async fn full_text(pool: &PgPool, workspace_id: &str, document_id: Uuid) -> Result<Option<Vec<char>>, StoreError> {
-    let segments = segments(pool, workspace_id, document_id).await?;
+pub async fn full_text(
+    pool: &PgPool,
+    workspace_id: &str,
+    document_id: Uuid,
+    revision: Option<i32>,
+) -> Result<Option<Vec<char>>, StoreError> {
+    let segments = segments(pool, workspace_id, document_id, revision).await?;
     Ok((!segments.is_empty()).then(|| segments.iter().flat_map(|s| s.text.chars()).collect()))
 }
 
 /// Each page's size as displayed (the frame of the boxes); empty for
 /// formats without pages or documents parsed before geometry existed.
-pub async fn pages(pool: &PgPool, workspace_id: &str, document_id: Uuid) -> Result<Vec<PageSize>, StoreError> {
-    let pages: Option<Json<Vec<PageSize>>> = sqlx::query_scalar("SELECT pages FROM documents WHERE workspace_id = $1 AND id = $2")
-        .bind(workspace_id)
-        .bind(document_id)
-        .fetch_optional(pool)
-        .await?;
-    Ok(pages.map(|p| p.0).unwrap_or_default())
-}
-
-/// The stored segments that overlap the characters `[start, end)` of a
-/// document, in order: what the span's boxes, lines and cells are computed
-/// from (by the parser's rule in `rag_docparse::segments`: the answerer
-/// for a citation, the API and the CLI for a highlighted page).
-pub async fn span_segments(pool: &PgPool, workspace_id: &str, document_id: Uuid, start: u64, end: u64) -> Result<Vec<Segment>, StoreError> {
-    let rows: Vec<SegmentRow> = sqlx::query_as(&format!(
-        "SELECT {SEGMENT_COLUMNS} FROM segments
-         WHERE workspace_id = $1 AND document_id = $2 AND char_start < $4 AND char_end > $3 ORDER BY segment_index"
+pub async fn pages(pool: &PgPool, workspace_id: &str, document_id: Uuid, revision: Option<i32>) -> Result<Vec<PageSize>, StoreError> {
+    let pages: Option<Json<Vec<PageSize>>> = sqlx::query_scalar(&format!(
+        "SELECT pages FROM document_revisions WHERE workspace_id = $1 AND document_id = $2 AND revision = {REVISION}"
     ))
     .bind(workspace_id)
     .bind(document_id)
+    .bind(revision)
+    .fetch_optional(pool)
+    .await?;
+    Ok(pages.map(|p| p.0).unwrap_or_default())
+}
+
+/// Which revisions a document has and which one it shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, sqlx::FromRow)]
+pub struct Revisions {
+    /// The revision search reads; None before the first is ingested.
+    pub searchable: Option<i32>,
+    /// The newest revision uploaded (perhaps still on its way).
+    pub latest: i32,
+}
+
+impl Revisions {
+    /// The revision shown when none is asked for.
+    pub fn shown(self) -> i32 {
+        self.searchable.unwrap_or(self.latest)
+    }
+}
+
+/// A document's revisions, only within its workspace.
+pub async fn revisions(pool: &PgPool, workspace_id: &str, document_id: Uuid) -> Result<Option<Revisions>, StoreError> {
+    Ok(sqlx::query_as("SELECT revision AS searchable, latest_revision AS latest FROM documents WHERE workspace_id = $1 AND id = $2")
+        .bind(workspace_id)
+        .bind(document_id)
+        .fetch_optional(pool)
+        .await?)
+}
+
+/// Where the original bytes of a document's `revision` are stored.
+pub async fn revision_original(pool: &PgPool, workspace_id: &str, document_id: Uuid, revision: i32) -> Result<Option<String>, StoreError> {
+    Ok(sqlx::query_scalar("SELECT blob_uri FROM document_revisions WHERE workspace_id = $1 AND document_id = $2 AND revision = $3")
+        .bind(workspace_id)
+        .bind(document_id)
+        .bind(revision)
+        .fetch_optional(pool)
+        .await?
+        .flatten())
+}
+
+/// Whether the document still has the segments of `revision` (a
+/// superseded revision is kept while retention says so).
+pub async fn has_revision(pool: &PgPool, workspace_id: &str, document_id: Uuid, revision: i32) -> Result<bool, StoreError> {
+    Ok(sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM segments WHERE workspace_id = $1 AND document_id = $2 AND revision = $3)")
+        .bind(workspace_id)
+        .bind(document_id)
+        .bind(revision)
+        .fetch_one(pool)
+        .await?)
+}
+
+/// The stored segments that overlap the characters `[start, end)` of a
+/// document's `revision` (None: the one it shows), in order: what the
+/// span's boxes, lines and cells are computed from (by the parser's rule in
+/// `rag_docparse::segments`: the answerer for a citation, the API and the
+/// CLI for a highlighted page).
+pub async fn span_segments(
+    pool: &PgPool,
+    workspace_id: &str,
+    document_id: Uuid,
+    revision: Option<i32>,
+    start: u64,
+    end: u64,
+) -> Result<Vec<Segment>, StoreError> {
+    let rows: Vec<SegmentRow> = sqlx::query_as(&format!(
+        "SELECT {SEGMENT_COLUMNS} FROM segments
+         WHERE workspace_id = $1 AND document_id = $2 AND revision = {REVISION} AND char_start < $5 AND char_end > $4
+         ORDER BY segment_index"
+    ))
+    .bind(workspace_id)
+    .bind(document_id)
+    .bind(revision)
     .bind(start as i64)
     .bind(end as i64)
     .fetch_all(pool)

@@ -261,10 +261,12 @@ pub async fn segments_of_chunks(pool: &PgPool, workspace_id: &str, chunks: &[Chu
     let docs: Vec<Uuid> = chunks.iter().map(|c| c.document_id).collect();
     let starts: Vec<i64> = chunks.iter().map(|c| c.char_start).collect();
     let ends: Vec<i64> = chunks.iter().map(|c| c.char_end).collect();
+    // A chunk's offsets are in the revision its index version names.
+    let revisions: Vec<i32> = chunks.iter().map(|c| rag_model::split_index_version(&c.chunking_version).1).collect();
     Ok(sqlx::query_as(
         "SELECT (r.i - 1)::int8 AS chunk, s.segment_index, s.page_idx, s.char_start, s.char_end
-         FROM UNNEST($2::uuid[], $3::int8[], $4::int8[]) WITH ORDINALITY AS r(doc, lo, hi, i)
-         JOIN segments s ON s.document_id = r.doc AND s.workspace_id = $1
+         FROM UNNEST($2::uuid[], $3::int8[], $4::int8[], $5::int[]) WITH ORDINALITY AS r(doc, lo, hi, rev, i)
+         JOIN segments s ON s.document_id = r.doc AND s.workspace_id = $1 AND s.revision = r.rev
           AND s.char_end > r.lo AND s.char_start < greatest(r.hi, r.lo + 1)
          ORDER BY r.i, s.segment_index",
     )
@@ -273,6 +275,7 @@ pub async fn segments_of_chunks(pool: &PgPool, workspace_id: &str, chunks: &[Chu
     .bind(&docs)
     .bind(&starts)
     .bind(&ends)
+    .bind(&revisions)
     .fetch_all(pool)
     .await?)
 }

@@ -129,3 +129,70 @@ pub(crate) async fn apply_failure(
     .await?;
     Ok(())
 }
+
+/// Which revision of its document an event is about, against the newest
+/// the document has seen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RevisionRole {
+    /// The newest revision (or a newer one, which this event starts): its
+    /// steps are the status the document shows.
+    Newest,
+    /// An older revision, replayed or late: its rows are kept (answers cite
+    /// it) but its steps say nothing about the status.
+    Older,
+}
+
+/// Places an event of `revision` among its document's revisions. An event
+/// of a newer revision than any seen starts that revision's run: the
+/// status goes back to `uploaded` with no step projected and no failure,
+/// whatever order the revision's own events land in (the revision search
+/// reads is untouched until the new one is ingested). A deleted document
+/// stays deleted.
+pub(crate) async fn enter_revision(
+    tx: &mut Transaction<'_, Postgres>,
+    id: Uuid,
+    workspace_id: &str,
+    revision: i32,
+) -> Result<RevisionRole, StoreError> {
+    let latest: Option<i32> = sqlx::query_scalar(
+        "UPDATE documents SET latest_revision = $3, status = 'uploaded', status_rank = $4, projected_steps = 0,
+                failed_steps = 0, failure_code = NULL, failure_reason = NULL, failed_at = NULL
+         WHERE id = $1 AND workspace_id = $2 AND latest_revision < $3 AND status <> 'deleted'
+         RETURNING latest_revision",
+    )
+    .bind(id)
+    .bind(workspace_id)
+    .bind(revision)
+    .bind(DocumentStatus::Uploaded.rank())
+    .fetch_optional(&mut **tx)
+    .await?;
+    if latest.is_some() {
+        return Ok(RevisionRole::Newest);
+    }
+    let latest: Option<i32> = sqlx::query_scalar("SELECT latest_revision FROM documents WHERE id = $1 AND workspace_id = $2")
+        .bind(id)
+        .bind(workspace_id)
+        .fetch_optional(&mut **tx)
+        .await?;
+    Ok(match latest {
+        Some(latest) if latest > revision => RevisionRole::Older,
+        _ => RevisionRole::Newest,
+    })
+}
+
+/// After a step of the newest revision created the document's row: it
+/// records that revision as the newest seen.
+pub(crate) async fn note_revision(
+    tx: &mut Transaction<'_, Postgres>,
+    id: Uuid,
+    workspace_id: &str,
+    revision: i32,
+) -> Result<(), StoreError> {
+    sqlx::query("UPDATE documents SET latest_revision = $3 WHERE id = $1 AND workspace_id = $2 AND latest_revision < $3")
+        .bind(id)
+        .bind(workspace_id)
+        .bind(revision)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}

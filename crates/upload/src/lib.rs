@@ -32,6 +32,23 @@ pub struct NewDocument {
     pub metadata: HashMap<String, String>,
     /// The envelope's producer (`rag-engine/cli@…`, `rag-engine/api@…`).
     pub producer: String,
+    /// Set when the bytes are a new revision of an existing document (its
+    /// id stays), or the first revision of a document whose id is chosen
+    /// (a source's file); None for a new document.
+    pub revision_of: Option<NextRevision>,
+    /// The event's id, when it must be the same each time these bytes are
+    /// announced (a source's sync run again); None: a fresh UUIDv7.
+    pub event_id: Option<uuid::Uuid>,
+}
+
+/// A new revision of an existing document: its id, the revision number
+/// allocated for it (`rag_store::documents::allocate_revision`) and the
+/// content hash of the revision it replaces.
+#[derive(Debug, Clone)]
+pub struct NextRevision {
+    pub document_id: String,
+    pub revision: i32,
+    pub replaces_sha256: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -82,9 +99,18 @@ async fn upload(
         Some(existing) if existing == original.size => blobs.uri(&key),
         _ => blobs.put_file(&key, original.path, original.size, original.sha256, &doc.content_type).await?.uri,
     };
+    let (document_id, revision, replaces_sha256) = match &doc.revision_of {
+        Some(next) => (next.document_id.clone(), next.revision, next.replaces_sha256.clone()),
+        None => (uuid::Uuid::now_v7().to_string(), rag_events::FIRST_REVISION, None),
+    };
+    let mut envelope = Envelope::originating(&doc.workspace_id, &doc.producer);
+    if let Some(id) = doc.event_id {
+        envelope.event_id = id.to_string();
+        envelope.correlation_id = id.to_string();
+    }
     let event = DocumentUploaded {
-        envelope: Envelope::originating(&doc.workspace_id, &doc.producer),
-        document_id: uuid::Uuid::now_v7().to_string(),
+        envelope,
+        document_id,
         blob_uri,
         filename: doc.filename.clone(),
         content_type: doc.content_type.clone(),
@@ -92,6 +118,8 @@ async fn upload(
         sha256: original.sha256.to_string(),
         uploaded_by: doc.uploaded_by.clone(),
         metadata: doc.metadata.clone(),
+        revision,
+        replaces_sha256,
     };
     producer.send(&event).await?;
     Ok(event)

@@ -24,6 +24,7 @@ fn chunk(id: &str, doc: &str, start: u64, content: &str) -> SourceChunk {
         page_start: 0,
         page_end: 0,
         lines: None,
+        revision: 1,
         segments: vec![],
     }
 }

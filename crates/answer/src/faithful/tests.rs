@@ -68,6 +68,7 @@ fn checked(written: &[(&str, &[&str])]) -> (Vec<crate::Section>, crate::Citation
         page_start: 0,
         page_end: 0,
         lines: None,
+        revision: 1,
         segments: vec![],
     }];
     let evidence = crate::evidence::build(&chunks, usize::MAX);

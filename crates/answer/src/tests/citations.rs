@@ -63,6 +63,7 @@ fn source_chunks(texts: &[String], spans: &[(usize, usize, usize)]) -> Vec<Sourc
                 page_start: 0,
                 page_end: 0,
                 lines: None,
+                revision: 1,
                 segments,
             }
         })

@@ -211,6 +211,7 @@ pub(super) fn chunk(document_id: &str, text: &str, filename: &str, segments: Vec
         page_start: segments.first().map_or(0, |s| s.page_idx),
         page_end: segments.last().map_or(0, |s| s.page_idx),
         lines: None,
+        revision: 1,
         segments,
     }
 }

@@ -182,6 +182,11 @@ pub struct ReadRequest {
     #[serde(default)]
     #[schemars(with = "u32", extend("default" = 300))]
     pub context_chars: Option<u32>,
+    /// The document revision the range is in (a citation's `revision`);
+    /// absent: the one search reads now.
+    #[serde(default)]
+    #[schemars(with = "u32")]
+    pub revision: Option<u32>,
 }
 
 #[derive(Debug, Serialize, schemars::JsonSchema)]
@@ -236,6 +241,13 @@ pub struct AskCitation {
     pub text: String,
     /// Opens the conversation on the page with the passage highlighted.
     pub url: String,
+    /// The document revision the range is in (read_passage takes it).
+    #[serde(default = "first_revision")]
+    pub revision: u32,
+}
+
+fn first_revision() -> u32 {
+    1
 }
 
 /// Where the answer lives on rag-engine's page.
@@ -348,7 +360,8 @@ impl RagMcp {
         let not_found = || "document not found".to_string();
         let id = Uuid::parse_str(&r.document_id).map_err(|_| not_found())?;
         let doc = rag_store::documents::get(self.state.pool(), &ws, id).await.map_err(|e| message(e.into()))?.ok_or_else(not_found)?;
-        let segments = rag_store::raw::segments(self.state.pool(), &ws, id).await.map_err(|e| message(e.into()))?;
+        let revision = r.revision.map(|r| i32::try_from(r).unwrap_or(i32::MAX));
+        let segments = rag_store::raw::segments(self.state.pool(), &ws, id, revision).await.map_err(|e| message(e.into()))?;
         if segments.is_empty() {
             return Err("the document has no text yet (not parsed, or it failed)".into());
         }
@@ -458,9 +471,9 @@ mod tests {
             "answer": "Doanh thu năm 2023 đạt 1.245,6 tỷ đồng. [1]\n\nBảng. [2]",
             "citations": [
                 {"index": 1, "document_id": "d1", "filename": "bao-cao.pdf", "char_start": 3, "char_end": 40,
-                 "text": "Doanh thu", "url": "http://h/#ws=w&c=c&doc=d1&span=3-40", "page": 2},
+                 "text": "Doanh thu", "url": "http://h/#ws=w&c=c&doc=d1&span=3-40", "page": 2, "revision": 1},
                 {"index": 2, "document_id": "d2", "filename": null, "char_start": 0, "char_end": 9,
-                 "text": "A | B", "url": "http://h/#ws=w&c=c&doc=d2&span=0-9", "cell_range": "Sheet1!A2:B2"},
+                 "text": "A | B", "url": "http://h/#ws=w&c=c&doc=d2&span=0-9", "cell_range": "Sheet1!A2:B2", "revision": 3},
             ],
             "rag": {"workspace_id": "w", "conversation_id": "01a2", "message_id": "01a3", "abstained": false},
         });

@@ -10,6 +10,7 @@ use axum::http::StatusCode;
 use axum::Json;
 use rag_events::{DocumentDeleted, Envelope};
 use rag_store::documents::{self, DocumentStatus};
+use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use tokio::io::AsyncWriteExt;
 use uuid::Uuid;
@@ -134,9 +135,45 @@ pub async fn upload(
     user: AuthUser,
     Path(ws): Path<String>,
     headers: axum::http::HeaderMap,
-    mut multipart: Multipart,
+    multipart: Multipart,
 ) -> Result<(StatusCode, Json<UploadAccepted>), ApiError> {
     owned_workspace(&state, &user, &ws).await?;
+    receive(state, user, ws, headers, multipart, None).await
+}
+
+/// Replace a document's bytes: the upload becomes a new revision of the
+/// same document (same form as an upload). The revision before stays
+/// searchable until this one is ingested, then search reads this one; an
+/// earlier answer's citations keep opening the text they quoted. Bytes
+/// identical to the newest revision's change nothing (200, that revision).
+#[utoipa::path(put, path = "/v1/workspaces/{ws}/documents/{id}", tag = "documents",
+    params(("ws" = String, Path, description = "Workspace id"), ("id" = Uuid, Path, description = "Document id")),
+    request_body(content = UploadForm, content_type = "multipart/form-data"),
+    responses((status = 202, body = UploadAccepted), (status = 200, body = UploadAccepted), (status = 400, body = ErrorBody),
+              (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 413, body = ErrorBody),
+              (status = 415, body = ErrorBody), (status = 429, body = ErrorBody), (status = 503, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn replace(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Path((ws, id)): Path<(String, Uuid)>,
+    headers: axum::http::HeaderMap,
+    multipart: Multipart,
+) -> Result<(StatusCode, Json<UploadAccepted>), ApiError> {
+    let doc = owned_document(&state, &user, &ws, id).await?;
+    receive(state, user, ws, headers, multipart, Some(doc)).await
+}
+
+/// Receives one uploaded file: a new document, or a new revision of
+/// `replaces`.
+async fn receive(
+    state: AppState,
+    user: AuthUser,
+    ws: String,
+    headers: axum::http::HeaderMap,
+    mut multipart: Multipart,
+    replaces: Option<documents::DocumentRow>,
+) -> Result<(StatusCode, Json<UploadAccepted>), ApiError> {
     // Held until the answer: each upload in flight holds a temporary file
     // and a connection.
     let _slot = state.limits().upload(&user.user_id)?;
@@ -210,6 +247,30 @@ pub async fn upload(
         return Err(quota_exceeded(stored, spooled.size, quota));
     }
     metadata.insert("source".into(), "api".into());
+    let revision_of = match &replaces {
+        Some(doc) if doc.sha256.as_deref() == Some(spooled.sha256.as_str()) => {
+            // The same bytes again: no new revision, nothing to do.
+            return Ok((
+                StatusCode::OK,
+                Json(UploadAccepted {
+                    document_id: doc.id,
+                    workspace_id: ws,
+                    status: doc.status,
+                    filename,
+                    content_type,
+                    size_bytes: spooled.size,
+                    sha256: spooled.sha256,
+                    revision: doc.latest_revision,
+                }),
+            ));
+        }
+        Some(doc) => Some(rag_upload::NextRevision {
+            document_id: doc.id.to_string(),
+            revision: documents::allocate_revision(state.pool(), &ws, doc.id).await?,
+            replaces_sha256: doc.sha256.clone(),
+        }),
+        None => None,
+    };
     let doc = rag_upload::NewDocument {
         workspace_id: ws.clone(),
         filename: filename.clone(),
@@ -217,6 +278,8 @@ pub async fn upload(
         uploaded_by: user.user_id.clone(),
         metadata,
         producer: PRODUCER.into(),
+        revision_of,
+        event_id: None,
     };
     let original = rag_upload::Original { path: spooled.file.path(), size: spooled.size, sha256: &spooled.sha256 };
     let event = rag_upload::store_and_announce(state.blobs(), state.producer(), original, doc).await?;
@@ -233,6 +296,7 @@ pub async fn upload(
             content_type,
             size_bytes: spooled.size,
             sha256: spooled.sha256,
+            revision: event.revision,
         }),
     ))
 }
@@ -293,32 +357,77 @@ pub async fn delete(
     Ok((StatusCode::ACCEPTED, Json(DeleteAccepted { document_id: id, status: DocumentStatus::Deleted })))
 }
 
+/// Which revision of a document to read.
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct RevisionQuery {
+    /// A revision of the document (a citation names the one it quoted);
+    /// absent: the one search reads.
+    #[param(minimum = 1)]
+    pub revision: Option<i32>,
+}
+
+/// The revision to read of `doc`: the one asked for, which must exist
+/// and still be kept, or the one it shows.
+pub(crate) async fn readable_revision(
+    state: &AppState,
+    doc: &documents::DocumentRow,
+    asked: Option<i32>,
+) -> Result<(i32, Option<i32>), ApiError> {
+    let revisions = rag_store::raw::Revisions { searchable: doc.revision, latest: doc.latest_revision };
+    let revision = match asked {
+        None => revisions.shown(),
+        Some(r) if r < 1 || r > doc.latest_revision => {
+            return Err(ApiError::not_found("revision"));
+        }
+        Some(r) => {
+            if !rag_store::raw::has_revision(state.pool(), &doc.workspace_id, doc.id, r).await? && Some(r) != doc.revision {
+                return Err(ApiError::new(
+                    StatusCode::GONE,
+                    "revision_removed",
+                    format!("revision {r} of this document is no longer kept (it is not parsed, failed, or was removed)"),
+                ));
+            }
+            r
+        }
+    };
+    let newer = doc.revision.filter(|&searchable| searchable > revision);
+    Ok((revision, newer))
+}
+
 /// The raw-text viewer (seed 000): the document's segments, which tile its
-/// full text; citations' character ranges index that text. 409 while the
+/// full text; citations' character ranges index that text. `?revision=`
+/// reads an earlier revision (what an earlier answer quoted). 409 while the
 /// document is not parsed yet (or failed).
 #[utoipa::path(get, path = "/v1/workspaces/{ws}/documents/{id}/raw-text", tag = "documents",
-    params(("ws" = String, Path, description = "Workspace id"), ("id" = Uuid, Path, description = "Document id")),
+    params(("ws" = String, Path, description = "Workspace id"), ("id" = Uuid, Path, description = "Document id"), RevisionQuery),
     responses((status = 200, body = RawText), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
-              (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)),
+              (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 410, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn raw_text(
     State(state): State<AppState>,
     user: AuthUser,
     Path((ws, id)): Path<(String, Uuid)>,
+    Query(query): Query<RevisionQuery>,
 ) -> Result<([(axum::http::HeaderName, &'static str); 1], Json<RawText>), ApiError> {
     let doc = owned_document(&state, &user, &ws, id).await?;
-    match doc.status {
-        DocumentStatus::Parsed | DocumentStatus::Chunked | DocumentStatus::Ingested => {}
-        DocumentStatus::Failed => {
-            return Err(ApiError::conflict(
-                "document_failed",
-                format!("the document failed: {}", doc.failure_reason.as_deref().unwrap_or("unknown reason")),
-            ))
+    let (revision, newer_revision) = readable_revision(&state, &doc, query.revision).await?;
+    let segments = rag_store::raw::segments(state.pool(), &ws, id, Some(revision)).await?;
+    // A revision whose text is there is shown whatever the newest one's
+    // status (a change on its way, or failed, leaves the earlier readable).
+    if segments.is_empty() {
+        match doc.status {
+            DocumentStatus::Failed => {
+                return Err(ApiError::conflict(
+                    "document_failed",
+                    format!("the document failed: {}", doc.failure_reason.as_deref().unwrap_or("unknown reason")),
+                ))
+            }
+            DocumentStatus::Parsed | DocumentStatus::Chunked | DocumentStatus::Ingested => {}
+            other => return Err(ApiError::conflict("not_parsed", format!("the document is not parsed yet (status {other})"))),
         }
-        other => return Err(ApiError::conflict("not_parsed", format!("the document is not parsed yet (status {other})"))),
     }
-    let segments = rag_store::raw::segments(state.pool(), &ws, id).await?;
-    let pages = rag_store::raw::pages(state.pool(), &ws, id).await?;
+    let pages = rag_store::raw::pages(state.pool(), &ws, id, Some(revision)).await?;
     // A user's document text: never kept by a shared cache or the browser's.
     Ok((
         [(axum::http::header::CACHE_CONTROL, "no-store")],
@@ -328,6 +437,8 @@ pub async fn raw_text(
             status: doc.status,
             pages: pages.into_iter().map(Into::into).collect(),
             segments: segments.into_iter().map(Into::into).collect(),
+            revision,
+            newer_revision,
         }),
     ))
 }

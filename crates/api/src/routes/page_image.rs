@@ -28,6 +28,10 @@ pub struct PageImageQuery {
     /// Characters `START-END` of the full text to highlight (a citation's
     /// `char_start-char_end`); its boxes on this page are drawn.
     pub highlight: Option<String>,
+    /// The document revision to draw (a citation names the one it quoted);
+    /// absent: the one search reads.
+    #[param(minimum = 1)]
+    pub revision: Option<i32>,
 }
 
 fn parse_span(s: &str) -> Option<(u64, u64)> {
@@ -75,7 +79,8 @@ pub async fn page_image(
             Some(parse_span(s).ok_or_else(|| ApiError::bad_request("invalid_highlight", format!("highlight {s:?} is not START-END")))?)
         }
     };
-    let pages = rag_store::raw::pages(state.pool(), &ws, id).await?;
+    let (revision, _) = super::documents::readable_revision(&state, &doc, q.revision).await?;
+    let pages = rag_store::raw::pages(state.pool(), &ws, id, Some(revision)).await?;
     let is_image = rag_docparse::detect_format(doc.content_type.as_deref().unwrap_or(""), doc.filename.as_deref().unwrap_or(""))
         .is_some_and(|f| f.is_image());
     let size = match pages.iter().find(|p| Some(p.page_idx) == page.checked_sub(1)) {
@@ -90,13 +95,17 @@ pub async fn page_image(
     };
     let boxes = match highlight {
         Some((a, b)) => {
-            let segments = rag_store::raw::span_segments(state.pool(), &ws, id, a, b).await?;
+            let segments = rag_store::raw::span_segments(state.pool(), &ws, id, Some(revision), a, b).await?;
             rag_docparse::geometry::span_boxes(segments.iter().flat_map(|s| &s.boxes), a, b)
         }
         None => Vec::new(),
     };
     let drawn: Vec<rag_docparse::Rect> = boxes.iter().filter(|b| b.page_idx == size.page_idx).map(|b| b.rect).collect();
-    let uri = doc.blob_uri.as_deref().ok_or_else(|| ApiError::conflict("no_page_image", "the document has no original"))?;
+    let original = match rag_store::raw::revision_original(state.pool(), &ws, id, revision).await? {
+        Some(uri) => Some(uri),
+        None => doc.blob_uri.clone(),
+    };
+    let uri = original.as_deref().ok_or_else(|| ApiError::conflict("no_page_image", "the document has no original"))?;
     let blobs = state.blobs();
     let png = if is_image {
         // An image is decoded whole in this process: a few at once

@@ -192,6 +192,7 @@ fn parsed_event(envelope: rag_events::Envelope, doc: &str) -> rag_events::Docume
         ocr_pages: Vec::new(),
         line_count: None,
         pages: Vec::new(),
+        revision: 1,
     }
 }
 
@@ -225,6 +226,7 @@ async fn a_failed_document_recovers_whatever_order_its_redriven_steps_land_in() 
             chunks_sha256: None,
             instructions_found: None,
             failure: Some(Failure { code: "blob_unreadable".into(), message: "NoSuchKey".into() }),
+            revision: 1,
         };
         let mut tx = t.pool.begin().await.unwrap();
         rag_store::pipeline::apply_chunked(&mut tx, &failed, &[]).await.unwrap();
@@ -244,6 +246,7 @@ async fn a_failed_document_recovers_whatever_order_its_redriven_steps_land_in() 
             embedding_dimension: None,
             chunk_count: 0,
             failure: None,
+            revision: 1,
         };
         let mut seen = Vec::new();
         for step in order {
@@ -289,6 +292,8 @@ async fn a_document_recovers_when_its_failed_steps_succeed_again_and_only_then()
         sha256: "0".into(),
         uploaded_by: "u".into(),
         metadata: Default::default(),
+        revision: 1,
+        replaces_sha256: None,
     };
     let parsed = |cause: &Envelope, doc: &str| parsed_event(Envelope::caused_by(cause, "parser", "parser"), doc);
     let chunked = |cause: &Envelope, doc: &str, failure: Option<&str>| DocumentChunked {
@@ -301,6 +306,7 @@ async fn a_document_recovers_when_its_failed_steps_succeed_again_and_only_then()
         chunks_sha256: None,
         instructions_found: None,
         failure: failure.map(|c| Failure { code: c.into(), message: format!("{c} happened") }),
+        revision: 1,
     };
     let ingested = |cause: &Envelope, doc: &str, failure: Option<&str>| DocumentIngested {
         envelope: Envelope::caused_by(cause, "embedder", "embedder"),
@@ -310,6 +316,7 @@ async fn a_document_recovers_when_its_failed_steps_succeed_again_and_only_then()
         embedding_dimension: None,
         chunk_count: 0,
         failure: failure.map(|c| Failure { code: c.into(), message: format!("{c} happened") }),
+        revision: 1,
     };
     macro_rules! apply {
         ($call:path, $($arg:expr),*) => {{

@@ -39,6 +39,7 @@ mod operations;
 mod pipeline;
 mod rebuild;
 mod retrieval;
+mod revisions;
 mod slides;
 mod streaming;
 mod upstream;

@@ -111,6 +111,7 @@ async fn a_poison_message_is_listed_shown_and_redriven_after_the_fix() {
         ocr_pages: Vec::new(),
         line_count: None,
         pages: Vec::new(),
+        revision: 1,
     };
     t.producer().send(&event).await.unwrap();
     let status = || async { t.find_document(&doc).await.map(|d| (d.status.as_str().to_string(), d.failure_code)) };

@@ -152,7 +152,7 @@ async fn every_format_ingests_and_bad_inputs_fail_with_their_reason() {
         let uri = testing::full_text_uri(&t.pool, doc).await.unwrap().unwrap();
         assert_eq!(version, "default@1");
         let full = String::from_utf8(blobs.get(blobs.key_of(&uri).unwrap()).await.unwrap()).unwrap();
-        let segs = rag_store::raw::segments(&t.pool, &t.workspace, doc).await.unwrap();
+        let segs = rag_store::raw::segments(&t.pool, &t.workspace, doc, None).await.unwrap();
         let rebuilt: String = segs.iter().map(|s| s.text.as_str()).collect();
         assert_eq!(rebuilt, full, "segments tile the full text of {doc}");
         for s in &segs {
@@ -281,7 +281,7 @@ async fn a_scanned_page_goes_through_ocr_or_is_marked() {
         let (ok, out, err) = t.run(&["docs", "show", &id, "--workspace", &t.workspace, "--json"]).await;
         assert!(ok, "{err}");
         let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
-        let segments = rag_store::raw::segments(&t.pool, &t.workspace, id.parse().unwrap()).await.unwrap();
+        let segments = rag_store::raw::segments(&t.pool, &t.workspace, id.parse().unwrap(), None).await.unwrap();
         let page2: Vec<String> = segments.into_iter().filter(|s| s.page_idx == 1).map(|s| s.text).collect();
         if expect_ocr {
             assert_eq!(doc["ocr_pages"], serde_json::json!([1]), "{doc}");

@@ -16,7 +16,9 @@ const HANOI: &str = "# Hà Nội\n\nHà Nội là thủ đô của Việt Nam. T
 /// whole tables compared row for row, whatever their columns.
 async fn dump(t: &TestEnv) -> std::collections::BTreeMap<&'static str, Vec<String>> {
     let mut out = std::collections::BTreeMap::new();
-    for table in ["documents", "segments", "chunk_mappings", "search_chunks", "document_versions", "messages", "conversations"] {
+    for table in
+        ["documents", "document_revisions", "segments", "chunk_mappings", "search_chunks", "document_versions", "messages", "conversations"]
+    {
         let rows: Vec<String> = sqlx::query_scalar(&format!("SELECT x::text FROM {table} x ORDER BY 1")).fetch_all(&t.pool).await.unwrap();
         out.insert(table, rows);
     }
@@ -98,12 +100,12 @@ async fn citations_point_at_the_page_through_replay_and_rebuild() {
     wait_until("both ingested", Duration::from_secs(120), || async { t.ingested_count().await == 2 }).await;
     let id_of = |name: &'static str| t.document_id(name);
     let (pdf, txt) = (id_of("bao-cao.pdf").await, id_of("bao-cao.txt").await);
-    let pdf_segments = rag_store::raw::segments(&t.pool, &ws, pdf).await.unwrap();
-    let txt_segments = rag_store::raw::segments(&t.pool, &ws, txt).await.unwrap();
+    let pdf_segments = rag_store::raw::segments(&t.pool, &ws, pdf, None).await.unwrap();
+    let txt_segments = rag_store::raw::segments(&t.pool, &ws, txt, None).await.unwrap();
     let lines = |s: &[rag_store::raw::SegmentRow]| s.iter().map(|s| (s.text.clone(), s.line_start, s.line_end)).collect::<Vec<_>>();
     assert_eq!(lines(&pdf_segments), lines(&txt_segments), "same content, same line ranges");
     assert!(pdf_segments.iter().all(|s| !s.boxes.0.is_empty()) && txt_segments.iter().all(|s| s.boxes.0.is_empty()));
-    let pages = rag_store::raw::pages(&t.pool, &ws, pdf).await.unwrap();
+    let pages = rag_store::raw::pages(&t.pool, &ws, pdf, None).await.unwrap();
     assert_eq!((pages.len(), pages[0].unit.as_str()), (2, "pt"));
 
     // A citation carries the boxes of exactly the characters it cites.
@@ -126,8 +128,11 @@ async fn citations_point_at_the_page_through_replay_and_rebuild() {
     let citations = answer["metadata"]["citations"].as_array().unwrap();
     let c = citations.iter().find(|c| c["document_id"] == pdf.to_string()).unwrap_or_else(|| panic!("no citation of the PDF: {answer}"));
     let (start, end) = (c["char_start"].as_u64().unwrap(), c["char_end"].as_u64().unwrap());
-    let expected =
-        rag_docparse::segments::span_geometry(&rag_store::raw::span_segments(&t.pool, &ws, pdf, start, end).await.unwrap(), start, end);
+    let expected = rag_docparse::segments::span_geometry(
+        &rag_store::raw::span_segments(&t.pool, &ws, pdf, None, start, end).await.unwrap(),
+        start,
+        end,
+    );
     let boxes: Vec<rag_docparse::PageBox> = serde_json::from_value(c["boxes"].clone()).unwrap();
     assert!(!boxes.is_empty(), "{c}");
     assert_eq!(boxes, expected.boxes);

@@ -170,7 +170,7 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
     let by_corpus = documents_by_corpus_id(&run.pool, &run.workspace).await?;
     let mut raw_texts: HashMap<String, Vec<char>> = HashMap::new();
     for document in by_corpus.values() {
-        if let Some(full) = rag_store::raw::full_text(&run.pool, &run.workspace, *document).await? {
+        if let Some(full) = rag_store::raw::full_text(&run.pool, &run.workspace, *document, None).await? {
             raw_texts.insert(document.to_string(), full);
         }
     }

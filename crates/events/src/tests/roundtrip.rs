@@ -21,6 +21,7 @@ fn citation() -> Citation {
         line_end: Some(4),
         boxes: vec![crate::PageBox { page_idx: 1, x0: 56.0, y0: 91.2, x1: 355.9, y1: 104.0 }],
         cell_range: Some("Doanh thu!A5:D5".into()),
+        revision: 1,
     }
 }
 
@@ -55,6 +56,8 @@ fn every_event_roundtrips() {
             sha256: "ab".repeat(32),
             uploaded_by: "user-1".into(),
             metadata,
+            revision: 3,
+            replaces_sha256: Some("ab".repeat(32)),
         },
     );
     let parsed_ok = DocumentParsed {
@@ -74,6 +77,7 @@ fn every_event_roundtrips() {
         ocr_pages: vec![0, 1],
         line_count: Some(42),
         pages: vec![crate::PageSize { page_idx: 0, width: 595.28, height: 841.89, unit: "pt".into() }],
+        revision: 1,
     };
     roundtrip(&codec, parsed_ok.clone());
     roundtrip(
@@ -96,6 +100,7 @@ fn every_event_roundtrips() {
             chunks_sha256: Some("00".repeat(32)),
             instructions_found: Some(1),
             failure: None,
+            revision: 1,
         },
     );
     roundtrip(
@@ -108,6 +113,7 @@ fn every_event_roundtrips() {
             embedding_dimension: Some(384),
             chunk_count: 4,
             failure: None,
+            revision: 1,
         },
     );
     roundtrip(

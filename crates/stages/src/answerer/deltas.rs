@@ -91,6 +91,7 @@ impl DeltaSender {
                                 char_start: c.char_start,
                                 char_end: c.char_end,
                                 snippet_preview: c.snippet_preview.clone(),
+                                revision: c.revision,
                             })
                             .collect(),
                     })

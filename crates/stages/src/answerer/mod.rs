@@ -125,6 +125,7 @@ impl Answerer {
             .into_iter()
             .zip(segments)
             .map(|(h, segments)| SourceChunk {
+                revision: rag_model::split_index_version(&h.chunking_version).1,
                 chunk_id: h.chunk_id,
                 document_id: h.document_id.to_string(),
                 content: h.content,
@@ -451,7 +452,8 @@ impl Answerer {
     async fn to_event(&self, ws: &str, c: &rag_answer::Citation) -> Result<rag_events::Citation, StageError> {
         let geometry = match Uuid::parse_str(&c.document_id) {
             Ok(id) => {
-                let segments = rag_store::raw::span_segments(&self.retriever.pool, ws, id, c.char_start, c.char_end).await?;
+                let segments =
+                    rag_store::raw::span_segments(&self.retriever.pool, ws, id, Some(c.revision), c.char_start, c.char_end).await?;
                 rag_docparse::segments::span_geometry(&segments, c.char_start, c.char_end)
             }
             Err(_) => Default::default(),
@@ -474,6 +476,7 @@ impl Answerer {
                 .map(|b| rag_events::PageBox { page_idx: b.page_idx as i32, x0: b.rect.x0, y0: b.rect.y0, x1: b.rect.x1, y1: b.rect.y1 })
                 .collect(),
             cell_range: geometry.cells.as_ref().map(rag_docparse::CellRange::label),
+            revision: c.revision,
         })
     }
 }

@@ -19,6 +19,7 @@ fn citation(text: Option<&str>) -> Citation {
         line_end: None,
         boxes: Vec::new(),
         cell_range: None,
+        revision: 1,
     }
 }
 

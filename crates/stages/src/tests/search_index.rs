@@ -86,6 +86,8 @@ async fn upload(tx: &mut Transaction<'_, Postgres>, workspace: &str, document: U
         sha256: String::new(),
         uploaded_by: "test".into(),
         metadata: Default::default(),
+        revision: 1,
+        replaces_sha256: None,
     };
     rag_store::documents::apply_uploaded(tx, &uploaded).await.unwrap();
 }
@@ -136,6 +138,7 @@ async fn ingest(pool: &PgPool, workspace: &str, document: Uuid, version: &str, t
         embedding_dimension: Some(DIMENSION as i32),
         chunk_count: chunks.len() as i32,
         failure: None,
+        revision: 1,
     };
     let mut tx = pool.begin().await.unwrap();
     rag_store::pipeline::apply_ingested(&mut tx, &ingested).await.unwrap();
@@ -316,6 +319,7 @@ async fn the_in_memory_index_ranks_like_sql_after_every_kind_of_change() {
         embedding_dimension: Some(DIMENSION as i32),
         chunk_count: 1,
         failure: None,
+        revision: 1,
     };
     rag_store::pipeline::apply_ingested(&mut open, &ingested).await.unwrap();
     let probe = [QueryTerm { term: "qwertyuiop".into(), word: 0, weight: 1.0 }];

@@ -17,6 +17,8 @@ fn uploaded(ws: &str) -> DocumentUploaded {
         sha256: "0".repeat(64),
         uploaded_by: "test".into(),
         metadata: HashMap::new(),
+        revision: 1,
+        replaces_sha256: None,
     }
 }
 
@@ -112,6 +114,7 @@ async fn a_status_shows_only_steps_whose_predecessors_are_projected() {
             ocr_pages: vec![],
             line_count: Some(1),
             pages: vec![],
+            revision: 1,
         };
         let chunked = DocumentChunked {
             envelope: envelope(),
@@ -123,6 +126,7 @@ async fn a_status_shows_only_steps_whose_predecessors_are_projected() {
             chunks_sha256: None,
             instructions_found: None,
             failure: None,
+            revision: 1,
         };
         let ingested = DocumentIngested {
             envelope: envelope(),
@@ -132,6 +136,7 @@ async fn a_status_shows_only_steps_whose_predecessors_are_projected() {
             embedding_dimension: None,
             chunk_count: 0,
             failure: None,
+            revision: 1,
         };
         let mut done = [false; 4];
         for step in &order {
@@ -167,6 +172,7 @@ async fn a_status_shows_only_steps_whose_predecessors_are_projected() {
         embedding_dimension: None,
         chunk_count: 0,
         failure: None,
+        revision: 1,
     };
     let mut tx = db.pool.begin().await.unwrap();
     crate::pipeline::apply_ingested(&mut tx, &ingested).await.unwrap();

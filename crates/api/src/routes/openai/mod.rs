@@ -215,9 +215,11 @@ struct Link {
 }
 
 impl Link {
-    /// Opens the page on the conversation with the passage highlighted.
-    fn passage(&self, document: &str, start: u64, end: u64) -> String {
-        format!("{}/#ws={}&c={}&doc={document}&span={start}-{end}", self.base, self.ws, self.conversation)
+    /// Opens the page on the conversation with the passage highlighted, in
+    /// the revision of the document it quoted (named from the second on).
+    fn passage(&self, document: &str, start: u64, end: u64, revision: u64) -> String {
+        let rev = if revision > 1 { format!("&rev={revision}") } else { String::new() };
+        format!("{}/#ws={}&c={}&doc={document}&span={start}-{end}{rev}", self.base, self.ws, self.conversation)
     }
 }
 
@@ -384,6 +386,7 @@ impl Reply {
                 }
                 let d = documents.get(&doc).and_then(Option::as_ref);
                 let (start, end) = (c["char_start"].as_u64().unwrap_or(0), c["char_end"].as_u64().unwrap_or(0));
+                let revision = c["revision"].as_u64().unwrap_or(1);
                 let mut v = json!({
                     "index": out.len() + 1,
                     "document_id": doc,
@@ -391,7 +394,8 @@ impl Reply {
                     "char_start": start,
                     "char_end": end,
                     "text": c["text"],
-                    "url": self.link.passage(&doc, start, end),
+                    "url": self.link.passage(&doc, start, end, revision),
+                    "revision": revision,
                 });
                 if let Some(cells) = c["cell_range"].as_str() {
                     v["cell_range"] = json!(cells);

@@ -281,6 +281,8 @@ impl TestEnv {
             sha256: "0".repeat(64),
             uploaded_by: "test".into(),
             metadata: HashMap::new(),
+            revision: 1,
+            replaces_sha256: None,
         }
     }
 

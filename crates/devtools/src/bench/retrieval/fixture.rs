@@ -213,6 +213,8 @@ pub(super) async fn ensure_workspace(
                 sha256: String::new(),
                 uploaded_by: "bench".into(),
                 metadata: Default::default(),
+                revision: 1,
+                replaces_sha256: None,
             };
             rag_store::documents::apply_uploaded(&mut tx, &uploaded).await?;
             let mut owned: Vec<(Chunk, Option<Vec<f32>>)> = Vec::new();
@@ -259,6 +261,7 @@ pub(super) async fn ensure_workspace(
                 embedding_dimension: model.map(|(_, d)| d as i32),
                 chunk_count: owned.len() as i32,
                 failure: None,
+                revision: 1,
             };
             rag_store::pipeline::apply_ingested(&mut tx, &ingested).await?;
             bar.inc(owned.len() as u64);
