@@ -66,6 +66,10 @@ pub struct ApiConfig {
     pub header_timeout: Duration,
     /// Time to receive a request's body (uploads included).
     pub body_timeout: Duration,
+    /// Folders sources may follow (`SOURCE_FOLDER_ROOTS`).
+    pub source_folder_roots: Vec<std::path::PathBuf>,
+    /// Buckets sources may follow (`SOURCE_S3_BUCKETS`).
+    pub source_s3_buckets: Vec<String>,
 }
 
 impl Default for ApiConfig {
@@ -82,6 +86,8 @@ impl Default for ApiConfig {
             limits: limits::LimitsConfig::default(),
             header_timeout: Duration::from_secs(30),
             body_timeout: Duration::from_secs(300),
+            source_folder_roots: Vec::new(),
+            source_s3_buckets: Vec::new(),
         }
     }
 }
@@ -99,6 +105,9 @@ struct Inner {
     image_renders: Arc<tokio::sync::Semaphore>,
     /// Passage search for the MCP `search` tool ([`AppState::with_search`]).
     search: Option<Arc<dyn mcp::PassageSearch>>,
+    /// Sources this process is syncing now (a second request for one is
+    /// told so rather than starting a second sync).
+    syncing: std::sync::Mutex<std::collections::HashSet<uuid::Uuid>>,
 }
 
 /// Image pages the API decodes at once for the page-image endpoint. Each
@@ -133,6 +142,7 @@ impl AppState {
             deltas: deltas::DeltaHub::default(),
             image_renders: Arc::new(tokio::sync::Semaphore::new(IMAGE_RENDERS)),
             search: None,
+            syncing: Default::default(),
         }))
     }
     /// Gives the MCP `search` tool its search (the application's retrieval).
@@ -163,6 +173,21 @@ impl AppState {
     }
     pub(crate) fn limits(&self) -> &limits::Limits {
         &self.0.limits
+    }
+    /// Marks `source` as syncing in this process; false when it already is.
+    pub(crate) fn begin_sync(&self, source: uuid::Uuid) -> bool {
+        self.0.syncing.lock().map(|mut s| s.insert(source)).unwrap_or(false)
+    }
+    pub(crate) fn end_sync(&self, source: uuid::Uuid) {
+        if let Ok(mut s) = self.0.syncing.lock() {
+            s.remove(&source);
+        }
+    }
+    pub(crate) fn is_syncing(&self, source: uuid::Uuid) -> bool {
+        self.0.syncing.lock().map(|s| s.contains(&source)).unwrap_or(false)
+    }
+    pub(crate) fn shutdown(&self) -> &CancellationToken {
+        &self.0.shutdown
     }
     /// Permits to decode an image page ([`IMAGE_RENDERS`] at once).
     pub(crate) fn image_renders(&self) -> &Arc<tokio::sync::Semaphore> {
@@ -196,6 +221,10 @@ pub fn router(state: AppState) -> Router {
                 .layer(DefaultBodyLimit::max(upload_limit)),
         )
         .route("/workspaces/{ws}/documents/{id}/raw-text", get(routes::documents::raw_text))
+        .route("/workspaces/{ws}/sources", get(routes::sources::list).post(routes::sources::create))
+        .route("/workspaces/{ws}/sources/{id}", axum::routing::delete(routes::sources::remove))
+        .route("/workspaces/{ws}/sources/{id}/sync", post(routes::sources::sync))
+        .route("/workspaces/{ws}/sources/{id}/files", get(routes::sources::files))
         .route("/workspaces/{ws}/documents/{id}/pages/{page}/image", get(routes::page_image::page_image))
         .route("/workspaces/{ws}/conversations", post(routes::conversations::create).get(routes::conversations::list))
         .route("/workspaces/{ws}/conversations/{id}", get(routes::conversations::get))

@@ -487,3 +487,113 @@ pub struct Health {
     #[schema(value_type = Object)]
     pub checks: serde_json::Map<String, serde_json::Value>,
 }
+
+/// A folder or an S3 prefix to follow: exactly one of the two.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewSource {
+    /// An absolute folder path on the server, under one it allows (`SOURCE_FOLDER_ROOTS`).
+    #[schema(max_length = 4096)]
+    pub folder: Option<String>,
+    /// `s3://bucket/prefix` of a bucket the server allows (`SOURCE_S3_BUCKETS`).
+    #[schema(max_length = 1100)]
+    pub s3: Option<String>,
+}
+
+/// A source a workspace follows and its last sync.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct Source {
+    pub id: Uuid,
+    pub workspace_id: String,
+    /// `folder` or `s3`.
+    pub kind: String,
+    /// The folder's path, or `s3://bucket/prefix`.
+    pub location: String,
+    pub created_by: String,
+    pub created_at: DateTime<Utc>,
+    /// A sync of it is running in this server now.
+    pub syncing: bool,
+    pub sync_started_at: Option<DateTime<Utc>>,
+    /// When the last sync that went through every file ended.
+    pub sync_completed_at: Option<DateTime<Utc>>,
+    /// Why the last sync stopped short (the next one goes on from there).
+    pub last_error: Option<String>,
+    /// The last complete sync: files listed, and what it did with them.
+    pub files_seen: i32,
+    pub files_added: i32,
+    pub files_changed: i32,
+    pub files_removed: i32,
+    pub files_failed: i32,
+}
+
+impl Source {
+    pub(crate) fn from_row(r: rag_store::sources::SourceRow, state: &crate::AppState) -> Source {
+        Source {
+            syncing: state.is_syncing(r.id),
+            id: r.id,
+            workspace_id: r.workspace_id,
+            kind: r.kind,
+            location: r.location,
+            created_by: r.created_by,
+            created_at: r.created_at,
+            sync_started_at: r.sync_started_at,
+            sync_completed_at: r.sync_completed_at,
+            last_error: r.last_error,
+            files_seen: r.files_seen,
+            files_added: r.files_added,
+            files_changed: r.files_changed,
+            files_removed: r.files_removed,
+            files_failed: r.files_failed,
+        }
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct SourceList {
+    pub sources: Vec<Source>,
+}
+
+/// A file a source has seen.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct SourceFile {
+    /// The path under the folder, or the key under the prefix.
+    pub key: String,
+    /// `present` (a document), `removed` (its document deleted) or `failed` (refused: `failure` says why).
+    pub state: String,
+    pub document_id: Uuid,
+    /// The document's revision announced for it (0: none yet).
+    pub revision: i32,
+    pub size_bytes: Option<i64>,
+    pub failure: Option<String>,
+}
+
+impl From<rag_store::sources::SourceFileRow> for SourceFile {
+    fn from(r: rag_store::sources::SourceFileRow) -> Self {
+        SourceFile {
+            key: r.key,
+            state: r.state,
+            document_id: r.document_id,
+            revision: r.revision,
+            size_bytes: r.size_bytes,
+            failure: r.failure,
+        }
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct SourceFiles {
+    pub files: Vec<SourceFile>,
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct SyncStarted {
+    pub source_id: Uuid,
+    /// Always true: the sync runs in the background.
+    pub syncing: bool,
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct SourceRemoved {
+    pub source_id: Uuid,
+    pub documents_deleted: usize,
+}

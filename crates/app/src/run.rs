@@ -100,6 +100,20 @@ pub async fn start_stages(
             ("stuck-watch".to_string(), Ok(()))
         });
     }
+    if which == StageName::All && s.sources.source_sync_interval_secs > 0 {
+        let syncer = rag_sources::Syncer {
+            pool: pool.clone(),
+            blobs: blobs.clone(),
+            producer: EventProducer::new(&bus, codec.clone(), "rag-engine/sources")?,
+            limits: rag_sources::SyncLimits { max_bytes: s.uploads.upload_max_bytes, workspace_max_bytes: s.uploads.workspace_max_bytes },
+            producer_name: format!("rag-engine/sources@{}", env!("CARGO_PKG_VERSION")),
+        };
+        let (every, stop) = (Duration::from_secs(s.sources.source_sync_interval_secs), shutdown.clone());
+        tasks.spawn(async move {
+            sync_sources(syncer, every, stop).await;
+            ("source-sync".to_string(), Ok(()))
+        });
+    }
     // One producer for every stage's output and dead letters: each
     // librdkafka client costs threads and idle wake-ups, and ordering is
     // per partition whichever handle produces.
@@ -204,6 +218,35 @@ pub fn start_api(
         ("api".to_string(), r.map_err(|e| rag_bus::BusError::StageFailed { stage: "api".into(), reason: e.to_string() }))
     });
     Ok(())
+}
+
+/// Syncs every source each `every` until `stop`. A sync cut short by the
+/// stop (or by a failure) leaves its checkpoint consistent: the next one
+/// goes on from there (`rag_sources::sync`).
+async fn sync_sources(syncer: rag_sources::Syncer, every: Duration, stop: CancellationToken) {
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tick.tick() => {}
+        }
+        let all = match rag_store::sources::list(&syncer.pool, None).await {
+            Ok(all) => all,
+            Err(e) => {
+                tracing::warn!(error = %e, "listing the sources to sync");
+                continue;
+            }
+        };
+        for source in all {
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                r = syncer.sync(&source, &|_| {}) => if let Err(e) = r {
+                    tracing::warn!(workspace_id = %source.workspace_id, source_id = %source.id, error = %e, "source sync stopped");
+                },
+            }
+        }
+    }
 }
 
 pub async fn run(s: &Settings, args: RunArgs) -> anyhow::Result<ExitCode> {

@@ -16,7 +16,7 @@ mod upload;
 
 use rag_app::config::{DatabaseSettings, JwtSettings, KafkaSettings, LogFormat, Settings};
 use rag_app::run;
-use rag_ops::{dlq, keys, rebuild, replay, token, verify, workspaces};
+use rag_ops::{dlq, keys, rebuild, replay, sources, token, verify, workspaces};
 
 const AFTER_HELP: &str = "\
 Other environment variables:
@@ -113,6 +113,14 @@ enum Command {
         #[command(flatten)]
         settings: workspaces::WorkspacesSettings,
     },
+    /// Folders and S3 prefixes a workspace follows: new files become documents, changed files new revisions,
+    /// removed files are deleted (docs/sources.md).
+    Sources {
+        #[command(subcommand)]
+        command: sources::SourcesCommand,
+        #[command(flatten)]
+        settings: sources::SourcesCommandSettings,
+    },
     /// Rebuild the read models by replaying every topic.
     Rebuild {
         #[command(subcommand)]
@@ -175,6 +183,7 @@ fn main() -> ExitCode {
             Command::Token { args, jwt } => token::token(&jwt, args),
             Command::Keys { command, database } => keys::keys(&database, command).await,
             Command::Workspaces { command, settings } => workspaces::workspaces(&settings, command).await,
+            Command::Sources { command, settings } => sources::sources(&settings, command).await,
             Command::Dlq { command, settings } => dlq::dlq(&settings, command).await,
             Command::Replay { command, settings } => replay::replay(&settings, command).await,
             Command::Rebuild { command, settings } => rebuild::rebuild(&settings, command).await,

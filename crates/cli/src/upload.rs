@@ -262,7 +262,7 @@ async fn upload_one(
         }
         Some((pool, doc)) => Some(rag_upload::NextRevision {
             document_id: doc.id.to_string(),
-            revision: rag_store::documents::allocate_revision(pool, &args.workspace, doc.id).await?,
+            revision: rag_store::documents::allocate_revision(pool, &args.workspace, doc.id, doc.latest_revision).await?,
             replaces_sha256: doc.sha256.clone(),
         }),
         None => None,

@@ -7,6 +7,7 @@ pub mod dlq;
 pub mod keys;
 pub mod rebuild;
 pub mod replay;
+pub mod sources;
 pub mod token;
 pub mod verify;
 pub mod workspaces;

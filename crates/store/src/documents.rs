@@ -392,20 +392,22 @@ pub async fn count_unfinished_since(pool: &PgPool, older_than_secs: i64) -> Resu
 
 /// The next revision number of a document, allocated once: two changes
 /// uploaded before the first is projected still get two numbers. Starts
-/// above the newest revision the read model knows (an upstream system may
-/// have produced revisions itself).
-pub async fn allocate_revision(pool: &PgPool, workspace_id: &str, id: Uuid) -> Result<i32, StoreError> {
-    sqlx::query_scalar(
-        "WITH known AS (SELECT latest_revision FROM documents WHERE id = $1 AND workspace_id = $2)
+/// above the newest revision the read model knows, and above `known` (the
+/// caller's own last revision: a source's, announced but perhaps not
+/// projected yet; an upstream system may have produced revisions too).
+pub async fn allocate_revision(pool: &PgPool, workspace_id: &str, id: Uuid, known: i32) -> Result<i32, StoreError> {
+    Ok(sqlx::query_scalar(
+        "WITH known AS (SELECT GREATEST(COALESCE((SELECT latest_revision FROM documents WHERE id = $1 AND workspace_id = $2), 0),
+                                        $3) AS latest)
          INSERT INTO revision_allocations (document_id, last_revision)
-         SELECT $1, latest_revision + 1 FROM known
+         SELECT $1, latest + 1 FROM known
          ON CONFLICT (document_id) DO UPDATE
             SET last_revision = GREATEST(revision_allocations.last_revision, EXCLUDED.last_revision - 1) + 1
          RETURNING last_revision",
     )
     .bind(id)
     .bind(workspace_id)
-    .fetch_optional(pool)
-    .await?
-    .ok_or_else(|| StoreError::Invalid(format!("document {id} is not in workspace {workspace_id}")))
+    .bind(known)
+    .fetch_one(pool)
+    .await?)
 }

@@ -17,6 +17,7 @@ pub mod parse_attempts;
 pub mod pipeline;
 pub mod raw;
 pub mod search;
+pub mod sources;
 pub mod status;
 #[cfg(any(test, feature = "test-support"))]
 pub mod testing;

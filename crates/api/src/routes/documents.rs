@@ -266,7 +266,7 @@ async fn receive(
         }
         Some(doc) => Some(rag_upload::NextRevision {
             document_id: doc.id.to_string(),
-            revision: documents::allocate_revision(state.pool(), &ws, doc.id).await?,
+            revision: documents::allocate_revision(state.pool(), &ws, doc.id, doc.latest_revision).await?,
             replaces_sha256: doc.sha256.clone(),
         }),
         None => None,

@@ -16,6 +16,7 @@ mod jwt;
 mod kafka;
 mod parsing;
 mod retrieval;
+mod sources;
 mod stages;
 mod uploads;
 
@@ -36,6 +37,7 @@ use rag_bus::BusConfig;
 use rag_events::Topics;
 use rag_store::StoreConfig;
 pub use retrieval::RetrievalSettings;
+pub use sources::SourceSettings;
 pub use stages::{RetryPolicy, StageSettings};
 pub use uploads::UploadSettings;
 
@@ -66,6 +68,8 @@ pub struct Settings {
     pub jwt: JwtSettings,
     #[command(flatten)]
     pub api: ApiSettings,
+    #[command(flatten)]
+    pub sources: SourceSettings,
 }
 
 /// The settings alone, as a command of their own (their variables, and
@@ -117,7 +121,11 @@ impl Settings {
     }
 
     pub fn api(&self) -> rag_api::ApiConfig {
-        self.api.api(&self.uploads)
+        rag_api::ApiConfig {
+            source_folder_roots: self.sources.folder_roots(),
+            source_s3_buckets: self.sources.buckets(),
+            ..self.api.api(&self.uploads)
+        }
     }
 
     pub fn store(&self) -> StoreConfig {

@@ -41,6 +41,7 @@ mod rebuild;
 mod retrieval;
 mod revisions;
 mod slides;
+mod sources;
 mod streaming;
 mod upstream;
 mod workspaces;

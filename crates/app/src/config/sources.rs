@@ -1,0 +1,33 @@
+//! Sources a workspace follows (`rag-engine sources`, `run all`).
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+#[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Sources (environment variable, default)")]
+pub struct SourceSettings {
+    /// Folders on this server that sources may follow (':'-separated absolute paths; a source's folder must lie
+    /// under one of them, its real path with symlinks resolved). Empty: no folder may be followed.
+    #[arg(long, env = "SOURCE_FOLDER_ROOTS", global = true)]
+    pub source_folder_roots: Option<String>,
+    /// Buckets S3 sources may follow (','-separated), read with the server's own object-store settings (S3_ENDPOINT,
+    /// S3_ACCESS_KEY, …); never S3_BUCKET itself. Empty: no bucket may be followed.
+    #[arg(long, env = "SOURCE_S3_BUCKETS", global = true)]
+    pub source_s3_buckets: Option<String>,
+    /// Seconds between syncs of every source by `run all` and `sources sync` without --once; 0: only on demand.
+    #[arg(long, env = "SOURCE_SYNC_INTERVAL_SECS", global = true, default_value_t = 300)]
+    pub source_sync_interval_secs: u64,
+}
+
+impl SourceSettings {
+    /// The allowed roots, empty entries dropped.
+    pub fn folder_roots(&self) -> Vec<PathBuf> {
+        self.source_folder_roots.as_deref().unwrap_or("").split(':').filter(|p| !p.trim().is_empty()).map(PathBuf::from).collect()
+    }
+
+    /// The buckets S3 sources may follow.
+    pub fn buckets(&self) -> Vec<String> {
+        self.source_s3_buckets.as_deref().unwrap_or("").split(',').map(str::trim).filter(|b| !b.is_empty()).map(str::to_string).collect()
+    }
+}

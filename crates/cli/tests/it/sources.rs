@@ -1,0 +1,257 @@
+//! A workspace following a folder and an S3 prefix, against the real
+//! stack: a new file becomes searchable; an edited file's new text answers
+//! while an earlier answer's citation still opens the old text; a removed
+//! file leaves search and its document is deleted; a sync with nothing
+//! changed announces nothing; two syncs racing announce each file once;
+//! files that cannot be documents are refused with their reason.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::app::TestApp;
+use crate::common::*;
+use rag_store::documents::DocumentStatus;
+
+const FIRST: &str = "Nhân viên được nghỉ phép 12 ngày mỗi năm.\n\nGiờ làm việc bắt đầu lúc 8 giờ sáng.\n";
+const SECOND: &str = "Theo quy chế mới, nhân viên được nghỉ phép 15 ngày mỗi năm.\n\nGiờ làm việc bắt đầu lúc 8 giờ 30 sáng.\n";
+
+async fn run_json(t: &TestEnv, args: &[&str]) -> Value {
+    let (ok, out, err) = t.run(args).await;
+    assert!(ok, "{args:?} failed: {out}\n{err}");
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{args:?} printed no JSON ({e}): {out}"))
+}
+
+/// The counts of one `sources sync --once --json` of `source`.
+async fn sync(t: &TestEnv, source: &str) -> Value {
+    let v = run_json(t, &["sources", "sync", source, "--once", "--json"]).await;
+    assert!(v[0]["error"].is_null(), "{v}");
+    v[0]["counts"].clone()
+}
+
+fn counts(v: &Value) -> [i64; 6] {
+    ["seen", "added", "changed", "removed", "failed", "unchanged"].map(|k| v[k].as_i64().unwrap_or(-1))
+}
+
+async fn searched(t: &TestEnv, ws: &str, query: &str) -> String {
+    let v = run_json(t, &["search", query, "--workspace", ws, "--json"]).await;
+    v["chunks"].as_array().unwrap().iter().map(|c| c["content"].as_str().unwrap_or_default().to_string()).collect()
+}
+
+/// The document a source's file is (by the metadata a sync records).
+async fn document_of(t: &TestEnv, key: &str) -> Option<rag_store::documents::DocumentRow> {
+    t.documents().await.into_iter().find(|d| d.metadata["source_key"] == key)
+}
+
+async fn settled_at(t: &TestEnv, key: &str, revision: i32) -> rag_store::documents::DocumentRow {
+    let mut last = None;
+    for _ in 0..1200 {
+        if let Some(d) = document_of(t, key).await {
+            if d.revision == Some(revision) && d.status == DocumentStatus::Ingested {
+                return d;
+            }
+            last = Some(d);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{key} never searchable at revision {revision}: {last:?}");
+}
+
+fn write(dir: &Path, name: &str, text: &str) {
+    std::fs::write(dir.join(name), text).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_followed_folder_keeps_the_workspace_current() {
+    let roots = tempfile::tempdir().unwrap();
+    let folder = roots.path().join("nhan-su");
+    std::fs::create_dir(&folder).unwrap();
+    let root = roots.path().to_str().unwrap().to_string();
+    let t = TestEnv::new().await.with_env(&[("SOURCE_FOLDER_ROOTS", &root), ("UPLOAD_MAX_BYTES", "4000")]);
+    let run = TestApp::spawn(&t, &[]).await;
+    let ws = t.workspace.clone();
+    write(&folder, "quy-che.md", FIRST);
+    write(&folder, "gio-lam.txt", "Ca đêm bắt đầu lúc 22 giờ và kết thúc lúc 6 giờ sáng.\n");
+    write(&folder, "setup.exe", "MZ not a document");
+    write(&folder, "lon.txt", &"Dòng rất dài. ".repeat(400));
+
+    // Only folders under SOURCE_FOLDER_ROOTS, named without '..'.
+    let outside = tempfile::tempdir().unwrap();
+    let (ok, _, err) = t.run(&["sources", "add", "-w", &ws, "--folder", outside.path().to_str().unwrap()]).await;
+    assert!(!ok && err.contains("SOURCE_FOLDER_ROOTS"), "{err}");
+    let sneaky = format!("{}/nhan-su/../../", root);
+    let (ok, _, err) = t.run(&["sources", "add", "-w", &ws, "--folder", &sneaky]).await;
+    assert!(!ok && err.contains(".."), "{err}");
+    let added = run_json(&t, &["sources", "add", "-w", &ws, "--folder", folder.to_str().unwrap(), "--json"]).await;
+    let source = added["id"].as_str().unwrap().to_string();
+    let (ok, _, err) = t.run(&["sources", "add", "-w", &ws, "--folder", folder.to_str().unwrap()]).await;
+    assert!(!ok && err.contains("already follows"), "{err}");
+
+    // First sync: two documents; an unknown type and a file over the limit refused with their reasons.
+    assert_eq!(counts(&sync(&t, &source).await), [4, 2, 0, 0, 2, 0]);
+    let first = settled_at(&t, "quy-che.md", 1).await;
+    settled_at(&t, "gio-lam.txt", 1).await;
+    let listed = run_json(&t, &["sources", "list", "-w", &ws, "--json"]).await;
+    assert_eq!((listed[0]["files_added"].as_i64(), listed[0]["files_failed"].as_i64()), (Some(2), Some(2)), "{listed}");
+    let files = rag_store::sources::files(&t.pool, source.parse().unwrap()).await.unwrap();
+    let reason = |key: &str| files.iter().find(|f| f.key == key).and_then(|f| f.failure.clone()).unwrap_or_default();
+    assert!(reason("setup.exe").contains("not a supported document type"), "{files:?}");
+    assert!(reason("lon.txt").contains("UPLOAD_MAX_BYTES"), "{files:?}");
+    let answer =
+        run_json(&t, &["ask", "Nhân viên được nghỉ phép bao nhiêu ngày mỗi năm?", "--workspace", &ws, "--json", "--timeout", "60"]).await;
+    let old_cite = answer["metadata"]["citations"][0].clone();
+    assert!(old_cite["text"].as_str().unwrap_or_default().contains("12 ngày"), "{answer}");
+
+    // Nothing changed: nothing fetched, nothing announced.
+    assert_eq!(counts(&sync(&t, &source).await), [4, 0, 0, 0, 0, 4]);
+
+    // Edited, removed: a revision of the same document; the other deleted.
+    write(&folder, "quy-che.md", SECOND);
+    std::fs::remove_file(folder.join("gio-lam.txt")).unwrap();
+    assert_eq!(counts(&sync(&t, &source).await), [3, 0, 1, 1, 0, 2]);
+    let second = settled_at(&t, "quy-che.md", 2).await;
+    assert_eq!(second.id, first.id, "the same document, a new revision");
+    wait_until("the removed file's document deleted", Duration::from_secs(60), || async {
+        document_of(&t, "gio-lam.txt").await.is_some_and(|d| d.status == DocumentStatus::Deleted)
+    })
+    .await;
+    let found = searched(&t, &ws, "nghỉ phép ca đêm").await;
+    assert!(found.contains("15 ngày") && !found.contains("12 ngày") && !found.contains("Ca đêm"), "{found}");
+    // The earlier answer's citation still opens the text it quoted.
+    let old = rag_store::raw::full_text(&t.pool, &ws, first.id, Some(1)).await.unwrap().unwrap();
+    let (a, b) = (old_cite["char_start"].as_u64().unwrap() as usize, old_cite["char_end"].as_u64().unwrap() as usize);
+    assert_eq!(old[a..b].iter().collect::<String>(), old_cite["text"].as_str().unwrap());
+
+    // Two syncs racing over a new file announce it once: one document, one revision.
+    write(&folder, "phu-cap.md", "Phụ cấp ăn trưa là 50.000 đồng mỗi ngày.\n");
+    let args = ["sources", "sync", source.as_str(), "--once"];
+    let (x, y) = tokio::join!(t.run(&args), t.run(&args));
+    assert!(x.0 && y.0, "{x:?} {y:?}");
+    let d = settled_at(&t, "phu-cap.md", 1).await;
+    let same: Vec<_> = t.documents().await.into_iter().filter(|r| r.metadata["source_key"] == "phu-cap.md").collect();
+    assert_eq!((same.len(), d.latest_revision), (1, 1), "{same:?}");
+
+    // Removing the source with its documents deletes them through the log.
+    let removed = run_json(&t, &["sources", "remove", &source, "-w", &ws, "--with-documents", "--json"]).await;
+    assert_eq!(removed["documents_deleted"], 2, "{removed}");
+    wait_until("the source's documents deleted", Duration::from_secs(60), || async {
+        t.documents().await.iter().all(|d| d.status == DocumentStatus::Deleted)
+    })
+    .await;
+    run.stop().await;
+    t.cleanup().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_followed_bucket_prefix_keeps_the_workspace_current() {
+    let bucket = format!("team-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
+    let t = TestEnv::new().await.with_env(&[("SOURCE_S3_BUCKETS", &bucket)]);
+    let run = TestApp::spawn(&t, &[]).await;
+    let ws = t.workspace.clone();
+    let store = t.blob_store().in_bucket(&bucket);
+    store.ensure_bucket().await.unwrap();
+    store.put_bytes("hr/quy-che.md", FIRST.as_bytes().to_vec(), "text/markdown").await.unwrap();
+    store.put_bytes("hr/.draft.md", b"hidden".to_vec(), "text/markdown").await.unwrap();
+    store.put_bytes("other/ngoai.md", b"Not followed.".to_vec(), "text/markdown").await.unwrap();
+
+    let (ok, _, err) = t.run(&["sources", "add", "-w", &ws, "--s3", "s3://Bad_Bucket/x"]).await;
+    assert!(!ok && err.contains("bucket name"), "{err}");
+    // Never the project's own bucket (every workspace's originals), nor a bucket not allowed.
+    let own = format!("s3://{}/workspaces/", t.blob_store().bucket());
+    let (ok, _, err) = t.run(&["sources", "add", "-w", &ws, "--s3", &own]).await;
+    assert!(!ok && err.contains("own bucket"), "{err}");
+    let (ok, _, err) = t.run(&["sources", "add", "-w", &ws, "--s3", "s3://someone-elses/"]).await;
+    assert!(!ok && err.contains("SOURCE_S3_BUCKETS"), "{err}");
+    let url = format!("s3://{bucket}/hr/");
+    let source = run_json(&t, &["sources", "add", "-w", &ws, "--s3", &url, "--json"]).await["id"].as_str().unwrap().to_string();
+    assert_eq!(counts(&sync(&t, &source).await), [1, 1, 0, 0, 0, 0]);
+    let first = settled_at(&t, "quy-che.md", 1).await;
+    assert_eq!(counts(&sync(&t, &source).await), [1, 0, 0, 0, 0, 1], "an unchanged ETag is not fetched");
+
+    store.put_bytes("hr/quy-che.md", SECOND.as_bytes().to_vec(), "text/markdown").await.unwrap();
+    store.put_bytes("hr/2026/phu-cap.md", "Phụ cấp ăn trưa là 50.000 đồng mỗi ngày.\n".as_bytes().to_vec(), "text/markdown").await.unwrap();
+    assert_eq!(counts(&sync(&t, &source).await), [2, 1, 1, 0, 0, 0]);
+    assert_eq!(settled_at(&t, "quy-che.md", 2).await.id, first.id);
+    settled_at(&t, "2026/phu-cap.md", 1).await;
+    let found = searched(&t, &ws, "nghỉ phép phụ cấp").await;
+    assert!(found.contains("15 ngày") && found.contains("50.000") && !found.contains("12 ngày"), "{found}");
+
+    store.delete("hr/2026/phu-cap.md").await.unwrap();
+    assert_eq!(counts(&sync(&t, &source).await), [1, 0, 0, 1, 0, 1]);
+    wait_until("the removed object's document deleted", Duration::from_secs(60), || async {
+        document_of(&t, "2026/phu-cap.md").await.is_some_and(|d| d.status == DocumentStatus::Deleted)
+    })
+    .await;
+    assert!(!searched(&t, &ws, "phụ cấp ăn trưa").await.contains("50.000"));
+    let listed = run_json(&t, &["sources", "list", "-w", &ws, "--json"]).await;
+    assert!(listed[0]["sync_completed_at"].is_string() && listed[0]["last_error"].is_null(), "{listed}");
+    run.stop().await;
+    t.cleanup().await;
+}
+
+/// The same through HTTP: the page's and other clients' door.
+#[tokio::test(flavor = "multi_thread")]
+async fn sources_over_http_add_sync_show_refusals_and_remove() {
+    use crate::api_client::*;
+    use reqwest::{Method, StatusCode};
+    use serde_json::json;
+    let roots = tempfile::tempdir().unwrap();
+    let folder = roots.path().join("chung");
+    std::fs::create_dir(&folder).unwrap();
+    write(&folder, "noi-quy.md", FIRST);
+    write(&folder, "anh.bmp", "BM not supported");
+    let root = roots.path().to_str().unwrap().to_string();
+    let t = TestEnv::new().await.with_env(&[("SOURCE_FOLDER_ROOTS", &root)]);
+    let run = TestApp::spawn(&t, &[]).await;
+    let api = Api::new(run.api_port);
+    api.wait_ready().await;
+    let (alice, bob) = (token(&t, "alice").await, token(&t, "bob").await);
+    let (_, ws) = api.post("/v1/workspaces", &alice, json!({"name": "Chung"})).await;
+    let ws = ws["id"].as_str().unwrap().to_string();
+    let base = format!("/v1/workspaces/{ws}/sources");
+
+    let outside = tempfile::tempdir().unwrap();
+    let (s, v) = api.post(&base, &alice, json!({"folder": outside.path().to_str().unwrap()})).await;
+    assert_eq!((s, v["error"]["code"].as_str()), (StatusCode::FORBIDDEN, Some("source_not_allowed")), "{v}");
+    let (s, v) = api.post(&base, &alice, json!({"s3": "s3://anything/x"})).await;
+    assert_eq!((s, v["error"]["code"].as_str()), (StatusCode::FORBIDDEN, Some("source_not_allowed")), "{v}");
+    let (s, v) = api.post(&base, &alice, json!({"folder": folder.to_str().unwrap(), "s3": "s3://x/"})).await;
+    assert_eq!((s, v["error"]["code"].as_str()), (StatusCode::BAD_REQUEST, Some("invalid_source")), "{v}");
+    let (s, source) = api.post(&base, &alice, json!({"folder": folder.to_str().unwrap()})).await;
+    assert_eq!(s, StatusCode::CREATED, "{source}");
+    let id = source["id"].as_str().unwrap().to_string();
+    let (s, _) = api.post(&base, &alice, json!({"folder": folder.to_str().unwrap()})).await;
+    assert_eq!(s, StatusCode::CONFLICT);
+    // Another user reaches nothing of it.
+    let (s, _) = api.get(&base, &bob).await;
+    assert_eq!(s, StatusCode::NOT_FOUND);
+
+    let (s, v) = api.post(&format!("{base}/{id}/sync"), &alice, json!({})).await;
+    assert_eq!(s, StatusCode::ACCEPTED, "{v}");
+    wait_until("the sync to complete", Duration::from_secs(60), || async {
+        let (_, v) = api.get(&base, &alice).await;
+        v["sources"][0]["sync_completed_at"].is_string() && v["sources"][0]["syncing"] == false
+    })
+    .await;
+    let (_, listed) = api.get(&base, &alice).await;
+    assert_eq!(
+        (listed["sources"][0]["files_added"].as_i64(), listed["sources"][0]["files_failed"].as_i64()),
+        (Some(1), Some(1)),
+        "{listed}"
+    );
+    let (_, files) = api.get(&format!("{base}/{id}/files"), &alice).await;
+    let bmp = files["files"].as_array().unwrap().iter().find(|f| f["key"] == "anh.bmp").unwrap().clone();
+    assert_eq!(bmp["state"], "failed");
+    assert!(bmp["failure"].as_str().unwrap().contains("not a supported document type"), "{bmp}");
+    let doc =
+        files["files"].as_array().unwrap().iter().find(|f| f["key"] == "noi-quy.md").unwrap()["document_id"].as_str().unwrap().to_string();
+    api.settled(&ws, &alice, &doc, Duration::from_secs(60)).await;
+
+    let (s, v, _) = api.call(Method::DELETE, &format!("{base}/{id}?with_documents=true"), Some(&alice), None).await;
+    assert_eq!((s, v["documents_deleted"].as_i64()), (StatusCode::OK, Some(1)), "{v}");
+    let (_, listed) = api.get(&base, &alice).await;
+    assert_eq!(listed["sources"].as_array().unwrap().len(), 0);
+    run.stop().await;
+    t.cleanup().await;
+}

@@ -1,0 +1,343 @@
+//! One sync of one source: list it, compare with its checkpoint
+//! ([`crate::plan`]), fetch only what the listing says changed, announce
+//! through the upload path, and record each file's outcome.
+//!
+//! Crash safety, step by step: a revision about to be announced is written
+//! to the checkpoint first (`pending_sha256`, `pending_revision`), then the
+//! event is produced with an id derived from the document, the revision and
+//! the content hash, then the checkpoint is confirmed. Killed between any
+//! two, a sync run again announces the same revision with the same event
+//! id (the read models apply it once) or finds it confirmed; a removal is
+//! produced again with its one id. Nothing is lost: the checkpoint moves
+//! only after the broker has the event.
+
+use std::path::PathBuf;
+
+use rag_blobs::BlobStore;
+use rag_bus::EventProducer;
+use rag_events::{DocumentDeleted, Envelope};
+use rag_store::sources::{self, SourceFileRow, SourceRow, SyncCounts};
+use rag_store::sqlx::PgPool;
+use tracing::{info, warn};
+use uuid::Uuid;
+
+use crate::plan::{self, Listed, Step, FAILED, PRESENT, REMOVED};
+use crate::{list, Location, SourceError};
+
+/// What a synced file may be, as for an upload.
+#[derive(Debug, Clone, Copy)]
+pub struct SyncLimits {
+    /// `UPLOAD_MAX_BYTES`.
+    pub max_bytes: u64,
+    /// `WORKSPACE_MAX_BYTES`: the source's files count against it.
+    pub workspace_max_bytes: u64,
+}
+
+/// Where a sync is, for a progress line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Progress<'a> {
+    /// Objects listed so far.
+    Listing(usize),
+    /// Steps done of all, and the file of the current one.
+    File { done: usize, of: usize, key: &'a str },
+}
+
+pub struct Syncer {
+    pub pool: PgPool,
+    /// The project's object store: originals go here (a bucket source is
+    /// read through the same server and credentials).
+    pub blobs: BlobStore,
+    pub producer: EventProducer,
+    pub limits: SyncLimits,
+    /// The envelope's producer.
+    pub producer_name: String,
+}
+
+/// What one step did.
+enum Done {
+    Added,
+    Changed,
+    /// Fetched; the content was what was announced already.
+    Same,
+    Removed,
+    Failed,
+}
+
+/// A file fetched to local disk and hashed.
+struct Fetched {
+    path: PathBuf,
+    size: u64,
+    sha256: String,
+    /// Holds a bucket object's temporary copy until it is stored.
+    _temp: Option<tempfile::NamedTempFile>,
+}
+
+/// Why a file is not announced: said on its checkpoint row.
+struct Refused(String);
+
+impl Syncer {
+    /// Syncs `source` once; the counts of what it did. An error that a
+    /// retry may mend (the broker, the object store, the database) stops
+    /// the sync and is recorded on the source: what was confirmed stays,
+    /// and the next sync goes on from there.
+    pub async fn sync(&self, source: &SourceRow, progress: &(dyn Fn(Progress<'_>) + Sync)) -> Result<SyncCounts, SourceError> {
+        sources::sync_started(&self.pool, source.id).await?;
+        let result = self.sync_inner(source, progress).await;
+        match &result {
+            Ok(counts) => sources::sync_ended(&self.pool, source.id, Ok(counts)).await?,
+            Err(e) => sources::sync_ended(&self.pool, source.id, Err(&e.to_string())).await?,
+        }
+        result
+    }
+
+    async fn sync_inner(&self, source: &SourceRow, progress: &(dyn Fn(Progress<'_>) + Sync)) -> Result<SyncCounts, SourceError> {
+        let location = Location::from_stored(&source.kind, &source.location)?;
+        let listed = match &location {
+            Location::Folder(root) => {
+                let root = root.clone();
+                tokio::task::spawn_blocking(move || list::folder(&root))
+                    .await
+                    .map_err(|e| SourceError::List { path: source.location.clone(), message: e.to_string() })??
+            }
+            Location::S3 { bucket, prefix } => {
+                list::bucket(&self.blobs.in_bucket(bucket), prefix, |n| progress(Progress::Listing(n))).await?
+            }
+        };
+        let seen = sources::files(&self.pool, source.id).await?;
+        let plan = plan::plan(&listed, &seen);
+        let mut counts = SyncCounts { seen: listed.len() as i32, unchanged: plan.unchanged as i32, ..SyncCounts::default() };
+        let of = plan.steps.len();
+        for (done, step) in plan.steps.iter().enumerate() {
+            let key = match step {
+                Step::Add { listed, .. } | Step::Check { listed, .. } => listed.key.as_str(),
+                Step::Remove { seen } => seen.key.as_str(),
+            };
+            progress(Progress::File { done, of, key });
+            match self.step(source, &location, step).await? {
+                Done::Added => counts.added += 1,
+                Done::Changed => counts.changed += 1,
+                Done::Same => counts.unchanged += 1,
+                Done::Removed => counts.removed += 1,
+                Done::Failed => counts.failed += 1,
+            }
+        }
+        progress(Progress::File { done: of, of, key: "" });
+        info!(workspace_id = %source.workspace_id, source_id = %source.id, seen = counts.seen, added = counts.added,
+              changed = counts.changed, removed = counts.removed, failed = counts.failed, "source synced");
+        Ok(counts)
+    }
+
+    async fn step(&self, source: &SourceRow, location: &Location, step: &Step<'_>) -> Result<Done, SourceError> {
+        match step {
+            Step::Remove { seen } => self.remove(source, seen).await,
+            Step::Add { listed, generation } => {
+                let document = plan::document_id(source.id, &listed.key, *generation);
+                let fresh = SourceFileRow {
+                    key: listed.key.clone(),
+                    generation: *generation,
+                    document_id: document,
+                    listed_version: None,
+                    size_bytes: None,
+                    sha256: None,
+                    revision: 0,
+                    pending_sha256: None,
+                    pending_revision: None,
+                    state: PRESENT.into(),
+                    failure: None,
+                };
+                self.check(source, location, listed, &fresh).await
+            }
+            Step::Check { listed, seen } => self.check(source, location, listed, seen).await,
+        }
+    }
+
+    /// Fetches a listed file and announces it when its content is new.
+    async fn check(&self, source: &SourceRow, location: &Location, listed: &Listed, seen: &SourceFileRow) -> Result<Done, SourceError> {
+        let fail = |why: Refused| async move {
+            warn!(workspace_id = %source.workspace_id, source_id = %source.id, key = %listed.key, reason = %why.0, "source file refused");
+            let row = SourceFileRow {
+                listed_version: Some(listed.version.clone()),
+                size_bytes: Some(listed.size as i64),
+                pending_sha256: None,
+                pending_revision: None,
+                state: FAILED.into(),
+                failure: Some(why.0),
+                ..seen.clone()
+            };
+            sources::put_file(&self.pool, source.id, &row).await?;
+            Ok::<Done, SourceError>(Done::Failed)
+        };
+        let filename = listed.key.rsplit('/').next().unwrap_or(&listed.key).to_string();
+        let Some(format) = rag_docparse::detect_format("application/octet-stream", &filename) else {
+            return fail(Refused(format!("{filename:?} is not a supported document type: {}", rag_docparse::Format::all_names()))).await;
+        };
+        if listed.size > self.limits.max_bytes {
+            return fail(Refused(format!(
+                "the file is {} bytes, over the limit of {} (UPLOAD_MAX_BYTES)",
+                listed.size, self.limits.max_bytes
+            )))
+            .await;
+        }
+        let fetched = match self.fetch(location, listed).await? {
+            Ok(f) => f,
+            Err(why) => return fail(why).await,
+        };
+        if fetched.size == 0 {
+            return fail(Refused("the file is empty".into())).await;
+        }
+        if fetched.size > self.limits.max_bytes {
+            return fail(Refused(format!(
+                "the file is {} bytes, over the limit of {} (UPLOAD_MAX_BYTES)",
+                fetched.size, self.limits.max_bytes
+            )))
+            .await;
+        }
+        let confirmed = |revision: i32| SourceFileRow {
+            listed_version: Some(listed.version.clone()),
+            size_bytes: Some(fetched.size as i64),
+            sha256: Some(fetched.sha256.clone()),
+            revision,
+            pending_sha256: None,
+            pending_revision: None,
+            state: PRESENT.into(),
+            failure: None,
+            ..seen.clone()
+        };
+        if seen.sha256.as_deref() == Some(fetched.sha256.as_str()) && seen.pending_sha256.is_none() && seen.revision > 0 {
+            // Touched, or renamed back: the content announced already.
+            sources::put_file(&self.pool, source.id, &confirmed(seen.revision)).await?;
+            return Ok(Done::Same);
+        }
+        let revision = match (seen.pending_sha256.as_deref(), seen.pending_revision) {
+            (Some(sha), Some(r)) if sha == fetched.sha256 => r,
+            _ if seen.revision == 0 => rag_events::FIRST_REVISION,
+            _ => rag_store::documents::allocate_revision(&self.pool, &source.workspace_id, seen.document_id, seen.revision).await?,
+        };
+        if revision == rag_events::FIRST_REVISION || seen.revision == 0 {
+            // A new file counts against the workspace's quota (a change
+            // replaces bytes already counted, and is let through).
+            let stored = u64::try_from(rag_store::documents::stored_bytes(&self.pool, &source.workspace_id).await?).unwrap_or(0);
+            if stored.saturating_add(fetched.size) > self.limits.workspace_max_bytes {
+                return fail(Refused(format!(
+                    "the workspace holds {stored} bytes; this file of {} would pass its quota of {} (WORKSPACE_MAX_BYTES)",
+                    fetched.size, self.limits.workspace_max_bytes
+                )))
+                .await;
+            }
+        }
+        // Written before the event: a sync killed after producing it
+        // announces this same revision again, with the same event id.
+        let pending = SourceFileRow { pending_sha256: Some(fetched.sha256.clone()), pending_revision: Some(revision), ..seen.clone() };
+        sources::put_file(&self.pool, source.id, &pending).await?;
+        let doc = rag_upload::NewDocument {
+            workspace_id: source.workspace_id.clone(),
+            filename: filename.clone(),
+            content_type: format.content_type().to_string(),
+            uploaded_by: format!("source:{}", source.id),
+            metadata: [
+                ("source".to_string(), source.kind.clone()),
+                ("source_id".to_string(), source.id.to_string()),
+                ("source_key".to_string(), listed.key.clone()),
+            ]
+            .into_iter()
+            .collect(),
+            producer: self.producer_name.clone(),
+            revision_of: Some(rag_upload::NextRevision {
+                document_id: seen.document_id.to_string(),
+                revision,
+                replaces_sha256: seen.sha256.clone(),
+            }),
+            event_id: Some(plan::upload_event_id(seen.document_id, revision, &fetched.sha256)),
+        };
+        let original = rag_upload::Original { path: &fetched.path, size: fetched.size, sha256: &fetched.sha256 };
+        rag_upload::store_and_announce(&self.blobs, &self.producer, original, doc).await?;
+        sources::put_file(&self.pool, source.id, &confirmed(revision)).await?;
+        info!(workspace_id = %source.workspace_id, source_id = %source.id, document_id = %seen.document_id, key = %listed.key,
+              revision, "source file announced");
+        Ok(if seen.revision == 0 { Done::Added } else { Done::Changed })
+    }
+
+    /// The file's bytes on local disk, hashed; a refusal when the file
+    /// cannot be read as a plain file (gone meanwhile, a symlink now).
+    async fn fetch(&self, location: &Location, listed: &Listed) -> Result<Result<Fetched, Refused>, SourceError> {
+        match location {
+            Location::Folder(root) => {
+                let path = root.join(&listed.key);
+                match tokio::fs::symlink_metadata(&path).await {
+                    Ok(m) if m.file_type().is_file() => {}
+                    Ok(_) => return Ok(Err(Refused("not a plain file (a symlink is not followed)".into()))),
+                    Err(e) => return Ok(Err(Refused(format!("cannot read it: {e}")))),
+                }
+                match rag_blobs::hash_file(&path).await {
+                    Ok((sha256, size)) => Ok(Ok(Fetched { path, size, sha256, _temp: None })),
+                    Err(e) => Ok(Err(Refused(format!("cannot read it: {e}")))),
+                }
+            }
+            Location::S3 { bucket, prefix } => {
+                let key = join_key(prefix, &listed.key);
+                let bytes = self.blobs.in_bucket(bucket).get(&key).await?;
+                let temp = write_temp(&bytes).map_err(|e| SourceError::List { path: key.clone(), message: e.to_string() })?;
+                let (sha256, size) = rag_blobs::hash_file(temp.path()).await?;
+                Ok(Ok(Fetched { path: temp.path().to_path_buf(), size, sha256, _temp: Some(temp) }))
+            }
+        }
+    }
+
+    /// A file gone from the source: its document is deleted (when one was
+    /// announced), and a file added again later is a new document.
+    async fn remove(&self, source: &SourceRow, seen: &SourceFileRow) -> Result<Done, SourceError> {
+        if seen.revision > 0 || seen.pending_sha256.is_some() {
+            let id = plan::deleted_event_id(seen.document_id);
+            let mut envelope = Envelope::originating(&source.workspace_id, &self.producer_name);
+            envelope.event_id = id.to_string();
+            envelope.correlation_id = id.to_string();
+            let event =
+                DocumentDeleted { envelope, document_id: seen.document_id.to_string(), deleted_by: format!("source:{}", source.id) };
+            self.producer.send(&event).await?;
+            info!(workspace_id = %source.workspace_id, source_id = %source.id, document_id = %seen.document_id, key = %seen.key,
+                  "source file removed; document deleted");
+        }
+        let row = SourceFileRow {
+            generation: seen.generation + 1,
+            pending_sha256: None,
+            pending_revision: None,
+            state: REMOVED.into(),
+            failure: None,
+            ..seen.clone()
+        };
+        sources::put_file(&self.pool, source.id, &row).await?;
+        Ok(Done::Removed)
+    }
+}
+
+fn join_key(prefix: &str, key: &str) -> String {
+    if prefix.is_empty() || prefix.ends_with('/') {
+        format!("{prefix}{key}")
+    } else {
+        format!("{prefix}/{key}")
+    }
+}
+
+fn write_temp(bytes: &[u8]) -> std::io::Result<tempfile::NamedTempFile> {
+    use std::io::Write;
+    let mut f = tempfile::NamedTempFile::new()?;
+    f.write_all(bytes)?;
+    f.flush()?;
+    Ok(f)
+}
+
+/// The documents a source's files are now (for `sources remove
+/// --with-documents`).
+pub async fn documents_of(pool: &PgPool, source: Uuid) -> Result<Vec<Uuid>, SourceError> {
+    Ok(sources::files(pool, source).await?.into_iter().filter(|f| f.state != REMOVED && f.revision > 0).map(|f| f.document_id).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn keys_join_their_prefix() {
+        assert_eq!(super::join_key("hr/", "a.md"), "hr/a.md");
+        assert_eq!(super::join_key("hr", "a.md"), "hr/a.md");
+        assert_eq!(super::join_key("", "a.md"), "a.md");
+    }
+}
