@@ -7,12 +7,12 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { createRequire } from "node:module";
 import { execFileSync } from "node:child_process";
-import { readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import en from "../../crates/api/ui/i18n-en.js";
 import vi from "../../crates/api/ui/i18n-vi.js";
 
-const { BASE, CHROMIUM, PLAYWRIGHT_DIR, SHOTS, WORK, BOB_TOKEN } = process.env;
+const { BASE, CHROMIUM, PLAYWRIGHT_DIR, SHOTS, WORK, BOB_TOKEN, SOURCES_DIR } = process.env;
 const { chromium } = createRequire(join(PLAYWRIGHT_DIR, "node_modules") + "/")("playwright-core");
 
 // Flags for a machine with no network beyond loopback: without them
@@ -541,7 +541,7 @@ test("the catalogues: the same keys in Vietnamese and English, and every key the
   const used = new Set();
   const html = readFileSync(new URL("index.html", UI), "utf8");
   for (const m of html.matchAll(/data-i18n(?:-[a-z-]+)?="([^"]+)"/g)) used.add(m[1]);
-  const prefixes = "signIn|signOut|ws|docs|status|upload|conv|chat|ask|cite|viewer|lang|error|keys|menu";
+  const prefixes = "signIn|signOut|ws|docs|status|upload|conv|chat|ask|cite|viewer|lang|error|keys|menu|sources";
   for (const f of readdirSync(UI).filter((f) => f.endsWith(".js") && !f.startsWith("i18n-"))) {
     const src = readFileSync(new URL(f, UI), "utf8");
     for (const m of src.matchAll(new RegExp(`["'](((?:${prefixes})\\.[A-Za-z_]+)|signOut)["']`, "g"))) used.add(m[1]);
@@ -555,8 +555,13 @@ test("the catalogues: the same keys in Vietnamese and English, and every key the
     "storage_quota_exceeded", "empty_file", "not_parsed", "document_failed", "corrupt_pdf", "encrypted_pdf", "corrupt_docx",
     "decompression_bomb", "no_text", "too_many_pages", "parser_crashed", "parser_timeout", "out_of_memory",
     "invalid_question", "retrieval_failed", "llm_failed",
+    "source_not_allowed", "invalid_source", "source_exists", "sync_running", "revision_removed",
   ];
   for (const c of codes) assert.ok(`error.${c}` in vi && `error.${c}` in en, `error code ${c} is translated`);
+  // Every reason a source gives for refusing a file (rag_sources::sync) has its sentence.
+  for (const c of ["unsupported_type", "too_large", "empty", "quota_exceeded", "unreadable"]) {
+    assert.ok(`sources.why.${c}` in vi && `sources.why.${c}` in en, `source refusal ${c} is said in words`);
+  }
   // A presentation's pages are slides: "slide 7" / "trang chiếu 7" wherever a page is named.
   const f = { num: String, err: String };
   assert.equal(en["cite.label"]({ n: 1, doc: "a.pptx", page: 7, slide: true }, f), "Citation 1: a.pptx, slide 7");
@@ -1643,6 +1648,77 @@ for (const [lang, device, name] of MATRIX) {
     assert.equal(await done.locator(".unanswered").textContent(), T["chat.unanswered"].replace("{parts}", "đỉnh Everest cao mấy mét?"));
     await page.mouse.move(5, 5);
     await screenshot(page, `unanswered-part-${lang}-${name}.png`);
+    assert.deepEqual(errors, [], "no script errors");
+    await context.close();
+  });
+}
+
+for (const [lang, device, name] of MATRIX) {
+  test(`the sources panel follows a folder, says a refused file's reason in words, and an old citation opens the text it quoted (${lang}, ${name})`, async () => {
+    const { token } = await fiona();
+    const T = CATALOGUE[lang];
+    const ws = (await apiCall(token, "POST", "/v1/workspaces", { name: `Nguồn (${lang}, ${name})` })).id;
+    const folder = join(SOURCES_DIR, `${lang}-${name}`);
+    mkdirSync(folder, { recursive: true });
+    writeFileSync(join(folder, "quy-che.md"), "# Quy chế\n\nNhân viên được nghỉ phép 12 ngày mỗi năm.\n");
+    writeFileSync(join(folder, "setup.exe"), "MZ not a document");
+    const { context, page, errors } = await visit(token, lang, device, `#ws=${ws}`);
+    page.on("dialog", (d) => d.accept());
+    if (name === "phone") await page.click("#menu-open");
+    await page.click("#sources-open");
+    await page.locator("#sources-dialog").waitFor();
+    assert.equal(await page.textContent("#sources-title"), T["sources.title"]);
+    await page.locator("#sources-empty").waitFor();
+    await page.fill("#source-location", folder);
+    await page.click("[data-testid=source-add]");
+    // Added and synced at once: the refused file with its reason in the reader's language.
+    const refused = page.locator("[data-testid=source-refused] li", { hasText: "setup.exe" });
+    await refused.waitFor({ timeout: 60_000 });
+    assert.match(await refused.textContent(), new RegExp(T["sources.why.unsupported_type"].replace(/[()]/g, "\\$&")));
+    assert.match(await refused.getAttribute("title"), /not a supported document type/);
+    const line = page.locator("[data-testid=source-sync-line]");
+    await page.waitForFunction(() => !document.querySelector("[data-testid=source-sync-line]")?.textContent.includes("…"));
+    assert.ok((await line.textContent()).length > 10, await line.textContent());
+    if (name === "phone") {
+      const overflow = await page.evaluate(() => [...document.querySelectorAll("#sources-dialog *")].filter((n) => n.getBoundingClientRect().right > window.innerWidth + 1).length);
+      assert.equal(overflow, 0, "the panel fits 390 px");
+    }
+    await screenshot(page, `sources-${lang}-${name}.png`);
+    await page.click("#sources-close");
+
+    // An answer quoting the first revision; then the file changes and is synced.
+    const docs = await apiCall(token, "GET", `/v1/workspaces/${ws}/documents`);
+    const doc = docs.documents.find((d) => d.filename === "quy-che.md");
+    let d;
+    for (let i = 0; i < 240 && (d = await apiCall(token, "GET", `/v1/workspaces/${ws}/documents/${doc.id}`)).status !== "ingested"; i++) {
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    const conversation = (await apiCall(token, "POST", `/v1/workspaces/${ws}/conversations`, { title: "Nghỉ phép" })).id;
+    const answer = await askReady(token, ws, conversation, "Nhân viên được nghỉ phép bao nhiêu ngày mỗi năm?");
+    const cited = answer.metadata.citations?.[0];
+    assert.ok(cited, JSON.stringify(answer.metadata));
+    writeFileSync(join(folder, "quy-che.md"), "# Quy chế\n\nTheo quy chế mới, nhân viên được nghỉ phép 15 ngày mỗi năm.\n");
+    const source = (await apiCall(token, "GET", `/v1/workspaces/${ws}/sources`)).sources[0];
+    await apiCall(token, "POST", `/v1/workspaces/${ws}/sources/${source.id}/sync`, {});
+    for (let i = 0; i < 240 && (d = await apiCall(token, "GET", `/v1/workspaces/${ws}/documents/${doc.id}`)).revision !== 2; i++) {
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    assert.equal(d.revision, 2, JSON.stringify(d));
+
+    // The old answer's bubble opens revision 1, the quoted span marked, and says the document changed.
+    await page.goto(`${BASE}/#ws=${ws}&c=${conversation}`);
+    await page.reload();
+    const bubble = page.locator(".message.assistant .cite").first();
+    await bubble.waitFor({ timeout: 30_000 });
+    await bubble.click();
+    const note = page.locator("#viewer-revision");
+    await note.waitFor();
+    assert.equal(await note.locator("span").first().textContent(), T["viewer.olderRevision"]({ revision: 1, newer: 2 }, { num: (n) => String(n) }));
+    assert.equal(await page.textContent("#viewer-text mark.cited"), cited.text);
+    await screenshot(page, `old-revision-${lang}-${name}.png`);
+    // The current text, one tap away.
+    await note.locator("button").click();
+    await page.waitForFunction(() => !document.querySelector("#viewer-revision") && document.querySelector("#viewer-text")?.textContent.includes("15 ngày"));
     assert.deepEqual(errors, [], "no script errors");
     await context.close();
   });

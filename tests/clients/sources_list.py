@@ -6,7 +6,7 @@ reply's content ends with, parsed and checked against that raw text
 The contract: after the answer (whose sections carry [n] markers) a blank
 line, `**Sources**` (`**Nguồn**` for a Vietnamese answer), a blank line,
 then one item per citation,
-`- [n] FILE[, p. P | , CELLS]: “QUOTE” ([open](BASE/#ws=…&c=…&doc=…&span=S-E))`
+`- [n] FILE[, p. P | , CELLS]: “QUOTE” ([open](BASE/#ws=…&c=…&doc=…&span=S-E&rev=N))`
 (`mở` under `**Nguồn**`), QUOTE being the raw text at S..E (characters)
 with each whitespace run shown as one space.
 """

@@ -564,6 +564,9 @@ pub struct SourceFile {
     /// The document's revision announced for it (0: none yet).
     pub revision: i32,
     pub size_bytes: Option<i64>,
+    /// Why it was refused: `unsupported_type`, `too_large`, `empty`, `quota_exceeded` or `unreadable`.
+    pub failure_code: Option<String>,
+    /// The same in a sentence, with its figures.
     pub failure: Option<String>,
 }
 
@@ -575,6 +578,7 @@ impl From<rag_store::sources::SourceFileRow> for SourceFile {
             document_id: r.document_id,
             revision: r.revision,
             size_bytes: r.size_bytes,
+            failure_code: r.failure_code,
             failure: r.failure,
         }
     }

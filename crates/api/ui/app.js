@@ -15,6 +15,7 @@ import { watchDocuments, pollDocuments, renderDocuments } from "./documents.js";
 import { loadConversations, renderConversations, renderMessages, openConversation } from "./chat.js";
 import { openViewer, closeViewer } from "./viewer.js";
 import { setupKeys } from "./keys.js";
+import { setupSources } from "./sources.js";
 import { close as closeDrawer } from "./drawer.js";
 
 const TOKEN_KEY = "rag-engine.token";
@@ -180,6 +181,7 @@ $("sign-out").addEventListener("click", () => {
   signOut();
 });
 setupKeys();
+setupSources();
 
 // ---------- workspaces ----------
 
@@ -219,14 +221,18 @@ function selectWorkspace(id, { keepHash = false } = {}) {
   showWorkspaceError("");
   state.ws = state.api.workspace(id);
   $("workspace-select").value = id;
-  setHash({ ws: id, c: hash.c, doc: hash.doc, span: hash.span });
+  setHash({ ws: id, c: hash.c, doc: hash.doc, span: hash.span, rev: hash.rev });
   const gen = state.gen;
   let first = true;
   watchDocuments(gen, () =>
     pollDocuments(gen).then(() => {
-      // A deep link to a cited span (`#ws=..&doc=..&span=START-END`), once.
-      if (gen !== state.gen || !hash.doc || !first) return;
+      if (gen !== state.gen || !first) return;
       first = false;
+      // A conversation drawn before the documents' names were known names
+      // its sources now (not "a deleted document").
+      if (state.messages.length && !state.messages.some((m) => m.status === "pending")) renderMessages();
+      // A deep link to a cited span (`#ws=..&doc=..&span=START-END&rev=N`), once.
+      if (!hash.doc) return;
       const [s, e] = parseSpan(hash.span);
       openViewer(hash.doc, s, e, null, hash.rev ?? null);
     }),

@@ -48,7 +48,8 @@ export async function openViewer(documentId, start, end, bubble = null, revision
   dropPageImage();
   dropSheetTable();
   dropPageList();
-  const rev = revision && Number(revision) > 1 ? Number(revision) : null;
+  // A citation's revision, even the first: the document may have changed since.
+  const rev = revision ? Number(revision) : null;
   updateHash({ doc: documentId, span: start !== null && end !== null ? `${start}-${end}` : null, rev });
   dropRevisionNote();
   // Cached per revision: the one search reads moves when the document

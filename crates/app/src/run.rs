@@ -7,6 +7,7 @@ use clap::{Args, ValueEnum};
 use rag_bus::{BusConfig, EventProducer, Stage, StageOutput};
 use rag_events::Codec;
 use rag_stages::{answerer, chunker, failpoint::Failpoint, indexer, parser, projector, PgOffsets};
+use rag_telemetry::InternalEvent;
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info};
 
@@ -98,6 +99,13 @@ pub async fn start_stages(
         tasks.spawn(async move {
             rag_stages::stuck::watch(pool, after, every, stop).await;
             ("stuck-watch".to_string(), Ok(()))
+        });
+    }
+    if let (true, Some(after)) = (wants(StageName::Projector), s.sources.uncited_revisions_kept_for()) {
+        let (pool, stop) = (pool.clone(), shutdown.clone());
+        tasks.spawn(async move {
+            retain_revisions(pool, after, stop).await;
+            ("revision-retention".to_string(), Ok(()))
         });
     }
     if which == StageName::All && s.sources.source_sync_interval_secs > 0 {
@@ -220,12 +228,33 @@ pub fn start_api(
     Ok(())
 }
 
+/// Drops, every five minutes, the text of superseded revisions no answer
+/// cites (`REVISION_RETENTION=cited`), once they have been superseded for
+/// `after`.
+async fn retain_revisions(pool: rag_store::sqlx::PgPool, after: Duration, stop: CancellationToken) {
+    let mut tick = tokio::time::interval(Duration::from_secs(300));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tick.tick() => {}
+        }
+        match rag_store::revisions::prune_uncited(&pool, after).await {
+            Ok(0) => {}
+            Ok(n) => info!(segments = n, "superseded revisions no answer cites dropped (REVISION_RETENTION=cited)"),
+            Err(e) => tracing::warn!(error = %e, "dropping superseded revisions"),
+        }
+    }
+}
+
 /// Syncs every source each `every` until `stop`. A sync cut short by the
 /// stop (or by a failure) leaves its checkpoint consistent: the next one
 /// goes on from there (`rag_sources::sync`).
 async fn sync_sources(syncer: rag_sources::Syncer, every: Duration, stop: CancellationToken) {
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // The gauges exist from the start, at zero until the first pass.
+    rag_telemetry::events::SourcesObserved { present: 0, failed: 0, pending: 0, oldest_sync_age: None }.emit();
     loop {
         tokio::select! {
             _ = stop.cancelled() => return,
@@ -239,12 +268,28 @@ async fn sync_sources(syncer: rag_sources::Syncer, every: Duration, stop: Cancel
             }
         };
         for source in all {
+            // Files still to announce in this sync, as it goes.
+            let progress = |p: rag_sources::sync::Progress<'_>| {
+                if let rag_sources::sync::Progress::File { done, of, .. } = p {
+                    rag_telemetry::events::SourceFilesPending { files: of - done }.emit();
+                }
+            };
             tokio::select! {
                 _ = stop.cancelled() => return,
-                r = syncer.sync(&source, &|_| {}) => if let Err(e) = r {
+                r = syncer.sync(&source, &progress) => if let Err(e) = r {
                     tracing::warn!(workspace_id = %source.workspace_id, source_id = %source.id, error = %e, "source sync stopped");
                 },
             }
+        }
+        match rag_store::sources::observe(&syncer.pool).await {
+            Ok((present, failed, pending, age)) => rag_telemetry::events::SourcesObserved {
+                present,
+                failed,
+                pending,
+                oldest_sync_age: age.map(|s| Duration::from_secs_f64(s.max(0.0))),
+            }
+            .emit(),
+            Err(e) => tracing::warn!(error = %e, "reading what the sources have seen"),
         }
     }
 }

@@ -85,8 +85,11 @@ where
 pub struct ListedObject {
     pub key: String,
     pub size: u64,
-    /// The object's ETag without quotes; changes with its content.
+    /// The object's ETag without quotes; changes with its content (some
+    /// S3-compatible servers list none).
     pub etag: Option<String>,
+    /// When it was last written, as the server lists it (seconds.nanos).
+    pub modified: Option<String>,
 }
 
 /// A stored object.
@@ -328,6 +331,7 @@ impl BlobStore {
                     key: o.key()?.to_string(),
                     size: o.size().unwrap_or(0).max(0) as u64,
                     etag: o.e_tag().map(|e| e.trim_matches('"').to_string()),
+                    modified: o.last_modified().map(|t| format!("{}.{:09}", t.secs(), t.subsec_nanos())),
                 })
             })
             .collect();

@@ -196,6 +196,11 @@ pub async fn rebuild(s: &Settings, cmd: RebuildCommand) -> anyhow::Result<ExitCo
         }
     }
     bar.finish_and_clear();
+    // Retention as the running system applies it: the replay brought back
+    // the text of superseded revisions no answer cites.
+    if let Some(after) = s.sources.uncited_revisions_kept_for() {
+        rag_store::revisions::prune_uncited(&pool, after).await?;
+    }
     let mut rows = serde_json::Map::new();
     for (table, n) in rag_store::operations::read_model_rows(&pool).await? {
         rows.insert(table.to_string(), n.into());

@@ -36,7 +36,8 @@ pub fn folder(root: &Path) -> Result<Vec<Listed>, SourceError> {
 }
 
 /// Every object under `prefix` of the bucket `store` is bound to, keys
-/// relative to the prefix; `version` is the ETag. Objects whose key ends
+/// relative to the prefix; `version` is the ETag with the size and the
+/// time of the last write. Objects whose key ends
 /// in '/' (folder markers) and hidden ones are skipped. Calls `progress`
 /// with the count after each page.
 pub async fn bucket(store: &BlobStore, prefix: &str, mut progress: impl FnMut(usize)) -> Result<Vec<Listed>, SourceError> {
@@ -50,7 +51,9 @@ pub async fn bucket(store: &BlobStore, prefix: &str, mut progress: impl FnMut(us
             if key.is_empty() || key.ends_with('/') || key.split('/').any(|part| part.starts_with('.')) {
                 continue;
             }
-            let version = o.etag.clone().unwrap_or_else(|| format!("size:{}", o.size));
+            // The ETag changes with the content; the size and the time of
+            // the last write too, for a server that lists no ETag.
+            let version = format!("{}|{}|{}", o.etag.as_deref().unwrap_or(""), o.size, o.modified.as_deref().unwrap_or(""));
             out.push(Listed { key: key.to_string(), size: o.size, version });
         }
         progress(out.len());

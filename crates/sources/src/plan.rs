@@ -111,6 +111,7 @@ mod tests {
             pending_revision: None,
             state: state.into(),
             failure: None,
+            failure_code: None,
         }
     }
 

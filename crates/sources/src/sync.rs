@@ -72,8 +72,9 @@ struct Fetched {
     _temp: Option<tempfile::NamedTempFile>,
 }
 
-/// Why a file is not announced: said on its checkpoint row.
-struct Refused(String);
+/// Why a file is not announced: a stable code and a sentence, said on its
+/// checkpoint row.
+struct Refused(&'static str, String);
 
 impl Syncer {
     /// Syncs `source` once; the counts of what it did. An error that a
@@ -113,7 +114,7 @@ impl Syncer {
                 Step::Remove { seen } => seen.key.as_str(),
             };
             progress(Progress::File { done, of, key });
-            match self.step(source, &location, step).await? {
+            match self.step(source, &location, step, &mut counts.fetched).await? {
                 Done::Added => counts.added += 1,
                 Done::Changed => counts.changed += 1,
                 Done::Same => counts.unchanged += 1,
@@ -127,7 +128,7 @@ impl Syncer {
         Ok(counts)
     }
 
-    async fn step(&self, source: &SourceRow, location: &Location, step: &Step<'_>) -> Result<Done, SourceError> {
+    async fn step(&self, source: &SourceRow, location: &Location, step: &Step<'_>, fetched: &mut i32) -> Result<Done, SourceError> {
         match step {
             Step::Remove { seen } => self.remove(source, seen).await,
             Step::Add { listed, generation } => {
@@ -144,24 +145,55 @@ impl Syncer {
                     pending_revision: None,
                     state: PRESENT.into(),
                     failure: None,
+                    failure_code: None,
                 };
-                self.check(source, location, listed, &fresh).await
+                self.check(source, location, listed, &fresh, fetched).await
             }
-            Step::Check { listed, seen } => self.check(source, location, listed, seen).await,
+            Step::Check { listed, seen } => self.check(source, location, listed, seen, fetched).await,
         }
     }
 
     /// Fetches a listed file and announces it when its content is new.
-    async fn check(&self, source: &SourceRow, location: &Location, listed: &Listed, seen: &SourceFileRow) -> Result<Done, SourceError> {
+    /// A file whose document was deleted meanwhile (by a user, through the
+    /// API) comes back as a new document when it changes: a deleted
+    /// document stays deleted.
+    async fn check(
+        &self,
+        source: &SourceRow,
+        location: &Location,
+        listed: &Listed,
+        seen: &SourceFileRow,
+        fetched_count: &mut i32,
+    ) -> Result<Done, SourceError> {
+        let reborn;
+        let seen = if seen.revision > 0
+            && rag_store::documents::status_of(&self.pool, seen.document_id).await? == Some(rag_store::documents::DocumentStatus::Deleted)
+        {
+            let generation = seen.generation + 1;
+            reborn = SourceFileRow {
+                generation,
+                document_id: plan::document_id(source.id, &listed.key, generation),
+                sha256: None,
+                revision: 0,
+                pending_sha256: None,
+                pending_revision: None,
+                ..seen.clone()
+            };
+            &reborn
+        } else {
+            seen
+        };
         let fail = |why: Refused| async move {
-            warn!(workspace_id = %source.workspace_id, source_id = %source.id, key = %listed.key, reason = %why.0, "source file refused");
+            warn!(workspace_id = %source.workspace_id, source_id = %source.id, key = %listed.key, code = why.0, reason = %why.1,
+                  "source file refused");
             let row = SourceFileRow {
                 listed_version: Some(listed.version.clone()),
                 size_bytes: Some(listed.size as i64),
                 pending_sha256: None,
                 pending_revision: None,
                 state: FAILED.into(),
-                failure: Some(why.0),
+                failure: Some(why.1),
+                failure_code: Some(why.0.to_string()),
                 ..seen.clone()
             };
             sources::put_file(&self.pool, source.id, &row).await?;
@@ -169,27 +201,32 @@ impl Syncer {
         };
         let filename = listed.key.rsplit('/').next().unwrap_or(&listed.key).to_string();
         let Some(format) = rag_docparse::detect_format("application/octet-stream", &filename) else {
-            return fail(Refused(format!("{filename:?} is not a supported document type: {}", rag_docparse::Format::all_names()))).await;
+            return fail(Refused(
+                "unsupported_type",
+                format!("{filename:?} is not a supported document type: {}", rag_docparse::Format::all_names()),
+            ))
+            .await;
         };
         if listed.size > self.limits.max_bytes {
-            return fail(Refused(format!(
-                "the file is {} bytes, over the limit of {} (UPLOAD_MAX_BYTES)",
-                listed.size, self.limits.max_bytes
-            )))
+            return fail(Refused(
+                "too_large",
+                format!("the file is {} bytes, over the limit of {} (UPLOAD_MAX_BYTES)", listed.size, self.limits.max_bytes),
+            ))
             .await;
         }
+        *fetched_count += 1;
         let fetched = match self.fetch(location, listed).await? {
             Ok(f) => f,
             Err(why) => return fail(why).await,
         };
         if fetched.size == 0 {
-            return fail(Refused("the file is empty".into())).await;
+            return fail(Refused("empty", "the file is empty".into())).await;
         }
         if fetched.size > self.limits.max_bytes {
-            return fail(Refused(format!(
-                "the file is {} bytes, over the limit of {} (UPLOAD_MAX_BYTES)",
-                fetched.size, self.limits.max_bytes
-            )))
+            return fail(Refused(
+                "too_large",
+                format!("the file is {} bytes, over the limit of {} (UPLOAD_MAX_BYTES)", fetched.size, self.limits.max_bytes),
+            ))
             .await;
         }
         let confirmed = |revision: i32| SourceFileRow {
@@ -201,6 +238,7 @@ impl Syncer {
             pending_revision: None,
             state: PRESENT.into(),
             failure: None,
+            failure_code: None,
             ..seen.clone()
         };
         if seen.sha256.as_deref() == Some(fetched.sha256.as_str()) && seen.pending_sha256.is_none() && seen.revision > 0 {
@@ -218,10 +256,13 @@ impl Syncer {
             // replaces bytes already counted, and is let through).
             let stored = u64::try_from(rag_store::documents::stored_bytes(&self.pool, &source.workspace_id).await?).unwrap_or(0);
             if stored.saturating_add(fetched.size) > self.limits.workspace_max_bytes {
-                return fail(Refused(format!(
-                    "the workspace holds {stored} bytes; this file of {} would pass its quota of {} (WORKSPACE_MAX_BYTES)",
-                    fetched.size, self.limits.workspace_max_bytes
-                )))
+                return fail(Refused(
+                    "quota_exceeded",
+                    format!(
+                        "the workspace holds {stored} bytes; this file of {} would pass its quota of {} (WORKSPACE_MAX_BYTES)",
+                        fetched.size, self.limits.workspace_max_bytes
+                    ),
+                ))
                 .await;
             }
         }
@@ -265,12 +306,12 @@ impl Syncer {
                 let path = root.join(&listed.key);
                 match tokio::fs::symlink_metadata(&path).await {
                     Ok(m) if m.file_type().is_file() => {}
-                    Ok(_) => return Ok(Err(Refused("not a plain file (a symlink is not followed)".into()))),
-                    Err(e) => return Ok(Err(Refused(format!("cannot read it: {e}")))),
+                    Ok(_) => return Ok(Err(Refused("unreadable", "not a plain file (a symlink is not followed)".into()))),
+                    Err(e) => return Ok(Err(Refused("unreadable", format!("cannot read it: {e}")))),
                 }
                 match rag_blobs::hash_file(&path).await {
                     Ok((sha256, size)) => Ok(Ok(Fetched { path, size, sha256, _temp: None })),
-                    Err(e) => Ok(Err(Refused(format!("cannot read it: {e}")))),
+                    Err(e) => Ok(Err(Refused("unreadable", format!("cannot read it: {e}")))),
                 }
             }
             Location::S3 { bucket, prefix } => {
@@ -303,6 +344,7 @@ impl Syncer {
             pending_revision: None,
             state: REMOVED.into(),
             failure: None,
+            failure_code: None,
             ..seen.clone()
         };
         sources::put_file(&self.pool, source.id, &row).await?;

@@ -16,6 +16,7 @@ pub mod operations;
 pub mod parse_attempts;
 pub mod pipeline;
 pub mod raw;
+pub mod revisions;
 pub mod search;
 pub mod sources;
 pub mod status;

@@ -294,6 +294,19 @@ pub async fn apply_ingested(tx: &mut Transaction<'_, Postgres>, e: &DocumentInge
     .bind(e.revision)
     .execute(&mut **tx)
     .await?;
+    // The revisions before this one are superseded from now (retention
+    // may drop the text of those no answer cites, later).
+    sqlx::query(
+        "UPDATE document_revisions SET superseded_at = $4
+         WHERE document_id = $1 AND workspace_id = $2 AND revision < $3
+           AND (superseded_at IS NULL OR superseded_at > $4)",
+    )
+    .bind(id)
+    .bind(ws)
+    .bind(e.revision)
+    .bind(occurred(&e.envelope))
+    .execute(&mut **tx)
+    .await?;
     // Versions after this one (a newer revision on its way, a replay in
     // progress) stay.
     for table in ["search_chunks", "chunk_mappings"] {

@@ -89,10 +89,13 @@ pub struct SourceFileRow {
     /// `present`, `removed` or `failed`.
     pub state: String,
     pub failure: Option<String>,
+    /// `unsupported_type`, `too_large`, `empty`, `quota_exceeded` or `unreadable`.
+    pub failure_code: Option<String>,
 }
 
 const FILE_COLUMNS: &str =
-    "key, generation, document_id, listed_version, size_bytes, sha256, revision, pending_sha256, pending_revision, state, failure";
+    "key, generation, document_id, listed_version, size_bytes, sha256, revision, pending_sha256, pending_revision, state,
+    failure, failure_code";
 
 /// Every file the source has seen.
 pub async fn files(pool: &PgPool, source_id: Uuid) -> Result<Vec<SourceFileRow>, StoreError> {
@@ -106,13 +109,13 @@ pub async fn files(pool: &PgPool, source_id: Uuid) -> Result<Vec<SourceFileRow>,
 pub async fn put_file(pool: &PgPool, source_id: Uuid, f: &SourceFileRow) -> Result<(), StoreError> {
     sqlx::query(
         "INSERT INTO source_files (source_id, key, generation, document_id, listed_version, size_bytes, sha256, revision,
-                                   pending_sha256, pending_revision, state, failure, updated_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, now())
+                                   pending_sha256, pending_revision, state, failure, failure_code, updated_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, now())
          ON CONFLICT (source_id, key) DO UPDATE SET generation = EXCLUDED.generation, document_id = EXCLUDED.document_id,
             listed_version = EXCLUDED.listed_version, size_bytes = EXCLUDED.size_bytes, sha256 = EXCLUDED.sha256,
             revision = EXCLUDED.revision, pending_sha256 = EXCLUDED.pending_sha256,
             pending_revision = EXCLUDED.pending_revision, state = EXCLUDED.state, failure = EXCLUDED.failure,
-            updated_at = now()",
+            failure_code = EXCLUDED.failure_code, updated_at = now()",
     )
     .bind(source_id)
     .bind(&f.key)
@@ -126,6 +129,7 @@ pub async fn put_file(pool: &PgPool, source_id: Uuid, f: &SourceFileRow) -> Resu
     .bind(f.pending_revision)
     .bind(&f.state)
     .bind(&f.failure)
+    .bind(&f.failure_code)
     .execute(pool)
     .await?;
     Ok(())
@@ -146,6 +150,8 @@ pub struct SyncCounts {
     pub removed: i32,
     pub failed: i32,
     pub unchanged: i32,
+    /// Files read from the source (the listing said they may have changed).
+    pub fetched: i32,
 }
 
 /// A sync ended: complete with its counts, or stopped by `error`.
@@ -168,4 +174,24 @@ pub async fn sync_ended(pool: &PgPool, id: Uuid, outcome: Result<&SyncCounts, &s
         Err(error) => sqlx::query("UPDATE sources SET last_error = $2 WHERE id = $1").bind(id).bind(error).execute(pool).await?,
     };
     Ok(())
+}
+
+/// Every source's files by state, for the metrics: (present, failed,
+/// announced and not confirmed), and the seconds since the least recently
+/// synced source completed a sync (since it was added, if never); None
+/// without sources.
+pub async fn observe(pool: &PgPool) -> Result<(i64, i64, i64, Option<f64>), StoreError> {
+    let (present, failed, pending): (i64, i64, i64) = sqlx::query_as(
+        "SELECT count(*) FILTER (WHERE state = 'present' AND pending_sha256 IS NULL),
+                count(*) FILTER (WHERE state = 'failed'),
+                count(*) FILTER (WHERE pending_sha256 IS NOT NULL)
+         FROM source_files",
+    )
+    .fetch_one(pool)
+    .await?;
+    let age: Option<f64> =
+        sqlx::query_scalar("SELECT max(EXTRACT(EPOCH FROM now() - coalesce(sync_completed_at, created_at)))::float8 FROM sources")
+            .fetch_one(pool)
+            .await?;
+    Ok((present, failed, pending, age))
 }

@@ -85,6 +85,10 @@ metric_table! {
     SEARCH_INDEX_REFRESH_SECONDS: Histogram seconds(1) = "rag_search_index_refresh_seconds" ["kind"] "Catching an in-memory search index up with the read models";
     /// What the in-memory search indexes of this process hold, in postings (a vector component counts a third).
     SEARCH_INDEX_POSTINGS: Gauge = "rag_search_index_postings" [] "What the in-memory search indexes of this process hold, in postings";
+    /// Files the sources of the deployment have seen, by state: present (a document), failed (refused), pending (to announce in a running sync, or announced and not yet confirmed).
+    SOURCE_FILES: Gauge = "rag_source_files" ["state"] "Files the sources have seen, by state";
+    /// Seconds since the source synced longest ago last went through every file (never: since it was added).
+    SOURCE_SYNC_AGE: Gauge seconds(1) = "rag_source_oldest_sync_age_seconds" [] "Seconds since the least recently synced source last completed a sync";
 }
 
 /// Tells the installed recorder the help text and unit of every metric.

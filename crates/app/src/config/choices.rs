@@ -29,7 +29,8 @@ display_as_value!(
     InputConventionChoice,
     LlmFallbackChoice,
     LexicalIndexChoice,
-    LogFormat
+    LogFormat,
+    RevisionRetentionChoice
 );
 
 /// `OCR`: PDF pages without a text layer.
@@ -249,4 +250,15 @@ mod tests {
         let message = e.to_string();
         assert!(message.contains("JWT_SECRET is not set"), "{message}");
     }
+}
+
+/// `REVISION_RETENTION`: what stays of a document's revisions that search
+/// no longer reads (docs/sources.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RevisionRetentionChoice {
+    /// Their text while any answer cites them (dropped ten minutes after
+    /// they were superseded otherwise).
+    Cited,
+    /// Every revision's text, always.
+    All,
 }

@@ -25,7 +25,7 @@ pub use api::ApiSettings;
 pub use blobs::BlobSettings;
 pub use choices::{
     EmbedderChoice, EncoderPrecisionChoice, InputConventionChoice, LexicalIndexChoice, LlmFallbackChoice, LogFormat, OcrChoice,
-    ParserIsolationChoice,
+    ParserIsolationChoice, RevisionRetentionChoice,
 };
 pub use database::DatabaseSettings;
 pub use embedding::EmbeddingSettings;

@@ -4,8 +4,10 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use super::RevisionRetentionChoice;
+
 #[derive(Args, Debug, Clone)]
-#[command(next_help_heading = "Sources (environment variable, default)")]
+#[command(next_help_heading = "Sources and revisions (environment variable, default)")]
 pub struct SourceSettings {
     /// Folders on this server that sources may follow (':'-separated absolute paths; a source's folder must lie
     /// under one of them, its real path with symlinks resolved). Empty: no folder may be followed.
@@ -15,6 +17,10 @@ pub struct SourceSettings {
     /// S3_ACCESS_KEY, …); never S3_BUCKET itself. Empty: no bucket may be followed.
     #[arg(long, env = "SOURCE_S3_BUCKETS", global = true)]
     pub source_s3_buckets: Option<String>,
+    /// What stays of a document's revisions search no longer reads: `cited` keeps the text of those an answer cites
+    /// (the others' go ten minutes after they were superseded), `all` keeps every one.
+    #[arg(long, env = "REVISION_RETENTION", global = true, value_enum, default_value_t = RevisionRetentionChoice::Cited)]
+    pub revision_retention: RevisionRetentionChoice,
     /// Seconds between syncs of every source by `run all` and `sources sync` without --once; 0: only on demand.
     #[arg(long, env = "SOURCE_SYNC_INTERVAL_SECS", global = true, default_value_t = 300)]
     pub source_sync_interval_secs: u64,
@@ -30,4 +36,18 @@ impl SourceSettings {
     pub fn buckets(&self) -> Vec<String> {
         self.source_s3_buckets.as_deref().unwrap_or("").split(',').map(str::trim).filter(|b| !b.is_empty()).map(str::to_string).collect()
     }
+
+    /// How long a superseded revision no answer cites keeps its text, or
+    /// None when every revision is kept.
+    pub fn uncited_revisions_kept_for(&self) -> Option<std::time::Duration> {
+        match self.revision_retention {
+            RevisionRetentionChoice::Cited => Some(UNCITED_REVISION_GRACE),
+            RevisionRetentionChoice::All => None,
+        }
+    }
 }
+
+/// A superseded revision's text stays this long whatever cites it: an
+/// answer being written when the document changed is projected well
+/// within it.
+pub const UNCITED_REVISION_GRACE: std::time::Duration = std::time::Duration::from_secs(600);

@@ -213,6 +213,8 @@ fn dashboard_queries_only_metrics_the_code_exports() {
         rag_telemetry::names::LLM_TOKENS,
         rag_telemetry::names::HTTP_REQUESTS,
         rag_telemetry::names::HTTP_SECONDS,
+        rag_telemetry::names::SOURCE_FILES,
+        rag_telemetry::names::SOURCE_SYNC_AGE,
     ];
     for p in panels {
         for target in p["targets"].as_array().unwrap() {

@@ -155,5 +155,24 @@ async fn a_changed_document_is_a_new_revision_and_old_citations_keep_their_text(
     for (table, rows) in &before {
         assert_eq!(rows, &after[table], "the rebuilt {table} is identical");
     }
+
+    // Retention (REVISION_RETENTION=cited): a superseded revision no answer
+    // cites loses its text; the cited ones keep theirs.
+    let run = TestApp::spawn(&t, &[]).await;
+    let api = Api::new(run.api_port);
+    api.wait_ready().await;
+    let other = api.upload_accepted(&ws, &token, "noi-quy.txt", "text/plain", FIRST.as_bytes().to_vec()).await;
+    searchable(&api, &ws, &token, &other, 1).await;
+    let (s, _) = replace(&api, &ws, &token, &other, SECOND).await;
+    assert_eq!(s, StatusCode::ACCEPTED);
+    searchable(&api, &ws, &token, &other, 2).await;
+    let dropped = rag_store::revisions::prune_uncited(&t.pool, Duration::ZERO).await.unwrap();
+    assert!(dropped > 0, "the uncited revision's segments go");
+    let (s, v) = api.get(&format!("/v1/workspaces/{ws}/documents/{other}/raw-text?revision=1"), &token).await;
+    assert_eq!((s, v["error"]["code"].as_str()), (StatusCode::GONE, Some("revision_removed")), "{v}");
+    let (s, raw) = api.get(&format!("{raw_path}?revision=1"), &token).await;
+    assert_eq!(s, StatusCode::OK, "the revision an answer cites keeps its text: {raw}");
+    assert_eq!(rag_store::revisions::prune_uncited(&t.pool, Duration::ZERO).await.unwrap(), 0, "idempotent");
+    run.stop().await;
     t.cleanup().await;
 }

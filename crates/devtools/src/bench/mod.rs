@@ -11,6 +11,7 @@ mod idle;
 mod ingest;
 mod llamaindex;
 mod retrieval;
+mod sources;
 
 use std::process::ExitCode;
 
@@ -49,6 +50,8 @@ pub enum BenchCommand {
     Hops(hops::HopsArgs),
     /// CPU of an idle `run all`.
     Idle(idle::IdleArgs),
+    /// A sync of a large bucket where nothing changed, and one changed object until it is searchable.
+    Sources(sources::SourcesArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -137,6 +140,15 @@ pub async fn bench(s: &Settings, args: BenchArgs) -> anyhow::Result<ExitCode> {
                 print_json(&report)?
             } else {
                 hops::print(&report)
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(BenchCommand::Sources(a)) => {
+            let report = sources::run(s, &a).await?;
+            if json {
+                print_json(&report)?
+            } else {
+                sources::print(&report)
             }
             Ok(ExitCode::SUCCESS)
         }

@@ -156,3 +156,34 @@ impl InternalEvent for HttpRequestAnswered<'_> {
             .record(self.elapsed.as_secs_f64());
     }
 }
+
+/// What the sources of the deployment have seen, and how long ago the
+/// least recently synced one completed a sync (`run all`'s sync loop).
+pub struct SourcesObserved {
+    pub present: i64,
+    pub failed: i64,
+    /// To announce in a running sync, or announced and not confirmed.
+    pub pending: i64,
+    /// None when there is no source.
+    pub oldest_sync_age: Option<Duration>,
+}
+
+impl InternalEvent for SourcesObserved {
+    fn emit(self) {
+        for (state, n) in [("present", self.present), ("failed", self.failed), ("pending", self.pending)] {
+            gauge!(names::SOURCE_FILES, "state" => state).set(n as f64);
+        }
+        gauge!(names::SOURCE_SYNC_AGE).set(self.oldest_sync_age.map_or(0.0, |d| d.as_secs_f64()));
+    }
+}
+
+/// Files still to announce in a sync as it goes (`run all`'s sync loop).
+pub struct SourceFilesPending {
+    pub files: usize,
+}
+
+impl InternalEvent for SourceFilesPending {
+    fn emit(self) {
+        gauge!(names::SOURCE_FILES, "state" => "pending").set(self.files as f64);
+    }
+}

@@ -216,10 +216,9 @@ struct Link {
 
 impl Link {
     /// Opens the page on the conversation with the passage highlighted, in
-    /// the revision of the document it quoted (named from the second on).
+    /// the revision of the document it quoted (the document may change).
     fn passage(&self, document: &str, start: u64, end: u64, revision: u64) -> String {
-        let rev = if revision > 1 { format!("&rev={revision}") } else { String::new() };
-        format!("{}/#ws={}&c={}&doc={document}&span={start}-{end}{rev}", self.base, self.ws, self.conversation)
+        format!("{}/#ws={}&c={}&doc={document}&span={start}-{end}&rev={revision}", self.base, self.ws, self.conversation)
     }
 }
 
