@@ -1658,7 +1658,8 @@ for (const [lang, device, name] of MATRIX) {
     const { token } = await fiona();
     const T = CATALOGUE[lang];
     const ws = (await apiCall(token, "POST", "/v1/workspaces", { name: `Nguồn (${lang}, ${name})` })).id;
-    const folder = join(SOURCES_DIR, `${lang}-${name}`);
+    // The workspace's own folder (SOURCE_FOLDER_ROOTS is SOURCES_DIR/{workspace}).
+    const folder = join(SOURCES_DIR, ws, `${lang}-${name}`);
     mkdirSync(folder, { recursive: true });
     writeFileSync(join(folder, "quy-che.md"), "# Quy chế\n\nNhân viên được nghỉ phép 12 ngày mỗi năm.\n");
     writeFileSync(join(folder, "setup.exe"), "MZ not a document");

@@ -67,7 +67,7 @@ pub struct ApiConfig {
     /// Time to receive a request's body (uploads included).
     pub body_timeout: Duration,
     /// Folders sources may follow (`SOURCE_FOLDER_ROOTS`).
-    pub source_folder_roots: Vec<std::path::PathBuf>,
+    pub source_folder_roots: Vec<String>,
     /// Buckets sources may follow (`SOURCE_S3_BUCKETS`).
     pub source_s3_buckets: Vec<String>,
 }

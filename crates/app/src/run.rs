@@ -111,6 +111,11 @@ pub async fn start_stages(
     if which == StageName::All && s.sources.source_sync_interval_secs > 0 {
         let syncer = rag_sources::Syncer {
             pool: pool.clone(),
+            places: rag_sources::SyncPlaces {
+                folder_roots: s.sources.folder_roots(),
+                buckets: s.sources.buckets(),
+                own_bucket: s.blobs.s3_bucket.clone(),
+            },
             blobs: blobs.clone(),
             producer: EventProducer::new(&bus, codec.clone(), "rag-engine/sources")?,
             limits: rag_sources::SyncLimits { max_bytes: s.uploads.upload_max_bytes, workspace_max_bytes: s.uploads.workspace_max_bytes },

@@ -8,7 +8,7 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use rag_app::config::{BlobSettings, DatabaseSettings, KafkaSettings, SourceSettings, UploadSettings};
 use rag_sources::sync::Progress;
-use rag_sources::{Location, SyncLimits, Syncer};
+use rag_sources::{Adder, Location, SyncLimits, Syncer};
 use rag_store::sources::{SourceRow, SyncCounts};
 use rag_store::sqlx::PgPool;
 
@@ -83,9 +83,9 @@ pub async fn sources(s: &SourcesCommandSettings, command: SourcesCommand) -> any
         SourcesCommand::Add { workspace, folder, s3, user, json } => {
             let ws = crate::workspaces::resolve_or_id_in(&pool, &workspace).await?;
             let location = match (folder, s3) {
-                (Some(path), _) => rag_sources::allowed_folder(&path, &s.sources.folder_roots())?,
+                (Some(path), _) => rag_sources::allowed_folder(&path, &s.sources.folder_roots(), Adder::Operator, &ws)?,
                 (None, Some(url)) => {
-                    let location = rag_sources::allowed_bucket(&url, &s.blobs.s3_bucket, &s.sources.buckets())?;
+                    let location = rag_sources::allowed_bucket(&url, &s.blobs.s3_bucket, &s.sources.buckets(), Adder::Operator, &ws)?;
                     if let Location::S3 { bucket, prefix } = &location {
                         // Read once now, so a bucket the server cannot reach is said at once.
                         let store = rag_blobs::BlobStore::new(&s.blobs.blobs()).in_bucket(bucket);
@@ -173,6 +173,11 @@ pub async fn sources(s: &SourcesCommandSettings, command: SourcesCommand) -> any
 pub fn syncer(s: &SourcesCommandSettings, pool: PgPool) -> anyhow::Result<Syncer> {
     Ok(Syncer {
         pool,
+        places: rag_sources::SyncPlaces {
+            folder_roots: s.sources.folder_roots(),
+            buckets: s.sources.buckets(),
+            own_bucket: s.blobs.s3_bucket.clone(),
+        },
         blobs: rag_blobs::BlobStore::new(&s.blobs.blobs()),
         producer: rag_bus::EventProducer::new(&s.kafka.client_bus()?, rag_events::Codec::embedded()?, "rag-engine/sources")?,
         limits: SyncLimits { max_bytes: s.uploads.upload_max_bytes, workspace_max_bytes: s.uploads.workspace_max_bytes },

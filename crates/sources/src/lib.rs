@@ -14,7 +14,7 @@ pub mod sync;
 
 use std::path::{Component, Path, PathBuf};
 
-pub use sync::{SyncLimits, Syncer};
+pub use sync::{SyncLimits, SyncPlaces, Syncer};
 
 /// Where a source's files are.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,51 +84,106 @@ pub fn parse_s3(url: &str) -> Result<Location, SourceError> {
     Ok(Location::S3 { bucket: bucket.to_string(), prefix: prefix.to_string() })
 }
 
-/// An S3 location a source may follow: its bucket is one the server
-/// allows (`SOURCE_S3_BUCKETS`), and never the project's own bucket, which
-/// holds every workspace's originals (a source over it would copy one
-/// tenant's files into another's workspace).
-pub fn allowed_bucket(url: &str, own_bucket: &str, allowed: &[String]) -> Result<Location, SourceError> {
+/// Who adds (or syncs) a source. The server's settings name the folders
+/// and buckets sources may follow; an entry holding `{workspace}` is a
+/// workspace's own place (its id put in), the only kind a workspace's user
+/// may follow through the API; an entry without it is for the operator
+/// (the CLI), so no user reaches a folder or bucket meant for another
+/// tenant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Adder<'a> {
+    /// `rag-engine sources add`, and every sync: any place the settings name.
+    Operator,
+    /// A user of this workspace (the HTTP API, the page).
+    Workspace(&'a str),
+}
+
+/// The placeholder of a workspace's own place in `SOURCE_FOLDER_ROOTS` and
+/// `SOURCE_S3_BUCKETS`.
+pub const WORKSPACE_PLACEHOLDER: &str = "{workspace}";
+
+/// The entries of a setting `adder` may use, for `workspace`, with the
+/// placeholder filled in.
+fn places_for(entries: &[String], adder: Adder<'_>, workspace: &str) -> Vec<String> {
+    entries
+        .iter()
+        .filter_map(|e| match (e.contains(WORKSPACE_PLACEHOLDER), adder) {
+            (true, _) => Some(e.replace(WORKSPACE_PLACEHOLDER, workspace)),
+            (false, Adder::Operator) => Some(e.clone()),
+            (false, Adder::Workspace(_)) => None,
+        })
+        .collect()
+}
+
+fn not_allowed(adder: Adder<'_>, what: &str, operator_detail: String) -> SourceError {
+    match adder {
+        Adder::Operator => SourceError::NotAllowed(operator_detail),
+        // A user is told no more than that: not the server's paths.
+        Adder::Workspace(_) => SourceError::NotAllowed(format!("the server does not let this workspace follow {what}")),
+    }
+}
+
+/// An S3 location a source may follow: a bucket (and, for a workspace's
+/// user, a prefix) `SOURCE_S3_BUCKETS` allows, and never the project's own
+/// bucket, which holds every workspace's originals.
+pub fn allowed_bucket(url: &str, own_bucket: &str, allowed: &[String], adder: Adder<'_>, workspace: &str) -> Result<Location, SourceError> {
     let location = parse_s3(url)?;
-    let Location::S3 { bucket, .. } = &location else { return Ok(location) };
+    let Location::S3 { bucket, prefix } = &location else { return Ok(location) };
     if bucket == own_bucket {
         return Err(SourceError::NotAllowed(format!(
             "{bucket} is rag-engine's own bucket (S3_BUCKET), which holds every workspace's originals: it cannot be followed"
         )));
     }
-    if !allowed.iter().any(|b| b == bucket) {
-        return Err(SourceError::NotAllowed(format!(
-            "the server does not allow following bucket {bucket} (SOURCE_S3_BUCKETS: {})",
-            if allowed.is_empty() { "none".to_string() } else { allowed.join(", ") }
-        )));
+    let places = places_for(allowed, adder, workspace);
+    let fits = places.iter().any(|place| {
+        let (b, p) = place.split_once('/').unwrap_or((place.as_str(), ""));
+        b == bucket && (adder == Adder::Operator || prefix.starts_with(p))
+    });
+    if !fits {
+        return Err(not_allowed(
+            adder,
+            "that bucket or prefix",
+            format!(
+                "the server does not allow following {url} (SOURCE_S3_BUCKETS: {})",
+                if allowed.is_empty() { "none".into() } else { allowed.join(", ") }
+            ),
+        ));
     }
     Ok(location)
 }
 
-/// A folder the operator allows, as a canonical location: it must exist,
-/// and its real path (symlinks resolved) must lie under one of `roots`
-/// (`SOURCE_FOLDER_ROOTS`). A path with `..` is refused before it is
-/// resolved, so no spelling reaches outside a root.
-pub fn allowed_folder(path: &Path, roots: &[PathBuf]) -> Result<Location, SourceError> {
+/// A folder a source may follow, as a canonical location: written under
+/// one of the roots `SOURCE_FOLDER_ROOTS` gives `adder` (checked on the
+/// path as written, before anything on disk is looked at, so nobody learns
+/// what exists elsewhere), without `..`, and its real path, symlinks
+/// resolved, still under that root's real path.
+pub fn allowed_folder(path: &Path, roots: &[String], adder: Adder<'_>, workspace: &str) -> Result<Location, SourceError> {
+    let roots: Vec<PathBuf> = places_for(roots, adder, workspace).into_iter().map(PathBuf::from).collect();
     if roots.is_empty() {
-        return Err(SourceError::NotAllowed(
+        return Err(not_allowed(
+            adder,
+            "a folder",
             "no folder may be followed: the server allows none (set SOURCE_FOLDER_ROOTS to the folders sources may live under)".into(),
         ));
     }
     if !path.is_absolute() || path.components().any(|c| matches!(c, Component::ParentDir)) {
         return Err(SourceError::Invalid(format!("{} must be an absolute path without '..'", path.display())));
     }
+    let listed = |roots: &[PathBuf]| roots.iter().map(|r| r.display().to_string()).collect::<Vec<_>>().join(", ");
+    let Some(root) = roots.iter().find(|r| path.starts_with(r)) else {
+        return Err(not_allowed(
+            adder,
+            "that folder",
+            format!("{} is not under a folder the server allows (SOURCE_FOLDER_ROOTS: {})", path.display(), listed(&roots)),
+        ));
+    };
     let real = path.canonicalize().map_err(|e| SourceError::Invalid(format!("{}: {e}", path.display())))?;
+    let real_root = root.canonicalize().map_err(|e| SourceError::Invalid(format!("{}: {e}", root.display())))?;
+    if !real.starts_with(&real_root) {
+        return Err(not_allowed(adder, "that folder", format!("{} leads outside {} (a symlink)", path.display(), root.display())));
+    }
     if !real.is_dir() {
         return Err(SourceError::Invalid(format!("{} is not a folder", path.display())));
-    }
-    let under = roots.iter().filter_map(|r| r.canonicalize().ok()).any(|root| real.starts_with(&root));
-    if !under {
-        return Err(SourceError::NotAllowed(format!(
-            "{} is not under a folder the server allows (SOURCE_FOLDER_ROOTS: {})",
-            real.display(),
-            roots.iter().map(|r| r.display().to_string()).collect::<Vec<_>>().join(", ")
-        )));
     }
     Ok(Location::Folder(real))
 }
@@ -149,11 +204,20 @@ mod tests {
 
     #[test]
     fn only_allowed_buckets_and_never_the_projects_own() {
-        let allowed = vec!["team-docs".to_string(), "rag-engine".to_string()];
-        assert!(allowed_bucket("s3://team-docs/hr/", "rag-engine", &allowed).is_ok());
-        assert!(matches!(allowed_bucket("s3://rag-engine/workspaces/other/", "rag-engine", &allowed), Err(SourceError::NotAllowed(_))));
-        assert!(matches!(allowed_bucket("s3://elsewhere/x", "rag-engine", &allowed), Err(SourceError::NotAllowed(_))));
-        assert!(matches!(allowed_bucket("s3://team-docs/x", "rag-engine", &[]), Err(SourceError::NotAllowed(_))));
+        let allowed = vec!["team-docs".to_string(), "rag-engine".to_string(), "shared/ws/{workspace}/".to_string()];
+        let op = Adder::Operator;
+        assert!(allowed_bucket("s3://team-docs/hr/", "rag-engine", &allowed, op, "w1").is_ok());
+        assert!(matches!(
+            allowed_bucket("s3://rag-engine/workspaces/other/", "rag-engine", &allowed, op, "w1"),
+            Err(SourceError::NotAllowed(_))
+        ));
+        assert!(matches!(allowed_bucket("s3://elsewhere/x", "rag-engine", &allowed, op, "w1"), Err(SourceError::NotAllowed(_))));
+        assert!(matches!(allowed_bucket("s3://team-docs/x", "rag-engine", &[], op, "w1"), Err(SourceError::NotAllowed(_))));
+        // A workspace's user: only its own prefix of a scoped entry.
+        let user = Adder::Workspace("w1");
+        assert!(allowed_bucket("s3://shared/ws/w1/hr/", "rag-engine", &allowed, user, "w1").is_ok());
+        assert!(matches!(allowed_bucket("s3://shared/ws/w2/hr/", "rag-engine", &allowed, user, "w1"), Err(SourceError::NotAllowed(_))));
+        assert!(matches!(allowed_bucket("s3://team-docs/hr/", "rag-engine", &allowed, user, "w1"), Err(SourceError::NotAllowed(_))));
     }
 
     #[test]
@@ -162,15 +226,37 @@ mod tests {
         let inside = root.path().join("team");
         std::fs::create_dir(&inside).unwrap();
         let outside = tempfile::tempdir().unwrap();
-        let roots = vec![root.path().to_path_buf()];
-        assert!(matches!(allowed_folder(&inside, &roots), Ok(Location::Folder(_))));
-        assert!(matches!(allowed_folder(outside.path(), &roots), Err(SourceError::NotAllowed(_))));
-        assert!(matches!(allowed_folder(&inside.join("..").join(".."), &roots), Err(SourceError::Invalid(_))));
-        assert!(matches!(allowed_folder(std::path::Path::new("relative"), &roots), Err(SourceError::Invalid(_))));
-        assert!(matches!(allowed_folder(&inside, &[]), Err(SourceError::NotAllowed(_))));
+        let roots = vec![root.path().display().to_string()];
+        let op = Adder::Operator;
+        assert!(matches!(allowed_folder(&inside, &roots, op, "w1"), Ok(Location::Folder(_))));
+        assert!(matches!(allowed_folder(outside.path(), &roots, op, "w1"), Err(SourceError::NotAllowed(_))));
+        assert!(matches!(allowed_folder(&inside.join("..").join(".."), &roots, op, "w1"), Err(SourceError::Invalid(_))));
+        assert!(matches!(allowed_folder(std::path::Path::new("relative"), &roots, op, "w1"), Err(SourceError::Invalid(_))));
+        assert!(matches!(allowed_folder(&inside, &[], op, "w1"), Err(SourceError::NotAllowed(_))));
         // A symlink inside the root that points outside it is judged by where it points.
         let link = root.path().join("escape");
         std::os::unix::fs::symlink(outside.path(), &link).unwrap();
-        assert!(matches!(allowed_folder(&link, &roots), Err(SourceError::NotAllowed(_))));
+        assert!(matches!(allowed_folder(&link, &roots, op, "w1"), Err(SourceError::NotAllowed(_))));
+        // Outside every root, nothing on disk is looked at: a missing path is "not allowed", not "no such file".
+        assert!(matches!(allowed_folder(std::path::Path::new("/no/such/place"), &roots, op, "w1"), Err(SourceError::NotAllowed(_))));
+    }
+
+    #[test]
+    fn a_workspaces_user_follows_only_its_own_folder_and_is_told_no_paths() {
+        let base = tempfile::tempdir().unwrap();
+        for ws in ["w1", "w2"] {
+            std::fs::create_dir_all(base.path().join(ws).join("hr")).unwrap();
+        }
+        std::fs::create_dir_all(base.path().join("operator-only")).unwrap();
+        let roots = vec![format!("{}/{{workspace}}", base.path().display()), base.path().join("operator-only").display().to_string()];
+        let user = Adder::Workspace("w1");
+        assert!(allowed_folder(&base.path().join("w1/hr"), &roots, user, "w1").is_ok());
+        for other in ["w2/hr", "operator-only"] {
+            match allowed_folder(&base.path().join(other), &roots, user, "w1") {
+                Err(SourceError::NotAllowed(m)) => assert!(!m.contains(&base.path().display().to_string()), "{m}"),
+                r => panic!("{other}: {r:?}"),
+            }
+        }
+        assert!(allowed_folder(&base.path().join("operator-only"), &roots, Adder::Operator, "w1").is_ok());
     }
 }

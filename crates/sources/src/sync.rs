@@ -42,8 +42,21 @@ pub enum Progress<'a> {
     File { done: usize, of: usize, key: &'a str },
 }
 
+/// Where sources may be, as the server's settings say now: a source
+/// whose place they no longer name is not synced.
+#[derive(Debug, Clone, Default)]
+pub struct SyncPlaces {
+    /// `SOURCE_FOLDER_ROOTS`.
+    pub folder_roots: Vec<String>,
+    /// `SOURCE_S3_BUCKETS`.
+    pub buckets: Vec<String>,
+    /// `S3_BUCKET`, never followed.
+    pub own_bucket: String,
+}
+
 pub struct Syncer {
     pub pool: PgPool,
+    pub places: SyncPlaces,
     /// The project's object store: originals go here (a bucket source is
     /// read through the same server and credentials).
     pub blobs: BlobStore,
@@ -82,8 +95,12 @@ impl Syncer {
     /// the sync and is recorded on the source: what was confirmed stays,
     /// and the next sync goes on from there.
     pub async fn sync(&self, source: &SourceRow, progress: &(dyn Fn(Progress<'_>) + Sync)) -> Result<SyncCounts, SourceError> {
+        // One sync of a source at a time, across processes; released when
+        // this one ends or is cut short.
+        let lock = sources::hold_sync_lock(&self.pool, source.id).await?;
         sources::sync_started(&self.pool, source.id).await?;
         let result = self.sync_inner(source, progress).await;
+        drop(lock);
         match &result {
             Ok(counts) => sources::sync_ended(&self.pool, source.id, Ok(counts)).await?,
             Err(e) => sources::sync_ended(&self.pool, source.id, Err(&e.to_string())).await?,
@@ -92,7 +109,19 @@ impl Syncer {
     }
 
     async fn sync_inner(&self, source: &SourceRow, progress: &(dyn Fn(Progress<'_>) + Sync)) -> Result<SyncCounts, SourceError> {
-        let location = Location::from_stored(&source.kind, &source.location)?;
+        let stored = Location::from_stored(&source.kind, &source.location)?;
+        // Checked again each time: the settings may have changed, and a
+        // folder may have become a symlink since it was added.
+        let location = match &stored {
+            Location::Folder(path) => crate::allowed_folder(path, &self.places.folder_roots, crate::Adder::Operator, &source.workspace_id)?,
+            Location::S3 { .. } => crate::allowed_bucket(
+                &stored.stored(),
+                &self.places.own_bucket,
+                &self.places.buckets,
+                crate::Adder::Operator,
+                &source.workspace_id,
+            )?,
+        };
         let listed = match &location {
             Location::Folder(root) => {
                 let root = root.clone();
@@ -105,6 +134,16 @@ impl Syncer {
             }
         };
         let seen = sources::files(&self.pool, source.id).await?;
+        // An empty listing where files were seen is more likely an unmounted
+        // folder or a wrong prefix than every file removed: nothing is
+        // deleted on its word.
+        let present = seen.iter().filter(|f| f.state != plan::REMOVED).count();
+        if listed.is_empty() && present > 0 {
+            return Err(SourceError::List {
+                path: source.location.clone(),
+                message: format!("it lists no file where {present} were seen; nothing is deleted (remove the source to let them go)"),
+            });
+        }
         let plan = plan::plan(&listed, &seen);
         let mut counts = SyncCounts { seen: listed.len() as i32, unchanged: plan.unchanged as i32, ..SyncCounts::default() };
         let of = plan.steps.len();
@@ -165,8 +204,13 @@ impl Syncer {
         seen: &SourceFileRow,
         fetched_count: &mut i32,
     ) -> Result<Done, SourceError> {
+        // A revision written as pending may have reached the broker before
+        // the sync that wrote it died: it counts as announced (a different
+        // content now is the next revision, never the same number again; a
+        // refused or removed file still deletes it).
+        let announced = seen.revision.max(seen.pending_revision.unwrap_or(0));
         let reborn;
-        let seen = if seen.revision > 0
+        let seen = if announced > 0
             && rag_store::documents::status_of(&self.pool, seen.document_id).await? == Some(rag_store::documents::DocumentStatus::Deleted)
         {
             let generation = seen.generation + 1;
@@ -189,6 +233,7 @@ impl Syncer {
             let row = SourceFileRow {
                 listed_version: Some(listed.version.clone()),
                 size_bytes: Some(listed.size as i64),
+                revision: seen.revision.max(seen.pending_revision.unwrap_or(0)),
                 pending_sha256: None,
                 pending_revision: None,
                 state: FAILED.into(),
@@ -246,12 +291,13 @@ impl Syncer {
             sources::put_file(&self.pool, source.id, &confirmed(seen.revision)).await?;
             return Ok(Done::Same);
         }
+        let announced = seen.revision.max(seen.pending_revision.unwrap_or(0));
         let revision = match (seen.pending_sha256.as_deref(), seen.pending_revision) {
             (Some(sha), Some(r)) if sha == fetched.sha256 => r,
-            _ if seen.revision == 0 => rag_events::FIRST_REVISION,
-            _ => rag_store::documents::allocate_revision(&self.pool, &source.workspace_id, seen.document_id, seen.revision).await?,
+            _ if announced == 0 => rag_events::FIRST_REVISION,
+            _ => rag_store::documents::allocate_revision(&self.pool, &source.workspace_id, seen.document_id, announced).await?,
         };
-        if revision == rag_events::FIRST_REVISION || seen.revision == 0 {
+        if announced == 0 {
             // A new file counts against the workspace's quota (a change
             // replaces bytes already counted, and is let through).
             let stored = u64::try_from(rag_store::documents::stored_bytes(&self.pool, &source.workspace_id).await?).unwrap_or(0);
@@ -295,31 +341,42 @@ impl Syncer {
         sources::put_file(&self.pool, source.id, &confirmed(revision)).await?;
         info!(workspace_id = %source.workspace_id, source_id = %source.id, document_id = %seen.document_id, key = %listed.key,
               revision, "source file announced");
-        Ok(if seen.revision == 0 { Done::Added } else { Done::Changed })
+        Ok(if announced == 0 { Done::Added } else { Done::Changed })
     }
 
-    /// The file's bytes on local disk, hashed; a refusal when the file
-    /// cannot be read as a plain file (gone meanwhile, a symlink now).
+    /// The file's bytes, read once into a temporary copy and hashed as
+    /// they are read (what is stored and announced is exactly what was
+    /// hashed, whatever happens to the file meanwhile); a refusal when the
+    /// file cannot be read as a plain file under the folder, grows past the
+    /// limit, or the object store refuses the object.
     async fn fetch(&self, location: &Location, listed: &Listed) -> Result<Result<Fetched, Refused>, SourceError> {
+        let limit = self.limits.max_bytes;
         match location {
             Location::Folder(root) => {
-                let path = root.join(&listed.key);
-                match tokio::fs::symlink_metadata(&path).await {
-                    Ok(m) if m.file_type().is_file() => {}
-                    Ok(_) => return Ok(Err(Refused("unreadable", "not a plain file (a symlink is not followed)".into()))),
-                    Err(e) => return Ok(Err(Refused("unreadable", format!("cannot read it: {e}")))),
-                }
-                match rag_blobs::hash_file(&path).await {
-                    Ok((sha256, size)) => Ok(Ok(Fetched { path, size, sha256, _temp: None })),
-                    Err(e) => Ok(Err(Refused("unreadable", format!("cannot read it: {e}")))),
-                }
+                let (root, path) = (root.clone(), root.join(&listed.key));
+                let copied = tokio::task::spawn_blocking(move || copy_plain_file(&root, &path, limit))
+                    .await
+                    .map_err(|e| SourceError::List { path: listed.key.clone(), message: e.to_string() })?;
+                Ok(copied.map(|(temp, size, sha256)| Fetched { path: temp.path().to_path_buf(), size, sha256, _temp: Some(temp) }))
             }
             Location::S3 { bucket, prefix } => {
                 let key = join_key(prefix, &listed.key);
-                let bytes = self.blobs.in_bucket(bucket).get(&key).await?;
+                let bytes = match self.blobs.in_bucket(bucket).get(&key).await {
+                    Ok(bytes) => bytes,
+                    // Access denied, gone since the listing: this object's
+                    // refusal, not the whole sync's.
+                    Err(e) if !e.is_transient() => return Ok(Err(Refused("unreadable", format!("the object store refused it: {e}")))),
+                    Err(e) => return Err(e.into()),
+                };
+                if bytes.len() as u64 > limit {
+                    return Ok(Err(Refused(
+                        "too_large",
+                        format!("the object is {} bytes, over the limit of {limit} (UPLOAD_MAX_BYTES)", bytes.len()),
+                    )));
+                }
                 let temp = write_temp(&bytes).map_err(|e| SourceError::List { path: key.clone(), message: e.to_string() })?;
-                let (sha256, size) = rag_blobs::hash_file(temp.path()).await?;
-                Ok(Ok(Fetched { path: temp.path().to_path_buf(), size, sha256, _temp: Some(temp) }))
+                let sha256 = hex_sha256(&bytes);
+                Ok(Ok(Fetched { path: temp.path().to_path_buf(), size: bytes.len() as u64, sha256, _temp: Some(temp) }))
             }
         }
     }
@@ -358,6 +415,50 @@ fn join_key(prefix: &str, key: &str) -> String {
     } else {
         format!("{prefix}/{key}")
     }
+}
+
+fn hex_sha256(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(bytes))
+}
+
+/// Copies the plain file at `path` to a temporary file, hashing it, at most
+/// `limit` bytes: opened without following a final symlink, and the opened
+/// file's own path (`/proc/self/fd`) must lie under `root`, so a folder
+/// swapped for a symlink after the listing cannot lead outside it.
+fn copy_plain_file(root: &std::path::Path, path: &std::path::Path, limit: u64) -> Result<(tempfile::NamedTempFile, u64, String), Refused> {
+    use sha2::Digest;
+    use std::io::{Read, Write};
+    use std::os::unix::fs::OpenOptionsExt;
+    let unreadable = |e: std::io::Error| Refused("unreadable", format!("cannot read it: {e}"));
+    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW).open(path).map_err(unreadable)?;
+    let meta = file.metadata().map_err(unreadable)?;
+    if !meta.is_file() {
+        return Err(Refused("unreadable", "not a plain file".into()));
+    }
+    use std::os::fd::AsRawFd;
+    let real = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())).map_err(unreadable)?;
+    let real_root = root.canonicalize().map_err(unreadable)?;
+    if !real.starts_with(&real_root) {
+        return Err(Refused("unreadable", "it leads outside the followed folder (a symlink is not followed)".into()));
+    }
+    let mut temp = tempfile::NamedTempFile::new().map_err(unreadable)?;
+    let mut hasher = sha2::Sha256::new();
+    let (mut size, mut buf, mut reader) = (0u64, vec![0u8; 1 << 20], file.take(limit + 1));
+    loop {
+        let n = reader.read(&mut buf).map_err(unreadable)?;
+        if n == 0 {
+            break;
+        }
+        size += n as u64;
+        if size > limit {
+            return Err(Refused("too_large", format!("the file is over the limit of {limit} bytes (UPLOAD_MAX_BYTES)")));
+        }
+        hasher.update(&buf[..n]);
+        temp.write_all(&buf[..n]).map_err(unreadable)?;
+    }
+    temp.flush().map_err(unreadable)?;
+    Ok((temp, size, hex::encode(hasher.finalize())))
 }
 
 fn write_temp(bytes: &[u8]) -> std::io::Result<tempfile::NamedTempFile> {

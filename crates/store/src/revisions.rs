@@ -1,8 +1,8 @@
 //! Retention of superseded revisions (`REVISION_RETENTION`, docs/sources.md):
 //! the text of a revision search no longer reads is kept while any answer
-//! cites it; the others' segments go some time after they were superseded
-//! (an answer being written when the document changed has time to be
-//! projected). Their upload facts stay in `document_revisions`, and opening
+//! cites it; the others' segments go some time after they were superseded,
+//! and never while the workspace has a question waiting for its answer (an
+//! answer being written, or not projected yet, may cite it). Their upload facts stay in `document_revisions`, and opening
 //! one says it is no longer kept (410).
 
 use std::time::Duration;
@@ -21,6 +21,9 @@ pub async fn prune_uncited(pool: &PgPool, after: Duration) -> Result<u64, StoreE
         "DELETE FROM segments s USING document_revisions r
          WHERE r.document_id = s.document_id AND r.revision = s.revision AND r.workspace_id = s.workspace_id
            AND r.superseded_at IS NOT NULL AND r.superseded_at < $1
+           -- An answer not projected yet may cite it: not while the
+           -- workspace has a question waiting for its answer.
+           AND NOT EXISTS (SELECT 1 FROM messages p WHERE p.workspace_id = s.workspace_id AND p.status = 'pending')
            AND NOT EXISTS (
                SELECT 1 FROM messages m, jsonb_array_elements(
                    CASE WHEN jsonb_typeof(m.metadata->'citations') = 'array' THEN m.metadata->'citations' ELSE '[]'::jsonb END) c

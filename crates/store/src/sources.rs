@@ -195,3 +195,16 @@ pub async fn observe(pool: &PgPool) -> Result<(i64, i64, i64, Option<f64>), Stor
             .await?;
     Ok((present, failed, pending, age))
 }
+
+/// Holds the source's sync lock until the returned transaction ends (it is
+/// only ever rolled back; dropped, by a sync cut short, it releases the lock
+/// too): two syncs of one source, in one process or several, run one after
+/// the other, so one change is never allocated two revisions.
+pub async fn hold_sync_lock(pool: &PgPool, source: Uuid) -> Result<sqlx::Transaction<'static, sqlx::Postgres>, StoreError> {
+    let mut tx = pool.begin().await?;
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended('rag-engine source sync ' || $1::text, 0))")
+        .bind(source)
+        .execute(&mut *tx)
+        .await?;
+    Ok(tx)
+}

@@ -5,7 +5,7 @@
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::Json;
-use rag_sources::{Location, SourceError, SyncLimits, Syncer};
+use rag_sources::{Adder, Location, SourceError, SyncLimits, Syncer};
 use serde::Deserialize;
 use uuid::Uuid;
 
@@ -40,10 +40,11 @@ pub async fn list(State(state): State<AppState>, user: AuthUser, Path(ws): Path<
     Ok(Json(SourceList { sources: rows.into_iter().map(|r| Source::from_row(r, &state)).collect() }))
 }
 
-/// Follow a folder on the server (under one the server allows,
-/// `SOURCE_FOLDER_ROOTS`) or an S3 prefix of a bucket it allows
-/// (`SOURCE_S3_BUCKETS`; read with the server's own credentials, never
-/// stored). Its files become documents at the next sync.
+/// Follow a folder on the server or an S3 prefix: only this workspace's
+/// own place among those the server allows (`{workspace}` entries of
+/// `SOURCE_FOLDER_ROOTS` and `SOURCE_S3_BUCKETS`; a bucket is read with the
+/// server's own credentials, never stored). Its files become documents at
+/// the next sync.
 #[utoipa::path(post, path = "/v1/workspaces/{ws}/sources", tag = "sources",
     params(("ws" = String, Path, description = "Workspace id")),
     request_body = NewSource,
@@ -59,8 +60,14 @@ pub async fn create(
     owned_workspace(&state, &user, &ws).await?;
     let config = state.config();
     let location = match (body.folder.as_deref(), body.s3.as_deref()) {
-        (Some(folder), None) => rag_sources::allowed_folder(std::path::Path::new(folder), &config.source_folder_roots).map_err(refused)?,
-        (None, Some(url)) => rag_sources::allowed_bucket(url, state.blobs().bucket(), &config.source_s3_buckets).map_err(refused)?,
+        (Some(folder), None) => {
+            rag_sources::allowed_folder(std::path::Path::new(folder), &config.source_folder_roots, Adder::Workspace(&ws), &ws)
+                .map_err(refused)?
+        }
+        (None, Some(url)) => {
+            rag_sources::allowed_bucket(url, state.blobs().bucket(), &config.source_s3_buckets, Adder::Workspace(&ws), &ws)
+                .map_err(refused)?
+        }
         _ => return Err(ApiError::bad_request("invalid_source", "give exactly one of `folder` (a path) and `s3` (s3://bucket/prefix)")),
     };
     if let Location::S3 { bucket, prefix } = &location {
@@ -99,6 +106,11 @@ pub async fn sync(
     let config = state.config();
     let syncer = Syncer {
         pool: state.pool().clone(),
+        places: rag_sources::SyncPlaces {
+            folder_roots: config.source_folder_roots.clone(),
+            buckets: config.source_s3_buckets.clone(),
+            own_bucket: state.blobs().bucket().to_string(),
+        },
         blobs: state.blobs().clone(),
         producer: state.producer().clone(),
         limits: SyncLimits { max_bytes: config.upload_max_bytes, workspace_max_bytes: config.workspace_max_bytes },

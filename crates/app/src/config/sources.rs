@@ -1,7 +1,5 @@
 //! Sources a workspace follows (`rag-engine sources`, `run all`).
 
-use std::path::PathBuf;
-
 use clap::Args;
 
 use super::RevisionRetentionChoice;
@@ -10,11 +8,14 @@ use super::RevisionRetentionChoice;
 #[command(next_help_heading = "Sources and revisions (environment variable, default)")]
 pub struct SourceSettings {
     /// Folders on this server that sources may follow (':'-separated absolute paths; a source's folder must lie
-    /// under one of them, its real path with symlinks resolved). Empty: no folder may be followed.
+    /// under one of them, its real path with symlinks resolved). A root holding `{workspace}` is each workspace's own
+    /// (its id put in), the only kind its users may follow through the API; the others are for the operator's CLI.
+    /// Empty: no folder may be followed.
     #[arg(long, env = "SOURCE_FOLDER_ROOTS", global = true)]
     pub source_folder_roots: Option<String>,
     /// Buckets S3 sources may follow (','-separated), read with the server's own object-store settings (S3_ENDPOINT,
-    /// S3_ACCESS_KEY, …); never S3_BUCKET itself. Empty: no bucket may be followed.
+    /// S3_ACCESS_KEY, …); never S3_BUCKET itself. `bucket/prefix/{workspace}/` is each workspace's own prefix, the
+    /// only kind its users may follow through the API; a bare bucket is for the operator's CLI. Empty: none.
     #[arg(long, env = "SOURCE_S3_BUCKETS", global = true)]
     pub source_s3_buckets: Option<String>,
     /// What stays of a document's revisions search no longer reads: `cited` keeps the text of those an answer cites
@@ -27,9 +28,10 @@ pub struct SourceSettings {
 }
 
 impl SourceSettings {
-    /// The allowed roots, empty entries dropped.
-    pub fn folder_roots(&self) -> Vec<PathBuf> {
-        self.source_folder_roots.as_deref().unwrap_or("").split(':').filter(|p| !p.trim().is_empty()).map(PathBuf::from).collect()
+    /// The allowed roots, empty entries dropped (an entry may hold
+    /// `{workspace}`: a workspace's own root).
+    pub fn folder_roots(&self) -> Vec<String> {
+        self.source_folder_roots.as_deref().unwrap_or("").split(':').map(str::trim).filter(|p| !p.is_empty()).map(str::to_string).collect()
     }
 
     /// The buckets S3 sources may follow.

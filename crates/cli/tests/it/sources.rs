@@ -154,9 +154,44 @@ async fn a_followed_folder_keeps_the_workspace_current() {
     let same: Vec<_> = t.documents().await.into_iter().filter(|r| r.metadata["source_key"] == "phu-cap.md").collect();
     assert_eq!((same.len(), d.latest_revision), (1, 1), "{same:?}");
 
+    // A sync that died after announcing a file's first revision, its
+    // checkpoint still pending: the file, changed since, is the next
+    // revision, never a second revision 1.
+    write(&folder, "chet-giua.md", "Bản sau khi sửa: làm thêm giờ được trả 150%.\n");
+    let key = "chet-giua.md";
+    let pending = rag_store::sources::SourceFileRow {
+        key: key.into(),
+        generation: 0,
+        document_id: rag_sources::plan::document_id(source.parse().unwrap(), key, 0),
+        listed_version: None,
+        size_bytes: None,
+        sha256: None,
+        revision: 0,
+        pending_sha256: Some("0".repeat(64)),
+        pending_revision: Some(1),
+        state: "present".into(),
+        failure: None,
+        failure_code: None,
+    };
+    rag_store::sources::put_file(&t.pool, source.parse().unwrap(), &pending).await.unwrap();
+    sync(&t, &source).await;
+    let d = settled_at(&t, key, 2).await;
+    assert_eq!(d.id, pending.document_id);
+
+    // A folder that lists nothing where files were seen (unmounted, say)
+    // deletes nothing: the sync stops and says why.
+    let aside = roots.path().join("aside");
+    std::fs::rename(&folder, &aside).unwrap();
+    std::fs::create_dir(&folder).unwrap();
+    let (ok, out, err) = t.run(&["sources", "sync", &source, "--once"]).await;
+    assert!(!ok && err.contains("lists no file"), "{out}{err}");
+    assert!(t.documents().await.iter().any(|d| d.metadata["source_key"] == "phu-cap.md" && d.status == DocumentStatus::Ingested));
+    std::fs::remove_dir(&folder).unwrap();
+    std::fs::rename(&aside, &folder).unwrap();
+
     // Removing the source with its documents deletes them through the log.
     let removed = run_json(&t, &["sources", "remove", &source, "-w", &ws, "--with-documents", "--json"]).await;
-    assert_eq!(removed["documents_deleted"], 2, "{removed}");
+    assert_eq!(removed["documents_deleted"], 3, "{removed}");
     wait_until("the source's documents deleted", Duration::from_secs(60), || async {
         t.documents().await.iter().all(|d| d.status == DocumentStatus::Deleted)
     })
@@ -218,12 +253,9 @@ async fn sources_over_http_add_sync_show_refusals_and_remove() {
     use crate::api_client::*;
     use reqwest::{Method, StatusCode};
     use serde_json::json;
+    // Each workspace's own folder under the root; the root itself is the operator's.
     let roots = tempfile::tempdir().unwrap();
-    let folder = roots.path().join("chung");
-    std::fs::create_dir(&folder).unwrap();
-    write(&folder, "noi-quy.md", FIRST);
-    write(&folder, "anh.bmp", "BM not supported");
-    let root = roots.path().to_str().unwrap().to_string();
+    let root = format!("{}/{{workspace}}", roots.path().display());
     let t = TestEnv::new().await.with_env(&[("SOURCE_FOLDER_ROOTS", &root)]);
     let run = TestApp::spawn(&t, &[]).await;
     let api = Api::new(run.api_port);
@@ -231,7 +263,24 @@ async fn sources_over_http_add_sync_show_refusals_and_remove() {
     let (alice, bob) = (token(&t, "alice").await, token(&t, "bob").await);
     let (_, ws) = api.post("/v1/workspaces", &alice, json!({"name": "Chung"})).await;
     let ws = ws["id"].as_str().unwrap().to_string();
+    let (_, bobs) = api.post("/v1/workspaces", &bob, json!({"name": "Riêng"})).await;
+    let bobs = bobs["id"].as_str().unwrap().to_string();
+    let folder = roots.path().join(&ws).join("chung");
+    std::fs::create_dir_all(&folder).unwrap();
+    write(&folder, "noi-quy.md", FIRST);
+    write(&folder, "anh.bmp", "BM not supported");
+    let bobs_folder = roots.path().join(&bobs);
+    std::fs::create_dir_all(&bobs_folder).unwrap();
+    write(&bobs_folder, "luong.md", "Lương của Bob là bí mật.\n");
     let base = format!("/v1/workspaces/{ws}/sources");
+
+    // Another workspace's folder, the root itself, a path that does not exist:
+    // the same refusal, naming no path of the server's.
+    for place in [bobs_folder.clone(), roots.path().to_path_buf(), std::path::PathBuf::from("/etc")] {
+        let (s, v) = api.post(&base, &alice, json!({"folder": place.to_str().unwrap()})).await;
+        assert_eq!((s, v["error"]["code"].as_str()), (StatusCode::FORBIDDEN, Some("source_not_allowed")), "{v}");
+        assert!(!v.to_string().contains(&roots.path().display().to_string()), "{v}");
+    }
 
     let outside = tempfile::tempdir().unwrap();
     let (s, v) = api.post(&base, &alice, json!({"folder": outside.path().to_str().unwrap()})).await;
@@ -343,6 +392,10 @@ async fn run_all_killed_mid_sync_ends_with_every_file_once_in_its_latest_revisio
         assert_eq!((d.status, d.revision), (DocumentStatus::Ingested, Some(d.latest_revision)), "{d:?}");
         let text: String = rag_store::raw::full_text(&t.pool, &t.workspace, d.id, None).await.unwrap().unwrap().into_iter().collect();
         assert_eq!(text.contains("đã sửa"), edited.contains(&i), "{}: {text}", name(i));
+        if !edited.contains(&i) {
+            // Announced again after the kill (the file in flight among them): the same revision, never a second.
+            assert_eq!(d.latest_revision, 1, "{}: {d:?}", name(i));
+        }
     }
     // A file edited after it was announced is its second revision; one
     // announced only after the restart, its first, with the new text.

@@ -115,6 +115,7 @@ pub async fn run(s: &Settings, args: &SourcesArgs) -> anyhow::Result<SourcesRepo
     let stages = start_stages(&s, StageName::All, &pool, &shutdown).await?;
     let syncer = rag_sources::Syncer {
         pool: pool.clone(),
+        places: rag_sources::SyncPlaces { folder_roots: Vec::new(), buckets: vec![bucket.clone()], own_bucket: s.blobs.s3_bucket.clone() },
         blobs: blobs.clone(),
         producer: rag_bus::EventProducer::new(&bus, rag_events::Codec::embedded()?, "rag-engine/bench")?,
         limits: rag_sources::SyncLimits { max_bytes: s.uploads.upload_max_bytes, workspace_max_bytes: s.uploads.workspace_max_bytes },

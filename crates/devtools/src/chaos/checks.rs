@@ -126,3 +126,38 @@ pub async fn check(
         "dead_letters": {"exactly_the_poison": dlq_exact, "redelivered_copies": dlq_duplicates, "unexpected": unexpected},
     }))
 }
+
+/// The followed folder after the faults: each file exactly one live
+/// document, ingested, whose searchable revision is its newest; the edited
+/// files' text the edited one, in their second revision; no unchanged file
+/// given a second revision.
+pub async fn sources(
+    pool: &rag_store::sqlx::PgPool,
+    workspace: &str,
+    source: uuid::Uuid,
+    files: usize,
+    edited: &[usize],
+    key: fn(usize) -> String,
+) -> anyhow::Result<serde_json::Value> {
+    let docs = rag_store::documents::list(pool, workspace).await?;
+    let mut wrong = Vec::new();
+    for i in 0..files {
+        let k = key(i);
+        let live: Vec<_> = docs.iter().filter(|d| d.metadata["source_key"] == k.as_str()).collect();
+        let [d] = live.as_slice() else {
+            wrong.push(format!("{k}: {} live documents", live.len()));
+            continue;
+        };
+        let want = if edited.contains(&i) { 2 } else { 1 };
+        if d.status != DocumentStatus::Ingested || d.revision != Some(d.latest_revision) || d.latest_revision != want {
+            wrong.push(format!("{k}: {} revision {:?} of {}, expected {want}", d.status, d.revision, d.latest_revision));
+            continue;
+        }
+        let text: String = rag_store::raw::full_text(pool, workspace, d.id, None).await?.unwrap_or_default().into_iter().collect();
+        if text.contains("đã sửa") != edited.contains(&i) {
+            wrong.push(format!("{k}: the text of the wrong revision"));
+        }
+    }
+    let pending = rag_store::sources::files(pool, source).await?.iter().filter(|f| f.pending_sha256.is_some()).count();
+    Ok(json!({"ok": wrong.is_empty() && pending == 0, "files": files, "edited": edited.len(), "wrong": wrong, "pending": pending}))
+}

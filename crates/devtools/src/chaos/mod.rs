@@ -7,7 +7,9 @@
 //! that is processed SIGKILLs or SIGTERMs a random stage process every few
 //! seconds, restarts any stage that exits (as a supervisor would), and
 //! restarts the broker, Postgres and the S3 server once each
-//! (`scripts/stack restart`). Then it waits for the pipeline to settle and
+//! (`scripts/stack restart`). The workspace also follows a folder of plain
+//! files (`rag-engine sources sync`, itself one of the processes struck),
+//! some of which change half way through. Then it waits for the pipeline to settle and
 //! counts: every document in its expected terminal state with exactly the
 //! rows its events give, every question answered once, the dead-letter
 //! topic holding exactly the poison, and `rag-engine verify` clean.
@@ -62,6 +64,9 @@ pub struct ChaosArgs {
 
 struct Plan {
     documents: usize,
+    /// Files of the followed folder, and how many of them change.
+    synced: usize,
+    edited: usize,
     questions: usize,
     poison: usize,
     fault_every: Duration,
@@ -74,6 +79,8 @@ impl Profile {
         match self {
             Profile::Short => Plan {
                 documents: 100,
+                synced: 100,
+                edited: 10,
                 questions: 10,
                 poison: 3,
                 fault_every: Duration::from_secs(3),
@@ -82,6 +89,8 @@ impl Profile {
             },
             Profile::Long => Plan {
                 documents: 1000,
+                synced: 1000,
+                edited: 50,
                 questions: 100,
                 poison: 10,
                 fault_every: Duration::from_secs(4),
@@ -92,7 +101,14 @@ impl Profile {
     }
 }
 
-const STAGES: [&str; 6] = ["parser", "parser", "chunker", "indexer", "projector", "answerer"];
+const STAGES: [&str; 7] = ["parser", "parser", "chunker", "indexer", "projector", "answerer", SOURCES];
+
+/// The member that runs `rag-engine sources sync` (every second).
+const SOURCES: &str = "sources";
+
+fn synced_key(i: usize) -> String {
+    format!("tep-{i:04}.txt")
+}
 
 struct Member {
     stage: &'static str,
@@ -111,8 +127,10 @@ struct Fleet {
 impl Fleet {
     fn spawn(&self, stage: &str, log: &PathBuf) -> anyhow::Result<Child> {
         let out = std::fs::OpenOptions::new().create(true).append(true).open(log)?;
+        // The followed folder's syncer, struck like the stages.
+        let args: [&str; 2] = if stage == SOURCES { ["sources", "sync"] } else { ["run", stage] };
         Ok(Command::new(&self.exe)
-            .args(["run", stage])
+            .args(args)
             .envs(&self.env)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -230,8 +248,18 @@ async fn run_trial(s: &Settings, args: &ChaosArgs, plan: &Plan, trial: u32) -> a
     for f in &files {
         std::fs::write(corpus_dir.join(&f.name), &f.bytes)?;
     }
+    let followed = workdir.join("followed");
+    let folder = followed.join("kho");
+    std::fs::create_dir_all(&folder)?;
+    for i in 0..plan.synced {
+        std::fs::write(folder.join(synced_key(i)), format!("Tệp số {i}: mã kho K{i}.\n"))?;
+    }
+    let edited: Vec<usize> = (0..plan.edited).map(|k| k * plan.synced.max(1) / plan.edited.max(1)).collect();
     let mut env: HashMap<String, String> = std::env::vars().collect();
+    let followed_root = followed.display().to_string();
     for (k, v) in [
+        ("SOURCE_FOLDER_ROOTS", followed_root.as_str()),
+        ("SOURCE_SYNC_INTERVAL_SECS", "1"),
         ("TOPIC_PREFIX", prefix.as_str()),
         ("DATABASE_URL", trial_database_url.as_str()),
         ("METRICS_ADDR", "127.0.0.1:0"),
@@ -275,6 +303,23 @@ async fn run_trial(s: &Settings, args: &ChaosArgs, plan: &Plan, trial: u32) -> a
         })
         .collect();
     anyhow::ensure!(expected.len() == files.len(), "only {} of {} files were uploaded", expected.len(), files.len());
+    // The followed folder: each file one document, ingested.
+    let added = Command::new(&exe)
+        .args(["sources", "add", "--workspace", &workspace, "--folder", folder.to_str().unwrap_or_default(), "--json"])
+        .envs(&env)
+        .stdin(Stdio::null())
+        .output()
+        .await?;
+    anyhow::ensure!(added.status.success(), "sources add failed: {}", String::from_utf8_lossy(&added.stderr));
+    let source: uuid::Uuid = serde_json::from_slice::<serde_json::Value>(&added.stdout)?["id"]
+        .as_str()
+        .and_then(|id| id.parse().ok())
+        .context("sources add printed no id")?;
+    let mut expected = expected;
+    for i in 0..plan.synced {
+        expected.insert(rag_sources::plan::document_id(source, &synced_key(i), 0).to_string(), corpus::Expect::Ingested);
+    }
+    let mut files_edited = false;
 
     // Faults, with questions asked along the way.
     // Seeded by the trial id (which the trial's log names); the faults'
@@ -291,6 +336,12 @@ async fn run_trial(s: &Settings, args: &ChaosArgs, plan: &Plan, trial: u32) -> a
         let due_questions = ((elapsed / 0.8).min(1.0) * plan.questions as f64) as usize;
         while questions.len() < due_questions {
             questions.push(ask(&producer, &workspace, questions.len()).await?);
+        }
+        if !files_edited && elapsed > 0.5 {
+            for &i in &edited {
+                std::fs::write(folder.join(synced_key(i)), format!("Tệp số {i} (đã sửa): mã kho mới M{i}.\n"))?;
+            }
+            files_edited = true;
         }
         let service = match restarted.len() {
             0 if elapsed > 0.25 => Some("kafka"),
@@ -327,7 +378,8 @@ async fn run_trial(s: &Settings, args: &ChaosArgs, plan: &Plan, trial: u32) -> a
         let (docs, msgs) = rag_store::audit::unfinished(&pool).await.unwrap_or((i64::MAX, i64::MAX));
         let answered = rag_store::audit::messages(&pool).await.map(|m| m.iter().filter(|(_, r, _)| r == "assistant").count()).unwrap_or(0);
         let projected = rag_store::audit::documents(&pool, None).await.map(|d| d.len()).unwrap_or(0);
-        if docs == 0 && msgs == 0 && projected >= expected.len() && answered >= questions.len() {
+        let synced = sources_settled(&pool, source, plan.synced, &edited).await;
+        if docs == 0 && msgs == 0 && projected >= expected.len() && answered >= questions.len() && synced {
             // Give late duplicates (re-deliveries after the last kill) a moment.
             tokio::time::sleep(Duration::from_secs(3)).await;
             break;
@@ -344,7 +396,8 @@ async fn run_trial(s: &Settings, args: &ChaosArgs, plan: &Plan, trial: u32) -> a
     let verify: serde_json::Value = serde_json::from_slice(&verify_out.stdout).unwrap_or(json!({"clean": false}));
     let mut report = checks::check(&pool, &bus, &expected, &questions, &poison).await?;
     report["verify_clean"] = (verify["clean"] == true && verify_out.status.success()).into();
-    let ok = report["ok"] == true && report["verify_clean"] == true;
+    report["sources"] = checks::sources(&pool, &workspace, source, plan.synced, &edited, synced_key).await?;
+    let ok = report["ok"] == true && report["verify_clean"] == true && report["sources"]["ok"] == true;
     report["ok"] = ok.into();
     report["trial"] = trial.into();
     report["counts"] = json!({"documents": expected.len(), "questions": questions.len(), "poison": poison.len()});
@@ -360,6 +413,15 @@ async fn run_trial(s: &Settings, args: &ChaosArgs, plan: &Plan, trial: u32) -> a
         pool.close().await;
     }
     Ok(report)
+}
+
+/// Whether the followed folder's checkpoint holds every file announced and
+/// confirmed, the edited ones in a second revision.
+async fn sources_settled(pool: &rag_store::sqlx::PgPool, source: uuid::Uuid, files: usize, edited: &[usize]) -> bool {
+    let Ok(rows) = rag_store::sources::files(pool, source).await else { return false };
+    let confirmed = rows.iter().filter(|f| f.revision > 0 && f.pending_sha256.is_none()).count() == files;
+    let edits_in = edited.iter().all(|&i| rows.iter().any(|f| f.key == synced_key(i) && f.revision >= 2));
+    confirmed && edits_in
 }
 
 /// Produces one QuestionAsked (as the API would); returns the assistant message id.
