@@ -259,7 +259,7 @@ async fn sync_sources(syncer: rag_sources::Syncer, every: Duration, stop: Cancel
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     // The gauges exist from the start, at zero until the first pass.
-    rag_telemetry::events::SourcesObserved { present: 0, failed: 0, pending: 0, oldest_sync_age: None }.emit();
+    rag_telemetry::events::SourcesObserved { sources: &[] }.emit();
     loop {
         tokio::select! {
             _ = stop.cancelled() => return,
@@ -287,13 +287,11 @@ async fn sync_sources(syncer: rag_sources::Syncer, every: Duration, stop: Cancel
             }
         }
         match rag_store::sources::observe(&syncer.pool).await {
-            Ok((present, failed, pending, age)) => rag_telemetry::events::SourcesObserved {
-                present,
-                failed,
-                pending,
-                oldest_sync_age: age.map(|s| Duration::from_secs_f64(s.max(0.0))),
+            Ok(observed) => {
+                let sources: Vec<_> =
+                    observed.iter().map(|o| (o.source.to_string(), o.seen, o.present, o.failed, o.pending, o.sync_age_secs)).collect();
+                rag_telemetry::events::SourcesObserved { sources: &sources }.emit();
             }
-            .emit(),
             Err(e) => tracing::warn!(error = %e, "reading what the sources have seen"),
         }
     }

@@ -176,24 +176,46 @@ pub async fn sync_ended(pool: &PgPool, id: Uuid, outcome: Result<&SyncCounts, &s
     Ok(())
 }
 
-/// Every source's files by state, for the metrics: (present, failed,
-/// announced and not confirmed), and the seconds since the least recently
-/// synced source completed a sync (since it was added, if never); None
-/// without sources.
-pub async fn observe(pool: &PgPool) -> Result<(i64, i64, i64, Option<f64>), StoreError> {
-    let (present, failed, pending): (i64, i64, i64) = sqlx::query_as(
-        "SELECT count(*) FILTER (WHERE state = 'present' AND pending_sha256 IS NULL),
-                count(*) FILTER (WHERE state = 'failed'),
-                count(*) FILTER (WHERE pending_sha256 IS NOT NULL)
-         FROM source_files",
+/// What one source has seen, for the metrics.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SourceObserved {
+    pub source: Uuid,
+    /// Files listed by its last complete sync.
+    pub seen: i64,
+    /// Files that are a document now.
+    pub present: i64,
+    /// Files refused.
+    pub failed: i64,
+    /// Files announced and not yet confirmed (a sync died, or runs now).
+    pub pending: i64,
+    /// Seconds since its last complete sync (since it was added, if never).
+    pub sync_age_secs: f64,
+}
+
+/// Every source's files by state and the age of its last complete sync.
+pub async fn observe(pool: &PgPool) -> Result<Vec<SourceObserved>, StoreError> {
+    let rows: Vec<(Uuid, i32, i64, i64, i64, f64)> = sqlx::query_as(
+        "SELECT s.id, s.files_seen,
+                count(f.key) FILTER (WHERE f.state = 'present' AND f.pending_sha256 IS NULL),
+                count(f.key) FILTER (WHERE f.state = 'failed'),
+                count(f.key) FILTER (WHERE f.pending_sha256 IS NOT NULL),
+                EXTRACT(EPOCH FROM now() - coalesce(s.sync_completed_at, s.created_at))::float8
+         FROM sources s LEFT JOIN source_files f ON f.source_id = s.id
+         GROUP BY s.id ORDER BY s.id",
     )
-    .fetch_one(pool)
+    .fetch_all(pool)
     .await?;
-    let age: Option<f64> =
-        sqlx::query_scalar("SELECT max(EXTRACT(EPOCH FROM now() - coalesce(sync_completed_at, created_at)))::float8 FROM sources")
-            .fetch_one(pool)
-            .await?;
-    Ok((present, failed, pending, age))
+    Ok(rows
+        .into_iter()
+        .map(|(source, seen, present, failed, pending, age)| SourceObserved {
+            source,
+            seen: i64::from(seen),
+            present,
+            failed,
+            pending,
+            sync_age_secs: age.max(0.0),
+        })
+        .collect())
 }
 
 /// Holds the source's sync lock until the returned transaction ends (it is

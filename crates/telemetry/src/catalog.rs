@@ -89,6 +89,10 @@ metric_table! {
     SOURCE_FILES: Gauge = "rag_source_files" ["state"] "Files the sources have seen, by state";
     /// Seconds since the source synced longest ago last went through every file (never: since it was added).
     SOURCE_SYNC_AGE: Gauge seconds(1) = "rag_source_oldest_sync_age_seconds" [] "Seconds since the least recently synced source last completed a sync";
+    /// One source's files: seen (listed by its last complete sync), present, failed, pending.
+    SOURCE_FILES_PER_SOURCE: Gauge = "rag_source_files_per_source" ["source", "state"] "One source's files by state";
+    /// Seconds since one source last completed a sync (never: since it was added).
+    SOURCE_SYNC_AGE_PER_SOURCE: Gauge seconds(1) = "rag_source_sync_age_seconds" ["source"] "Seconds since a source last completed a sync";
 }
 
 /// Tells the installed recorder the help text and unit of every metric.

@@ -374,6 +374,14 @@ async fn run_all_killed_mid_sync_ends_with_every_file_once_in_its_latest_revisio
         ingested == live && rag_store::sources::files(&t.pool, source).await.unwrap().iter().all(|f| f.pending_sha256.is_none())
     })
     .await;
+    // Observed per source: its files present and none pending, its last complete sync recent.
+    let label = format!("source=\"{source}\"");
+    wait_until("the source's metrics", Duration::from_secs(60), || async {
+        let present = all.metric_sum("rag_source_files_per_source", &[&label, "state=\"present\""]).await;
+        let pending = all.metric_sum("rag_source_files_per_source", &[&label, "state=\"pending\""]).await;
+        present == live as f64 && pending == 0.0 && all.metric_sum("rag_source_sync_age_seconds", &[&label]).await < 60.0
+    })
+    .await;
     drop(all);
 
     let docs = t.documents().await;

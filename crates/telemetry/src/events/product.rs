@@ -157,23 +157,31 @@ impl InternalEvent for HttpRequestAnswered<'_> {
     }
 }
 
-/// What the sources of the deployment have seen, and how long ago the
-/// least recently synced one completed a sync (`run all`'s sync loop).
-pub struct SourcesObserved {
-    pub present: i64,
-    pub failed: i64,
-    /// To announce in a running sync, or announced and not confirmed.
-    pub pending: i64,
-    /// None when there is no source.
-    pub oldest_sync_age: Option<Duration>,
+/// What each source of the deployment has seen (`run all`'s sync loop):
+/// per source, and summed over them for the dashboard (files by state, the
+/// oldest last complete sync).
+pub struct SourcesObserved<'a> {
+    /// (source id, seen, present, failed, pending, seconds since its last complete sync)
+    pub sources: &'a [(String, i64, i64, i64, i64, f64)],
 }
 
-impl InternalEvent for SourcesObserved {
+impl InternalEvent for SourcesObserved<'_> {
     fn emit(self) {
-        for (state, n) in [("present", self.present), ("failed", self.failed), ("pending", self.pending)] {
+        let (mut present, mut failed, mut pending, mut oldest) = (0, 0, 0, 0.0f64);
+        for (source, seen, p, f, q, age) in self.sources {
+            for (state, n) in [("seen", *seen), ("present", *p), ("failed", *f), ("pending", *q)] {
+                gauge!(names::SOURCE_FILES_PER_SOURCE, "source" => source.clone(), "state" => state).set(n as f64);
+            }
+            gauge!(names::SOURCE_SYNC_AGE_PER_SOURCE, "source" => source.clone()).set(*age);
+            present += p;
+            failed += f;
+            pending += q;
+            oldest = oldest.max(*age);
+        }
+        for (state, n) in [("present", present), ("failed", failed), ("pending", pending)] {
             gauge!(names::SOURCE_FILES, "state" => state).set(n as f64);
         }
-        gauge!(names::SOURCE_SYNC_AGE).set(self.oldest_sync_age.map_or(0.0, |d| d.as_secs_f64()));
+        gauge!(names::SOURCE_SYNC_AGE).set(oldest);
     }
 }
 
