@@ -145,19 +145,14 @@ pub async fn sources(s: &SourcesCommandSettings, command: SourcesCommand) -> any
             let Some(row) = rag_store::sources::get(&pool, &ws, source).await? else {
                 anyhow::bail!("no source {source} in workspace {ws} (`rag-engine sources list -w {workspace}`)");
             };
-            let mut deleted = 0;
-            if with_documents {
+            let deleted = if with_documents {
                 let producer = rag_bus::EventProducer::new(&s.kafka.client_bus()?, rag_events::Codec::embedded()?, "rag-engine/cli")?;
-                for id in rag_sources::sync::documents_of(&pool, row.id).await? {
-                    let event = rag_events::DocumentDeleted {
-                        envelope: rag_events::Envelope::originating(&ws, "rag-engine/cli"),
-                        document_id: id.to_string(),
-                        deleted_by: format!("source:{}", row.id),
-                    };
-                    producer.send(&event).await.context("producing DocumentDeleted (KAFKA_BROKERS)")?;
-                    deleted += 1;
-                }
-            }
+                rag_sources::sync::delete_documents(&pool, &producer, &row, "rag-engine/cli", &format!("source:{}", row.id))
+                    .await
+                    .context("producing DocumentDeleted (KAFKA_BROKERS)")?
+            } else {
+                0
+            };
             rag_store::sources::remove(&pool, &ws, row.id).await?;
             if json {
                 println!("{}", serde_json::json!({"source_id": row.id, "documents_deleted": deleted}));

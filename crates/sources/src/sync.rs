@@ -82,7 +82,7 @@ struct Fetched {
     size: u64,
     sha256: String,
     /// Holds a bucket object's temporary copy until it is stored.
-    _temp: Option<tempfile::NamedTempFile>,
+    _temp: tempfile::NamedTempFile,
 }
 
 /// Why a file is not announced: a stable code and a sentence, said on its
@@ -208,9 +208,8 @@ impl Syncer {
         // the sync that wrote it died: it counts as announced (a different
         // content now is the next revision, never the same number again; a
         // refused or removed file still deletes it).
-        let announced = seen.revision.max(seen.pending_revision.unwrap_or(0));
         let reborn;
-        let seen = if announced > 0
+        let seen = if seen.announced() > 0
             && rag_store::documents::status_of(&self.pool, seen.document_id).await? == Some(rag_store::documents::DocumentStatus::Deleted)
         {
             let generation = seen.generation + 1;
@@ -233,7 +232,7 @@ impl Syncer {
             let row = SourceFileRow {
                 listed_version: Some(listed.version.clone()),
                 size_bytes: Some(listed.size as i64),
-                revision: seen.revision.max(seen.pending_revision.unwrap_or(0)),
+                revision: seen.announced(),
                 pending_sha256: None,
                 pending_revision: None,
                 state: FAILED.into(),
@@ -267,13 +266,6 @@ impl Syncer {
         if fetched.size == 0 {
             return fail(Refused("empty", "the file is empty".into())).await;
         }
-        if fetched.size > self.limits.max_bytes {
-            return fail(Refused(
-                "too_large",
-                format!("the file is {} bytes, over the limit of {} (UPLOAD_MAX_BYTES)", fetched.size, self.limits.max_bytes),
-            ))
-            .await;
-        }
         let confirmed = |revision: i32| SourceFileRow {
             listed_version: Some(listed.version.clone()),
             size_bytes: Some(fetched.size as i64),
@@ -291,7 +283,7 @@ impl Syncer {
             sources::put_file(&self.pool, source.id, &confirmed(seen.revision)).await?;
             return Ok(Done::Same);
         }
-        let announced = seen.revision.max(seen.pending_revision.unwrap_or(0));
+        let announced = seen.announced();
         let revision = match (seen.pending_sha256.as_deref(), seen.pending_revision) {
             (Some(sha), Some(r)) if sha == fetched.sha256 => r,
             _ if announced == 0 => rag_events::FIRST_REVISION,
@@ -357,7 +349,7 @@ impl Syncer {
                 let copied = tokio::task::spawn_blocking(move || copy_plain_file(&root, &path, limit))
                     .await
                     .map_err(|e| SourceError::List { path: listed.key.clone(), message: e.to_string() })?;
-                Ok(copied.map(|(temp, size, sha256)| Fetched { path: temp.path().to_path_buf(), size, sha256, _temp: Some(temp) }))
+                Ok(copied.map(|(temp, size, sha256)| Fetched { path: temp.path().to_path_buf(), size, sha256, _temp: temp }))
             }
             Location::S3 { bucket, prefix } => {
                 let key = join_key(prefix, &listed.key);
@@ -376,7 +368,7 @@ impl Syncer {
                 }
                 let temp = write_temp(&bytes).map_err(|e| SourceError::List { path: key.clone(), message: e.to_string() })?;
                 let sha256 = hex_sha256(&bytes);
-                Ok(Ok(Fetched { path: temp.path().to_path_buf(), size: bytes.len() as u64, sha256, _temp: Some(temp) }))
+                Ok(Ok(Fetched { path: temp.path().to_path_buf(), size: bytes.len() as u64, sha256, _temp: temp }))
             }
         }
     }
@@ -384,14 +376,9 @@ impl Syncer {
     /// A file gone from the source: its document is deleted (when one was
     /// announced), and a file added again later is a new document.
     async fn remove(&self, source: &SourceRow, seen: &SourceFileRow) -> Result<Done, SourceError> {
-        if seen.revision > 0 || seen.pending_sha256.is_some() {
-            let id = plan::deleted_event_id(seen.document_id);
-            let mut envelope = Envelope::originating(&source.workspace_id, &self.producer_name);
-            envelope.event_id = id.to_string();
-            envelope.correlation_id = id.to_string();
-            let event =
-                DocumentDeleted { envelope, document_id: seen.document_id.to_string(), deleted_by: format!("source:{}", source.id) };
-            self.producer.send(&event).await?;
+        if seen.announced() > 0 {
+            let by = format!("source:{}", source.id);
+            self.producer.send(&deletion(&source.workspace_id, &self.producer_name, seen.document_id, &by)).await?;
             info!(workspace_id = %source.workspace_id, source_id = %source.id, document_id = %seen.document_id, key = %seen.key,
                   "source file removed; document deleted");
         }
@@ -407,6 +394,15 @@ impl Syncer {
         sources::put_file(&self.pool, source.id, &row).await?;
         Ok(Done::Removed)
     }
+}
+
+/// The DocumentDeleted of a source's document, with its one id.
+fn deletion(workspace_id: &str, producer_name: &str, document: Uuid, deleted_by: &str) -> DocumentDeleted {
+    let id = plan::deleted_event_id(document).to_string();
+    let mut envelope = Envelope::originating(workspace_id, producer_name);
+    envelope.event_id = id.clone();
+    envelope.correlation_id = id;
+    DocumentDeleted { envelope, document_id: document.to_string(), deleted_by: deleted_by.into() }
 }
 
 fn join_key(prefix: &str, key: &str) -> String {
@@ -469,10 +465,22 @@ fn write_temp(bytes: &[u8]) -> std::io::Result<tempfile::NamedTempFile> {
     Ok(f)
 }
 
-/// The documents a source's files are now (for `sources remove
-/// --with-documents`).
-pub async fn documents_of(pool: &PgPool, source: Uuid) -> Result<Vec<Uuid>, SourceError> {
-    Ok(sources::files(pool, source).await?.into_iter().filter(|f| f.state != REMOVED && f.revision > 0).map(|f| f.document_id).collect())
+/// Deletes the documents a source's files are now (`sources remove
+/// --with-documents`): a DocumentDeleted each, with the id a removal of the
+/// file would carry, so asking twice deletes once. How many.
+pub async fn delete_documents(
+    pool: &PgPool,
+    producer: &EventProducer,
+    source: &SourceRow,
+    producer_name: &str,
+    deleted_by: &str,
+) -> Result<usize, SourceError> {
+    let mut deleted = 0;
+    for file in sources::files(pool, source.id).await?.into_iter().filter(|f| f.state != REMOVED && f.announced() > 0) {
+        producer.send(&deletion(&source.workspace_id, producer_name, file.document_id, deleted_by)).await?;
+        deleted += 1;
+    }
+    Ok(deleted)
 }
 
 #[cfg(test)]

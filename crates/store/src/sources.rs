@@ -93,6 +93,14 @@ pub struct SourceFileRow {
     pub failure_code: Option<String>,
 }
 
+impl SourceFileRow {
+    /// The newest revision that may have reached the broker: a pending one
+    /// counts (the sync that wrote it may have died after producing it).
+    pub fn announced(&self) -> i32 {
+        self.revision.max(self.pending_revision.unwrap_or(0))
+    }
+}
+
 const FILE_COLUMNS: &str =
     "key, generation, document_id, listed_version, size_bytes, sha256, revision, pending_sha256, pending_revision, state,
     failure, failure_code";

@@ -21,6 +21,8 @@ fn refused(e: SourceError) -> ApiError {
     match e {
         SourceError::Invalid(m) => ApiError::bad_request("invalid_source", m),
         SourceError::NotAllowed(m) => ApiError::new(StatusCode::FORBIDDEN, "source_not_allowed", m),
+        SourceError::Bus(e) => e.into(),
+        SourceError::Store(e) => e.into(),
         other => ApiError::internal(other.to_string()),
     }
 }
@@ -172,18 +174,11 @@ pub async fn remove(
     if state.is_syncing(id) {
         return Err(ApiError::conflict("sync_running", "this source is being synced now; remove it once the sync ends"));
     }
-    let mut deleted = 0;
-    if q.with_documents {
-        for document in rag_sources::sync::documents_of(state.pool(), id).await.map_err(refused)? {
-            let event = rag_events::DocumentDeleted {
-                envelope: rag_events::Envelope::originating(&ws, PRODUCER),
-                document_id: document.to_string(),
-                deleted_by: user.user_id.clone(),
-            };
-            state.producer().send(&event).await?;
-            deleted += 1;
-        }
-    }
+    let deleted = if q.with_documents {
+        rag_sources::sync::delete_documents(state.pool(), state.producer(), &source, PRODUCER, &user.user_id).await.map_err(refused)?
+    } else {
+        0
+    };
     rag_store::sources::remove(state.pool(), &ws, id).await?;
     tracing::info!(workspace_id = %ws, source_id = %id, location = %source.location, documents_deleted = deleted, "source removed");
     Ok(Json(SourceRemoved { source_id: id, documents_deleted: deleted }))
