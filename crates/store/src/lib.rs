@@ -125,3 +125,8 @@ mod tests;
 pub(crate) fn index_version_sql(chunking_version: &str, revision: &str) -> String {
     format!("({chunking_version} || CASE WHEN coalesce({revision}, 1) > 1 THEN ':r' || {revision} ELSE '' END)")
 }
+
+/// SQL: the revision an index version names (`rag_model::split_index_version`).
+pub(crate) fn revision_of_index_version_sql(key: &str) -> String {
+    format!("(CASE WHEN {key} ~ ':r[0-9]+$' THEN substring({key} from ':r([0-9]+)$')::int ELSE 1 END)")
+}

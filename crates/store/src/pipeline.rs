@@ -308,14 +308,18 @@ pub async fn apply_ingested(tx: &mut Transaction<'_, Postgres>, e: &DocumentInge
     .execute(&mut **tx)
     .await?;
     // Versions after this one (a newer revision on its way, a replay in
-    // progress) stay.
+    // progress) stay. A newer revision is told by its key, not by
+    // `document_versions`: the indexer may have written its rows before its
+    // DocumentChunked is projected (seen in the chaos harness: an earlier
+    // revision's ingestion projected in between took them).
+    let row_revision = crate::revision_of_index_version_sql("t.chunking_version");
     for table in ["search_chunks", "chunk_mappings"] {
         sqlx::query(&format!(
             "DELETE FROM {table} t WHERE t.document_id = $1 AND t.workspace_id = $2 AND t.chunking_version <> $3
+               AND {row_revision} <= $5
                AND NOT EXISTS (SELECT 1 FROM document_versions v
                                WHERE v.document_id = $1 AND v.chunking_version = t.chunking_version
-                                 AND (v.revision > $5
-                                      OR (v.revision = $5 AND $4::timestamptz IS NOT NULL AND v.chunked_at > $4)))"
+                                 AND v.revision = $5 AND $4::timestamptz IS NOT NULL AND v.chunked_at > $4)"
         ))
         .bind(id)
         .bind(ws)

@@ -180,3 +180,84 @@ async fn a_status_shows_only_steps_whose_predecessors_are_projected() {
     assert_eq!(documents::status_of(&db.pool, id).await.unwrap(), Some(DocumentStatus::Ingested));
     db.drop_database().await;
 }
+
+/// Seen in the chaos harness: the indexer wrote revision 2's index rows,
+/// then revision 1's DocumentIngested was projected before revision 2's
+/// DocumentChunked. Revision 1's flip must leave revision 2's rows alone
+/// (a newer revision is told by its key), so revision 2 is searchable once
+/// its own ingestion is projected.
+#[tokio::test]
+async fn an_earlier_revisions_ingestion_never_takes_a_newer_revisions_index_rows() {
+    use rag_events::{DocumentChunked, DocumentIngested};
+    let db = super::fresh().await;
+    let up = uploaded("ws-a");
+    let id = up.document_id.clone();
+    let chunk = |revision: i32| rag_model::Chunk {
+        chunk_id: format!("chunk-r{revision}"),
+        chunk_index: 0,
+        text: format!("revision {revision}"),
+        token_count: 2,
+        page_start: 0,
+        page_end: 0,
+        segment_start_index: 0,
+        segment_end_index: 0,
+        char_start: 0,
+        char_end: 10,
+        line_start: None,
+        line_end: None,
+    };
+    let chunked = |revision: i32| DocumentChunked {
+        envelope: Envelope::caused_by(&up.envelope, &format!("chunker-{revision}"), "test@0"),
+        document_id: id.clone(),
+        chunking_profile: "default".into(),
+        chunking_version: "default@1".into(),
+        chunk_count: Some(1),
+        chunks_uri: None,
+        chunks_sha256: None,
+        instructions_found: None,
+        failure: None,
+        revision,
+    };
+    let ingested = |revision: i32| DocumentIngested {
+        envelope: Envelope::caused_by(&up.envelope, &format!("indexer-{revision}"), "test@0"),
+        document_id: id.clone(),
+        chunking_version: "default@1".into(),
+        embedding_model: None,
+        embedding_dimension: None,
+        chunk_count: 1,
+        failure: None,
+        revision,
+    };
+    let mut tx = db.pool.begin().await.unwrap();
+    documents::apply_uploaded(&mut tx, &up).await.unwrap();
+    crate::pipeline::apply_chunked(&mut tx, &chunked(1), &[chunk(1)]).await.unwrap();
+    tx.commit().await.unwrap();
+    for revision in [1, 2] {
+        let c = chunk(revision);
+        let indexed = [crate::pipeline::IndexedChunk { chunk: &c, terms: Default::default(), term_count: 0, embedding: None }];
+        let key = rag_model::index_version("default@1", revision);
+        let mut tx = db.pool.begin().await.unwrap();
+        crate::pipeline::replace_index(&mut tx, "ws-a", &id, &key, None, &indexed, chrono::Utc::now()).await.unwrap();
+        tx.commit().await.unwrap();
+    }
+    // Revision 1's ingestion, before anything of revision 2 is projected.
+    let mut tx = db.pool.begin().await.unwrap();
+    crate::pipeline::apply_ingested(&mut tx, &ingested(1)).await.unwrap();
+    tx.commit().await.unwrap();
+    let rows = |key: &'static str| {
+        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM search_chunks WHERE document_id = $1::uuid AND chunking_version = $2")
+            .bind(id.clone())
+            .bind(key)
+            .fetch_one(&db.pool)
+    };
+    assert_eq!(rows("default@1:r2").await.unwrap(), 1, "revision 2's index rows stay");
+    let mut up2 = up.clone();
+    up2.revision = 2;
+    let mut tx = db.pool.begin().await.unwrap();
+    documents::apply_uploaded(&mut tx, &up2).await.unwrap();
+    crate::pipeline::apply_chunked(&mut tx, &chunked(2), &[chunk(2)]).await.unwrap();
+    crate::pipeline::apply_ingested(&mut tx, &ingested(2)).await.unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!((rows("default@1").await.unwrap(), rows("default@1:r2").await.unwrap()), (0, 1), "revision 2 searchable, revision 1 gone");
+    db.drop_database().await;
+}
