@@ -19,6 +19,8 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
+use rag_telemetry::events::HttpInFlight;
+use rag_telemetry::InternalEvent;
 
 use crate::error::ApiError;
 use crate::AppState;
@@ -81,7 +83,7 @@ impl Limits {
         let requests = RateLimiter::keyed(quota(Duration::from_secs(1), config.requests_per_sec, config.request_burst));
         // A minute's questions may come at once, then one per 60/n seconds.
         let questions = RateLimiter::keyed(quota(Duration::from_secs(60), config.questions_per_minute, config.questions_per_minute));
-        Limits { config, requests, questions, streams: Slots::default(), uploads: Slots::default() }
+        Limits { config, requests, questions, streams: Slots::new("stream"), uploads: Slots::new("upload") }
     }
 
     fn check(limiter: &Keyed, key: &str, code: &'static str, what: &str) -> Result<(), RateLimited> {
@@ -115,18 +117,28 @@ impl Limits {
     }
 }
 
-/// Counters of things held at once, per user.
-#[derive(Default, Clone)]
-struct Slots(Arc<Mutex<HashMap<String, usize>>>);
+/// Counters of things held at once, per user; their total is exported
+/// (`rag_http_in_flight{kind}`), so that a stream a client dropped and the
+/// server never released shows.
+#[derive(Clone)]
+struct Slots {
+    held: Arc<Mutex<HashMap<String, usize>>>,
+    kind: &'static str,
+}
 
 impl Slots {
+    fn new(kind: &'static str) -> Slots {
+        Slots { held: Arc::default(), kind }
+    }
+
     fn take(&self, user: &str, max: usize, code: &'static str, what: &str) -> Result<SlotGuard, RateLimited> {
-        let mut held = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
         let n = held.entry(user.to_string()).or_insert(0);
         if *n >= max.max(1) {
             return Err(RateLimited { code, message: format!("too many {what} (at most {max})"), retry_after: Duration::from_secs(5) });
         }
         *n += 1;
+        HttpInFlight { kind: self.kind, count: held.values().sum() }.emit();
         Ok(SlotGuard { slots: self.clone(), user: user.to_string() })
     }
 }
@@ -139,13 +151,14 @@ pub struct SlotGuard {
 
 impl Drop for SlotGuard {
     fn drop(&mut self) {
-        let mut held = self.slots.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut held = self.slots.held.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(n) = held.get_mut(&self.user) {
             *n = n.saturating_sub(1);
             if *n == 0 {
                 held.remove(&self.user);
             }
         }
+        HttpInFlight { kind: self.slots.kind, count: held.values().sum() }.emit();
     }
 }
 

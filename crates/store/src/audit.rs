@@ -71,6 +71,24 @@ pub async fn documents(pool: &PgPool, workspace: Option<&str>) -> Result<Vec<Doc
     .await?)
 }
 
+/// Rows of every version and revision left behind by deleted documents:
+/// (document, search rows, chunk mappings, segments), for those that have
+/// any. A deletion purges them all (`documents::purge`).
+pub async fn left_by_deleted(pool: &PgPool) -> Result<Vec<(Uuid, i64, i64, i64)>, StoreError> {
+    Ok(sqlx::query_as(
+        "SELECT d.id,
+                (SELECT count(*) FROM search_chunks c WHERE c.document_id = d.id),
+                (SELECT count(*) FROM chunk_mappings m WHERE m.document_id = d.id),
+                (SELECT count(*) FROM segments s WHERE s.document_id = d.id)
+         FROM documents d WHERE d.status = 'deleted'",
+    )
+    .fetch_all(pool)
+    .await?
+    .into_iter()
+    .filter(|(_, c, m, s): &(Uuid, i64, i64, i64)| c + m + s > 0)
+    .collect())
+}
+
 /// Every message: (id, role, status).
 pub async fn messages(pool: &PgPool) -> Result<Vec<(Uuid, String, MessageStatus)>, StoreError> {
     let rows: Vec<(Uuid, String, String)> = sqlx::query_as("SELECT id, role, status FROM messages").fetch_all(pool).await?;

@@ -81,6 +81,8 @@ metric_table! {
     HTTP_REQUESTS: Counter = "rag_http_requests_total" ["method", "route", "status"] "HTTP requests the API answered";
     /// Time to answer an HTTP request (SSE: to open the stream).
     HTTP_SECONDS: Histogram seconds(1) = "rag_http_request_seconds" ["method", "route"] "Time to answer an HTTP request";
+    /// What the API holds open at once: kind is stream (event streams, streamed chat completions) or upload (uploads being stored).
+    HTTP_IN_FLIGHT: Gauge = "rag_http_in_flight" ["kind"] "Event streams open and uploads being stored by the API";
     /// Catching a workspace's in-memory search index up with Postgres; kind is full or changes.
     SEARCH_INDEX_REFRESH_SECONDS: Histogram seconds(1) = "rag_search_index_refresh_seconds" ["kind"] "Catching an in-memory search index up with the read models";
     /// What the in-memory search indexes of this process hold, in postings (a vector component counts a third).

@@ -14,6 +14,14 @@ use rag_store::messages::MessageStatus;
 
 use super::corpus::Expect;
 
+/// Whether the trial knows every question it asked, or only those whose
+/// request was answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QuestionsKnown {
+    All,
+    Some,
+}
+
 #[derive(Default)]
 struct Tally {
     lost: Vec<String>,
@@ -29,6 +37,7 @@ pub async fn check(
     bus: &BusConfig,
     expected: &HashMap<String, Expect>,
     questions: &[String],
+    questions_known: QuestionsKnown,
     poison: &[(i32, i64)],
 ) -> anyhow::Result<serde_json::Value> {
     let mut t = Tally::default();
@@ -42,6 +51,7 @@ pub async fn check(
         let want = match expect {
             Expect::Ingested => DocumentStatus::Ingested,
             Expect::Failed => DocumentStatus::Failed,
+            Expect::Deleted => DocumentStatus::Deleted,
         };
         match a.status {
             s if s.in_progress() => t.stuck.push(format!("{id} ({s})")),
@@ -54,11 +64,16 @@ pub async fn check(
                     }
                 }
             }
+
             _ => {}
         }
     }
     for id in audits.keys().filter(|id| !expected.contains_key(*id)) {
         t.doubled.push(format!("{id}: a document nobody uploaded"));
+    }
+    // A deleted document leaves no row behind, in any version or revision.
+    for (id, search, mappings, segments) in rag_store::audit::left_by_deleted(pool).await? {
+        t.doubled.push(format!("{id}: deleted, still {search} search rows, {mappings} chunk mappings, {segments} segments"));
     }
 
     let messages = rag_store::audit::messages(pool).await?;
@@ -74,7 +89,15 @@ pub async fn check(
             Some(_) => {}
         }
     }
-    let questions_doubled = (assistant.len() + users).saturating_sub(2 * questions.len());
+    let questions_doubled = match questions_known {
+        // Every question the trial asked is known: any other row is extra.
+        QuestionsKnown::All => (assistant.len() + users).saturating_sub(2 * questions.len()),
+        // Some questions reached the log although their request failed (the
+        // soak's doors): each question still has one user message and one
+        // answer.
+        QuestionsKnown::Some => users.abs_diff(assistant.len()),
+    };
+    let questions_failed = assistant.values().filter(|s| **s == MessageStatus::Failed).count();
 
     // Dead letters: exactly the poison, from each stage that reads uploads.
     let uploads = bus.topics.of(EventType::DocumentUploaded);
@@ -122,7 +145,7 @@ pub async fn check(
         "stuck": t.stuck.len() + questions_stuck,
         "documents": {"lost": sample(&t.lost), "stuck": sample(&t.stuck), "wrong_state": sample(&t.wrong_state),
             "doubled": sample(&t.doubled), "missing_rows": sample(&t.missing_rows)},
-        "questions": {"lost": questions_lost, "stuck": questions_stuck, "doubled": questions_doubled},
+        "questions": {"lost": questions_lost, "stuck": questions_stuck, "doubled": questions_doubled, "failed": questions_failed},
         "dead_letters": {"exactly_the_poison": dlq_exact, "redelivered_copies": dlq_duplicates, "unexpected": unexpected},
     }))
 }

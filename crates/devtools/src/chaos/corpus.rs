@@ -9,6 +9,8 @@ use std::io::Write;
 pub enum Expect {
     Ingested,
     Failed,
+    /// Deleted by its user (the soak): its rows purged from search.
+    Deleted,
 }
 
 pub struct CorpusFile {

@@ -19,6 +19,7 @@
 
 mod checks;
 pub mod corpus;
+pub mod soak;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -41,13 +42,16 @@ pub enum Profile {
     Short,
     /// 1,000 documents and 100 questions, a fault every 4 s for 180 s.
     Long,
+    /// `--minutes` of steady use through every door of `run all`, faults on
+    /// a schedule, figures sampled over time (`soak`).
+    Soak,
 }
 
 #[derive(Args, Debug)]
 pub struct ChaosArgs {
     #[arg(long, value_enum, default_value = "short")]
     profile: Profile,
-    /// Independent trials, each on a fresh database and topics.
+    /// Independent trials, each on a fresh database and topics (short and long profiles).
     #[arg(long, default_value_t = 1)]
     trials: u32,
     /// The local stack script whose `restart kafka|postgres|s3` restarts the services.
@@ -60,6 +64,15 @@ pub struct ChaosArgs {
     /// closing count of clean trials also goes to stderr.
     #[arg(long)]
     json: bool,
+    /// The soak's length in minutes (`--profile soak` only; 30 or more is also judged on growth and drift).
+    #[arg(long, default_value_t = 60)]
+    minutes: u64,
+    /// Where the soak writes soak.json and soak.html.
+    #[arg(long, default_value = "target/soak")]
+    report: PathBuf,
+    /// Only draw soak.html again from an earlier soak's soak.json (beside it).
+    #[arg(long)]
+    redraw: Option<PathBuf>,
 }
 
 struct Plan {
@@ -75,8 +88,9 @@ struct Plan {
 }
 
 impl Profile {
-    fn plan(self) -> Plan {
-        match self {
+    /// A trial's plan; the soak has its own schedule.
+    fn plan(self) -> Option<Plan> {
+        Some(match self {
             Profile::Short => Plan {
                 documents: 100,
                 synced: 100,
@@ -97,7 +111,8 @@ impl Profile {
                 faults_for: Duration::from_secs(180),
                 settle: Duration::from_secs(900),
             },
-        }
+            Profile::Soak => return None,
+        })
     }
 }
 
@@ -192,7 +207,7 @@ impl Fleet {
 }
 
 pub async fn chaos(s: &Settings, args: ChaosArgs) -> anyhow::Result<ExitCode> {
-    let plan = args.profile.plan();
+    let Some(plan) = args.profile.plan() else { return soak::run(s, &args).await };
     let mut trials = Vec::new();
     for trial in 1..=args.trials {
         // Progress goes to stderr also with --json (stdout carries only the
@@ -255,20 +270,7 @@ async fn run_trial(s: &Settings, args: &ChaosArgs, plan: &Plan, trial: u32) -> a
         std::fs::write(folder.join(synced_key(i)), format!("Tệp số {i}: mã kho K{i}.\n"))?;
     }
     let edited: Vec<usize> = (0..plan.edited).map(|k| k * plan.synced.max(1) / plan.edited.max(1)).collect();
-    let mut env: HashMap<String, String> = std::env::vars().collect();
-    let followed_root = followed.display().to_string();
-    for (k, v) in [
-        ("SOURCE_FOLDER_ROOTS", followed_root.as_str()),
-        ("SOURCE_SYNC_INTERVAL_SECS", "1"),
-        ("TOPIC_PREFIX", prefix.as_str()),
-        ("DATABASE_URL", trial_database_url.as_str()),
-        ("METRICS_ADDR", "127.0.0.1:0"),
-        ("KAFKA_SESSION_TIMEOUT_MS", "6000"),
-        ("DATABASE_MAX_CONNECTIONS", "4"),
-        ("RUST_LOG", "info,rdkafka=warn,sqlx=warn"),
-    ] {
-        env.insert(k.to_string(), v.to_string());
-    }
+    let env = member_env(&prefix, &trial_database_url, &followed, 1);
     let exe = crate::engine_exe()?;
     let members =
         STAGES.iter().enumerate().map(|(i, stage)| Member { stage, child: None, log: workdir.join(format!("{stage}-{i}.log")) }).collect();
@@ -276,14 +278,8 @@ async fn run_trial(s: &Settings, args: &ChaosArgs, plan: &Plan, trial: u32) -> a
     fleet.start_all()?;
 
     // Poison first: undecodable records on the uploads topic.
-    let codec = Codec::embedded()?;
-    let producer = EventProducer::new(&bus, codec, "rag-engine/chaos")?;
-    let uploads_topic = bus.topics.of(EventType::DocumentUploaded);
-    let mut poison = Vec::new();
-    for i in 0..plan.poison {
-        let d = producer.send_raw(&uploads_topic, Some(format!("poison-{i}").as_bytes()), b"\x00not avro at all", &[]).await?;
-        poison.push((d.partition, d.offset));
-    }
+    let producer = EventProducer::new(&bus, Codec::embedded()?, "rag-engine/chaos")?;
+    let poison = produce_poison(&bus, &producer, plan.poison).await?;
     // The corpus, through the ordinary upload command.
     let workspace = format!("chaos-{}", &id[..8]);
     let upload = Command::new(&exe)
@@ -394,7 +390,7 @@ async fn run_trial(s: &Settings, args: &ChaosArgs, plan: &Plan, trial: u32) -> a
     fleet.stop_all().await;
 
     let verify: serde_json::Value = serde_json::from_slice(&verify_out.stdout).unwrap_or(json!({"clean": false}));
-    let mut report = checks::check(&pool, &bus, &expected, &questions, &poison).await?;
+    let mut report = checks::check(&pool, &bus, &expected, &questions, checks::QuestionsKnown::All, &poison).await?;
     report["verify_clean"] = (verify["clean"] == true && verify_out.status.success()).into();
     report["sources"] = checks::sources(&pool, &workspace, source, plan.synced, &edited, synced_key).await?;
     let ok = report["ok"] == true && report["verify_clean"] == true && report["sources"]["ok"] == true;
@@ -422,6 +418,39 @@ async fn sources_settled(pool: &rag_store::sqlx::PgPool, source: uuid::Uuid, fil
     let confirmed = rows.iter().filter(|f| f.revision > 0 && f.pending_sha256.is_none()).count() == files;
     let edits_in = edited.iter().all(|&i| rows.iter().any(|f| f.key == synced_key(i) && f.revision >= 2));
     confirmed && edits_in
+}
+
+/// The environment of a run's processes: this one's, with the run's topic
+/// prefix and database, a folder root to follow (synced every `sync_secs`),
+/// a session timeout short enough that a killed member's partitions move on
+/// quickly, and small pools (many processes share one Postgres).
+fn member_env(prefix: &str, database_url: &str, followed_root: &std::path::Path, sync_secs: u32) -> HashMap<String, String> {
+    let mut env: HashMap<String, String> = std::env::vars().collect();
+    for (k, v) in [
+        ("SOURCE_FOLDER_ROOTS", followed_root.display().to_string()),
+        ("SOURCE_SYNC_INTERVAL_SECS", sync_secs.to_string()),
+        ("TOPIC_PREFIX", prefix.to_string()),
+        ("DATABASE_URL", database_url.to_string()),
+        ("METRICS_ADDR", "127.0.0.1:0".into()),
+        ("KAFKA_SESSION_TIMEOUT_MS", "6000".into()),
+        ("DATABASE_MAX_CONNECTIONS", "4".into()),
+        ("RUST_LOG", "info,rdkafka=warn,sqlx=warn".into()),
+    ] {
+        env.insert(k.to_string(), v);
+    }
+    env
+}
+
+/// `n` undecodable records on the uploads topic: the dead letters a run
+/// expects, and the only ones. Their places (partition, offset).
+async fn produce_poison(bus: &rag_bus::BusConfig, producer: &EventProducer, n: usize) -> anyhow::Result<Vec<(i32, i64)>> {
+    let uploads_topic = bus.topics.of(EventType::DocumentUploaded);
+    let mut poison = Vec::new();
+    for i in 0..n {
+        let d = producer.send_raw(&uploads_topic, Some(format!("poison-{i}").as_bytes()), b"\x00not avro at all", &[]).await?;
+        poison.push((d.partition, d.offset));
+    }
+    Ok(poison)
 }
 
 /// Produces one QuestionAsked (as the API would); returns the assistant message id.

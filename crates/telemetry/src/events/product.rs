@@ -157,6 +157,20 @@ impl InternalEvent for HttpRequestAnswered<'_> {
     }
 }
 
+/// How many event streams (or uploads) the API holds open at once: a soak
+/// run checks that every stream a client dropped is released.
+pub struct HttpInFlight {
+    /// "stream" or "upload".
+    pub kind: &'static str,
+    pub count: usize,
+}
+
+impl InternalEvent for HttpInFlight {
+    fn emit(self) {
+        gauge!(names::HTTP_IN_FLIGHT, KIND => self.kind).set(self.count as f64);
+    }
+}
+
 /// What each source of the deployment has seen (`run all`'s sync loop):
 /// per source, and summed over them for the dashboard (files by state, the
 /// oldest last complete sync).

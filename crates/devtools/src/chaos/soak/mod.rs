@@ -1,0 +1,785 @@
+//! `rag-dev chaos --profile soak --minutes N`: hours of ordinary use with
+//! faults on a schedule, through every door of a running `rag-engine run
+//! all`, with its figures sampled over time and the invariants checked at
+//! the end (docs/operations.md, "Soak").
+//!
+//! The run has its own database and topics. `run all` serves the API and
+//! runs every stage; beside it one more process of each stage joins the
+//! same consumer groups and is killed on a schedule (the supervisor starts
+//! it again), and the broker, Postgres and the object store are restarted
+//! in turn. `run all` itself is never struck: its memory, descriptors and
+//! latencies over the run are what the soak measures. The answer model is
+//! [`fake_llm`], so the run measures the service, not a model on two cores.
+
+pub mod doors;
+pub mod fake_llm;
+pub mod figures;
+pub mod report;
+
+/// The hostile inputs, spreadsheets and slide decks of the integration
+/// tests, generated small (the files `rag-engine`'s tests include by path).
+#[path = "../../../../docparse/src/tests/hostile_inputs.rs"]
+mod hostile_inputs;
+#[path = "../../../../docparse/src/tests/sheet_inputs.rs"]
+mod sheet_inputs;
+#[path = "../../../../docparse/src/tests/slide_inputs.rs"]
+mod slide_inputs;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{ExitCode, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use rag_app::config::Settings;
+use rag_bus::EventProducer;
+use rag_events::Codec;
+use secrecy::ExposeSecret;
+use serde_json::json;
+use tokio::process::{Child, Command};
+
+use super::checks::QuestionsKnown;
+use super::corpus::{self, Expect};
+use super::{ChaosArgs, Fleet, Member};
+use doors::{Doors, Reading};
+use report::{Fault, Sample, Windows};
+
+/// `run all`'s Postgres application name.
+const RUN_ALL_APPLICATION: &str = "rag-soak-run-all";
+
+/// The stage processes struck beside `run all`.
+const STRUCK: [&str; 5] = ["parser", "chunker", "indexer", "projector", "answerer"];
+
+/// The steady load and the fault schedule, scaled to the run's length.
+struct Schedule {
+    length: Duration,
+    sample_every: Duration,
+    upload_every: Duration,
+    /// Uploaded documents kept; past it the oldest is deleted.
+    live_uploads: usize,
+    /// Every how many uploads a hostile one comes.
+    hostile_every: usize,
+    question_every: Duration,
+    chat_every: Duration,
+    mcp_every: Duration,
+    key_every: Duration,
+    folder_every: Duration,
+    strike_every: Duration,
+    /// The broker, Postgres and the object store restarted in turn.
+    restart_every: Duration,
+    /// When the re-chunking replay starts, as a share of the run.
+    replay_at: f64,
+}
+
+impl Schedule {
+    fn of(minutes: u64) -> Schedule {
+        let length = Duration::from_secs(minutes.max(1) * 60);
+        Schedule {
+            length,
+            sample_every: if minutes >= 30 { Duration::from_secs(60) } else { Duration::from_secs(15) },
+            upload_every: Duration::from_secs(10),
+            // A short run deletes and meets every hostile file too.
+            live_uploads: if minutes >= 30 { 40 } else { 12 },
+            hostile_every: if minutes >= 30 { 25 } else { 7 },
+            question_every: Duration::from_secs(6),
+            chat_every: Duration::from_secs(10),
+            mcp_every: Duration::from_secs(5),
+            key_every: if minutes >= 30 { Duration::from_secs(300) } else { Duration::from_secs(90) },
+            folder_every: Duration::from_secs(30),
+            strike_every: Duration::from_secs(30),
+            // An hour: every 10 minutes from minute 5; a short run: each
+            // service once (five minutes: at 50, 150 and 250 s).
+            restart_every: if minutes >= 30 { Duration::from_secs(600) } else { length / 3 },
+            replay_at: 0.4,
+        }
+    }
+}
+
+const QUESTIONS: [&str; 6] = [
+    "Doanh thu thay đổi bao nhiêu?",
+    "Chi phí vận chuyển thay đổi thế nào?",
+    "Cổ tức quý 2 ra sao?",
+    "Badge office thay đổi bao nhiêu phần trăm?",
+    "Parking level thay đổi trong quý nào?",
+    "Expense reports thay đổi bao nhiêu?",
+];
+const FOLLOW_UPS: [&str; 3] = ["Còn quý 3 thì sao?", "Còn chi phí vận chuyển thì sao?", "Còn cổ tức thì sao?"];
+
+/// Among the uploads, now and then one of these: a deflate bomb in a PDF, a
+/// DOCX whose entry lies about its size (both fail with their reason), a
+/// deeply nested HTML page (read), an empty file (refused at the door).
+fn hostile_files() -> Vec<(corpus::CorpusFile, Option<&'static str>)> {
+    let file = |name: &str, bytes: Vec<u8>, expect| corpus::CorpusFile { name: name.to_string(), bytes, expect };
+    vec![
+        (file("bomb.pdf", hostile_inputs::flate_bomb_pdf(300 << 20), Expect::Failed), Some("decompression_bomb")),
+        (file("lie.docx", hostile_inputs::lying_docx(64 << 20), Expect::Failed), Some("decompression_bomb")),
+        (file("nested.html", hostile_inputs::nested_html(200_000), Expect::Ingested), None),
+        (file("empty.txt", Vec::new(), Expect::Failed), None),
+    ]
+}
+
+/// The chaos corpus (text, Markdown, HTML, DOCX, Document AI JSON, PDF) with
+/// one file in four replaced by a spreadsheet or a slide deck in turn (the
+/// second of each four: the corrupt PDFs, every twentieth, stay):
+/// XLSX, ODS, XLS, CSV, PPTX, ODP.
+fn more_formats(mut files: Vec<corpus::CorpusFile>) -> Vec<corpus::CorpusFile> {
+    use sheet_inputs::Value as Cell;
+    let rows = |i: usize| {
+        let mut rows = sheet_inputs::finance_rows();
+        rows.push(vec![Cell::Text("Kỳ"), Cell::Number(i as f64), Cell::Empty, Cell::Empty, Cell::Empty]);
+        rows
+    };
+    for (k, f) in files.iter_mut().enumerate().filter(|(k, _)| k % 4 == 1) {
+        let i = k / 4;
+        let title = format!("Báo cáo số {i}");
+        let deck = || {
+            vec![slide_inputs::Slide {
+                shapes: vec![
+                    slide_inputs::Shape::Title(&title),
+                    slide_inputs::Shape::Body(vec!["Doanh thu tăng 12,6% so với năm trước.", "Chi phí vận chuyển giảm."]),
+                ],
+                notes: vec!["Số liệu đã kiểm toán."],
+            }]
+        };
+        let (ext, bytes) = match i % 6 {
+            0 => ("xlsx", sheet_inputs::xlsx(&[("Tài chính", rows(i))])),
+            1 => ("ods", sheet_inputs::ods(&[("Tài chính", rows(i))])),
+            2 => ("xls", sheet_inputs::xls(&[("Tài chính", rows(i))])),
+            3 => ("csv", sheet_inputs::long_csv(20 + i % 30)),
+            4 => ("pptx", slide_inputs::pptx(&deck())),
+            _ => ("odp", slide_inputs::odp(&deck())),
+        };
+        *f = corpus::CorpusFile { name: format!("bang-{k:05}.{ext}"), bytes, expect: Expect::Ingested };
+    }
+    files
+}
+
+/// A hostile upload the API accepted: its document, its file name, and the
+/// failure code it must end with (None: it must be read).
+type HostileUpload = (String, String, Option<&'static str>);
+
+fn free_port() -> anyhow::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// The followed folder's files: new names only (a removed name never comes
+/// back), so each file is one document.
+struct Folder {
+    dir: PathBuf,
+    next: usize,
+    present: std::collections::VecDeque<String>,
+    edits: usize,
+}
+
+impl Folder {
+    fn write(&self, name: &str, text: &str) -> std::io::Result<()> {
+        std::fs::write(self.dir.join(name), text)
+    }
+    fn add(&mut self) -> std::io::Result<()> {
+        let name = format!("ghi-chu-{:05}.txt", self.next);
+        self.write(&name, &format!("Ghi chú số {}: kho K{} mở cửa lúc {} giờ.\n", self.next, self.next, 7 + self.next % 3))?;
+        self.present.push_back(name);
+        self.next += 1;
+        Ok(())
+    }
+    /// One change: a file edited, one added, the oldest removed.
+    fn churn(&mut self) -> std::io::Result<()> {
+        self.edits += 1;
+        if let Some(name) = self.present.get(self.edits % self.present.len().max(1)).cloned() {
+            self.write(&name, &format!("{name} (sửa lần {}): kho mở cửa lúc {} giờ.\n", self.edits, 8 + self.edits % 3))?;
+        }
+        self.add()?;
+        if self.present.len() > 12 {
+            if let Some(old) = self.present.pop_front() {
+                std::fs::remove_file(self.dir.join(old))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `run all`, supervised apart from the struck members.
+struct Server {
+    exe: PathBuf,
+    env: HashMap<String, String>,
+    log: PathBuf,
+    child: Option<Child>,
+    restarts: u32,
+}
+
+impl Server {
+    fn start(&mut self) -> anyhow::Result<()> {
+        let out = std::fs::OpenOptions::new().create(true).append(true).open(&self.log)?;
+        self.child = Some(
+            Command::new(&self.exe)
+                .args(["run", "all"])
+                .envs(&self.env)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(out)
+                .kill_on_drop(true)
+                .spawn()?,
+        );
+        Ok(())
+    }
+    fn supervise(&mut self) -> anyhow::Result<()> {
+        let exited = match self.child.as_mut() {
+            None => true,
+            Some(c) => c.try_wait()?.is_some(),
+        };
+        if exited {
+            self.restarts += 1;
+            self.start()?;
+        }
+        Ok(())
+    }
+    fn pid(&self) -> Option<u32> {
+        self.child.as_ref().and_then(Child::id)
+    }
+}
+
+async fn wait_ready(http: &reqwest::Client, base: &str, within: Duration) -> anyhow::Result<()> {
+    let started = Instant::now();
+    loop {
+        if matches!(http.get(format!("{base}/readyz")).send().await, Ok(r) if r.status().is_success()) {
+            return Ok(());
+        }
+        anyhow::ensure!(started.elapsed() < within, "run all's API did not become ready within {within:?}");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+async fn output(exe: &Path, env: &HashMap<String, String>, args: &[&str]) -> anyhow::Result<serde_json::Value> {
+    let out = Command::new(exe).args(args).envs(env).stdin(Stdio::null()).output().await?;
+    anyhow::ensure!(out.status.success(), "rag-engine {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    Ok(serde_json::from_str(text.trim()).unwrap_or(serde_json::Value::String(text.trim().to_string())))
+}
+
+/// Draws `soak.html` again beside an earlier run's `soak.json`, its
+/// verdicts judged again from the samples and requests it holds (as this
+/// version judges them).
+pub fn redraw(json: &Path) -> anyhow::Result<ExitCode> {
+    let mut data: report::RunData =
+        serde_json::from_slice(&std::fs::read(json).with_context(|| format!("reading {}", json.display()))?).context("not a soak.json")?;
+    let load = data.summary["seconds"]["load"].as_f64().unwrap_or(0.0);
+    data.summary["verdicts"] = serde_json::to_value(report::judge(&data.samples, &data.requests, &data.faults, Windows::of(load)))?;
+    let page = json.with_file_name("soak.html");
+    std::fs::write(&page, data.html())?;
+    eprintln!("[soak] drew {}", page.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+pub async fn run(s: &Settings, args: &ChaosArgs) -> anyhow::Result<ExitCode> {
+    if let Some(json) = &args.redraw {
+        return redraw(json);
+    }
+    let plan = Schedule::of(args.minutes);
+    let started = Instant::now();
+    let id = uuid::Uuid::new_v4().simple().to_string();
+    let prefix = format!("soak{}.", &id[..10]);
+    let run_db = rag_store::testing::TestDatabase::create_named(s.database.database_url.expose_secret(), "soak")
+        .await
+        .context("creating the run's database (DATABASE_URL)")?;
+    let pool = run_db.pool.clone();
+    let mut ts = s.clone();
+    ts.kafka.topic_prefix = prefix.clone();
+    ts.database.database_url = run_db.url.clone().into();
+    let bus = ts.bus();
+    rag_bus::admin::ensure_topics(&bus).await.context("creating the run's topics")?;
+
+    let workdir = std::env::temp_dir().join(format!("rag-soak-{id}"));
+    let followed = workdir.join("followed");
+    let mut folder = Folder { dir: followed.join("ghi-chu"), next: 0, present: Default::default(), edits: 0 };
+    std::fs::create_dir_all(&folder.dir)?;
+    for _ in 0..8 {
+        folder.add()?;
+    }
+    let llm = fake_llm::FakeLlm::start(Duration::from_millis(25)).await?;
+    let (api_port, metrics_port) = (free_port()?, free_port()?);
+    let mut env = super::member_env(&prefix, &run_db.url, &followed, 10);
+    for (k, v) in [
+        ("ANSWER_LLM_BASE_URL", llm.base_url.as_str()),
+        ("ANSWER_LLM_MODEL", "soak-llm"),
+        ("ANSWER_LLM_API_KEY", "soak"),
+        // One user asks through every door: about 22 questions a minute.
+        ("API_QUESTIONS_PER_MINUTE", "60"),
+    ] {
+        env.insert(k.to_string(), v.to_string());
+    }
+    let api_addr = format!("127.0.0.1:{api_port}");
+    let metrics_addr = format!("127.0.0.1:{metrics_port}");
+    let exe = crate::engine_exe()?;
+    let mut server_env = env.clone();
+    server_env.insert("API_ADDR".into(), api_addr.clone());
+    server_env.insert("METRICS_ADDR".into(), metrics_addr.clone());
+    server_env.insert("DATABASE_MAX_CONNECTIONS".into(), "10".into());
+    // Its connections told apart from the struck processes' (pg_stat_activity).
+    let separator = if run_db.url.contains('?') { '&' } else { '?' };
+    server_env.insert("DATABASE_URL".into(), format!("{}{separator}application_name={RUN_ALL_APPLICATION}", run_db.url));
+    let mut server = Server { exe: exe.clone(), env: server_env, log: workdir.join("run-all.log"), child: None, restarts: 0 };
+    server.start()?;
+    let members =
+        STRUCK.iter().enumerate().map(|(i, stage)| Member { stage, child: None, log: workdir.join(format!("{stage}-{i}.log")) }).collect();
+    let mut fleet = Fleet { exe: exe.clone(), env: env.clone(), members, stage_restarts: 0 };
+    fleet.start_all()?;
+    let http = reqwest::Client::builder().timeout(Duration::from_secs(200)).build()?;
+    let base = format!("http://{api_addr}");
+    wait_ready(&http, &base, Duration::from_secs(120)).await?;
+
+    // The user, their workspace, its key, the followed folder, and poison
+    // on the uploads topic (dead-lettered, and nothing else may be).
+    let token = output(&exe, &env, &["token", "--user", "soak", "--ttl", &format!("{}m", args.minutes + 60)]).await?;
+    let token = token.as_str().context("rag-engine token printed no token")?.to_string();
+    let created = http.post(format!("{base}/v1/workspaces")).bearer_auth(&token).json(&json!({"name": "Soak"})).send().await?;
+    let workspace = created.json::<serde_json::Value>().await?["id"].as_str().context("no workspace id")?.to_string();
+    let doors = Arc::new(Doors {
+        http: http.clone(),
+        base: base.clone(),
+        token,
+        workspace: workspace.clone(),
+        key: Mutex::new((String::new(), String::new())),
+        started,
+        ledger: Mutex::default(),
+    });
+    anyhow::ensure!(doors.rotate_key().await, "creating the run's API key failed");
+    let added =
+        output(&exe, &env, &["sources", "add", "--workspace", &workspace, "--folder", &folder.dir.display().to_string(), "--json"]).await?;
+    let source: uuid::Uuid = added["id"].as_str().and_then(|i| i.parse().ok()).context("sources add printed no id")?;
+    let producer = EventProducer::new(&bus, Codec::embedded()?, "rag-engine/soak")?;
+    let poison = super::produce_poison(&bus, &producer, 3).await?;
+
+    let stack = figures::StackPaths {
+        local: args.stack_script.parent().and_then(Path::parent).map(|r| r.join(".local")).unwrap_or_else(|| ".local".into()),
+    };
+    let metrics_url = format!("http://{metrics_addr}/metrics");
+    let sampler = figures::Sampler {
+        settings: &ts,
+        bus: &bus,
+        pool: &pool,
+        database: &run_db.name,
+        run_all_application: RUN_ALL_APPLICATION,
+        workspace: &workspace,
+        stack: &stack,
+        metrics_url: &metrics_url,
+        http: &http,
+    };
+    let processes = |server: &Server, fleet: &Fleet| -> Vec<(String, u32)> {
+        let mut p: Vec<(String, u32)> = server.pid().map(|pid| ("run-all".to_string(), pid)).into_iter().collect();
+        p.extend(fleet.members.iter().filter_map(|m| Some((m.stage.to_string(), m.child.as_ref()?.id()?))));
+        p
+    };
+
+    eprintln!(
+        "[soak] {} min through every door of run all (API {base}); figures every {} s; logs in {}",
+        args.minutes,
+        plan.sample_every.as_secs(),
+        workdir.display()
+    );
+    let files = more_formats(corpus::files(usize::try_from(plan.length.as_secs() / plan.upload_every.as_secs()).unwrap_or(1000) + 10));
+    let hostile = hostile_files();
+    let mut tasks = tokio::task::JoinSet::new();
+    let mut samples: Vec<Sample> = Vec::new();
+    let mut faults: Vec<Fault> = Vec::new();
+    let uploaded: Arc<Mutex<std::collections::VecDeque<String>>> = Arc::default();
+    // Hostile uploads accepted: (document, file name, the failure code it must end with).
+    let hostile_ids: Arc<Mutex<Vec<HostileUpload>>> = Arc::default();
+    let (mut n_upload, mut n_question, mut n_chat, mut n_mcp) = (0usize, 0usize, 0usize, 0usize);
+    let conversation: Arc<Mutex<Option<String>>> = Arc::default();
+    let mut replay: Option<Child> = None;
+    let services = ["kafka", "postgres", "s3"];
+    let t0 = Instant::now();
+    // Whether the next slot of a schedule has come; slots missed while the
+    // loop waited (a sample during a restart) are skipped, not fired in a
+    // burst, so that the rate stays steady.
+    let due = |every: Duration, next: &mut usize| {
+        let slot = (t0.elapsed().as_secs_f64() / every.as_secs_f64()) as usize;
+        if slot + 1 > *next {
+            *next = slot + 1;
+            true
+        } else {
+            false
+        }
+    };
+    let (mut n_sample, mut n_key, mut n_folder, mut n_strike, mut n_restart) = (0usize, 1usize, 1usize, 1usize, 0usize);
+    let mut restarting: Option<tokio::task::JoinHandle<anyhow::Result<()>>> = None;
+    while t0.elapsed() < plan.length {
+        server.supervise()?;
+        fleet.supervise()?;
+        if due(plan.sample_every, &mut n_sample) {
+            let sample = sampler.sample(started.elapsed().as_secs_f64(), &processes(&server, &fleet)).await;
+            progress(&sample, &doors, args.minutes);
+            samples.push(sample);
+        }
+        if due(plan.upload_every, &mut n_upload) {
+            let i = n_upload - 1;
+            let is_hostile = i % plan.hostile_every == plan.hostile_every - 1;
+            let (f, failure) = if is_hostile {
+                let (f, code) = &hostile[(i / plan.hostile_every) % hostile.len()];
+                (f, *code)
+            } else {
+                (&files[i % files.len()], None)
+            };
+            let (name, bytes, expect) = (f.name.clone(), f.bytes.clone(), f.expect);
+            let (d, uploaded, keep, hostile_ids) = (doors.clone(), uploaded.clone(), plan.live_uploads, hostile_ids.clone());
+            // Uploaded documents stay at about `keep`: past it, the oldest
+            // is deleted (a steady state, whose memory can be judged). The
+            // hostile ones stay, to be checked at the end with their reason.
+            tasks.spawn(async move {
+                let Some(id) = d.upload(&name, bytes, expect).await else { return };
+                if is_hostile {
+                    if let Ok(mut h) = hostile_ids.lock() {
+                        h.push((id, name, failure));
+                    }
+                    return;
+                }
+                let old = uploaded.lock().ok().and_then(|mut u| {
+                    u.push_back(id);
+                    (u.len() > keep).then(|| u.pop_front()).flatten()
+                });
+                if let Some(old) = old {
+                    d.delete(&old).await;
+                }
+            });
+        }
+        if due(plan.question_every, &mut n_question) {
+            let i = n_question - 1;
+            let (d, last) = (doors.clone(), conversation.clone());
+            // Every third question a follow-up (n % 3 == 2); of the others,
+            // one in six hangs up and one in six reads slowly.
+            let reading = match i % 6 {
+                3 => Reading::Disconnects,
+                4 => Reading::Slowly,
+                _ => Reading::Whole,
+            };
+            let follow = (i % 3 == 2).then(|| last.lock().ok().and_then(|c| c.clone())).flatten();
+            let q = if follow.is_some() { FOLLOW_UPS[i % FOLLOW_UPS.len()] } else { QUESTIONS[i % QUESTIONS.len()] };
+            tasks.spawn(async move {
+                let asked = d.page_question(q, follow, reading).await;
+                if let (Some(c), Ok(mut last)) = (asked, last.lock()) {
+                    *last = Some(c);
+                }
+            });
+        }
+        if due(plan.chat_every, &mut n_chat) {
+            let d = doors.clone();
+            let q = QUESTIONS[(n_chat + 1) % QUESTIONS.len()];
+            let stream = n_chat % 2 == 0;
+            tasks.spawn(async move { d.chat(q, stream).await });
+        }
+        if due(plan.mcp_every, &mut n_mcp) {
+            let d = doors.clone();
+            let ws = workspace.clone();
+            let q = QUESTIONS[(n_mcp + 2) % QUESTIONS.len()];
+            let ask = n_mcp % 2 == 0;
+            tasks.spawn(async move {
+                if ask {
+                    d.mcp("ask", json!({"workspace": ws, "question": q})).await
+                } else {
+                    d.mcp("search", json!({"workspace": ws, "query": q})).await
+                }
+            });
+        }
+        if due(plan.key_every, &mut n_key) {
+            let d = doors.clone();
+            tasks.spawn(async move {
+                d.rotate_key().await;
+            });
+        }
+        if due(plan.folder_every, &mut n_folder) {
+            folder.churn()?;
+        }
+        if replay.is_none() && t0.elapsed().as_secs_f64() >= plan.length.as_secs_f64() * plan.replay_at {
+            eprintln!("[soak] re-chunking the workspace by replay (fine@1)");
+            let out = std::fs::File::create(workdir.join("replay.json"))?;
+            let err = std::fs::File::create(workdir.join("replay.log"))?;
+            replay = Some(
+                Command::new(&exe)
+                    .args(["replay", "chunking", "--profile", "fine@1", "--workspace", &workspace, "--timeout", "900", "--json"])
+                    .envs(&env)
+                    .stdin(Stdio::null())
+                    .stdout(out)
+                    .stderr(err)
+                    .kill_on_drop(true)
+                    .spawn()?,
+            );
+            faults.push(Fault { at: started.elapsed().as_secs_f64(), kind: "replay".into(), target: "chunking fine@1".into() });
+        }
+        if due(plan.strike_every, &mut n_strike) {
+            // The same rotation in every stretch of the run (a stage each
+            // time, every fourth a SIGTERM), so that the first and the last
+            // ten minutes meet the same faults and their latencies compare.
+            let victim = (n_strike - 2) % fleet.members.len();
+            let kill = (n_strike - 1) % 4 != 0;
+            fleet.strike(victim, kill);
+            faults.push(Fault {
+                at: started.elapsed().as_secs_f64(),
+                kind: if kill { "sigkill" } else { "sigterm" }.into(),
+                target: fleet.members[victim].stage.to_string(),
+            });
+        }
+        // The services in turn, from half a period in; in the background,
+        // so that the load and the samples go on meanwhile.
+        if restarting.as_ref().is_none_or(|r| r.is_finished())
+            && t0.elapsed() >= plan.restart_every / 2 + plan.restart_every * u32::try_from(n_restart).unwrap_or(u32::MAX)
+        {
+            if let Some(previous) = restarting.take() {
+                previous.await??;
+            }
+            let service = services[n_restart % services.len()];
+            n_restart += 1;
+            eprintln!("[soak] restarting {service}");
+            faults.push(Fault { at: started.elapsed().as_secs_f64(), kind: "restart".into(), target: service.into() });
+            let script = args.stack_script.clone();
+            restarting = Some(tokio::spawn(async move {
+                let status = Command::new(&script).args(["restart", service]).stdout(Stdio::null()).status().await?;
+                anyhow::ensure!(status.success(), "`{} restart {service}` failed", script.display());
+                Ok(())
+            }));
+        }
+        while let Some(done) = tasks.try_join_next() {
+            if let Err(e) = done {
+                tracing::warn!(error = %e, "a soak client task failed");
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let load_secs = started.elapsed().as_secs_f64();
+    if let Some(r) = restarting.take() {
+        r.await??;
+    }
+
+    // Settle: no more load or faults; the clients finish, the pipeline
+    // drains, the replay ends.
+    eprintln!("[soak] load stopped; waiting for the clients, the pipeline and the replay");
+    while let Some(done) = tasks.join_next().await {
+        if let Err(e) = done {
+            tracing::warn!(error = %e, "a soak client task failed");
+        }
+    }
+    let settle_start = Instant::now();
+    let replay_ok = loop {
+        server.supervise()?;
+        fleet.supervise()?;
+        let (docs, msgs) = rag_store::audit::unfinished(&pool).await.unwrap_or((i64::MAX, i64::MAX));
+        let lag = figures::lag(&ts, &bus, &pool).await.map(|l| l.values().sum::<i64>()).unwrap_or(i64::MAX);
+        let replay_done = match replay.as_mut() {
+            Some(r) => r.try_wait()?.map(|s| s.success()),
+            None => Some(true),
+        };
+        let synced = folder_settled(&pool, source, &folder).await;
+        if docs == 0 && msgs == 0 && lag == 0 && synced && replay_done.is_some() {
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            break replay_done.unwrap_or(false);
+        }
+        if settle_start.elapsed() > Duration::from_secs(600) {
+            eprintln!("[soak] not settled after 600 s: {docs} documents and {msgs} answers unfinished, lag {lag}, folder synced {synced}");
+            break replay_done.unwrap_or(false);
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    let settle_secs = settle_start.elapsed().as_secs_f64();
+    // A stream whose client hung up is released when the server next
+    // writes to it (its keep-alive comes every 15 s): wait that long.
+    let released_by = Instant::now() + Duration::from_secs(45);
+    let last = loop {
+        let last = sampler.sample(started.elapsed().as_secs_f64(), &processes(&server, &fleet)).await;
+        if last.open_streams == Some(0.0) || Instant::now() > released_by {
+            break last;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    };
+    let streams_open = last.open_streams;
+    samples.push(last);
+    let verify_out = Command::new(&exe).args(["verify", "--json"]).envs(&env).stdin(Stdio::null()).output().await?;
+    let verify: serde_json::Value = serde_json::from_slice(&verify_out.stdout).unwrap_or(json!({"clean": false}));
+    if let Some(mut c) = server.child.take() {
+        if let Some(pid) = c.id() {
+            let _ = std::process::Command::new("kill").args(["-TERM", &pid.to_string()]).status();
+        }
+        if tokio::time::timeout(Duration::from_secs(30), c.wait()).await.is_err() {
+            let _ = c.kill().await;
+        }
+    }
+    fleet.stop_all().await;
+
+    // The invariants.
+    let ledger = std::mem::take(&mut *doors.ledger.lock().map_err(|_| anyhow::anyhow!("the ledger's lock is poisoned"))?);
+    let mut expected: HashMap<String, Expect> = ledger.accepted.iter().cloned().collect();
+    let source_files = rag_store::sources::files(&pool, source).await?;
+    for f in &source_files {
+        let expect = if f.state == "present" { Expect::Ingested } else { Expect::Deleted };
+        expected.insert(f.document_id.to_string(), expect);
+    }
+    let mut invariants = super::checks::check(&pool, &bus, &expected, &ledger.questions, QuestionsKnown::Some, &poison).await?;
+    let hostile_report = hostile_check(&pool, &workspace, &hostile_ids.lock().map(|h| h.clone()).unwrap_or_default()).await?;
+    invariants["hostile"] = hostile_report.clone();
+    // Requests that failed away from a service restart: none may.
+    let failed: Vec<&report::RequestRecord> =
+        ledger.records.iter().filter(|r| report::failed(r) && !report::near_restart(r, &faults, report::RESTART_GRACE)).collect();
+    invariants["requests_failed_outside_restarts"] = json!({"count": failed.len(), "first": failed.iter().take(10).map(|r| format!("{} at {:.0} s: {}", r.door, r.at, r.status)).collect::<Vec<_>>()});
+    invariants["run_all_restarts"] = server.restarts.into();
+    invariants["verify_clean"] = (verify["clean"] == true && verify_out.status.success()).into();
+    invariants["streams_released"] = json!({"open_at_end": streams_open, "ok": streams_open == Some(0.0)});
+    let folder_report = folder_check(&pool, &workspace, &folder).await?;
+    invariants["folder"] = folder_report.clone();
+    invariants["replay_ok"] = replay_ok.into();
+    let invariants_ok = invariants["ok"] == true
+        && invariants["questions"]["failed"] == 0
+        && invariants["verify_clean"] == true
+        && streams_open == Some(0.0)
+        && folder_report["ok"] == true
+        && hostile_report["ok"] == true
+        && failed.is_empty()
+        && server.restarts == 0
+        && replay_ok;
+    invariants["ok"] = invariants_ok.into();
+
+    let windows = Windows::of(load_secs);
+    let verdicts = report::judge(&samples, &ledger.records, &faults, windows);
+    // Growth and drift are judged on runs long enough to tell them from
+    // noise; a short run (the test command's) gates on the invariants.
+    let judged = args.minutes >= 30;
+    let ok = invariants_ok && (!judged || verdicts.iter().all(|v| v.ok));
+    let doors_whole = report::door_windows(&ledger.records, 0.0, f64::MAX);
+    let summary = json!({
+        "profile": "soak",
+        "minutes": args.minutes,
+        "ok": ok,
+        "invariants": invariants,
+        "verdicts": verdicts,
+        "verdicts_gate": judged,
+        "doors": doors_whole,
+        "doors_first_stretch": report::door_windows(&ledger.records, 0.0, windows.stretch),
+        "doors_last_stretch": report::door_windows(&ledger.records, load_secs - windows.stretch, f64::MAX),
+        "disk_bytes_per_1000_documents": report::disk_per_thousand(&samples),
+        // What bounds the disk: topics keep every event (a replay re-reads
+        // them); deletions purge a document's rows; superseded revisions
+        // no answer cites are dropped.
+        "retention": {"topics": "retention.ms=-1, retention.bytes=-1", "deleted_documents": "purged",
+            "REVISION_RETENTION": env.get("REVISION_RETENTION").cloned().unwrap_or_else(|| "cited (default)".into())},
+        "faults": {
+            "sigkill": faults.iter().filter(|f| f.kind == "sigkill").count(),
+            "sigterm": faults.iter().filter(|f| f.kind == "sigterm").count(),
+            "restarts": faults.iter().filter(|f| f.kind == "restart").map(|f| f.target.clone()).collect::<Vec<_>>(),
+            "stage_restarts": fleet.stage_restarts,
+            "run_all_restarts": server.restarts,
+        },
+        "counts": {"uploads_accepted": ledger.accepted.len(), "questions": ledger.questions.len(), "requests": ledger.records.len(),
+            "llm_calls": llm.calls(), "folder_files": folder.present.len(), "folder_changes": folder.edits},
+        "seconds": {"load": load_secs.round(), "settle": settle_secs.round(), "total": started.elapsed().as_secs_f64().round()},
+        "database": run_db.name,
+        "logs": workdir.display().to_string(),
+    });
+    std::fs::create_dir_all(&args.report)?;
+    let data = report::RunData { summary: summary.clone(), samples, requests: ledger.records, faults };
+    std::fs::write(args.report.join("soak.json"), serde_json::to_vec_pretty(&data)?)?;
+    std::fs::write(args.report.join("soak.html"), data.html())?;
+    for v in &verdicts {
+        eprintln!("[soak] {}: {} (limit {}) {}", v.figure, v.measured, v.limit, if v.ok { "ok" } else { "NOT MET" });
+    }
+    eprintln!(
+        "[soak] {}: lost {}, doubled {}, stuck {}, verify {}, streams open at the end {:?}; report in {}",
+        if ok { "clean" } else { "FAILED" },
+        invariants["lost"],
+        invariants["doubled"],
+        invariants["stuck"],
+        if invariants["verify_clean"] == true { "clean" } else { "NOT clean" },
+        streams_open,
+        args.report.join("soak.html").display()
+    );
+    println!("{}", serde_json::to_string_pretty(&summary)?);
+    if ok && !args.keep {
+        run_db.drop_database().await;
+        let _ = std::fs::remove_dir_all(&workdir);
+    } else {
+        pool.close().await;
+    }
+    Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+fn progress(s: &Sample, doors: &Doors, minutes: u64) {
+    let (requests, refused, failed) = doors
+        .ledger
+        .lock()
+        .map(|l| {
+            let r = &l.records;
+            (r.len(), r.iter().filter(|x| x.status == 429).count(), r.iter().filter(|x| report::failed(x) && x.status != 429).count())
+        })
+        .unwrap_or_default();
+    eprintln!(
+        "[soak] {:.1}/{minutes} min: run all {} MiB, {} fds, {} database connections; lag {}; {} requests ({} refused, {} failed); {} answers; {} documents live",
+        s.at / 60.0,
+        s.rss_kib.get("run-all").map(|v| v / 1024).unwrap_or(0),
+        s.fds.get("run-all").copied().unwrap_or(0),
+        s.run_all_connections.unwrap_or(-1),
+        s.lag.values().sum::<i64>(),
+        requests,
+        refused,
+        failed,
+        s.answers.unwrap_or(-1),
+        s.documents_live.unwrap_or(-1)
+    );
+}
+
+/// The hostile uploads the API accepted: each failed with its reason (the
+/// nested HTML page read).
+async fn hostile_check(pool: &rag_store::sqlx::PgPool, workspace: &str, accepted: &[HostileUpload]) -> anyhow::Result<serde_json::Value> {
+    let docs = rag_store::documents::list(pool, workspace).await?;
+    let mut wrong = Vec::new();
+    for (id, name, code) in accepted {
+        let Some(d) = docs.iter().find(|d| d.id.to_string() == *id) else {
+            wrong.push(format!("{name} ({id}): not listed"));
+            continue;
+        };
+        let ok = match code {
+            Some(code) => d.status == rag_store::documents::DocumentStatus::Failed && d.failure_code.as_deref() == Some(*code),
+            None => d.status == rag_store::documents::DocumentStatus::Ingested,
+        };
+        if !ok {
+            wrong.push(format!("{name} ({id}): {} {:?}, expected {}", d.status, d.failure_code, code.unwrap_or("ingested")));
+        }
+    }
+    Ok(json!({"ok": wrong.is_empty(), "accepted": accepted.len(), "wrong": wrong}))
+}
+
+/// Whether the followed folder's checkpoint holds every file confirmed.
+async fn folder_settled(pool: &rag_store::sqlx::PgPool, source: uuid::Uuid, folder: &Folder) -> bool {
+    let Ok(rows) = rag_store::sources::files(pool, source).await else { return false };
+    let confirmed = rows.iter().all(|f| f.pending_sha256.is_none());
+    let present = rows.iter().filter(|f| f.state == "present").count() == folder.present.len();
+    confirmed && present
+}
+
+/// The followed folder at the end: each file exactly one live document,
+/// ingested, whose searchable revision is its newest and whose text is the
+/// file's; no live document for a removed file.
+async fn folder_check(pool: &rag_store::sqlx::PgPool, workspace: &str, folder: &Folder) -> anyhow::Result<serde_json::Value> {
+    let docs = rag_store::documents::list(pool, workspace).await?;
+    let mut wrong = Vec::new();
+    for name in &folder.present {
+        let live: Vec<_> = docs.iter().filter(|d| d.metadata["source_key"] == name.as_str()).collect();
+        let [d] = live.as_slice() else {
+            wrong.push(format!("{name}: {} live documents", live.len()));
+            continue;
+        };
+        if d.status != rag_store::documents::DocumentStatus::Ingested || d.revision != Some(d.latest_revision) {
+            wrong.push(format!("{name}: {} revision {:?} of {}", d.status, d.revision, d.latest_revision));
+            continue;
+        }
+        let text: String = rag_store::raw::full_text(pool, workspace, d.id, None).await?.unwrap_or_default().into_iter().collect();
+        let file = std::fs::read_to_string(folder.dir.join(name)).unwrap_or_default();
+        if text.trim() != file.trim() {
+            wrong.push(format!("{name}: searchable text {text:?} is not the file's {file:?}"));
+        }
+    }
+    let stray: Vec<String> = docs
+        .iter()
+        .filter_map(|d| d.metadata["source_key"].as_str())
+        .filter(|k| !folder.present.iter().any(|n| n == k))
+        .map(|k| format!("{k}: removed, still listed"))
+        .collect();
+    wrong.extend(stray);
+    Ok(json!({"ok": wrong.is_empty(), "files": folder.present.len(), "changes": folder.edits, "wrong": wrong}))
+}
