@@ -8,6 +8,7 @@
 //! while it waits for that assign call. Revocation commits what was stored
 //! and unassigns at once, inside the callback.
 
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use rag_telemetry::events::{PartitionsAssigned, PartitionsRevoked};
@@ -31,11 +32,18 @@ pub(crate) struct Shared {
     pub book: Arc<Mutex<PartitionBook>>,
     /// Woken when an assignment waits for positions.
     pub wake: Arc<Notify>,
+    /// Partitions the runner paused for back-pressure (shared so the
+    /// tests can wait for a pause to have happened).
+    pub paused: Arc<Mutex<HashSet<PartitionKey>>>,
 }
 
 impl Shared {
     pub fn book(&self) -> MutexGuard<'_, PartitionBook> {
         self.book.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn paused(&self) -> MutexGuard<'_, HashSet<PartitionKey>> {
+        self.paused.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 

@@ -75,6 +75,16 @@ impl<S: Stage> StageRunner<S> {
             tpl.add_partition_offset(topic, *partition, offset)?;
             commit.add_partition_offset(topic, *partition, Offset::Offset(n))?;
         }
+        // librdkafka keeps a partition paused across its revocation and
+        // re-assignment (the pause is a flag on its partition object, which
+        // outlives the assignment), while the runner forgets its pauses with
+        // the old assignment: a partition paused for back-pressure when a
+        // rebalance came would never be fetched again (seen in the chaos
+        // run with STAGE_MAX_IN_FLIGHT=4: documents left `uploaded`).
+        // Resuming before assigning only clears that flag.
+        if let Err(e) = self.consumer.resume(&tpl) {
+            debug!(stage = %self.name, error = %e, "resuming the partitions before assigning them failed");
+        }
         self.consumer.assign(&tpl)?;
         // The positions are committed at once (best-effort): stage-owned
         // ones so standard tools and `rag-engine verify` see where the

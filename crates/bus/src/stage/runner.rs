@@ -86,6 +86,12 @@ impl<S: Stage> StageRunner<S> {
         })
     }
 
+    /// The partitions this runner holds paused, for the tests to watch.
+    #[cfg(test)]
+    pub(crate) fn paused_partitions(&self) -> Arc<Mutex<std::collections::HashSet<PartitionKey>>> {
+        self.shared.paused.clone()
+    }
+
     /// Stops the stage with `reason`, logged and counted.
     pub(super) fn failed(&self, reason: String) -> BusError {
         StageFailed { stage: self.name, error: &reason }.emit();
@@ -143,16 +149,16 @@ impl<S: Stage> StageRunner<S> {
         // fetch wait, so pausing at the first queued record and resuming at
         // idle left lanes waiting on fetches).
         let (pause_at, resume_at) = ((bound / 2).max(1), bound / 4);
-        let mut paused: std::collections::HashSet<PartitionKey> = std::collections::HashSet::new();
         let mut lanes: Lanes<Received> = Lanes::default();
         let mut running = FuturesUnordered::new();
         let stopped = loop {
             if self.shared.book().has_pending() {
                 // Records queued under the previous assignment are fetched
                 // again from the committed positions by their owner; a new
-                // assignment starts unpaused.
+                // assignment starts unpaused (`position_assigned` resumes
+                // every partition it assigns).
                 lanes.drop_queued();
-                paused.clear();
+                self.shared.paused().clear();
                 self.position_assigned().await?;
                 continue;
             }
@@ -176,7 +182,7 @@ impl<S: Stage> StageRunner<S> {
                             break;
                         }
                     }
-                    if lanes.queued_in(&done.key) <= resume_at && paused.remove(&done.key) {
+                    if lanes.queued_in(&done.key) <= resume_at && self.shared.paused().remove(&done.key) {
                         self.pause(&done.key, false);
                     }
                 }
@@ -201,7 +207,7 @@ impl<S: Stage> StageRunner<S> {
                             // fetching it until its lane drains to a quarter,
                             // so one slow partition does not fill the bound
                             // and starve the others.
-                            Admitted::Queued { depth } if depth >= pause_at && paused.insert(key.clone()) => self.pause(&key, true),
+                            Admitted::Queued { depth } if depth >= pause_at && self.shared.paused().insert(key.clone()) => self.pause(&key, true),
                             Admitted::Queued { .. } => {}
                         }
                     }
@@ -222,8 +228,9 @@ impl<S: Stage> StageRunner<S> {
 
     /// Pauses (or resumes) fetching one partition. librdkafka drops what it
     /// prefetched for a paused partition and resumes after the last record
-    /// delivered, so nothing is skipped. A partition revoked meanwhile
-    /// refuses; its new assignment starts unpaused anyway.
+    /// delivered, so nothing is skipped. The pause outlives a revocation
+    /// in librdkafka (as in the Java client for a partition that stays);
+    /// `position_assigned` resumes every partition it assigns.
     fn pause(&self, key: &PartitionKey, pause: bool) {
         let mut tpl = TopicPartitionList::new();
         tpl.add_partition(&key.0, key.1);

@@ -97,3 +97,62 @@ async fn no_more_records_run_at_once_than_the_bound() {
     assert_eq!(active.max_total, 2, "the bound of 2 was exceeded, or never reached: {active:?}");
     assert_eq!(active.max_per_partition, 1);
 }
+
+/// Seen in the chaos run with STAGE_MAX_IN_FLIGHT=4 (CI on bd222bd and
+/// f1aa6c7): a partition paused for back-pressure when a rebalance came
+/// stayed paused in librdkafka after it was assigned again, while the
+/// runner had forgotten the pause with the old assignment, so it was never
+/// fetched again and its documents stayed `uploaded`.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_partition_paused_when_a_rebalance_comes_is_fetched_after_it() {
+    let mut h = Harness::new().await;
+    // Paused once two records wait behind the running one.
+    h.cfg.max_in_flight = 4;
+    let victim = h.produce("held", 1).await[0];
+    let r = Arc::new(Recorder { gate: Mutex::new(vec![victim]), ..Default::default() });
+    let first = h.start(r.clone());
+    wait_until("the held record", Duration::from_secs(60), || r.count_of(victim.0, victim.1) == 1).await;
+    // Records behind the held one, on its partition: its lane fills and
+    // the runner pauses the partition.
+    let mut behind = 0;
+    for i in 0.. {
+        if h.produce(&format!("behind{i}"), 1).await[0].0 == victim.0 {
+            behind += 1;
+        }
+        if behind == 6 {
+            break;
+        }
+    }
+    let victim_key = (h.topic.clone(), victim.0);
+    wait_until("the held record's partition paused", Duration::from_secs(60), || first.paused.lock().unwrap().contains(&victim_key)).await;
+
+    // A second member joins and leaves: two rebalances (eager protocol),
+    // after which every partition is the first member's again.
+    let other = Arc::new(Recorder::default());
+    let second = h.start(other.clone());
+    wait_until("the first member's partitions revoked", Duration::from_secs(60), || first.paused.lock().unwrap().is_empty()).await;
+    second.stop().await;
+
+    // Released, and more records on the paused partition: the first member
+    // must fetch them, which it never did while librdkafka kept the pause.
+    r.gate.lock().unwrap().clear();
+    let mut later = Vec::new();
+    for i in 0.. {
+        let landed = h.produce(&format!("later{i}"), 1).await[0];
+        if landed.0 == victim.0 {
+            later.push(landed);
+        }
+        if later.len() == 3 {
+            break;
+        }
+    }
+    let ends = h.log_ends().await;
+    wait_until("every record, by one member or the other", Duration::from_secs(90), || {
+        ends.iter().all(|(p, end)| (0..*end).all(|o| r.count_of(*p, o) + other.count_of(*p, o) >= 1))
+    })
+    .await;
+    for (p, o) in &later {
+        assert!(r.count_of(*p, *o) >= 1, "the record {p}@{o}, produced after the second member left, was not the first member's");
+    }
+    first.stop().await;
+}

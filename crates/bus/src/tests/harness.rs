@@ -210,7 +210,8 @@ impl Harness {
         let stop = CancellationToken::new();
         let dlq = EventProducer::new(&self.cfg, Codec::embedded().unwrap(), "runner-test-dlq").unwrap();
         let runner = StageRunner::new(&self.cfg, processor, dlq, stop.clone()).unwrap();
-        Running { stop, task: tokio::spawn(runner.run()) }
+        let paused = runner.paused_partitions();
+        Running { stop, paused, task: tokio::spawn(runner.run()) }
     }
 
     /// Produces `n` records with distinct keys; returns where they landed.
@@ -256,6 +257,8 @@ impl Harness {
 
 pub(super) struct Running {
     pub(super) stop: CancellationToken,
+    /// The partitions the runner holds paused for back-pressure.
+    pub(super) paused: Arc<Mutex<std::collections::HashSet<(String, i32)>>>,
     pub(super) task: JoinHandle<Result<(), BusError>>,
 }
 
