@@ -14,16 +14,9 @@
 pub mod doors;
 pub mod fake_llm;
 pub mod figures;
+mod folder;
+mod plan;
 pub mod report;
-
-/// The hostile inputs, spreadsheets and slide decks of the integration
-/// tests, generated small (the files `rag-engine`'s tests include by path).
-#[path = "../../../../docparse/src/tests/hostile_inputs.rs"]
-mod hostile_inputs;
-#[path = "../../../../docparse/src/tests/sheet_inputs.rs"]
-mod sheet_inputs;
-#[path = "../../../../docparse/src/tests/slide_inputs.rs"]
-mod slide_inputs;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -43,6 +36,8 @@ use super::checks::QuestionsKnown;
 use super::corpus::{self, Expect};
 use super::{ChaosArgs, Fleet, Member};
 use doors::{Doors, Reading};
+use folder::{folder_check, folder_settled, Folder};
+use plan::{hostile_check, hostile_files, more_formats, HostileUpload, Schedule, FOLLOW_UPS, QUESTIONS};
 use report::{Fault, Sample, Windows};
 
 /// `run all`'s Postgres application name.
@@ -51,152 +46,8 @@ const RUN_ALL_APPLICATION: &str = "rag-soak-run-all";
 /// The stage processes struck beside `run all`.
 const STRUCK: [&str; 5] = ["parser", "chunker", "indexer", "projector", "answerer"];
 
-/// The steady load and the fault schedule, scaled to the run's length.
-struct Schedule {
-    length: Duration,
-    sample_every: Duration,
-    upload_every: Duration,
-    /// Uploaded documents kept; past it the oldest is deleted.
-    live_uploads: usize,
-    /// Every how many uploads a hostile one comes.
-    hostile_every: usize,
-    question_every: Duration,
-    chat_every: Duration,
-    mcp_every: Duration,
-    key_every: Duration,
-    folder_every: Duration,
-    strike_every: Duration,
-    /// The broker, Postgres and the object store restarted in turn.
-    restart_every: Duration,
-    /// When the re-chunking replay starts, as a share of the run.
-    replay_at: f64,
-}
-
-impl Schedule {
-    fn of(minutes: u64) -> Schedule {
-        let length = Duration::from_secs(minutes.max(1) * 60);
-        Schedule {
-            length,
-            sample_every: if minutes >= 30 { Duration::from_secs(60) } else { Duration::from_secs(15) },
-            upload_every: Duration::from_secs(10),
-            // A short run deletes and meets every hostile file too.
-            live_uploads: if minutes >= 30 { 40 } else { 12 },
-            hostile_every: if minutes >= 30 { 25 } else { 7 },
-            question_every: Duration::from_secs(6),
-            chat_every: Duration::from_secs(10),
-            mcp_every: Duration::from_secs(5),
-            key_every: if minutes >= 30 { Duration::from_secs(300) } else { Duration::from_secs(90) },
-            folder_every: Duration::from_secs(30),
-            strike_every: Duration::from_secs(30),
-            // An hour: every 10 minutes from minute 5; a short run: each
-            // service once (five minutes: at 50, 150 and 250 s).
-            restart_every: if minutes >= 30 { Duration::from_secs(600) } else { length / 3 },
-            replay_at: 0.4,
-        }
-    }
-}
-
-const QUESTIONS: [&str; 6] = [
-    "Doanh thu thay đổi bao nhiêu?",
-    "Chi phí vận chuyển thay đổi thế nào?",
-    "Cổ tức quý 2 ra sao?",
-    "Badge office thay đổi bao nhiêu phần trăm?",
-    "Parking level thay đổi trong quý nào?",
-    "Expense reports thay đổi bao nhiêu?",
-];
-const FOLLOW_UPS: [&str; 3] = ["Còn quý 3 thì sao?", "Còn chi phí vận chuyển thì sao?", "Còn cổ tức thì sao?"];
-
-/// Among the uploads, now and then one of these: a deflate bomb in a PDF, a
-/// DOCX whose entry lies about its size (both fail with their reason), a
-/// deeply nested HTML page (read), an empty file (refused at the door).
-fn hostile_files() -> Vec<(corpus::CorpusFile, Option<&'static str>)> {
-    let file = |name: &str, bytes: Vec<u8>, expect| corpus::CorpusFile { name: name.to_string(), bytes, expect };
-    vec![
-        (file("bomb.pdf", hostile_inputs::flate_bomb_pdf(300 << 20), Expect::Failed), Some("decompression_bomb")),
-        (file("lie.docx", hostile_inputs::lying_docx(64 << 20), Expect::Failed), Some("decompression_bomb")),
-        (file("nested.html", hostile_inputs::nested_html(200_000), Expect::Ingested), None),
-        (file("empty.txt", Vec::new(), Expect::Failed), None),
-    ]
-}
-
-/// The chaos corpus (text, Markdown, HTML, DOCX, Document AI JSON, PDF) with
-/// one file in four replaced by a spreadsheet or a slide deck in turn (the
-/// second of each four: the corrupt PDFs, every twentieth, stay):
-/// XLSX, ODS, XLS, CSV, PPTX, ODP.
-fn more_formats(mut files: Vec<corpus::CorpusFile>) -> Vec<corpus::CorpusFile> {
-    use sheet_inputs::Value as Cell;
-    let rows = |i: usize| {
-        let mut rows = sheet_inputs::finance_rows();
-        rows.push(vec![Cell::Text("Kỳ"), Cell::Number(i as f64), Cell::Empty, Cell::Empty, Cell::Empty]);
-        rows
-    };
-    for (k, f) in files.iter_mut().enumerate().filter(|(k, _)| k % 4 == 1) {
-        let i = k / 4;
-        let title = format!("Báo cáo số {i}");
-        let deck = || {
-            vec![slide_inputs::Slide {
-                shapes: vec![
-                    slide_inputs::Shape::Title(&title),
-                    slide_inputs::Shape::Body(vec!["Doanh thu tăng 12,6% so với năm trước.", "Chi phí vận chuyển giảm."]),
-                ],
-                notes: vec!["Số liệu đã kiểm toán."],
-            }]
-        };
-        let (ext, bytes) = match i % 6 {
-            0 => ("xlsx", sheet_inputs::xlsx(&[("Tài chính", rows(i))])),
-            1 => ("ods", sheet_inputs::ods(&[("Tài chính", rows(i))])),
-            2 => ("xls", sheet_inputs::xls(&[("Tài chính", rows(i))])),
-            3 => ("csv", sheet_inputs::long_csv(20 + i % 30)),
-            4 => ("pptx", slide_inputs::pptx(&deck())),
-            _ => ("odp", slide_inputs::odp(&deck())),
-        };
-        *f = corpus::CorpusFile { name: format!("bang-{k:05}.{ext}"), bytes, expect: Expect::Ingested };
-    }
-    files
-}
-
-/// A hostile upload the API accepted: its document, its file name, and the
-/// failure code it must end with (None: it must be read).
-type HostileUpload = (String, String, Option<&'static str>);
-
 fn free_port() -> anyhow::Result<u16> {
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
-}
-
-/// The followed folder's files: new names only (a removed name never comes
-/// back), so each file is one document.
-struct Folder {
-    dir: PathBuf,
-    next: usize,
-    present: std::collections::VecDeque<String>,
-    edits: usize,
-}
-
-impl Folder {
-    fn write(&self, name: &str, text: &str) -> std::io::Result<()> {
-        std::fs::write(self.dir.join(name), text)
-    }
-    fn add(&mut self) -> std::io::Result<()> {
-        let name = format!("ghi-chu-{:05}.txt", self.next);
-        self.write(&name, &format!("Ghi chú số {}: kho K{} mở cửa lúc {} giờ.\n", self.next, self.next, 7 + self.next % 3))?;
-        self.present.push_back(name);
-        self.next += 1;
-        Ok(())
-    }
-    /// One change: a file edited, one added, the oldest removed.
-    fn churn(&mut self) -> std::io::Result<()> {
-        self.edits += 1;
-        if let Some(name) = self.present.get(self.edits % self.present.len().max(1)).cloned() {
-            self.write(&name, &format!("{name} (sửa lần {}): kho mở cửa lúc {} giờ.\n", self.edits, 8 + self.edits % 3))?;
-        }
-        self.add()?;
-        if self.present.len() > 12 {
-            if let Some(old) = self.present.pop_front() {
-                std::fs::remove_file(self.dir.join(old))?;
-            }
-        }
-        Ok(())
-    }
 }
 
 /// `run all`, supervised apart from the struck members.
@@ -721,65 +572,4 @@ fn progress(s: &Sample, doors: &Doors, minutes: u64) {
         s.answers.unwrap_or(-1),
         s.documents_live.unwrap_or(-1)
     );
-}
-
-/// The hostile uploads the API accepted: each failed with its reason (the
-/// nested HTML page read).
-async fn hostile_check(pool: &rag_store::sqlx::PgPool, workspace: &str, accepted: &[HostileUpload]) -> anyhow::Result<serde_json::Value> {
-    let docs = rag_store::documents::list(pool, workspace).await?;
-    let mut wrong = Vec::new();
-    for (id, name, code) in accepted {
-        let Some(d) = docs.iter().find(|d| d.id.to_string() == *id) else {
-            wrong.push(format!("{name} ({id}): not listed"));
-            continue;
-        };
-        let ok = match code {
-            Some(code) => d.status == rag_store::documents::DocumentStatus::Failed && d.failure_code.as_deref() == Some(*code),
-            None => d.status == rag_store::documents::DocumentStatus::Ingested,
-        };
-        if !ok {
-            wrong.push(format!("{name} ({id}): {} {:?}, expected {}", d.status, d.failure_code, code.unwrap_or("ingested")));
-        }
-    }
-    Ok(json!({"ok": wrong.is_empty(), "accepted": accepted.len(), "wrong": wrong}))
-}
-
-/// Whether the followed folder's checkpoint holds every file confirmed.
-async fn folder_settled(pool: &rag_store::sqlx::PgPool, source: uuid::Uuid, folder: &Folder) -> bool {
-    let Ok(rows) = rag_store::sources::files(pool, source).await else { return false };
-    let confirmed = rows.iter().all(|f| f.pending_sha256.is_none());
-    let present = rows.iter().filter(|f| f.state == "present").count() == folder.present.len();
-    confirmed && present
-}
-
-/// The followed folder at the end: each file exactly one live document,
-/// ingested, whose searchable revision is its newest and whose text is the
-/// file's; no live document for a removed file.
-async fn folder_check(pool: &rag_store::sqlx::PgPool, workspace: &str, folder: &Folder) -> anyhow::Result<serde_json::Value> {
-    let docs = rag_store::documents::list(pool, workspace).await?;
-    let mut wrong = Vec::new();
-    for name in &folder.present {
-        let live: Vec<_> = docs.iter().filter(|d| d.metadata["source_key"] == name.as_str()).collect();
-        let [d] = live.as_slice() else {
-            wrong.push(format!("{name}: {} live documents", live.len()));
-            continue;
-        };
-        if d.status != rag_store::documents::DocumentStatus::Ingested || d.revision != Some(d.latest_revision) {
-            wrong.push(format!("{name}: {} revision {:?} of {}", d.status, d.revision, d.latest_revision));
-            continue;
-        }
-        let text: String = rag_store::raw::full_text(pool, workspace, d.id, None).await?.unwrap_or_default().into_iter().collect();
-        let file = std::fs::read_to_string(folder.dir.join(name)).unwrap_or_default();
-        if text.trim() != file.trim() {
-            wrong.push(format!("{name}: searchable text {text:?} is not the file's {file:?}"));
-        }
-    }
-    let stray: Vec<String> = docs
-        .iter()
-        .filter_map(|d| d.metadata["source_key"].as_str())
-        .filter(|k| !folder.present.iter().any(|n| n == k))
-        .map(|k| format!("{k}: removed, still listed"))
-        .collect();
-    wrong.extend(stray);
-    Ok(json!({"ok": wrong.is_empty(), "files": folder.present.len(), "changes": folder.edits, "wrong": wrong}))
 }

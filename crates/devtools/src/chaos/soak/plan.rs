@@ -1,0 +1,150 @@
+//! What a soak does and when: the schedule scaled to the run's length, the
+//! questions, the files uploaded (every format the generators of the tests
+//! write, hostile ones among them) and what the hostile ones must end as.
+
+use serde_json::json;
+use std::time::Duration;
+
+use super::super::corpus::{self, Expect};
+
+/// The hostile inputs, spreadsheets and slide decks of the integration
+/// tests, generated small (the files `rag-engine`'s tests include by path).
+#[path = "../../../../docparse/src/tests/hostile_inputs.rs"]
+mod hostile_inputs;
+#[path = "../../../../docparse/src/tests/sheet_inputs.rs"]
+mod sheet_inputs;
+#[path = "../../../../docparse/src/tests/slide_inputs.rs"]
+mod slide_inputs;
+
+/// The steady load and the fault schedule, scaled to the run's length.
+pub(super) struct Schedule {
+    pub(super) length: Duration,
+    pub(super) sample_every: Duration,
+    pub(super) upload_every: Duration,
+    /// Uploaded documents kept; past it the oldest is deleted.
+    pub(super) live_uploads: usize,
+    /// Every how many uploads a hostile one comes.
+    pub(super) hostile_every: usize,
+    pub(super) question_every: Duration,
+    pub(super) chat_every: Duration,
+    pub(super) mcp_every: Duration,
+    pub(super) key_every: Duration,
+    pub(super) folder_every: Duration,
+    pub(super) strike_every: Duration,
+    /// The broker, Postgres and the object store restarted in turn.
+    pub(super) restart_every: Duration,
+    /// When the re-chunking replay starts, as a share of the run.
+    pub(super) replay_at: f64,
+}
+
+impl Schedule {
+    pub(super) fn of(minutes: u64) -> Schedule {
+        let length = Duration::from_secs(minutes.max(1) * 60);
+        Schedule {
+            length,
+            sample_every: if minutes >= 30 { Duration::from_secs(60) } else { Duration::from_secs(15) },
+            upload_every: Duration::from_secs(10),
+            // A short run deletes and meets every hostile file too.
+            live_uploads: if minutes >= 30 { 40 } else { 12 },
+            hostile_every: if minutes >= 30 { 25 } else { 7 },
+            question_every: Duration::from_secs(6),
+            chat_every: Duration::from_secs(10),
+            mcp_every: Duration::from_secs(5),
+            key_every: if minutes >= 30 { Duration::from_secs(300) } else { Duration::from_secs(90) },
+            folder_every: Duration::from_secs(30),
+            strike_every: Duration::from_secs(30),
+            // An hour: every 10 minutes from minute 5; a short run: each
+            // service once (five minutes: at 50, 150 and 250 s).
+            restart_every: if minutes >= 30 { Duration::from_secs(600) } else { length / 3 },
+            replay_at: 0.4,
+        }
+    }
+}
+
+pub(super) const QUESTIONS: [&str; 6] = [
+    "Doanh thu thay đổi bao nhiêu?",
+    "Chi phí vận chuyển thay đổi thế nào?",
+    "Cổ tức quý 2 ra sao?",
+    "Badge office thay đổi bao nhiêu phần trăm?",
+    "Parking level thay đổi trong quý nào?",
+    "Expense reports thay đổi bao nhiêu?",
+];
+pub(super) const FOLLOW_UPS: [&str; 3] = ["Còn quý 3 thì sao?", "Còn chi phí vận chuyển thì sao?", "Còn cổ tức thì sao?"];
+
+/// Among the uploads, now and then one of these: a deflate bomb in a PDF, a
+/// DOCX whose entry lies about its size (both fail with their reason), a
+/// deeply nested HTML page (read), an empty file (refused at the door).
+pub(super) fn hostile_files() -> Vec<(corpus::CorpusFile, Option<&'static str>)> {
+    let file = |name: &str, bytes: Vec<u8>, expect| corpus::CorpusFile { name: name.to_string(), bytes, expect };
+    vec![
+        (file("bomb.pdf", hostile_inputs::flate_bomb_pdf(300 << 20), Expect::Failed), Some("decompression_bomb")),
+        (file("lie.docx", hostile_inputs::lying_docx(64 << 20), Expect::Failed), Some("decompression_bomb")),
+        (file("nested.html", hostile_inputs::nested_html(200_000), Expect::Ingested), None),
+        (file("empty.txt", Vec::new(), Expect::Failed), None),
+    ]
+}
+
+/// The chaos corpus (text, Markdown, HTML, DOCX, Document AI JSON, PDF) with
+/// one file in four replaced by a spreadsheet or a slide deck in turn (the
+/// second of each four: the corrupt PDFs, every twentieth, stay):
+/// XLSX, ODS, XLS, CSV, PPTX, ODP.
+pub(super) fn more_formats(mut files: Vec<corpus::CorpusFile>) -> Vec<corpus::CorpusFile> {
+    use sheet_inputs::Value as Cell;
+    let rows = |i: usize| {
+        let mut rows = sheet_inputs::finance_rows();
+        rows.push(vec![Cell::Text("Kỳ"), Cell::Number(i as f64), Cell::Empty, Cell::Empty, Cell::Empty]);
+        rows
+    };
+    for (k, f) in files.iter_mut().enumerate().filter(|(k, _)| k % 4 == 1) {
+        let i = k / 4;
+        let title = format!("Báo cáo số {i}");
+        let deck = || {
+            vec![slide_inputs::Slide {
+                shapes: vec![
+                    slide_inputs::Shape::Title(&title),
+                    slide_inputs::Shape::Body(vec!["Doanh thu tăng 12,6% so với năm trước.", "Chi phí vận chuyển giảm."]),
+                ],
+                notes: vec!["Số liệu đã kiểm toán."],
+            }]
+        };
+        let (ext, bytes) = match i % 6 {
+            0 => ("xlsx", sheet_inputs::xlsx(&[("Tài chính", rows(i))])),
+            1 => ("ods", sheet_inputs::ods(&[("Tài chính", rows(i))])),
+            2 => ("xls", sheet_inputs::xls(&[("Tài chính", rows(i))])),
+            3 => ("csv", sheet_inputs::long_csv(20 + i % 30)),
+            4 => ("pptx", slide_inputs::pptx(&deck())),
+            _ => ("odp", slide_inputs::odp(&deck())),
+        };
+        *f = corpus::CorpusFile { name: format!("bang-{k:05}.{ext}"), bytes, expect: Expect::Ingested };
+    }
+    files
+}
+
+/// A hostile upload the API accepted: its document, its file name, and the
+/// failure code it must end with (None: it must be read).
+pub(super) type HostileUpload = (String, String, Option<&'static str>);
+
+/// The hostile uploads the API accepted: each failed with its reason (the
+/// nested HTML page read).
+pub(super) async fn hostile_check(
+    pool: &rag_store::sqlx::PgPool,
+    workspace: &str,
+    accepted: &[HostileUpload],
+) -> anyhow::Result<serde_json::Value> {
+    let docs = rag_store::documents::list(pool, workspace).await?;
+    let mut wrong = Vec::new();
+    for (id, name, code) in accepted {
+        let Some(d) = docs.iter().find(|d| d.id.to_string() == *id) else {
+            wrong.push(format!("{name} ({id}): not listed"));
+            continue;
+        };
+        let ok = match code {
+            Some(code) => d.status == rag_store::documents::DocumentStatus::Failed && d.failure_code.as_deref() == Some(*code),
+            None => d.status == rag_store::documents::DocumentStatus::Ingested,
+        };
+        if !ok {
+            wrong.push(format!("{name} ({id}): {} {:?}, expected {}", d.status, d.failure_code, code.unwrap_or("ingested")));
+        }
+    }
+    Ok(json!({"ok": wrong.is_empty(), "accepted": accepted.len(), "wrong": wrong}))
+}
