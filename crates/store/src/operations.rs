@@ -86,8 +86,11 @@ pub async fn settle_seconds(pool: &PgPool, workspace_id: &str) -> Result<Vec<f64
 pub struct ReplayProgress {
     /// Ingested with `version` active.
     pub flipped: i64,
-    /// Failed or deleted meanwhile: they will not flip.
-    pub gone: i64,
+    /// Failed meanwhile: they will not flip.
+    pub failed: i64,
+    /// Deleted meanwhile (a user's deletion during the replay): nothing
+    /// left to re-chunk, and not a failure of the replay.
+    pub deleted: i64,
     /// Chunks of the flipped documents on `version`.
     pub chunks: i64,
 }
@@ -99,7 +102,7 @@ pub async fn replay_progress(pool: &PgPool, documents: &[Uuid], version: &str) -
     // reported done while the document had no mapping yet).
     // A changed document is on `version` in its searchable revision's key.
     let key = crate::index_version_sql("$2", "d.revision");
-    let (flipped, gone, chunks): (i64, i64, i64) = sqlx::query_as(&format!(
+    let (flipped, failed, deleted, chunks): (i64, i64, i64, i64) = sqlx::query_as(&format!(
         "WITH d AS (
              SELECT d.status, d.active_chunking_version = {key} AND d.status = 'ingested'
                         AND (SELECT count(*) FROM chunk_mappings m WHERE m.document_id = d.id AND m.chunking_version = {key})
@@ -107,7 +110,8 @@ pub async fn replay_progress(pool: &PgPool, documents: &[Uuid], version: &str) -
                     d.chunk_count
              FROM documents d WHERE d.id = ANY($1))
          SELECT count(*) FILTER (WHERE flipped),
-                count(*) FILTER (WHERE status IN ('failed', 'deleted')),
+                count(*) FILTER (WHERE status = 'failed'),
+                count(*) FILTER (WHERE status = 'deleted'),
                 coalesce(sum(chunk_count) FILTER (WHERE flipped), 0)
          FROM d"
     ))
@@ -115,7 +119,7 @@ pub async fn replay_progress(pool: &PgPool, documents: &[Uuid], version: &str) -
     .bind(version)
     .fetch_one(pool)
     .await?;
-    Ok(ReplayProgress { flipped, gone, chunks })
+    Ok(ReplayProgress { flipped, failed, deleted, chunks })
 }
 
 /// Deletes every read-model row of one workspace, in one transaction. Only

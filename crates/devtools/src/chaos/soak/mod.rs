@@ -19,7 +19,7 @@ mod plan;
 pub mod report;
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{ExitCode, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -50,46 +50,6 @@ fn free_port() -> anyhow::Result<u16> {
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
-/// `run all`, supervised apart from the struck members.
-struct Server {
-    exe: PathBuf,
-    env: HashMap<String, String>,
-    log: PathBuf,
-    child: Option<Child>,
-    restarts: u32,
-}
-
-impl Server {
-    fn start(&mut self) -> anyhow::Result<()> {
-        let out = std::fs::OpenOptions::new().create(true).append(true).open(&self.log)?;
-        self.child = Some(
-            Command::new(&self.exe)
-                .args(["run", "all"])
-                .envs(&self.env)
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(out)
-                .kill_on_drop(true)
-                .spawn()?,
-        );
-        Ok(())
-    }
-    fn supervise(&mut self) -> anyhow::Result<()> {
-        let exited = match self.child.as_mut() {
-            None => true,
-            Some(c) => c.try_wait()?.is_some(),
-        };
-        if exited {
-            self.restarts += 1;
-            self.start()?;
-        }
-        Ok(())
-    }
-    fn pid(&self) -> Option<u32> {
-        self.child.as_ref().and_then(Child::id)
-    }
-}
-
 async fn wait_ready(http: &reqwest::Client, base: &str, within: Duration) -> anyhow::Result<()> {
     let started = Instant::now();
     loop {
@@ -115,7 +75,11 @@ pub fn redraw(json: &Path) -> anyhow::Result<ExitCode> {
     let mut data: report::RunData =
         serde_json::from_slice(&std::fs::read(json).with_context(|| format!("reading {}", json.display()))?).context("not a soak.json")?;
     let load = data.summary["seconds"]["load"].as_f64().unwrap_or(0.0);
-    data.summary["verdicts"] = serde_json::to_value(report::judge(&data.samples, &data.requests, &data.faults, Windows::of(load)))?;
+    let verdicts = report::judge(&data.samples, &data.requests, &data.faults, Windows::of(load));
+    for v in &verdicts {
+        eprintln!("[soak] {} {}: {} (limit {})", if v.ok { "met" } else { "NOT MET" }, v.figure, v.measured, v.limit);
+    }
+    data.summary["verdicts"] = serde_json::to_value(verdicts)?;
     let page = json.with_file_name("soak.html");
     std::fs::write(&page, data.html())?;
     eprintln!("[soak] drew {}", page.display());
@@ -169,8 +133,11 @@ pub async fn run(s: &Settings, args: &ChaosArgs) -> anyhow::Result<ExitCode> {
     // Its connections told apart from the struck processes' (pg_stat_activity).
     let separator = if run_db.url.contains('?') { '&' } else { '?' };
     server_env.insert("DATABASE_URL".into(), format!("{}{separator}application_name={RUN_ALL_APPLICATION}", run_db.url));
-    let mut server = Server { exe: exe.clone(), env: server_env, log: workdir.join("run-all.log"), child: None, restarts: 0 };
-    server.start()?;
+    // `run all` is a fleet of its own, supervised like the struck ones but
+    // never struck: its restarts (none, if all is well) are counted apart.
+    let run_all = Member { stage: "all", child: None, log: workdir.join("run-all.log") };
+    let mut server = Fleet { exe: exe.clone(), env: server_env, members: vec![run_all], stage_restarts: 0 };
+    server.start_all()?;
     let members =
         STRUCK.iter().enumerate().map(|(i, stage)| Member { stage, child: None, log: workdir.join(format!("{stage}-{i}.log")) }).collect();
     let mut fleet = Fleet { exe: exe.clone(), env: env.clone(), members, stage_restarts: 0 };
@@ -216,8 +183,9 @@ pub async fn run(s: &Settings, args: &ChaosArgs) -> anyhow::Result<ExitCode> {
         metrics_url: &metrics_url,
         http: &http,
     };
-    let processes = |server: &Server, fleet: &Fleet| -> Vec<(String, u32)> {
-        let mut p: Vec<(String, u32)> = server.pid().map(|pid| ("run-all".to_string(), pid)).into_iter().collect();
+    let processes = |server: &Fleet, fleet: &Fleet| -> Vec<(String, u32)> {
+        let pid = server.members.first().and_then(|m| m.child.as_ref()?.id());
+        let mut p: Vec<(String, u32)> = pid.map(|pid| ("run-all".to_string(), pid)).into_iter().collect();
         p.extend(fleet.members.iter().filter_map(|m| Some((m.stage.to_string(), m.child.as_ref()?.id()?))));
         p
     };
@@ -445,14 +413,7 @@ pub async fn run(s: &Settings, args: &ChaosArgs) -> anyhow::Result<ExitCode> {
     samples.push(last);
     let verify_out = Command::new(&exe).args(["verify", "--json"]).envs(&env).stdin(Stdio::null()).output().await?;
     let verify: serde_json::Value = serde_json::from_slice(&verify_out.stdout).unwrap_or(json!({"clean": false}));
-    if let Some(mut c) = server.child.take() {
-        if let Some(pid) = c.id() {
-            let _ = std::process::Command::new("kill").args(["-TERM", &pid.to_string()]).status();
-        }
-        if tokio::time::timeout(Duration::from_secs(30), c.wait()).await.is_err() {
-            let _ = c.kill().await;
-        }
-    }
+    server.stop_all().await;
     fleet.stop_all().await;
 
     // The invariants.
@@ -470,7 +431,7 @@ pub async fn run(s: &Settings, args: &ChaosArgs) -> anyhow::Result<ExitCode> {
     let failed: Vec<&report::RequestRecord> =
         ledger.records.iter().filter(|r| report::failed(r) && !report::near_restart(r, &faults, report::RESTART_GRACE)).collect();
     invariants["requests_failed_outside_restarts"] = json!({"count": failed.len(), "first": failed.iter().take(10).map(|r| format!("{} at {:.0} s: {}", r.door, r.at, r.status)).collect::<Vec<_>>()});
-    invariants["run_all_restarts"] = server.restarts.into();
+    invariants["run_all_restarts"] = server.stage_restarts.into();
     invariants["verify_clean"] = (verify["clean"] == true && verify_out.status.success()).into();
     invariants["streams_released"] = json!({"open_at_end": streams_open, "ok": streams_open == Some(0.0)});
     let folder_report = folder_check(&pool, &workspace, &folder).await?;
@@ -483,7 +444,7 @@ pub async fn run(s: &Settings, args: &ChaosArgs) -> anyhow::Result<ExitCode> {
         && folder_report["ok"] == true
         && hostile_report["ok"] == true
         && failed.is_empty()
-        && server.restarts == 0
+        && server.stage_restarts == 0
         && replay_ok;
     invariants["ok"] = invariants_ok.into();
 
@@ -515,7 +476,7 @@ pub async fn run(s: &Settings, args: &ChaosArgs) -> anyhow::Result<ExitCode> {
             "sigterm": faults.iter().filter(|f| f.kind == "sigterm").count(),
             "restarts": faults.iter().filter(|f| f.kind == "restart").map(|f| f.target.clone()).collect::<Vec<_>>(),
             "stage_restarts": fleet.stage_restarts,
-            "run_all_restarts": server.restarts,
+            "run_all_restarts": server.stage_restarts,
         },
         "counts": {"uploads_accepted": ledger.accepted.len(), "questions": ledger.questions.len(), "requests": ledger.records.len(),
             "llm_calls": llm.calls(), "folder_files": folder.present.len(), "folder_changes": folder.edits},

@@ -47,9 +47,11 @@ impl Schedule {
             // A short run deletes and meets every hostile file too.
             live_uploads: if minutes >= 30 { 40 } else { 12 },
             hostile_every: if minutes >= 30 { 25 } else { 7 },
-            // An hour asks more often, so that a stretch's p99 is not
-            // just its slowest answer (about 150 page questions, 100 chat
-            // completions and 150 MCP calls in ten minutes).
+            // An hour asks more often: in ten minutes 150 page questions
+            // (50 of them first questions read whole, 50 follow-ups), 100
+            // chat completions and 150 MCP calls (half of each streamed or
+            // `ask`). With 50 to 75 a door a stretch's p99 is still its
+            // slowest request, so the faults are left out of the drift.
             question_every: if minutes >= 30 { Duration::from_secs(4) } else { Duration::from_secs(6) },
             chat_every: if minutes >= 30 { Duration::from_secs(6) } else { Duration::from_secs(10) },
             mcp_every: if minutes >= 30 { Duration::from_secs(4) } else { Duration::from_secs(5) },
