@@ -82,6 +82,12 @@ impl PartitionBook {
         std::mem::take(&mut self.owned).into_keys().collect()
     }
 
+    /// Assignments and revocations so far (the tests wait on it).
+    #[cfg(test)]
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
     pub fn has_pending(&self) -> bool {
         self.pending.is_some()
     }

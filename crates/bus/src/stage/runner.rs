@@ -92,6 +92,12 @@ impl<S: Stage> StageRunner<S> {
         self.shared.paused.clone()
     }
 
+    /// Its partitions and their assignments, for the tests to watch.
+    #[cfg(test)]
+    pub(crate) fn partition_book(&self) -> Arc<Mutex<super::positions::PartitionBook>> {
+        self.shared.book.clone()
+    }
+
     /// Stops the stage with `reason`, logged and counted.
     pub(super) fn failed(&self, reason: String) -> BusError {
         StageFailed { stage: self.name, error: &reason }.emit();

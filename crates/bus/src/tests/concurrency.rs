@@ -106,8 +106,11 @@ async fn no_more_records_run_at_once_than_the_bound() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_partition_paused_when_a_rebalance_comes_is_fetched_after_it() {
     let mut h = Harness::new().await;
-    // Paused once two records wait behind the running one.
-    h.cfg.max_in_flight = 4;
+    // Paused once four records wait behind the running one, and the bound
+    // (8) never filled by the seven of its partition, so that the runner
+    // keeps polling and takes part in the rebalances while the record is
+    // held (a full bound stops its polls, and the rebalance waits for it).
+    h.cfg.max_in_flight = 8;
     let victim = h.produce("held", 1).await[0];
     let r = Arc::new(Recorder { gate: Mutex::new(vec![victim]), ..Default::default() });
     let first = h.start(r.clone());
@@ -127,11 +130,21 @@ async fn a_partition_paused_when_a_rebalance_comes_is_fetched_after_it() {
     wait_until("the held record's partition paused", Duration::from_secs(60), || first.paused.lock().unwrap().contains(&victim_key)).await;
 
     // A second member joins and leaves: two rebalances (eager protocol),
-    // after which every partition is the first member's again.
+    // each a revocation and an assignment of the first member, after which
+    // every partition is the first member's again. (Waited on by the
+    // book's generation: the pause itself may come back at once, when the
+    // held partition is assigned to the first member again.)
+    let generation = || first.book.lock().unwrap().generation();
+    let before = generation();
     let other = Arc::new(Recorder::default());
     let second = h.start(other.clone());
-    wait_until("the first member's partitions revoked", Duration::from_secs(60), || first.paused.lock().unwrap().is_empty()).await;
+    wait_until("the first member's partitions revoked and assigned again", Duration::from_secs(60), || generation() >= before + 2).await;
+    let joined = generation();
     second.stop().await;
+    wait_until("every partition the first member's again", Duration::from_secs(60), || {
+        generation() >= joined + 2 && first.book.lock().unwrap().owned().len() == PARTITIONS as usize
+    })
+    .await;
 
     // Released, and more records on the paused partition: the first member
     // must fetch them, which it never did while librdkafka kept the pause.

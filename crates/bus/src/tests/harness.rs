@@ -210,8 +210,8 @@ impl Harness {
         let stop = CancellationToken::new();
         let dlq = EventProducer::new(&self.cfg, Codec::embedded().unwrap(), "runner-test-dlq").unwrap();
         let runner = StageRunner::new(&self.cfg, processor, dlq, stop.clone()).unwrap();
-        let paused = runner.paused_partitions();
-        Running { stop, paused, task: tokio::spawn(runner.run()) }
+        let (paused, book) = (runner.paused_partitions(), runner.partition_book());
+        Running { stop, paused, book, task: tokio::spawn(runner.run()) }
     }
 
     /// Produces `n` records with distinct keys; returns where they landed.
@@ -259,6 +259,8 @@ pub(super) struct Running {
     pub(super) stop: CancellationToken,
     /// The partitions the runner holds paused for back-pressure.
     pub(super) paused: Arc<Mutex<std::collections::HashSet<(String, i32)>>>,
+    /// Its partitions and how many assignments and revocations it had.
+    pub(super) book: Arc<Mutex<crate::stage::positions::PartitionBook>>,
     pub(super) task: JoinHandle<Result<(), BusError>>,
 }
 
