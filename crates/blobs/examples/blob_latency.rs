@@ -1,7 +1,7 @@
 //! PUT and GET latency of small objects against the configured S3 server:
 //! `cargo run --release -p rag-blobs --example blob_latency` with the
 //! stack's environment loaded (`. .local/env`). Found the ~41 ms GETs that
-//! scripts/patches/s3s-fs-0.14.1.patch removes (docs/local-stack.md).
+//! crates/objectstore removes with TCP_NODELAY (docs/local-stack.md).
 
 use std::time::Instant;
 
