@@ -13,6 +13,7 @@ use subtle::ConstantTimeEq;
 use crate::auth::AuthUser;
 use crate::error::ApiError;
 use crate::AppState;
+use rag_store::sqlx::PgPool;
 
 /// How every key starts: tells a key from a JWT, and lets secret scanners
 /// recognise a leaked one.
@@ -55,6 +56,64 @@ pub fn lookup_of(token: &str) -> Option<&str> {
     let (lookup, secret) = rest.split_once('_')?;
     let hexes = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
     (hexes(lookup, LOOKUP_HEX) && hexes(secret, SECRET_HEX)).then_some(lookup)
+}
+
+/// Keys one user may hold (neither revoked nor expired).
+pub const MAX_LIVE_KEYS: i64 = 50;
+/// The longest expiry a key may be given, in days.
+pub const MAX_EXPIRY_DAYS: u32 = 3650;
+
+/// A key asked for, by its user on `/v1/keys` or by an operator with
+/// `rag-engine keys create`: both make it with [`create`], so both are held
+/// to the same name rule, expiry range and number of live keys.
+pub struct KeyRequest<'a> {
+    pub user_id: &'a str,
+    /// Trimmed here; 1-100 characters, no control characters.
+    pub name: &'a str,
+    /// The one workspace it reaches, already known to be the user's.
+    pub workspace_id: Option<&'a str>,
+    pub expires_in_days: Option<u32>,
+    pub sources_in_content: bool,
+}
+
+/// A key just made: its row and its secret, shown this once.
+pub struct CreatedKey {
+    pub row: rag_store::api_keys::ApiKeyRow,
+    pub secret: String,
+}
+
+/// Checks a request and makes the key: 400 for a bad name or expiry, 409
+/// when the user already holds [`MAX_LIVE_KEYS`].
+pub async fn create(pool: &PgPool, request: KeyRequest<'_>) -> Result<CreatedKey, ApiError> {
+    let name = crate::routes::checked_text("name", request.name.trim(), 1, 100)?;
+    let expires_at = match request.expires_in_days {
+        None => None,
+        Some(d @ 1..=MAX_EXPIRY_DAYS) => Some(chrono::Utc::now() + chrono::Duration::days(i64::from(d))),
+        Some(d) => return Err(ApiError::bad_request("invalid_field", format!("expires_in_days must be 1-{MAX_EXPIRY_DAYS} (is {d})"))),
+    };
+    if rag_store::api_keys::count_live(pool, request.user_id).await? >= MAX_LIVE_KEYS {
+        return Err(ApiError::conflict(
+            "too_many_keys",
+            format!("{} holds {MAX_LIVE_KEYS} live API keys, the most allowed; revoke one first", request.user_id),
+        ));
+    }
+    let minted = mint()?;
+    let row = rag_store::api_keys::create(
+        pool,
+        &rag_store::api_keys::NewApiKey {
+            id: uuid::Uuid::now_v7(),
+            user_id: request.user_id,
+            name,
+            workspace_id: request.workspace_id,
+            lookup: &minted.lookup,
+            secret_sha256: &minted.sha256,
+            expires_at,
+            sources_in_content: request.sources_in_content,
+        },
+    )
+    .await?;
+    tracing::info!(key_id = %row.id, user = %row.user_id, workspace_id = ?row.workspace_id, "API key created");
+    Ok(CreatedKey { row, secret: minted.token })
 }
 
 /// The caller a key stands for: refused when unknown, of the wrong

@@ -22,7 +22,7 @@ pub enum KeysCommand {
         /// The one workspace the key reaches, by id or name (the user must own it); without it, every workspace of theirs.
         #[arg(long)]
         workspace: Option<String>,
-        /// Days until the key stops working (1-3650); without it, until revoked.
+        /// Days until the key stops working (1-3650, as on the API); without it, until revoked.
         #[arg(long)]
         expires_in_days: Option<u32>,
         /// Chat replies for this key carry no sources list in their text (for a client that reads the
@@ -67,40 +67,32 @@ pub async fn keys(s: &DatabaseSettings, command: KeysCommand) -> anyhow::Result<
     let pool = rag_store::connect(&s.store()).await.context("connecting to Postgres (DATABASE_URL)")?;
     match command {
         KeysCommand::Create { user, name, workspace, expires_in_days, no_sources_in_content, json } => {
-            let (user, name) = (user.trim(), name.trim());
+            let user = user.trim();
             anyhow::ensure!(!user.is_empty(), "--user must not be empty");
-            anyhow::ensure!((1..=100).contains(&name.chars().count()), "--name must have 1-100 characters");
             // By name or id, among the user's.
             let workspace = match workspace.as_deref() {
                 Some(ws) => Some(crate::workspaces::resolve(&pool, Some(user), ws).await?.id),
                 None => None,
             };
-            let expires_at = match expires_in_days {
-                None => None,
-                Some(d @ 1..=3650) => Some(chrono::Utc::now() + chrono::Duration::days(i64::from(d))),
-                Some(d) => anyhow::bail!("--expires-in-days must be 1-3650 (is {d})"),
-            };
-            let minted = rag_api::keys::mint().map_err(|e| anyhow::anyhow!("{e}"))?;
-            let row = rag_store::api_keys::create(
+            // The API's rules: name, expiry range, live keys per user.
+            let created = rag_api::keys::create(
                 &pool,
-                &rag_store::api_keys::NewApiKey {
-                    id: uuid::Uuid::now_v7(),
+                rag_api::keys::KeyRequest {
                     user_id: user,
-                    name,
+                    name: &name,
                     workspace_id: workspace.as_deref(),
-                    lookup: &minted.lookup,
-                    secret_sha256: &minted.sha256,
-                    expires_at,
+                    expires_in_days,
                     sources_in_content: !no_sources_in_content,
                 },
             )
-            .await?;
-            let key = ApiKey::from(row);
+            .await
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+            let key = ApiKey::from(created.row);
             if json {
-                println!("{}", serde_json::json!({"key": key, "secret": minted.token}));
+                println!("{}", serde_json::json!({"key": key, "secret": created.secret}));
             } else {
                 print_key(&key);
-                println!("secret (shown once, store it now): {}", minted.token);
+                println!("secret (shown once, store it now): {}", created.secret);
             }
         }
         KeysCommand::List { user, json } => {

@@ -7,16 +7,11 @@ use axum::http::StatusCode;
 use axum::Json;
 use uuid::Uuid;
 
-use super::{checked_text, owned_workspace};
+use super::owned_workspace;
 use crate::auth::AuthUser;
 use crate::error::{ApiError, ErrorBody};
 use crate::model::{ApiKey, ApiKeyList, CreateApiKey, CreatedApiKey};
 use crate::AppState;
-
-/// Keys one user may hold (neither revoked nor expired).
-pub const MAX_LIVE_KEYS: i64 = 50;
-/// The longest expiry a key may be given, in days.
-pub const MAX_EXPIRY_DAYS: u32 = 3650;
 
 fn signed_in(user: &AuthUser) -> Result<(), ApiError> {
     match user.key_id {
@@ -36,38 +31,21 @@ pub async fn create(
     Json(body): Json<CreateApiKey>,
 ) -> Result<(StatusCode, Json<CreatedApiKey>), ApiError> {
     signed_in(&user)?;
-    let name = checked_text("name", body.name.trim(), 1, 100)?;
     if let Some(ws) = body.workspace_id.as_deref() {
         owned_workspace(&state, &user, ws).await?;
     }
-    let expires_at = match body.expires_in_days {
-        None => None,
-        Some(d @ 1..=MAX_EXPIRY_DAYS) => Some(chrono::Utc::now() + chrono::Duration::days(i64::from(d))),
-        Some(d) => return Err(ApiError::bad_request("invalid_field", format!("expires_in_days must be 1-{MAX_EXPIRY_DAYS} (is {d})"))),
-    };
-    if rag_store::api_keys::count_live(state.pool(), &user.user_id).await? >= MAX_LIVE_KEYS {
-        return Err(ApiError::conflict(
-            "too_many_keys",
-            format!("you hold {MAX_LIVE_KEYS} live API keys, the most allowed; revoke one first"),
-        ));
-    }
-    let minted = crate::keys::mint()?;
-    let row = rag_store::api_keys::create(
+    let created = crate::keys::create(
         state.pool(),
-        &rag_store::api_keys::NewApiKey {
-            id: Uuid::now_v7(),
+        crate::keys::KeyRequest {
             user_id: &user.user_id,
-            name,
+            name: &body.name,
             workspace_id: body.workspace_id.as_deref(),
-            lookup: &minted.lookup,
-            secret_sha256: &minted.sha256,
-            expires_at,
+            expires_in_days: body.expires_in_days,
             sources_in_content: body.sources_in_content.unwrap_or(true),
         },
     )
     .await?;
-    tracing::info!(key_id = %row.id, user = %user.user_id, workspace_id = ?row.workspace_id, "API key created");
-    Ok((StatusCode::CREATED, Json(CreatedApiKey { key: row.into(), secret: minted.token })))
+    Ok((StatusCode::CREATED, Json(CreatedApiKey { key: created.row.into(), secret: created.secret })))
 }
 
 /// The caller's API keys (never their secrets), revoked ones included.

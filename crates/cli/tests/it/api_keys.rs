@@ -131,6 +131,62 @@ async fn keys_are_shown_once_stored_hashed_scoped_and_revoked_at_once() {
     t.cleanup().await;
 }
 
+/// The operator's `keys create` and `/v1/keys` make keys the same way: the
+/// same expiry range, and neither gives a user more than
+/// `MAX_LIVE_KEYS` live keys (the CLI once skipped that limit). Revoked and
+/// expired keys do not count.
+#[tokio::test]
+async fn both_doors_hold_a_user_to_the_same_key_limits() {
+    let t = TestEnv::new().await;
+    let run = TestApp::spawn_stages(&t, StageName::Api, &[]).await;
+    let api = Api::new(run.api_port);
+    api.wait_ready().await;
+    let carol = token(&t, "carol").await;
+    let max = rag_api::keys::MAX_LIVE_KEYS;
+    // carol already holds the most live keys, plus one revoked and one expired.
+    rag_store::sqlx::query(
+        "INSERT INTO api_keys (id, user_id, name, lookup, secret_sha256, revoked_at, expires_at)
+         SELECT gen_random_uuid(), 'carol', 'k' || i, 'carol' || lpad(i::text, 7, '0'), sha256(('k' || i)::bytea),
+                CASE WHEN i = $1 + 1 THEN now() END, CASE WHEN i = $1 + 2 THEN now() - interval '1 day' END
+         FROM generate_series(1, $1 + 2) i",
+    )
+    .bind(max as i32)
+    .execute(&t.pool)
+    .await
+    .unwrap();
+    let pool = &t.pool;
+    let live = || async move { rag_store::api_keys::count_live(pool, "carol").await.unwrap() };
+    assert_eq!(live().await, max);
+
+    let (ok, _, err) = t.run(&["keys", "create", "--user", "carol", "--name", "one more"]).await;
+    assert!(!ok && err.contains(&format!("holds {max} live API keys")), "{err}");
+    let (s, body) = api.post("/v1/keys", &carol, json!({"name": "one more"})).await;
+    assert_eq!((s, body["error"]["code"].as_str()), (StatusCode::CONFLICT, Some("too_many_keys")), "{body}");
+    assert_eq!(live().await, max);
+
+    // Bad expiries are refused by both, with the same range.
+    rag_store::sqlx::query("UPDATE api_keys SET revoked_at = now() WHERE user_id = 'carol' AND name = 'k1'")
+        .execute(&t.pool)
+        .await
+        .unwrap();
+    for days in ["0", "3651"] {
+        let (ok, _, err) = t.run(&["keys", "create", "--user", "carol", "--name", "x", "--expires-in-days", days]).await;
+        assert!(!ok && err.contains("expires_in_days must be 1-3650"), "{days}: {err}");
+        let (s, body) = api.post("/v1/keys", &carol, json!({"name": "x", "expires_in_days": days.parse::<u32>().unwrap()})).await;
+        assert_eq!(s, StatusCode::BAD_REQUEST, "{days}: {body}");
+    }
+    // A name with a control character is refused by the CLI too.
+    let (ok, _, err) = t.run(&["keys", "create", "--user", "carol", "--name", "bad\u{7}name"]).await;
+    assert!(!ok && err.contains("control characters"), "{err}");
+    // With one revoked, one more can be made, by either door, and no more.
+    let (ok, _, err) = t.run(&["keys", "create", "--user", "carol", "--name", "the last", "--expires-in-days", "3650"]).await;
+    assert!(ok, "{err}");
+    assert_eq!(live().await, max);
+    let (s, _) = api.post("/v1/keys", &carol, json!({"name": "past the limit"})).await;
+    assert_eq!(s, StatusCode::CONFLICT);
+    t.cleanup().await;
+}
+
 /// Small API rules: a `Last-Event-ID` no stream gave (malformed, or a time
 /// outside what Postgres holds) is refused with 400 instead of a stream
 /// whose every poll fails; every answer says `nosniff`.
