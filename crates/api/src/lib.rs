@@ -16,6 +16,7 @@ pub mod mcp;
 mod middleware;
 pub mod model;
 pub mod openapi;
+pub mod question;
 mod routes;
 
 use std::sync::Arc;

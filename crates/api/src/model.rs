@@ -419,7 +419,9 @@ pub struct ConversationWithMessages {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PostMessage {
-    /// The question, 1-8000 characters.
+    /// The question, 1-8000 characters (`question::MAX_QUESTION_CHARS`; the
+    /// schema attribute takes a literal), no control characters but line
+    /// breaks and tabs.
     #[schema(min_length = 1, max_length = 8000)]
     pub content: String,
     /// Chunks to retrieve (default: the server's RETRIEVAL_TOP_K).

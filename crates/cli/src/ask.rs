@@ -69,6 +69,10 @@ pub struct AskSettings {
 }
 
 pub async fn ask(s: &AskSettings, args: AskArgs) -> anyhow::Result<ExitCode> {
+    // The API's rule for a question (rag_api::question), checked before
+    // anything is connected to.
+    let question =
+        rag_api::question::checked_question(&args.question).map_err(|refusal| anyhow::anyhow!("the question {refusal}"))?.to_string();
     let pool = rag_store::connect(&s.database.store()).await.context("connecting to Postgres (DATABASE_URL)")?;
     // A workspace by name as well as by id.
     let mut args = args;
@@ -81,7 +85,7 @@ pub async fn ask(s: &AskSettings, args: AskArgs) -> anyhow::Result<ExitCode> {
         conversation_id: conversation.to_string(),
         user_message_id: user_message.to_string(),
         assistant_message_id: assistant_message.to_string(),
-        question: args.question.clone(),
+        question,
         asked_by: args.user.clone(),
         top_k: args.top_k.map(|k| k as i32),
         document_ids: args.documents.iter().map(|d| d.to_string()).collect(),

@@ -326,10 +326,7 @@ impl RagMcp {
     async fn ask(&self, Parameters(r): Parameters<AskRequest>, ctx: RequestContext<RoleServer>) -> Result<CallToolResult, String> {
         let user = caller(&ctx)?;
         let ws = self.workspace(&user, &r.workspace).await?.id;
-        let question = r.question.trim();
-        if question.is_empty() || question.chars().count() > crate::routes::openai::MAX_QUESTION_CHARS {
-            return Err(format!("question must have 1-{} characters", crate::routes::openai::MAX_QUESTION_CHARS));
-        }
+        let question = crate::question::checked_question(&r.question).map_err(|refusal| format!("question {refusal}"))?;
         self.state.limits().question(&user.user_id).map_err(|e| message(e.into()))?;
         let base = ctx
             .extensions

@@ -106,7 +106,9 @@ pub async fn post_message(
     owned_conversation(&state, &user, &ws, id).await?;
     // Each question can cost an LLM call.
     state.limits().question(&user.user_id)?;
-    let question = checked_text("content", body.content.trim(), 1, 8000)?.to_string();
+    let question = crate::question::checked_question(&body.content)
+        .map_err(|refusal| ApiError::bad_request("invalid_field", format!("content {refusal}")))?
+        .to_string();
     if let Some(k) = body.top_k {
         if !(1..=50).contains(&k) {
             return Err(ApiError::bad_request("invalid_field", format!("top_k must be 1-50 (is {k})")));

@@ -110,7 +110,7 @@ pub(crate) fn checked_text<'a>(field: &str, value: &'a str, min: usize, max: usi
     if n < min || n > max {
         return Err(ApiError::bad_request("invalid_field", format!("{field} must have {min}-{max} characters (has {n})")));
     }
-    if value.chars().any(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t')) {
+    if crate::question::has_control_characters(value) {
         return Err(ApiError::bad_request("invalid_field", format!("{field} contains control characters")));
     }
     Ok(value)

@@ -145,6 +145,9 @@ async fn agents_list_search_ask_and_read_through_mcp() {
         ("search", json!({"workspace": "Bob", "query": "x"}), "workspace not found"),
         ("search", json!({"workspace": ws, "query": "x", "top_k": 500}), "top_k"),
         ("search", json!({"workspace": ws, "query": "   "}), "query"),
+        // The question's rule is the page's and the chat endpoint's (rag_api::question).
+        ("ask", json!({"workspace": ws, "question": "  "}), "question must have 1-8000 characters (has 0)"),
+        ("ask", json!({"workspace": ws, "question": "lương\u{7}?"}), "question contains control characters"),
         ("read_passage", json!({"workspace": ws, "document_id": doc, "char_start": 5, "char_end": 1_000_000}), "range"),
         ("read_passage", json!({"workspace": ws, "document_id": "not-a-uuid", "char_start": 0, "char_end": 1}), "document not found"),
     ] {

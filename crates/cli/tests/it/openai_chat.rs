@@ -212,6 +212,20 @@ async fn openai_clients_ask_stream_follow_up_and_get_cited_answers() {
             "too_many_messages",
         ),
         (Some(&key), json!({"model": ws, "messages": [{"role": "assistant", "content": "x"}]}), StatusCode::BAD_REQUEST, "no_question"),
+        // The question's rule is the page's and MCP's (rag_api::question).
+        (Some(&key), json!({"model": ws, "messages": [{"role": "user", "content": " \n "}]}), StatusCode::BAD_REQUEST, "invalid_question"),
+        (
+            Some(&key),
+            json!({"model": ws, "messages": [{"role": "user", "content": "lương\u{7}?"}]}),
+            StatusCode::BAD_REQUEST,
+            "invalid_question",
+        ),
+        (
+            Some(&key),
+            json!({"model": ws, "messages": [{"role": "user", "content": "ố".repeat(8001)}]}),
+            StatusCode::BAD_REQUEST,
+            "invalid_question",
+        ),
     ];
     for (auth, body, status, code) in cases {
         let mut req = api.http.post(format!("{}/v1/chat/completions", api.base)).json(&body);

@@ -45,8 +45,6 @@ pub const ANSWER_WAIT: Duration = Duration::from_secs(300);
 /// Turns one request may send; more are refused (a client sending a whole
 /// long chat keeps only what the answerer reads anyway).
 pub const MAX_MESSAGES: usize = 200;
-/// Characters of the question (the last user message), as the REST API.
-pub const MAX_QUESTION_CHARS: usize = 8000;
 /// Characters of all the messages together.
 pub const MAX_TOTAL_CHARS: usize = 200_000;
 /// Largest request body: a client sends the whole conversation each time,

@@ -8,7 +8,7 @@ use rag_events::ConversationTurn;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{MAX_MESSAGES, MAX_QUESTION_CHARS, MAX_TOTAL_CHARS};
+use super::{MAX_MESSAGES, MAX_TOTAL_CHARS};
 use crate::error::ApiError;
 
 #[derive(Debug, Deserialize)]
@@ -116,12 +116,11 @@ impl ChatRequest {
         let Some(last) = turns.pop().filter(|t| t.role == "user") else {
             return Err(invalid("no_question", "the last message must be the user's question"));
         };
-        let n = last.content.chars().count();
-        if n == 0 || n > MAX_QUESTION_CHARS {
-            return Err(invalid("invalid_question", format!("the question must have 1-{MAX_QUESTION_CHARS} characters (has {n})")));
-        }
+        let question = crate::question::checked_question(&last.content)
+            .map_err(|refusal| invalid("invalid_question", format!("the question {refusal}")))?
+            .to_string();
         turns.retain(|t| !t.content.is_empty());
-        Ok((last.content, turns))
+        Ok((question, turns))
     }
 }
 

@@ -1,0 +1,63 @@
+//! What a question may be, whichever door it comes through: the page's
+//! route, `/v1/chat/completions` and MCP's `ask` check it here, so they
+//! accept and refuse the same questions (each says so in its own wire
+//! format).
+
+/// Characters a question may have, after trimming. The answerer reads far
+/// fewer; the bound keeps one request from filling the event and the
+/// prompt.
+pub const MAX_QUESTION_CHARS: usize = 8000;
+
+/// Why a question is refused; its text follows the field's name ("content
+/// must have 1-8000 characters (has 0)").
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum QuestionRefusal {
+    #[error("must have 1-{MAX_QUESTION_CHARS} characters (has {0})")]
+    Length(usize),
+    /// A control character other than a line break or tab: nothing a person
+    /// types, and it would reach the prompt and the logs as is.
+    #[error("contains control characters")]
+    ControlCharacters,
+}
+
+/// The question trimmed, or why it is refused.
+pub fn checked_question(text: &str) -> Result<&str, QuestionRefusal> {
+    let question = text.trim();
+    let n = question.chars().count();
+    if n == 0 || n > MAX_QUESTION_CHARS {
+        return Err(QuestionRefusal::Length(n));
+    }
+    if has_control_characters(question) {
+        return Err(QuestionRefusal::ControlCharacters);
+    }
+    Ok(question)
+}
+
+/// Whether a text holds a control character other than a line break or a
+/// tab (every text field of the API refuses those).
+pub(crate) fn has_control_characters(text: &str) -> bool {
+    text.chars().any(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_question_is_trimmed_and_counted_in_characters() {
+        assert_eq!(checked_question("  Doanh thu năm 2023?\n"), Ok("Doanh thu năm 2023?"));
+        // Vietnamese letters are several bytes each: the bound is characters.
+        let long = "ố".repeat(MAX_QUESTION_CHARS);
+        assert_eq!(checked_question(&long), Ok(long.as_str()));
+        assert_eq!(checked_question(&format!("{long}a")), Err(QuestionRefusal::Length(MAX_QUESTION_CHARS + 1)));
+        assert_eq!(checked_question(" \n\t "), Err(QuestionRefusal::Length(0)));
+    }
+
+    #[test]
+    fn line_breaks_and_tabs_pass_other_control_characters_do_not() {
+        assert_eq!(checked_question("Hai phần:\n1.\tlương?\r\n2. phép?"), Ok("Hai phần:\n1.\tlương?\r\n2. phép?"));
+        assert_eq!(checked_question("lương\u{7}?"), Err(QuestionRefusal::ControlCharacters));
+        assert_eq!(checked_question("a\u{0}b"), Err(QuestionRefusal::ControlCharacters));
+        assert_eq!(QuestionRefusal::Length(0).to_string(), "must have 1-8000 characters (has 0)");
+    }
+}
