@@ -1363,7 +1363,7 @@ for (const [lang, device, name] of MATRIX) {
     // On a phone the document covers the menu: closed first; on a desk the list is beside it.
     if (name === "phone") await page.click("#viewer-close");
     await pickDoc("ghi-chu.md");
-    await page.locator("#viewer-text .segment").first().waitFor();
+    await page.locator("#viewer-text .segment").first().waitFor({ state: "attached" });
     const late = page.waitForResponse((r) => new URL(r.url()).pathname === rawPath);
     release();
     await late;
@@ -1374,10 +1374,14 @@ for (const [lang, device, name] of MATRIX) {
     assert.doesNotMatch(await page.textContent("#viewer-text"), /Doanh thu/, "the first document's late text is not shown");
     assert.equal(await page.locator("#viewer .page-list").count(), 0, "no page list of the first document");
     assert.equal((await live(page)).observers, 0, "no page observer left behind");
-    // A text without pages: said in paragraphs, as it is shown (a heading and a line).
+    // A text without pages: said in paragraphs (a heading and a line),
+    // shown as its author wrote it (the heading a heading), the raw text a
+    // tap away.
     assert.equal(await page.textContent("#viewer-status"), T["viewer.summary"]({ paragraphs: 2 }, f));
     assert.equal(await page.locator("#viewer-pages").count(), 0);
-    assert.equal(await page.locator("#viewer-mode").isHidden(), true);
+    await page.locator("#viewer-reading h1").waitFor();
+    assert.equal(await page.textContent("#viewer-reading h1"), "Ghi chú");
+    assert.equal(await page.textContent("#viewer-mode"), T["viewer.showRaw"]);
     if (name === "phone") {
       // Chosen in the drawer: the focus went to the document, not to the hidden list.
       assert.equal(await page.evaluate(() => document.activeElement?.id), "viewer");
@@ -1722,5 +1726,254 @@ for (const [lang, device, name] of MATRIX) {
     await page.waitForFunction(() => !document.querySelector("#viewer-revision") && document.querySelector("#viewer-text")?.textContent.includes("15 ngày"));
     assert.deepEqual(errors, [], "no script errors");
     await context.close();
+  });
+}
+
+// ---------- the reading view (issue 62) ----------
+
+const POLICY_MD = `# Chính sách nhân sự
+
+## 1. Giờ làm việc
+
+Làm việc từ **8 giờ** đến *17 giờ*, xem [quy chế](https://example.vn/quy-che).
+
+- Nghỉ trưa 1 giờ
+- Thứ Bảy nghỉ
+
+<script>window.__pwned = 1</script>
+<img src="http://127.0.0.1:9/x.png" onerror="window.__pwned = 2">
+
+## 2. Nghỉ phép
+
+| Loại nghỉ | Số ngày | Hưởng lương |
+|---|---|---|
+| Kết hôn | 3 ngày | Có |
+| Tang lễ | 3 ngày | Có |
+`;
+const POLICY_HTML = `<!doctype html><html><head><title>Nội quy</title><script>window.__pwned = 3</script></head><body>
+<h1>Nội quy văn phòng</h1><p>Giữ <em>yên lặng</em> sau <b>21 giờ</b>.</p>
+<table><thead><tr><th>Phòng</th><th>Tầng</th></tr></thead><tbody><tr><td>Họp lớn</td><td>3</td></tr></tbody></table>
+<iframe src="http://127.0.0.1:9/"></iframe></body></html>`;
+
+let ginaReady = null;
+/** Gina's workspace: a Markdown policy, an HTML page and an XLSX, ingested. */
+function gina() {
+  ginaReady ??= (async () => {
+    const res = await fetch(BASE + "/dev/sign-in", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ user: "gina" }) });
+    const { token } = await res.json();
+    const ws = (await apiCall(token, "POST", "/v1/workspaces", { name: "Nội quy" })).id;
+    const md = await uploadReady(token, ws, "chinh-sach-nhan-su.md", POLICY_MD, "text/markdown");
+    const html = await uploadReady(token, ws, "noi-quy.html", POLICY_HTML, "text/html");
+    const xlsx = join(WORK, "doanh-thu-chi-nhanh.xlsx");
+    execFileSync("python3", [new URL("make_xlsx.py", import.meta.url).pathname, xlsx]);
+    const sheet = await uploadReady(token, ws, "doanh-thu-chi-nhanh.xlsx", readFileSync(xlsx),
+      "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet");
+    const raw = await apiCall(token, "GET", `/v1/workspaces/${ws}/documents/${md}/raw-text`);
+    const full = raw.segments.map((s) => s.text).join("");
+    // The table's row "Kết hôn | 3 ngày | Có", as a citation would give it.
+    const row = "Kết hôn | 3 ngày | Có";
+    const start = cps(full.slice(0, full.indexOf(row))).length;
+    return { token, ws, md, html, sheet, full, row: { start, end: start + cps(row).length } };
+  })();
+  return ginaReady;
+}
+
+for (const [lang, device, name] of MATRIX) {
+  test(`a Markdown document reads as its author wrote it, a citation into its table marking exactly the cited cells; HTML too; a spreadsheet from the list is a table (${lang}, ${name})`, async () => {
+    const { token, ws, md, html, row, full } = await gina();
+    const T = CATALOGUE[lang];
+    const { context, page, errors } = await visit(token, lang, device, `#ws=${ws}&doc=${md}&span=${row.start}-${row.end}`);
+    const reading = page.locator("#viewer-reading");
+    await reading.locator("mark.cited").first().waitFor({ timeout: 30_000 });
+    // Rendered: headings, emphasis, a link, a list, a table; no Markdown syntax shown.
+    assert.equal(await reading.locator("h1").textContent(), "Chính sách nhân sự");
+    assert.deepEqual(await reading.locator("h2").allTextContents(), ["1. Giờ làm việc", "2. Nghỉ phép"]);
+    assert.equal(await reading.locator("strong").textContent(), "8 giờ");
+    assert.equal(await reading.locator("em").textContent(), "17 giờ");
+    assert.deepEqual(await reading.locator("ul li").allTextContents(), ["Nghỉ trưa 1 giờ", "Thứ Bảy nghỉ"]);
+    assert.deepEqual(await reading.locator("table thead th").allTextContents(), ["Loại nghỉ", "Số ngày", "Hưởng lương"]);
+    assert.equal(await reading.locator("table tbody tr").count(), 2);
+    const link = reading.locator("a");
+    assert.deepEqual([await link.getAttribute("href"), await link.getAttribute("rel"), await link.getAttribute("target")],
+      ["https://example.vn/quy-che", "noopener noreferrer nofollow", "_blank"]);
+    const shownText = await reading.evaluate((r) => r.innerText);
+    assert.doesNotMatch(shownText, /##|\|---|\*\*|\| Kết hôn/, "no Markdown syntax is shown");
+    // The citation: exactly the cited cells marked, each in its cell of one row.
+    const marks = await reading.locator("mark.cited").evaluateAll((ms) => ms.map((m) => ({ text: m.textContent, cell: m.parentElement.tagName, row: m.closest("tr")?.rowIndex })));
+    assert.deepEqual(marks.map((m) => m.text), ["Kết hôn", "3 ngày", "Có"], JSON.stringify(marks));
+    assert.ok(marks.every((m) => m.cell === "TD" && m.row === marks[0].row), JSON.stringify(marks));
+    assert.deepEqual(await reading.locator("tbody tr").nth(0).locator("td").allTextContents(), ["Kết hôn", "3 ngày", "Có"]);
+    // Nothing of the document ran or was fetched: its script and picture are shown as text.
+    assert.equal(await page.evaluate(() => window.__pwned), undefined);
+    assert.equal(await page.locator("#viewer-reading script, #viewer-reading img, #viewer-reading iframe").count(), 0);
+    assert.match(shownText, /<script>window\.__pwned = 1<\/script>/);
+    // Said in words, with no page: a Markdown file has none.
+    assert.doesNotMatch(await page.textContent("#viewer-status"), /page|trang/i);
+    assert.ok(await page.locator("#viewer-text").isHidden(), "the rendered view, not the raw text");
+    const mark = await reading.locator("mark.cited").first().boundingBox();
+    const box = await reading.boundingBox();
+    assert.ok(mark.y >= box.y && mark.y + mark.height <= box.y + box.height, `the highlight is in view ${JSON.stringify({ mark, box })}`);
+    if (name === "phone") {
+      const at = await layout(page);
+      assert.deepEqual([at.viewer.top, at.viewer.left, at.viewer.right, at.viewer.bottom], [0, 0, 390, 844], "the document fills the screen");
+      assert.deepEqual([at.overflowing, at.outside], [[], []], "the rendered document fits the screen");
+    }
+    await page.mouse.move(5, 5);
+    await screenshot(page, `reading-md-${lang}-${name}.png`);
+    // The raw text, a tap away: the same span marked in it, and back.
+    assert.equal(await page.textContent("#viewer-mode"), T["viewer.showRaw"]);
+    await page.click("#viewer-mode");
+    assert.ok(await page.locator("#viewer-text").isVisible() && await reading.isHidden());
+    assert.equal(await page.$$eval("#viewer-text mark.cited", (ms) => ms.map((m) => m.textContent).join("")), cps(full).slice(row.start, row.end).join(""));
+    assert.equal(await page.textContent("#viewer-mode"), T["viewer.showReading"]);
+    await page.click("#viewer-mode");
+    assert.ok(await reading.isVisible() && await page.locator("#viewer-text").isHidden());
+    await page.click("#viewer-close");
+
+    // A web page: its heading and table, nothing of its script or frame.
+    const pick = async (file) => {
+      if (name === "phone") await page.click("#menu-open");
+      await page.locator(".doc-open", { hasText: file }).click();
+    };
+    await pick("noi-quy.html");
+    await reading.locator("h1").waitFor();
+    assert.equal(await reading.locator("h1").textContent(), "Nội quy văn phòng");
+    assert.deepEqual(await reading.locator("td").allTextContents(), ["Họp lớn", "3"]);
+    assert.equal(await reading.locator("b, strong").textContent(), "21 giờ");
+    assert.equal(await page.evaluate(() => window.__pwned), undefined);
+    assert.equal(await page.locator("#viewer-reading script, #viewer-reading iframe").count(), 0);
+    assert.doesNotMatch(await reading.textContent(), /Nội quy\s*Nội quy văn phòng|__pwned/, "no title or script text");
+    await page.click("#viewer-close");
+
+    // A spreadsheet opened from the list: a table under the sheet's header row.
+    await pick("doanh-thu-chi-nhanh.xlsx");
+    const sheets = page.locator("#viewer-sheets");
+    await sheets.locator("table").first().waitFor();
+    assert.deepEqual(await sheets.locator("thead th").allTextContents(), ["1", "Chi nhánh", "Doanh thu (tỷ đồng)", "Tăng trưởng", "Ngày mở"]);
+    assert.equal(await sheets.locator("tbody tr").count(), 5);
+    assert.deepEqual((await sheets.locator("tbody tr").nth(2).locator("td").allTextContents()).slice(0, 3), ["Đà Nẵng", "640.2", "12.4%"]);
+    assert.ok(await page.locator("#viewer-text").isHidden());
+    assert.equal(await page.textContent("#viewer-mode"), T["viewer.showText"]);
+    if (name === "phone") {
+      const at = await layout(page);
+      assert.deepEqual(at.overflowing, [], "the table scrolls inside its frame");
+    }
+    await page.mouse.move(5, 5);
+    await screenshot(page, `reading-sheet-${lang}-${name}.png`);
+    await page.click("#viewer-mode");
+    assert.match(await page.textContent("#viewer-text"), /Đà Nẵng/);
+    assert.equal(await page.textContent("#viewer-mode"), T["viewer.showTable"]);
+    assert.deepEqual(errors, [], "no script errors");
+    await context.close();
+  });
+}
+
+for (const [lang, device, name] of MATRIX) {
+  test(`a citation bubble is a 32 px target, its tip never over an open document; an empty workspace offers the upload; no workspace is no error; the drawer fits (${lang}, ${name})`, async () => {
+    const { token, ws, conversation } = await fiona();
+    const T = CATALOGUE[lang];
+    const { context, page, errors } = await visit(token, lang, device, `#ws=${ws}&c=${conversation}`);
+    const bubbles = page.locator(".message.assistant.done .cite");
+    await bubbles.first().waitFor({ timeout: 30_000 });
+    await page.waitForTimeout(300);
+    // Every bubble: 32 px of target each way, whatever it looks like.
+    const targets = await bubbles.evaluateAll((bs) => bs.map((b) => {
+      b.scrollIntoView({ block: "center" });
+      const r = b.getBoundingClientRect();
+      const cx = r.left + r.width / 2;
+      const cy = r.top + r.height / 2;
+      const hits = (x, y) => document.elementFromPoint(x, y)?.closest(".cite") === b;
+      // How far from its centre the bubble still takes a tap, up and down, and away from its neighbours.
+      const reach = (dx, dy) => { let d = 0; while (d < 40 && hits(cx + dx * (d + 1), cy + dy * (d + 1))) d += 1; return d; };
+      const lonely = !b.nextElementSibling?.classList.contains("cite");
+      return { n: b.dataset.n, w: r.width, h: r.height, up: reach(0, -1), down: reach(0, 1), right: lonely ? reach(1, 0) : null };
+    }));
+    for (const t of targets) {
+      assert.ok(t.up + t.down + 1 >= 32, `bubble ${t.n}: ${JSON.stringify(t)}`);
+      if (t.right !== null) assert.ok((t.right + 1) * 2 >= 32, `bubble ${t.n}: ${JSON.stringify(t)}`);
+      if (name === "phone") assert.ok(t.w >= 32 && t.h >= 32, `a finger's bubble is 32 px to the eye: ${JSON.stringify(t)}`);
+    }
+    // A bubble never wraps onto a line of its own: the word before it is on its line.
+    const lone = await page.$$eval(".message.assistant.done .cite-tail", (tails) => tails.filter((t) => {
+      const rects = [...t.getClientRects()];
+      return rects.length > 1 || !/\S/.test(t.firstChild?.textContent ?? "");
+    }).length);
+    assert.equal(lone, 0, "each bubble's line starts with the section's last word");
+    // Opened with a tap (a click on a desk): no tip over the document, and none after it closes.
+    const bubble = bubbles.first();
+    await bubble.scrollIntoViewIfNeeded();
+    if (name === "phone") await bubble.tap();
+    else await bubble.click();
+    await page.locator("#viewer mark.cited").first().waitFor();
+    assert.ok(await page.locator("#cite-tip").isHidden(), "no tip over the open document");
+    if (name === "phone") assert.equal(await page.evaluate(() => document.activeElement?.id), "viewer", "the focus is in the sheet, not on the bubble behind it");
+    if (name === "phone") await page.locator("#viewer-close").tap();
+    else await page.click("#viewer-close");
+    await page.waitForTimeout(200);
+    assert.ok(await page.locator("#cite-tip").isHidden(), "no tip left over the answer");
+    if (name === "phone") assert.ok(await bubble.evaluate((b) => b === document.activeElement), "the focus back on the bubble");
+    if (name === "desk") {
+      // Hovered, the tip goes under the bubble, never over the question above it.
+      await bubble.hover();
+      const tip = await page.locator("#cite-tip").boundingBox();
+      const b = await bubble.boundingBox();
+      assert.ok(tip.y >= b.y + b.height, `the tip under the bubble ${JSON.stringify({ tip, b })}`);
+      await page.mouse.move(5, 5);
+    }
+    if (name === "phone") {
+      // The drawer's account controls fit inside the drawer.
+      await page.click("#menu-open");
+      await page.waitForFunction(() => document.querySelector("#sidebar").getBoundingClientRect().left >= 0);
+      const past = await page.evaluate(() => {
+        // Its content's edge: inside its padding, as everything else in it.
+        const sidebar = document.querySelector("#sidebar");
+        const edge = sidebar.getBoundingClientRect().right - parseFloat(getComputedStyle(sidebar).paddingRight);
+        return [...document.querySelectorAll("#drawer-account *")]
+          .filter((n) => n.getClientRects().length && n.getBoundingClientRect().right > edge - 1)
+          .map((n) => `${n.tagName.toLowerCase()}#${n.id} ${Math.round(n.getBoundingClientRect().right)} > ${Math.round(edge)}`);
+      });
+      assert.deepEqual(past, [], "nothing runs past the drawer's content edge");
+      await screenshot(page, `drawer-account-${lang}.png`);
+      await page.click("#menu-close");
+    }
+    assert.deepEqual(errors, [], "no script errors");
+    await context.close();
+
+    // A new workspace, empty: the main screen offers the upload itself.
+    const empty = (await apiCall(token, "POST", "/v1/workspaces", { name: `Trống ${lang} ${name}` })).id;
+    const fresh = await visit(token, lang, device, `#ws=${empty}`);
+    const offer = fresh.page.locator("#hint-upload button");
+    await offer.waitFor();
+    assert.equal(await offer.textContent(), T["chat.upload"]);
+    const box = await offer.boundingBox();
+    assert.ok(box.height >= 32 && box.x >= 0 && box.x + box.width <= (name === "phone" ? 390 : 1280), JSON.stringify(box));
+    const chooser = fresh.page.waitForEvent("filechooser");
+    if (name === "phone") await offer.tap();
+    else await offer.click();
+    await (await chooser).setFiles({ name: "ghi-chu.txt", mimeType: "text/plain", buffer: Buffer.from("Họp lúc 9 giờ thứ Hai.") });
+    await fresh.page.locator(".document", { hasText: "ghi-chu.txt" }).waitFor({ state: "attached", timeout: 30_000 });
+    await fresh.page.waitForFunction(() => document.querySelector("#hint-upload")?.hidden !== false);
+    await screenshot(fresh.page, `empty-upload-${lang}-${name}.png`);
+    assert.deepEqual(fresh.errors, [], "no script errors");
+    await fresh.context.close();
+
+    // No workspace at all: said in the page's own tone, not as an error.
+    const res = await fetch(BASE + "/dev/sign-in", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ user: `henry-${lang}-${name}` }) });
+    const henry = (await res.json()).token;
+    const bare = await browser.newContext({ reducedMotion: "reduce", ...device, locale: LOCALES[lang] });
+    const p = await bare.newPage();
+    await p.goto(BASE + "/");
+    await p.evaluate((t) => sessionStorage.setItem("rag-engine.token", t), henry);
+    await p.reload();
+    const notice = p.locator("#workspace-error");
+    await notice.waitFor();
+    assert.equal(await notice.textContent(), T["ws.none"]);
+    const look = await notice.evaluate((n) => ({ cls: n.className, role: n.getAttribute("role"), color: getComputedStyle(n).color, bad: getComputedStyle(document.documentElement).getPropertyValue("--bad").trim() }));
+    assert.equal(look.cls, "notice");
+    assert.equal(look.role, "status");
+    const red = await p.evaluate((c) => { const d = document.createElement("div"); d.style.color = c; document.body.append(d); const v = getComputedStyle(d).color; d.remove(); return v; }, look.bad);
+    assert.notEqual(look.color, red, `not in the error's colour ${JSON.stringify(look)}`);
+    await screenshot(p, `no-workspace-${lang}-${name}.png`);
+    await bare.close();
   });
 }

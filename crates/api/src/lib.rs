@@ -222,6 +222,7 @@ pub fn router(state: AppState) -> Router {
                 .layer(DefaultBodyLimit::max(upload_limit)),
         )
         .route("/workspaces/{ws}/documents/{id}/raw-text", get(routes::documents::raw_text))
+        .route("/workspaces/{ws}/documents/{id}/reading", get(routes::reading::reading))
         .route("/workspaces/{ws}/sources", get(routes::sources::list).post(routes::sources::create))
         .route("/workspaces/{ws}/sources/{id}", axum::routing::delete(routes::sources::remove))
         .route("/workspaces/{ws}/sources/{id}/sync", post(routes::sources::sync))

@@ -374,6 +374,30 @@ pub struct RawText {
     pub newer_revision: Option<i32>,
 }
 
+/// What a reading view was drawn from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ReadingFormat {
+    Markdown,
+    Html,
+}
+
+/// A document as its author structured it (`GET …/reading`).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ReadingView {
+    pub document_id: Uuid,
+    /// The revision drawn (as the raw text's `revision`).
+    pub revision: i32,
+    pub format: ReadingFormat,
+    /// The view: elements `{"tag": "h2", "children": [...]}` (tags:
+    /// h1-h6, p, div, ul, ol, li, blockquote, pre, code, em, strong, del,
+    /// a with `href`, table, thead, tbody, tr, th, td, hr, br, span; `start`
+    /// on an ordered list not starting at 1) and texts `{"text": "...",
+    /// "at": 120}` (`at` absent: shown, never part of a citation).
+    #[schema(value_type = Vec<Object>)]
+    pub blocks: Vec<rag_reading::Node>,
+}
+
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateConversation {

@@ -12,7 +12,7 @@ use crate::routes;
     paths(
         routes::workspaces::create, routes::workspaces::list,
         routes::keys::create, routes::keys::list, routes::keys::revoke,
-        routes::documents::upload, routes::documents::replace, routes::documents::list, routes::documents::get, routes::documents::delete, routes::documents::raw_text, routes::page_image::page_image,
+        routes::documents::upload, routes::documents::replace, routes::documents::list, routes::documents::get, routes::documents::delete, routes::documents::raw_text, routes::reading::reading, routes::page_image::page_image,
         routes::sources::list, routes::sources::create, routes::sources::sync, routes::sources::files, routes::sources::remove,
         routes::conversations::create, routes::conversations::list, routes::conversations::get,
         routes::conversations::post_message, routes::conversations::get_message,

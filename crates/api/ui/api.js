@@ -94,6 +94,13 @@ export class WorkspaceApi {
     return this.api.request("GET", `${this.base}/documents/${encodeURIComponent(documentId)}/raw-text${rev}`);
   }
 
+  /** A Markdown or HTML document's reading view (its structure, each
+   * text placed in the raw text); 409 `no_reading_view` for other formats. */
+  reading(documentId, revision = null) {
+    const rev = revision ? `?revision=${encodeURIComponent(revision)}` : "";
+    return this.api.request("GET", `${this.base}/documents/${encodeURIComponent(documentId)}/reading${rev}`);
+  }
+
   /** Page `page` (1-based) of a PDF or image as a PNG Blob, characters
    * start..end highlighted (none without them). An <img> cannot send the
    * Authorization header, so the page fetches the image and shows it

@@ -141,7 +141,7 @@ function route() {
   }
   const first = wanted || state.workspaces[0]?.id;
   if (first) selectWorkspace(first, { keepHash: true });
-  else showWorkspaceError("ws.none");
+  else showWorkspaceError("ws.none", true);
 }
 
 // A link opened in the same tab (a shared citation, say) changes only the
@@ -203,6 +203,7 @@ function leaveWorkspace() {
   state.ws = null;
   state.docs = new Map();
   state.rawCache = new Map();
+  state.readingCache = new Map();
   state.conversations = [];
   state.conversationId = null;
   state.messages = [];

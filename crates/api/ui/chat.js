@@ -11,8 +11,13 @@ import { state, updateHash, docName, isSlides, hasPages } from "./state.js";
 import { openViewer } from "./viewer.js";
 
 const chatHint = $("chat-hint");
+// Beside the hint while the workspace has no document (documents.js).
+const hintUpload = $("hint-upload");
 // Out of the page while messages are shown, so translated here on a switch.
-onLanguageChange(() => translateTree(chatHint));
+onLanguageChange(() => {
+  translateTree(chatHint);
+  translateTree(hintUpload);
+});
 // Arrow keys and Shift+Enter mean nothing without a keyboard: a phone's
 // hint and question box say less.
 if (!(window.matchMedia?.("(pointer: fine)").matches ?? true)) {
@@ -263,7 +268,7 @@ $("question").addEventListener("keydown", (e) => {
 export function renderMessages() {
   const box = $("messages");
   const nodes = state.messages.map(renderMessage);
-  if (!nodes.length) nodes.push(chatHint);
+  if (!nodes.length) nodes.push(chatHint, hintUpload);
   box.replaceChildren(...nodes);
   box.scrollTop = box.scrollHeight;
   // The open citation's bubble, drawn again (a switch of language): the
@@ -303,8 +308,7 @@ function renderMessage(m) {
         el(
           "p",
           { class: `section${s.closed ? "" : " open"}` },
-          s.text,
-          ...(s.closed ? (s.citations ?? []) : []).map((c) => citationBubble(++n, c)),
+          ...withBubbles(s.text, (s.closed ? (s.citations ?? []) : []).map((c) => citationBubble(++n, c))),
           i === partial.length - 1 && !s.closed ? el("span", { class: "caret", "aria-hidden": "true" }) : null,
         ),
       ),
@@ -325,7 +329,7 @@ function renderMessage(m) {
             "ul",
             { class: "reading" },
             ...reading.map((r) =>
-              el("li", { text: t("chat.readingSource", { doc: r.filename || docName(r.document_id), pages: r.pages ?? [], slide: isSlides(r.document_id) }) }),
+              el("li", { text: t("chat.readingSource", { doc: r.filename || docName(r.document_id), pages: hasPages(r.document_id) ? r.pages ?? [] : [], slide: isSlides(r.document_id) }) }),
             ),
           )
         : null,
@@ -355,12 +359,14 @@ function renderMessage(m) {
     el(
       "p",
       { class: "section" },
-      s.text,
-      ...(s.citations ?? []).map((c) => {
-        n += 1;
-        sources.push([n, c]);
-        return citationBubble(n, c);
-      }),
+      ...withBubbles(
+        s.text,
+        (s.citations ?? []).map((c) => {
+          n += 1;
+          sources.push([n, c]);
+          return citationBubble(n, c);
+        }),
+      ),
     ),
   );
   if (!sections.length && m.content) body.push(el("p", { text: m.content }));
@@ -411,6 +417,18 @@ function withdrawnNote(m) {
   );
 }
 
+/**
+ * A section's text and its bubbles, its last word kept on the bubbles'
+ * line: a bubble never wraps onto a line of its own. (Not a long last
+ * word, a link say: unbreakable, it would run past a phone's edge.)
+ */
+function withBubbles(text, bubbles) {
+  if (!bubbles.length) return [text];
+  const last = /\S{1,30}\s*$/.exec(text ?? "");
+  if (!last) return [text, el("span", { class: "cite-tail" }, ...bubbles)];
+  return [text.slice(0, last.index), el("span", { class: "cite-tail" }, last[0], ...bubbles)];
+}
+
 function citationBubble(n, c) {
   return el(
     "button",
@@ -431,21 +449,31 @@ function citationBubble(n, c) {
 const tip = el("div", { id: "cite-tip", class: "cite-tip", role: "tooltip", hidden: true });
 document.body.append(tip);
 function showTip(bubble) {
+  // Not over an open document (a phone's sheet covers the answer).
+  if (document.body.classList.contains("viewing") && !$("viewer").contains(bubble) && phoneSheet.matches) return;
   tip.textContent = bubble.dataset.snippet;
   tip.hidden = false;
   bubble.setAttribute("aria-describedby", "cite-tip");
   const r = bubble.getBoundingClientRect();
   const left = Math.max(8, Math.min(r.left + r.width / 2 - tip.offsetWidth / 2, innerWidth - tip.offsetWidth - 8));
+  // Under the bubble, over the rest of the answer (above it, the tip hid
+  // the question just asked); above only where there is no room under.
+  const below = r.bottom + 8;
   const above = r.top - tip.offsetHeight - 8;
   tip.style.left = `${left}px`;
-  tip.style.top = `${above >= 8 ? above : r.bottom + 8}px`;
+  tip.style.top = `${below + tip.offsetHeight <= innerHeight - 8 || above < 8 ? below : above}px`;
 }
 function hideTip() {
   tip.hidden = true;
 }
+// A phone shows a document as a sheet over the whole answer.
+const phoneSheet = window.matchMedia("(max-width: 480px)");
 $("messages").addEventListener("mouseover", (e) => e.target.closest?.(".cite") && showTip(e.target.closest(".cite")));
 $("messages").addEventListener("mouseout", (e) => e.target.closest?.(".cite") && hideTip());
-$("messages").addEventListener("focusin", (e) => e.target.classList?.contains("cite") && showTip(e.target));
+// The keyboard's focus shows the cited text; a tap's does not (the tap
+// opens the document, and the tip would stay over it, then over the
+// answer when the focus comes back to the bubble).
+$("messages").addEventListener("focusin", (e) => e.target.classList?.contains("cite") && e.target.matches(":focus-visible") && showTip(e.target));
 $("messages").addEventListener("focusout", hideTip);
 $("messages").addEventListener("scroll", hideTip);
 

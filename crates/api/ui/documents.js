@@ -116,7 +116,15 @@ export function renderDocuments(before = state.docs) {
   for (const row of [...$("uploads").children]) {
     if (row.known && [...state.docs.values()].some((d) => d.filename === row.dataset.name && !row.known.has(d.id))) row.remove();
   }
-  $("documents-empty").hidden = state.docs.size > 0 || $("uploads").children.length > 0;
+  showEmpty(state.docs.size === 0 && $("uploads").children.length === 0);
+}
+
+// A workspace with nothing in it says so in the list, and the chat offers
+// the upload itself (on a phone the list is in the drawer, out of sight).
+const hintUpload = $("hint-upload"); // out of the page while a conversation is shown
+function showEmpty(empty) {
+  $("documents-empty").hidden = !empty;
+  hintUpload.hidden = !empty;
 }
 
 function uploadFiles(files) {
@@ -130,7 +138,7 @@ function uploadFiles(files) {
     // The documents of that name listed before: a new one is this upload's.
     row.known = new Set([...state.docs.values()].filter((d) => d.filename === file.name).map((d) => d.id));
     $("uploads").append(row);
-    $("documents-empty").hidden = true;
+    showEmpty(false);
     ws.upload(file, (f) => (bar.value = f))
       .then((accepted) => {
         if (gen !== state.gen) return;
@@ -170,6 +178,7 @@ $("file-input").addEventListener("change", (e) => {
 });
 const drop = $("drop-zone");
 // Nothing is dropped without a mouse (a phone): the zone says a tap chooses.
+hintUpload.querySelector("button").addEventListener("click", () => $("file-input").click());
 if (!(window.matchMedia?.("(pointer: fine)").matches ?? true)) tr(drop.querySelector('[data-i18n="docs.drop"]'), "docs.dropTouch");
 for (const ev of ["dragenter", "dragover"]) {
   drop.addEventListener(ev, (e) => {

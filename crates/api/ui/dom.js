@@ -37,9 +37,15 @@ export function toast(key, args = {}, isError = false) {
   toastTimer = setTimeout(() => (node.hidden = true), 5000);
 }
 
-/** The workspace cannot be shown (`key` of the catalogues), or "" to clear. */
-export function showWorkspaceError(key) {
+/**
+ * The workspace cannot be shown (`key` of the catalogues), or "" to clear.
+ * `notice`: not an error (no workspace yet: the first thing a new user
+ * reads), said in the page's ordinary tone and not announced as an alert.
+ */
+export function showWorkspaceError(key, notice = false) {
   const node = $("workspace-error");
+  node.className = notice ? "notice" : "error";
+  node.setAttribute("role", notice ? "status" : "alert");
   if (key) tr(node, key);
   else {
     node.textContent = "";

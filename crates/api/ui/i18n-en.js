@@ -80,6 +80,7 @@ export default {
   "conv.listFailed": ({ err }, f) => `Could not list conversations: ${f.err(err)}`,
   "conv.openFailed": ({ err }, f) => `Could not open the conversation: ${f.err(err)}`,
   "chat.label": "Chat",
+  "chat.upload": "Choose files to upload",
   "chat.hint": "Upload documents, then ask a question. Citation bubbles",
   "chat.hintAfter": "open the cited passage; use ← → to move between them.",
   // A phone has no arrow keys: its hint ends here.
@@ -113,6 +114,10 @@ export default {
   "viewer.close": "Close the document",
   "viewer.showText": "Text",
   "viewer.showPages": "Pages",
+  // A Markdown or HTML document as its author structured it (headings, lists, tables), and its raw text.
+  "viewer.showRaw": "Raw text",
+  "viewer.showReading": "Formatted",
+  "viewer.showTable": "Table",
   "viewer.loading": "Loading the raw text…",
   "viewer.notParsed": "This document is not parsed yet; its text appears once it is.",
   "viewer.documentFailed": "This document could not be parsed.",
@@ -138,6 +143,7 @@ export default {
   "viewer.imageCaption": ({ n }, f) => `Page ${f.num(n)}: the cited text is highlighted.`,
   "viewer.pageAlt": ({ n, doc, slide }, f) => `${slide ? "Slide" : "Page"} ${f.num(n)} of ${doc}`,
   "viewer.noImage": ({ err }, f) => `No page image: ${f.err(err)}`,
+  "viewer.sheetMore": ({ shown, more }, f) => `the first ${f.num(shown)} rows; ${f.num(more)} more in the text`,
   "viewer.sheetNote": ({ rows }, f) =>
     `${rows === 1 ? "the cited row" : `the ${f.num(rows)} cited rows`} under the sheet's header, the cited cells marked; the rows around ${rows === 1 ? "it" : "them"} dimmed`,
 

@@ -74,6 +74,7 @@ export default {
   "conv.listFailed": ({ err }, f) => `Không tải được danh sách hội thoại: ${f.err(err)}`,
   "conv.openFailed": ({ err }, f) => `Không mở được hội thoại: ${f.err(err)}`,
   "chat.label": "Trò chuyện",
+  "chat.upload": "Chọn tệp để tải lên",
   "chat.hint": "Hãy tải tài liệu lên rồi đặt câu hỏi. Bấm vào số trích dẫn",
   "chat.hintAfter": "để mở đoạn văn được trích; dùng phím ← → để chuyển giữa các trích dẫn.",
   "chat.hintAfterTouch": "để mở đoạn văn được trích.",
@@ -103,6 +104,10 @@ export default {
   "viewer.close": "Đóng tài liệu",
   "viewer.showText": "Văn bản",
   "viewer.showPages": "Các trang",
+  // Bản trình bày của Markdown/HTML (tiêu đề, danh sách, bảng) và văn bản gốc của nó.
+  "viewer.showRaw": "Văn bản gốc",
+  "viewer.showReading": "Bản trình bày",
+  "viewer.showTable": "Bảng",
   "viewer.loading": "Đang tải văn bản gốc…",
   "viewer.notParsed": "Tài liệu này chưa được phân tích; văn bản sẽ hiện ra khi phân tích xong.",
   "viewer.documentFailed": "Không phân tích được tài liệu này.",
@@ -123,6 +128,7 @@ export default {
   "viewer.imageCaption": ({ n }, f) => `Trang ${f.num(n)}: phần được trích dẫn được tô sáng.`,
   "viewer.pageAlt": ({ n, doc, slide }, f) => `${slide ? "Trang chiếu" : "Trang"} ${f.num(n)} của ${doc}`,
   "viewer.noImage": ({ err }, f) => `Không có ảnh trang: ${f.err(err)}`,
+  "viewer.sheetMore": ({ shown, more }, f) => `${f.num(shown)} dòng đầu; còn ${f.num(more)} dòng nữa trong văn bản`,
   "viewer.sheetNote": ({ rows }, f) =>
     `${rows === 1 ? "dòng được trích dẫn" : `${f.num(rows)} dòng được trích dẫn`} dưới dòng tiêu đề của trang tính, các ô được trích dẫn được tô sáng; các dòng lân cận được làm mờ`,
 

@@ -30,6 +30,60 @@ export function rangeLabel(sheet, firstRow, firstCol, lastRow, lastCol) {
 const overlaps = (a, b, start, end) => a < end && start < Math.max(b, a + 1);
 
 /**
+ * The rows of the sheet on page `page`, each gathered from its segments
+ * (a long row is cut into several, each with the cells in it):
+ * `byRow` (zero-based row -> `{n, header, segs, values}`, `values` each
+ * column's pieces) and `textOf` (a cell's text from its pieces).
+ */
+function gatherRows(segments, page) {
+  const byRow = new Map();
+  for (const s of segments) {
+    if (s.page_idx !== page || !s.cells) continue;
+    const n = s.cells.first_row;
+    let row = byRow.get(n);
+    if (!row) {
+      row = { n: n + 1, header: !!s.header_row, segs: [], values: new Map() };
+      byRow.set(n, row);
+    }
+    row.segs.push(s);
+    for (const v of s.cells.values ?? []) row.values.set(v.col, [...(row.values.get(v.col) ?? []), { seg: s, ...v }]);
+  }
+  // A cell's text: its pieces sliced from their segments (code points).
+  const textOf = (pieces) =>
+    pieces.map((p) => codePoints(p.seg.text).slice(p.char_start - Number(p.seg.char_start), p.char_end - Number(p.seg.char_start)).join("")).join("");
+  return { byRow, textOf };
+}
+
+/**
+ * Every sheet of a spreadsheet as a table (a spreadsheet opened from the
+ * list): `[{sheet, page, cols, header, rows, more}]` in the sheets' order,
+ * shaped as `sheetTable`'s (nothing cited), at most `maxRows` rows each
+ * (`more`: how many rows are left out).
+ */
+export function wholeSheets(segments, maxRows = 500) {
+  const pages = [...new Set(segments.filter((s) => s.cells).map((s) => s.page_idx))];
+  return pages.map((page) => {
+    const { byRow, textOf } = gatherRows(segments, page);
+    const all = [...byRow.entries()].sort((a, b) => a[0] - b[0]).map(([, r]) => r);
+    const headerRow = all.find((r) => r.header) ?? null;
+    const data = all.filter((r) => !r.header);
+    const shown = data.slice(0, maxRows);
+    const cols = [...new Set([headerRow, ...shown].filter(Boolean).flatMap((r) => [...r.values.keys()]))].sort((a, b) => a - b);
+    const shape = (row) => ({
+      n: row.n,
+      cited: false,
+      context: false,
+      text: row.segs.map((s) => s.text).join("").trim(),
+      cells: row.values.size > 0
+        ? cols.map((col) => ({ col, text: row.values.has(col) ? textOf(row.values.get(col)) : "", cited: false }))
+        : null,
+    });
+    const sheet = segments.find((s) => s.page_idx === page && s.cells)?.cells.sheet ?? "";
+    return { sheet, page, cols, header: headerRow ? shape(headerRow) : null, rows: shown.map(shape), more: data.length - shown.length };
+  });
+}
+
+/**
  * The table of the span `[start, end)` of a spreadsheet's full text, or
  * null when the span touches no spreadsheet row. `context` rows before
  * and after the cited ones are included, marked `context`.
@@ -51,23 +105,7 @@ export function sheetTable(segments, start, end, context = 2) {
   const page = touched[0].page_idx;
   const sheet = touched[0].cells.sheet;
   const { first_col: firstCol, last_col: lastCol } = touched[0].cells;
-  // The sheet's rows in order, each gathered from its segments (a long
-  // row is cut into several, each with the cells in it).
-  const byRow = new Map();
-  for (const s of segments) {
-    if (s.page_idx !== page || !s.cells) continue;
-    const n = s.cells.first_row;
-    let row = byRow.get(n);
-    if (!row) {
-      row = { n: n + 1, header: !!s.header_row, segs: [], values: new Map() };
-      byRow.set(n, row);
-    }
-    row.segs.push(s);
-    for (const v of s.cells.values ?? []) row.values.set(v.col, [...(row.values.get(v.col) ?? []), { seg: s, ...v }]);
-  }
-  // A cell's text: its pieces sliced from their segments (code points).
-  const textOf = (pieces) =>
-    pieces.map((p) => codePoints(p.seg.text).slice(p.char_start - Number(p.seg.char_start), p.char_end - Number(p.seg.char_start)).join("")).join("");
+  const { byRow, textOf } = gatherRows(segments, page);
   let cols = [];
   const shape = (row, cited) => {
     const complete = row.values.size > 0;

@@ -1,7 +1,7 @@
 // node --test crates/api/ui/sheet.test.mjs
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { columnName, rangeLabel, sheetTable } from "./sheet.js";
+import { columnName, rangeLabel, sheetTable, wholeSheets } from "./sheet.js";
 
 /** Segments as the raw-text endpoint gives a sheet's rows (cells placed). */
 function sheet(name, page, rows, at = 0, firstRow = 0) {
@@ -128,4 +128,19 @@ test("only the header cited: the header marked, the first rows under it", () => 
   assert.ok(table.header.cited && table.header.cells.every((c) => c.cited));
   assert.deepEqual(table.rows.map((r) => [r.n, r.context]), [[2, true], [3, true]]);
   assert.equal(table.label, "S!A1:C1");
+});
+
+test("a spreadsheet from the list: every sheet whole under its header, the empty cells empty, a long one cut with the count left", () => {
+  const first = sheet("chi-nhanh", 0, ROWS);
+  const end = Number(first[first.length - 1].char_end);
+  const second = sheet("quy-2", 1, [["Tháng", "Doanh số"], ["4", "12"], ["5", "15"]], end);
+  const sheets = wholeSheets([...first, ...second]);
+  assert.deepEqual(sheets.map((s) => [s.sheet, s.page, s.rows.length, s.more]), [["chi-nhanh", 0, 6, 0], ["quy-2", 1, 2, 0]]);
+  assert.deepEqual(sheets[0].header.cells.map((c) => c.text), ["Chi nhánh", "Nhân viên", "Doanh số"]);
+  assert.deepEqual(sheets[0].rows.map((r) => r.cells.map((c) => c.text)), ROWS.slice(1));
+  assert.ok(sheets[0].rows.every((r) => !r.cited && !r.context));
+  assert.deepEqual(sheets[1].rows.map((r) => r.n), [2, 3]);
+  const cut = wholeSheets(first, 2)[0];
+  assert.deepEqual([cut.rows.map((r) => r.cells[0].text), cut.more], [["Hà Nội", "Đà Nẵng"], 4]);
+  assert.deepEqual(wholeSheets([{ segment_index: 0, page_idx: 0, char_start: 0, char_end: 3, text: "abc" }]), []);
 });

@@ -25,6 +25,7 @@ export const state = {
   docTimer: null,
   docStream: null, // AbortController of the workspace's document status stream
   rawCache: new Map(), // document id -> raw text (this workspace only)
+  readingCache: new Map(), // document id -> reading view (Markdown, HTML; this workspace only)
   pageImageUrl: null, // object URL of the page image shown in the viewer
   activeCite: null,
 };
@@ -88,6 +89,15 @@ const PAGELESS_TYPES = new Set(["text/plain", "text/markdown", "text/html"]);
 export function hasPages(id) {
   const d = state.docs.get(id);
   return !!d && !PAGELESS_TYPES.has(d.content_type ?? "") && (d.page_count ?? 0) > 0;
+}
+
+// Markdown and web pages read as their authors structured them (the
+// reading view: headings, lists, tables), not as their raw text.
+const READING_TYPES = new Set(["text/markdown", "text/html"]);
+
+/** Whether the document has a reading view (GET …/reading). */
+export function hasReadingView(id) {
+  return READING_TYPES.has(state.docs.get(id)?.content_type ?? "");
 }
 
 /** A document's name as shown (its file name, or its id). */

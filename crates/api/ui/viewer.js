@@ -2,13 +2,18 @@
 // segments, with page headings for paged formats) scrolled to a cited
 // span, exactly `text[char_start..char_end]` inside `<mark>`, for a
 // PDF the page itself with the cited boxes drawn by the server, and for a
-// spreadsheet the cited rows as a table under the sheet's header row.
+// spreadsheet the cited rows as a table under the sheet's header row. A
+// Markdown or HTML document reads as its author structured it (the
+// reading view, `ui/reading.js`), the cited span marked inside it; a
+// spreadsheet opened from the list as its sheets' tables. A button in the
+// viewer's head switches to the raw text and back.
 
 import { spanPieces, splitSegment, reflowed, fullLineWraps, paragraphCount } from "./spans.js";
-import { sheetTable, columnName } from "./sheet.js";
+import { sheetTable, wholeSheets, columnName } from "./sheet.js";
+import { drawReading } from "./reading.js";
 import { $, el } from "./dom.js";
 import { t, tr, errorArg, onLanguageChange } from "./i18n.js";
-import { state, updateHash, docName, isSlides, isSheets, hasPages } from "./state.js";
+import { state, updateHash, docName, isSlides, isSheets, hasPages, hasReadingView } from "./state.js";
 
 function setTitle(documentId) {
   const title = $("viewer-title");
@@ -19,6 +24,9 @@ function setTitle(documentId) {
     tr(title, "docs.deleted");
   }
 }
+
+// A phone (drawer.js's width): the viewer is a full-screen sheet.
+const PHONE = window.matchMedia("(max-width: 480px)");
 
 // Each opening of the viewer (and each closing) takes the next number: a
 // result that comes back for an earlier opening (document A's raw text,
@@ -40,6 +48,12 @@ export async function openViewer(documentId, start, end, bubble = null, revision
   state.activeCite?.classList.remove("active");
   state.activeCite = bubble;
   bubble?.classList.add("active");
+  // The cited text's tip is not left over the document.
+  const tip = $("cite-tip");
+  if (tip) tip.hidden = true;
+  // On a phone the document is a sheet over the answer: the focus goes
+  // into it (Esc or its close button bring it back to the bubble).
+  if (bubble && PHONE.matches) viewer.focus({ preventScroll: true });
   setTitle(documentId);
   const status = $("viewer-status");
   tr(status, "viewer.loading");
@@ -48,6 +62,7 @@ export async function openViewer(documentId, start, end, bubble = null, revision
   dropPageImage();
   dropSheetTable();
   dropPageList();
+  dropAlternate();
   // A citation's revision, even the first: the document may have changed since.
   const rev = revision ? Number(revision) : null;
   updateHash({ doc: documentId, span: start !== null && end !== null ? `${start}-${end}` : null, rev });
@@ -56,6 +71,12 @@ export async function openViewer(documentId, start, end, bubble = null, revision
   // changes, so it is keyed by the revision the list last showed.
   const key = `${documentId}@${rev ?? state.docs.get(documentId)?.revision ?? "shown"}`;
   let raw = state.rawCache.get(key);
+  // The reading view comes beside the raw text (both before anything is
+  // drawn, so the raw text does not flash first); without it (an older
+  // document, a failure) the raw text is shown.
+  const readingWanted = hasReadingView(documentId);
+  const readingCached = state.readingCache.get(key);
+  const readingOnItsWay = readingWanted && !readingCached ? state.ws.reading(documentId, rev).catch(() => null) : null;
   try {
     if (!raw) {
       raw = await state.ws.rawText(documentId, rev);
@@ -74,6 +95,9 @@ export async function openViewer(documentId, start, end, bubble = null, revision
     else tr(status, "viewer.loadFailed", { err: errorArg(err) });
     return;
   }
+  const reading = readingCached ?? (await readingOnItsWay);
+  if (!current()) return;
+  if (reading) state.readingCache.set(key, reading);
   if (raw.newer_revision) showRevisionNote(documentId, raw.revision, raw.newer_revision);
   const segments = raw.segments;
   const pieces = start !== null && end !== null ? spanPieces(segments, start, end) : [];
@@ -112,6 +136,8 @@ export async function openViewer(documentId, start, end, bubble = null, revision
   const range = showSheetTable(segments, start, end);
   showPageImage(raw, documentId, pieces, segments, start, end, current, rev);
   if (start === null || end === null) showPageList(raw, documentId, current);
+  if (reading) showReading(reading, start, end);
+  else if (!pieces.length && isSheets(documentId)) showWholeSheets(segments);
   const pages = [...new Set(pieces.map((p) => segments[p.segment].page_idx + 1))];
   // Where the passage is, in words for people (a page, a sheet's rows, or
   // the paragraph of a text without pages); the character offsets are a
@@ -128,8 +154,70 @@ export async function openViewer(documentId, start, end, bubble = null, revision
       ? { pages: doc.page_count, slide, sheet: isSheets(documentId) }
       : { paragraphs: paragraphCount(segments.map((s) => s.text), flows, wraps) });
   }
-  const first = text.querySelector("mark.cited");
-  if (first) centerIn(text, first);
+  const shownBox = text.hidden ? $("viewer-reading") ?? text : text;
+  const first = shownBox.querySelector("mark.cited");
+  if (first) centerIn(shownBox, first);
+}
+
+// What the viewer's head button switches the raw text with: the pages
+// (a PDF's, an image's), the reading view (Markdown, HTML) or the sheets'
+// tables (a spreadsheet from the list); its labels each way.
+const ALTERNATES = {
+  pages: { id: "viewer-pages", toText: "viewer.showText", back: "viewer.showPages" },
+  reading: { id: "viewer-reading", toText: "viewer.showRaw", back: "viewer.showReading" },
+  sheets: { id: "viewer-sheets", toText: "viewer.showText", back: "viewer.showTable" },
+};
+
+/** `box` is shown instead of the raw text, the head's button switching back. */
+function showAlternate(kind, box) {
+  const text = $("viewer-text");
+  text.before(box);
+  text.hidden = true;
+  const mode = $("viewer-mode");
+  mode.dataset.alternate = kind;
+  tr(mode, ALTERNATES[kind].toText);
+  mode.hidden = false;
+}
+
+function dropAlternate() {
+  document.querySelectorAll("#viewer-reading, #viewer-sheets").forEach((n) => n.remove());
+  $("viewer-text").hidden = false;
+  $("viewer-mode").hidden = true;
+}
+
+// A Markdown or HTML document as its author structured it: headings,
+// lists, emphasis, links and tables, the cited characters marked.
+function showReading(reading, start, end) {
+  const box = el("article", { id: "viewer-reading", class: "reading", tabindex: "0" });
+  box.append(...drawReading(reading.blocks, start, end));
+  showAlternate("reading", box);
+}
+
+// A spreadsheet opened from the list: each sheet as a table under its
+// header row (the first 500 rows of a long one, and how many more).
+function showWholeSheets(segments) {
+  const sheets = wholeSheets(segments, 500);
+  if (!sheets.length) return;
+  const box = el("div", { id: "viewer-sheets", class: "sheet-list", tabindex: "0" });
+  for (const sheet of sheets) {
+    const width = Math.max(1, sheet.cols.length);
+    const head = sheet.header
+      ? el("tr", { dataset: { row: sheet.header.n } }, rowHead(sheet.header),
+          ...(sheet.header.cells
+            ? sheet.header.cells.map((c) => sheetCell("th", c.text ? c : { ...c, text: columnName(c.col) }, { scope: "col" }))
+            : [el("th", { scope: "col", colspan: width }, sheet.header.text)]))
+      : el("tr", {}, el("th", { class: "row-n" }), ...sheet.cols.map((col) => el("th", { scope: "col", class: "letter" }, columnName(col))));
+    const body = sheet.rows.map((row) =>
+      el("tr", { dataset: { row: row.n } }, rowHead(row),
+        ...(row.cells ? row.cells.map((c) => sheetCell("td", c)) : [el("td", { colspan: width }, row.text)])));
+    box.append(el("figure", { class: "sheet-table whole", dataset: { page: sheet.page + 1 } },
+      el("table", {},
+        el("caption", {}, el("span", { class: "sheet-range", text: sheet.sheet }),
+          sheet.more ? [" ", el("span", { class: "muted", t: ["viewer.sheetMore", { shown: sheet.rows.length, more: sheet.more }] })] : null),
+        el("thead", {}, head),
+        el("tbody", {}, ...body))));
+  }
+  showAlternate("sheets", box);
 }
 
 // The text shown is an earlier revision (an earlier answer quoted it): a
@@ -277,22 +365,23 @@ function showPageList(raw, documentId, current) {
     box.append(figure);
     shown.observer.observe(figure);
   }
-  const text = $("viewer-text");
-  text.before(box);
-  text.hidden = true;
-  const mode = $("viewer-mode");
-  tr(mode, "viewer.showText");
-  mode.hidden = false;
+  showAlternate("pages", box);
 }
 
 $("viewer-mode").addEventListener("click", () => {
-  const box = $("viewer-pages");
+  const mode = $("viewer-mode");
+  const alternate = ALTERNATES[mode.dataset.alternate];
+  const box = alternate && $(alternate.id);
   if (!box) return;
   const text = $("viewer-text");
   const toText = text.hidden;
   text.hidden = !toText;
   box.hidden = toText;
-  tr($("viewer-mode"), toText ? "viewer.showPages" : "viewer.showText");
+  tr(mode, toText ? alternate.back : alternate.toText);
+  // The highlight stays in view whichever way the text is shown.
+  const shown = toText ? text : box;
+  const mark = shown.querySelector("mark.cited");
+  if (mark) centerIn(shown, mark);
 });
 
 function dropPageList() {
@@ -306,6 +395,19 @@ function dropPageList() {
   $("viewer-mode").hidden = true;
 }
 
+const numeric = (v) => /^[-+−]?[\d.,\s]*\d[\d.,\s]*%?$/.test(v);
+
+/** A cell of a sheet's table: a number right-aligned, a cited one marked. */
+function sheetCell(tag, c, attrs = {}) {
+  return el(tag, { ...attrs, class: [c.cited ? "cited" : "", numeric(c.text) ? "num" : ""].join(" ").trim() || null, dataset: { col: c.col } },
+    c.cited ? el("mark", { class: "cell", text: c.text }) : c.text);
+}
+
+/** A row's number, as the sheet shows it. */
+function rowHead(row) {
+  return el("th", { class: "row-n", scope: "row" }, String(row.n));
+}
+
 // A cited span of a spreadsheet is also shown as a table: the sheet's
 // header row, the cited rows with their cited cells marked, two rows each
 // side dimmed, the sheet and range as the caption. Returns the range, or
@@ -315,11 +417,7 @@ function showSheetTable(segments, start, end) {
   const table = start !== null && end !== null ? sheetTable(segments, start, end) : null;
   if (!table) return null;
   const width = Math.max(1, table.cols.length);
-  const numeric = (v) => /^[-+−]?[\d.,\s]*\d[\d.,\s]*%?$/.test(v);
-  const cell = (tag, c, attrs = {}) =>
-    el(tag, { ...attrs, class: [c.cited ? "cited" : "", numeric(c.text) ? "num" : ""].join(" ").trim() || null, dataset: { col: c.col } },
-      c.cited ? el("mark", { class: "cell", text: c.text }) : c.text);
-  const rowHead = (row) => el("th", { class: "row-n", scope: "row" }, String(row.n));
+  const cell = sheetCell;
   const head = table.header
     ? el("tr", { class: table.header.cited ? "cited" : null, dataset: { row: table.header.n } },
         rowHead(table.header),
@@ -365,6 +463,7 @@ export function closeViewer(restoreFocus = true) {
   dropPageImage();
   dropSheetTable();
   dropPageList();
+  dropAlternate();
   $("viewer").hidden = true;
   document.body.classList.remove("viewing");
   $("viewer-text").replaceChildren();

@@ -4,8 +4,11 @@ use scraper::{Html, Node};
 
 use crate::{Block, OutputBudget, ParseError};
 
-const SKIP: &[&str] = &["script", "style", "head", "noscript", "template", "svg", "iframe", "object", "title"];
-const BLOCK: &[&str] = &[
+/// Elements whose content is not text a reader sees (the reading view
+/// skips the same ones, so its text lines up with the raw text).
+pub const SKIPPED_ELEMENTS: &[&str] = &["script", "style", "head", "noscript", "template", "svg", "iframe", "object", "title"];
+/// Elements that end a block of text (a paragraph of the raw text).
+pub const BLOCK_ELEMENTS: &[&str] = &[
     "p",
     "div",
     "section",
@@ -114,7 +117,7 @@ fn walk(
             }
             Node::Element(e) => {
                 let name = e.name();
-                if SKIP.contains(&name) {
+                if SKIPPED_ELEMENTS.contains(&name) {
                     continue;
                 }
                 if name == "br" {
@@ -122,7 +125,7 @@ fn walk(
                     current.push('\n');
                     continue;
                 }
-                let is_block = BLOCK.contains(&name);
+                let is_block = BLOCK_ELEMENTS.contains(&name);
                 if is_block {
                     flush(current, out);
                 }

@@ -22,6 +22,7 @@ mod error;
 mod format;
 pub mod geometry;
 mod html;
+pub use html::{BLOCK_ELEMENTS as HTML_BLOCK_ELEMENTS, SKIPPED_ELEMENTS as HTML_SKIPPED_ELEMENTS};
 mod limits;
 mod numfmt;
 mod ocr;

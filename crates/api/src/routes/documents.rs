@@ -395,6 +395,31 @@ pub(crate) async fn readable_revision(
     Ok((revision, newer))
 }
 
+/// The segments of `revision` of `doc`, or why it has none to read (409
+/// `document_failed`, `not_parsed`). A revision whose text is there is
+/// shown whatever the newest one's status (a change on its way, or
+/// failed, leaves the earlier readable).
+pub(crate) async fn readable_segments(
+    state: &AppState,
+    doc: &documents::DocumentRow,
+    revision: i32,
+) -> Result<Vec<rag_store::raw::SegmentRow>, ApiError> {
+    let segments = rag_store::raw::segments(state.pool(), &doc.workspace_id, doc.id, Some(revision)).await?;
+    if segments.is_empty() {
+        match doc.status {
+            DocumentStatus::Failed => {
+                return Err(ApiError::conflict(
+                    "document_failed",
+                    format!("the document failed: {}", doc.failure_reason.as_deref().unwrap_or("unknown reason")),
+                ))
+            }
+            DocumentStatus::Parsed | DocumentStatus::Chunked | DocumentStatus::Ingested => {}
+            other => return Err(ApiError::conflict("not_parsed", format!("the document is not parsed yet (status {other})"))),
+        }
+    }
+    Ok(segments)
+}
+
 /// The raw-text viewer (seed 000): the document's segments, which tile its
 /// full text; citations' character ranges index that text. `?revision=`
 /// reads an earlier revision (what an earlier answer quoted). 409 while the
@@ -412,21 +437,7 @@ pub async fn raw_text(
 ) -> Result<([(axum::http::HeaderName, &'static str); 1], Json<RawText>), ApiError> {
     let doc = owned_document(&state, &user, &ws, id).await?;
     let (revision, newer_revision) = readable_revision(&state, &doc, query.revision).await?;
-    let segments = rag_store::raw::segments(state.pool(), &ws, id, Some(revision)).await?;
-    // A revision whose text is there is shown whatever the newest one's
-    // status (a change on its way, or failed, leaves the earlier readable).
-    if segments.is_empty() {
-        match doc.status {
-            DocumentStatus::Failed => {
-                return Err(ApiError::conflict(
-                    "document_failed",
-                    format!("the document failed: {}", doc.failure_reason.as_deref().unwrap_or("unknown reason")),
-                ))
-            }
-            DocumentStatus::Parsed | DocumentStatus::Chunked | DocumentStatus::Ingested => {}
-            other => return Err(ApiError::conflict("not_parsed", format!("the document is not parsed yet (status {other})"))),
-        }
-    }
+    let segments = readable_segments(&state, &doc, revision).await?;
     let pages = rag_store::raw::pages(state.pool(), &ws, id, Some(revision)).await?;
     // A user's document text: never kept by a shared cache or the browser's.
     Ok((

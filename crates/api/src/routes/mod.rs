@@ -7,6 +7,7 @@ pub mod keys;
 pub mod openai;
 pub mod page;
 pub mod page_image;
+pub mod reading;
 pub mod sources;
 pub mod workspaces;
 

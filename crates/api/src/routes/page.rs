@@ -37,6 +37,7 @@ const ASSETS: &[Asset] = &[
     Asset { name: "i18n-vi.js", content_type: JS, body: include_str!("../../ui/i18n-vi.js") },
     Asset { name: "keys.js", content_type: JS, body: include_str!("../../ui/keys.js") },
     Asset { name: "sheet.js", content_type: JS, body: include_str!("../../ui/sheet.js") },
+    Asset { name: "reading.js", content_type: JS, body: include_str!("../../ui/reading.js") },
     Asset { name: "sources.js", content_type: JS, body: include_str!("../../ui/sources.js") },
     Asset { name: "spans.js", content_type: JS, body: include_str!("../../ui/spans.js") },
     Asset { name: "sse.js", content_type: JS, body: include_str!("../../ui/sse.js") },

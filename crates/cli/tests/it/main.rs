@@ -37,6 +37,7 @@ mod openai_chat;
 mod openai_stream;
 mod operations;
 mod pipeline;
+mod reading;
 mod rebuild;
 mod retrieval;
 mod revisions;
