@@ -81,10 +81,14 @@ export function preview(text, max = 280) {
  * (runs of spaces are collapsed by CSS, `white-space: pre-line`). A break
  * at the end of one segment looks at the next segment's first character.
  *
- * `wraps` (optional): the offsets, in code points of the full text (the
- * segments tile it from 0), of line breaks known to end a full line
- * (`fullLineWraps`): such a break is a wrap also before a capital (a name:
- * "Công ty Cổ phần Ánh\nDương."), unless its line ends a sentence.
+ * `wraps` (optional): the line breaks known to end a full line
+ * (`fullLineWraps`: a Map from their offsets, in code points of the full
+ * text, which the segments tile from 0, to whether the next line follows
+ * at the page's ordinary line pitch): such a break is a wrap also before
+ * a capital (a name: "Công ty Cổ phần Ánh\nDương."), unless its line ends
+ * a sentence and the next line stands apart (a paragraph's space above
+ * it). A sentence ending a full line with the next one at the ordinary
+ * pitch goes on in the same paragraph ("… giờ công.\nMỗi công nhân …").
  */
 export function reflowed(texts, wraps = null) {
   const out = texts.map((t) => t ?? "");
@@ -103,8 +107,10 @@ export function reflowed(texts, wraps = null) {
       const end = at + 1 >= whole.length;
       const following = (end ? next.trimStart().charAt(0) : after) ?? "";
       if (/[\p{Ll}\p{Nd}]/u.test(following)) return " ";
-      const full = wraps?.size && wraps.has(base + codePoints(whole.slice(0, at)).length);
-      return full && /\p{L}/u.test(following) && !/[.!?:;…]["'”’)\]]*$/u.test(behind) ? " " : nl;
+      const offset = base + codePoints(whole.slice(0, at)).length;
+      const full = wraps?.size && wraps.has(offset);
+      const sentenceEnds = /[.!?:;…]["'”’)\]]*$/u.test(behind);
+      return full && /\p{L}/u.test(following) && (!sentenceEnds || wraps.get(offset) === true) ? " " : nl;
     });
     base += codePoints(own).length;
   }
@@ -117,11 +123,14 @@ export function reflowed(texts, wraps = null) {
  * reaching the right margin (as far from the page's right side as the
  * text is from its left, within 3% of the page's width) and followed at
  * once by the next line of the same page. Such a line was ended by the
- * width of the page, not by its author (justified text above all). Code
- * point offsets of the full text.
+ * width of the page, not by its author (justified text above all). A Map
+ * from their code point offsets in the full text to whether the next
+ * line follows at the page's ordinary pitch (within 15% of the first
+ * quartile of the distances between consecutive lines' tops, where the
+ * page has three such pairs or more): no paragraph's space between them.
  */
 export function fullLineWraps(raw) {
-  const wraps = new Set();
+  const wraps = new Map();
   for (const page of raw?.pages ?? []) {
     if (!(page.width > 0)) continue;
     const boxes = (raw.segments ?? [])
@@ -131,9 +140,20 @@ export function fullLineWraps(raw) {
     if (boxes.length < 2) continue;
     const left = Math.min(...boxes.map((b) => b.x0));
     const margin = page.width - left - page.width * 0.03;
+    const pitch = (k) => Math.abs(Number(boxes[k + 1].y0) - Number(boxes[k].y0));
+    const pitches = boxes
+      .slice(0, -1)
+      .map((b, k) => (boxes[k + 1].char_start === b.char_end + 1 && Number.isFinite(pitch(k)) ? pitch(k) : null))
+      .filter((p) => p !== null && p > 0)
+      .sort((a, b) => a - b);
+    // The first quartile: a page of short paragraphs has nearly as many
+    // paragraph gaps as line steps, and a median could land on a gap.
+    const ordinary = pitches.length >= 3 ? pitches[Math.floor((pitches.length - 1) / 4)] : null;
     for (let k = 0; k + 1 < boxes.length; k++) {
       const [line, nextLine] = [boxes[k], boxes[k + 1]];
-      if (line.x1 >= margin && nextLine.char_start === line.char_end + 1) wraps.add(line.char_end);
+      if (line.x1 >= margin && nextLine.char_start === line.char_end + 1) {
+        wraps.set(line.char_end, ordinary !== null && pitch(k) <= ordinary * 1.15);
+      }
     }
   }
   return wraps;

@@ -123,7 +123,7 @@ test("a full line of a justified page wraps also before a capital; a short one o
   const texts = raw.segments.map((s) => s.text);
   assert.equal(Array.from(texts.join("")).length, 91);
   const wraps = fullLineWraps(raw);
-  assert.deepEqual([...wraps].sort((a, b) => a - b), [36, 81]);
+  assert.deepEqual([...wraps.keys()].sort((a, b) => a - b), [36, 81]);
   const shown = reflowed(texts, wraps);
   // The name goes on across the full line; the short heading's break and
   // a full line ending its sentence stay breaks.
@@ -135,4 +135,34 @@ test("a full line of a justified page wraps also before a capital; a short one o
   assert.equal(fullLineWraps({ pages: [{ page_idx: 0, width: 420 }], segments: [{ boxes: [
     { page_idx: 0, char_start: 0, char_end: 5, x0: 6, x1: 120 }, { page_idx: 0, char_start: 6, char_end: 10, x0: 6, x1: 100 },
   ] }] }).size, 0);
+});
+
+test("a full line ending a sentence goes on in its paragraph when the next line follows at the page's ordinary pitch", async () => {
+  const { reflowed, fullLineWraps } = await import("./spans.js");
+  // A justified page: lines 18 pt apart within a paragraph, 30 pt between
+  // paragraphs. "… giờ công." ends a full line inside the first
+  // paragraph; "… lề phải." ends a full line that ends the second.
+  const lines = [
+    ["Nhà máy đạt một triệu giờ công.", 414, 100],
+    ["Mỗi công nhân mới được đào tạo", 414, 118],
+    ["trong hai tuần.", 200, 136],
+    ["Đoạn hai kết thúc ở lề phải.", 414, 166],
+    ["Đoạn ba.", 90, 196],
+  ];
+  let at = 0;
+  const boxes = [];
+  for (const [text, x1, y0] of lines) {
+    const n = Array.from(text).length;
+    boxes.push({ page_idx: 0, char_start: at, char_end: at + n, x0: 6, x1, y0, y1: y0 + 14 });
+    at += n + 1;
+  }
+  const text = lines.map(([t]) => t).join("\n");
+  const raw = { pages: [{ page_idx: 0, width: 420, height: 595, unit: "pt" }], segments: [{ text, boxes }] };
+  const wraps = fullLineWraps(raw);
+  assert.deepEqual([...wraps.entries()], [[31, true], [62, true], [107, false]]);
+  const [shown] = reflowed([text], wraps);
+  assert.equal(shown, "Nhà máy đạt một triệu giờ công. Mỗi công nhân mới được đào tạo trong hai tuần.\nĐoạn hai kết thúc ở lề phải.\nĐoạn ba.");
+  // Too few lines to know the page's pitch: a sentence's end stays a break.
+  const two = { pages: raw.pages, segments: [{ text: lines.slice(0, 2).map(([t]) => t).join("\n"), boxes: boxes.slice(0, 2) }] };
+  assert.deepEqual([...fullLineWraps(two).entries()], [[31, false]]);
 });
