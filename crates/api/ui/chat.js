@@ -7,7 +7,8 @@ import { streamEvents } from "./sse.js";
 import { preview } from "./spans.js";
 import { $, el, toast } from "./dom.js";
 import { t, tr, num, date, errorArg, errorDetail, onLanguageChange, translateTree } from "./i18n.js";
-import { state, updateHash, docName, isSlides, hasPages } from "./state.js";
+import { state, updateHash, docName, isSlides, hasPages, hasReadingView } from "./state.js";
+import { asRead } from "./reading.js";
 import { openViewer } from "./viewer.js";
 
 const chatHint = $("chat-hint");
@@ -387,7 +388,7 @@ function renderMessage(m) {
               "li",
               { value: i },
               t("chat.source", { doc: docName(c.document_id), page: hasPages(c.document_id) ? Number(c.page_idx) + 1 : null, slide: isSlides(c.document_id), range: c.cell_range ?? null }),
-              el("q", { text: preview(c.text ?? c.snippet_preview, 120) }),
+              el("q", { text: preview(quoted(c), 120) }),
             ),
           ),
         )
@@ -429,6 +430,12 @@ function withBubbles(text, bubbles) {
   return [text.slice(0, last.index), el("span", { class: "cite-tail" }, last[0], ...bubbles)];
 }
 
+/** A citation's text as its document reads (a Markdown table's row as its cells). */
+function quoted(c) {
+  const text = c.text ?? c.snippet_preview;
+  return hasReadingView(c.document_id) ? asRead(text) : text;
+}
+
 function citationBubble(n, c) {
   return el(
     "button",
@@ -436,7 +443,7 @@ function citationBubble(n, c) {
       type: "button",
       class: "cite",
       "aria-label": t("cite.label", { n, doc: docName(c.document_id), page: hasPages(c.document_id) ? Number(c.page_idx) + 1 : null, slide: isSlides(c.document_id), range: c.cell_range ?? null }),
-      dataset: { n, doc: c.document_id, start: c.char_start, end: c.char_end, snippet: `“${preview(c.text ?? c.snippet_preview, 280)}”` },
+      dataset: { n, doc: c.document_id, start: c.char_start, end: c.char_end, snippet: `“${preview(quoted(c), 280)}”` },
       onclick: (e) => openViewer(c.document_id, Number(c.char_start), Number(c.char_end), e.currentTarget, c.revision ?? null),
     },
     num(n),

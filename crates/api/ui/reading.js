@@ -33,6 +33,30 @@ export function markText(node, start, end) {
   ].filter((p) => p.text);
 }
 
+/**
+ * A quote of a Markdown or HTML document's raw text as its reader sees
+ * the document (the answer's sources, a bubble's tip): a table row's
+ * cells rather than its pipes ("| Lợi nhuận gộp | 312,5 |" and the HTML
+ * parser's "Họp lớn | 3" read "Lợi nhuận gộp · 312,5"), a heading
+ * without its #, bold without its asterisks. For the eye only: offsets
+ * and highlights use the raw text. Pure: tested in node.
+ */
+export function asRead(text) {
+  return String(text ?? "")
+    .split("\n")
+    .map((line) => {
+      let l = line.replace(/^\s{0,3}#{1,6}\s+/, "").replace(/\*\*|__/g, "");
+      // A Markdown table's rule line says nothing to a reader.
+      if (/^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$/.test(l)) return null;
+      if (/^\s*\|.*\|\s*$/.test(l) || / \| /.test(l)) {
+        l = l.trim().replace(/^\|/, "").replace(/\|$/, "").split("|").map((c) => c.trim()).filter(Boolean).join(" · ");
+      }
+      return l;
+    })
+    .filter((l) => l !== null)
+    .join("\n");
+}
+
 /** The view's nodes as DOM nodes, the span marked. */
 export function drawReading(nodes, start, end) {
   const out = [];
