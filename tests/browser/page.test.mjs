@@ -1863,6 +1863,17 @@ for (const [lang, device, name] of MATRIX) {
     await page.click("#viewer-mode");
     assert.match(await page.textContent("#viewer-text"), /Đà Nẵng/);
     assert.equal(await page.textContent("#viewer-mode"), T["viewer.showTable"]);
+    await page.click("#viewer-close");
+
+    if (name === "desk") {
+      // While the answer is read from it, a Markdown file is named without a page.
+      await page.fill("#question", "Nghỉ kết hôn được mấy ngày?");
+      await page.press("#question", "Enter");
+      const being = page.locator(".message.assistant.pending .reading li", { hasText: "chinh-sach-nhan-su.md" });
+      await being.waitFor({ timeout: 60_000 });
+      assert.equal(await being.textContent(), "chinh-sach-nhan-su.md");
+      await page.locator(".message.assistant.done").last().waitFor({ timeout: 90_000 });
+    }
     assert.deepEqual(errors, [], "no script errors");
     await context.close();
   });
