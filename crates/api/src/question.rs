@@ -8,6 +8,17 @@
 /// prompt.
 pub const MAX_QUESTION_CHARS: usize = 8000;
 
+/// Characters of a conversation's title: one given on the page's route,
+/// or one a door makes from the question that opens the conversation.
+pub const MAX_TITLE_CHARS: usize = 200;
+
+/// The title of a conversation a door opens for a question (the OpenAI
+/// endpoint, MCP): the question's first `MAX_TITLE_CHARS` characters,
+/// trimmed.
+pub fn title_from_question(question: &str) -> String {
+    question.trim().chars().take(MAX_TITLE_CHARS).collect::<String>().trim_end().to_string()
+}
+
 /// Why a question is refused; its text follows the field's name ("content
 /// must have 1-8000 characters (has 0)").
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -51,6 +62,13 @@ mod tests {
         assert_eq!(checked_question(&long), Ok(long.as_str()));
         assert_eq!(checked_question(&format!("{long}a")), Err(QuestionRefusal::Length(MAX_QUESTION_CHARS + 1)));
         assert_eq!(checked_question(" \n\t "), Err(QuestionRefusal::Length(0)));
+    }
+
+    #[test]
+    fn a_title_is_the_question_cut_at_two_hundred_characters_and_trimmed() {
+        assert_eq!(title_from_question("  Doanh thu năm 2023?\n"), "Doanh thu năm 2023?");
+        let long = format!("{} {}", "ố".repeat(MAX_TITLE_CHARS - 1), "x".repeat(50));
+        assert_eq!(title_from_question(&long), "ố".repeat(MAX_TITLE_CHARS - 1));
     }
 
     #[test]

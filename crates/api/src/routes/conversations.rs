@@ -41,7 +41,7 @@ pub async fn create(
 ) -> Result<(StatusCode, Json<Conversation>), ApiError> {
     owned_workspace(&state, &user, &ws).await?;
     let title = match body.title.as_deref().map(str::trim) {
-        Some(t) if !t.is_empty() => Some(checked_text("title", t, 1, 200)?),
+        Some(t) if !t.is_empty() => Some(checked_text("title", t, 1, crate::question::MAX_TITLE_CHARS)?),
         _ => None,
     };
     let row = messages::create_conversation(state.pool(), Uuid::now_v7(), &ws, title, &user.user_id).await?;

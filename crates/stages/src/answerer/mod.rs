@@ -510,7 +510,7 @@ impl Stage for Answerer {
         }
         self.output.send(&out).await?;
         let waited = (out.envelope.occurred_at - q.envelope.occurred_at).max(0) as u64;
-        rag_telemetry::events::AnswerProduced {
+        rag_telemetry::events::QuestionAnswered {
             workspace_id: &q.envelope.workspace_id,
             conversation_id: &q.conversation_id,
             mode: &out.mode,

@@ -41,8 +41,10 @@ impl InternalEvent for FirstIngestion {
     }
 }
 
-/// The answerer produced an answer to a question.
-pub struct AnswerProduced<'a> {
+/// The answerer produced an answer to a question (the log line and the
+/// latency histogram; the durable record is the `AnswerProduced` event of
+/// `rag-events`, a different thing, hence a different name).
+pub struct QuestionAnswered<'a> {
     pub workspace_id: &'a str,
     pub conversation_id: &'a str,
     pub mode: &'a str,
@@ -51,7 +53,7 @@ pub struct AnswerProduced<'a> {
     pub since_question: Duration,
 }
 
-impl InternalEvent for AnswerProduced<'_> {
+impl InternalEvent for QuestionAnswered<'_> {
     fn emit(self) {
         info!(workspace_id = %self.workspace_id, conversation_id = %self.conversation_id, mode = %self.mode, sections = self.sections,
             seconds = self.since_question.as_secs_f64(), "question answered");

@@ -174,8 +174,8 @@ pub async fn chat_completions(
     let (conversation, history) = match continued_conversation(&state, &user, &ws, &history).await? {
         Some(id) => (id, Vec::new()),
         None => {
-            let title: String = history.first().map_or(question.as_str(), |t| t.content.as_str()).chars().take(200).collect();
-            let row = messages::create_conversation(state.pool(), Uuid::now_v7(), &ws, Some(title.trim()), &user.user_id)
+            let title = crate::question::title_from_question(history.first().map_or(question.as_str(), |t| t.content.as_str()));
+            let row = messages::create_conversation(state.pool(), Uuid::now_v7(), &ws, Some(&title), &user.user_id)
                 .await
                 .map_err(ApiError::from)?;
             (row.id, recent(history))
@@ -314,10 +314,9 @@ impl Answered {
 impl Reply {
     /// Asks `question` in a new conversation of `ws` and waits for the answer.
     pub(crate) async fn ask(state: &AppState, user: &AuthUser, ws: &str, question: &str, base: String) -> Result<Answered, OpenAiError> {
-        let title: String = question.chars().take(200).collect();
-        let row = messages::create_conversation(state.pool(), Uuid::now_v7(), ws, Some(title.trim()), &user.user_id)
-            .await
-            .map_err(ApiError::from)?;
+        let title = crate::question::title_from_question(question);
+        let row =
+            messages::create_conversation(state.pool(), Uuid::now_v7(), ws, Some(&title), &user.user_id).await.map_err(ApiError::from)?;
         let asked = ask(state, user, ws, row.id, question.to_string(), None, Vec::new(), Vec::new()).await?;
         let link = Link { base, ws: ws.to_string(), conversation: row.id };
         let reply = Reply {
