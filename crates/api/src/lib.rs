@@ -104,6 +104,8 @@ struct Inner {
     deltas: deltas::DeltaHub,
     /// Image pages being decoded for display (see [`IMAGE_RENDERS`]).
     image_renders: Arc<tokio::sync::Semaphore>,
+    /// Reading views being drawn (two at a time: `routes::reading`).
+    reading_turn: tokio::sync::Semaphore,
     /// Passage search for the MCP `search` tool ([`AppState::with_search`]).
     search: Option<Arc<dyn mcp::PassageSearch>>,
     /// Sources this process is syncing now (a second request for one is
@@ -142,6 +144,7 @@ impl AppState {
             shutdown,
             deltas: deltas::DeltaHub::default(),
             image_renders: Arc::new(tokio::sync::Semaphore::new(IMAGE_RENDERS)),
+            reading_turn: tokio::sync::Semaphore::new(2),
             search: None,
             syncing: Default::default(),
         }))
@@ -193,6 +196,10 @@ impl AppState {
     /// Permits to decode an image page ([`IMAGE_RENDERS`] at once).
     pub(crate) fn image_renders(&self) -> &Arc<tokio::sync::Semaphore> {
         &self.0.image_renders
+    }
+    /// A turn to draw a reading view (two at once).
+    pub(crate) fn reading_turn(&self) -> &tokio::sync::Semaphore {
+        &self.0.reading_turn
     }
 }
 

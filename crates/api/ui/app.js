@@ -11,7 +11,7 @@ import { Api, ApiError, pageConfig, devSignIn } from "./api.js";
 import { $, el, toast, showWorkspaceError } from "./dom.js";
 import { t, tr, errorArg, initLanguage, setLanguage, language, onLanguageChange } from "./i18n.js";
 import { state, hashParams, setHash, currentHash, parseSpan } from "./state.js";
-import { watchDocuments, pollDocuments, renderDocuments } from "./documents.js";
+import { watchDocuments, pollDocuments, renderDocuments, showEmpty } from "./documents.js";
 import { loadConversations, renderConversations, renderMessages, openConversation } from "./chat.js";
 import { openViewer, closeViewer } from "./viewer.js";
 import { setupKeys } from "./keys.js";
@@ -211,6 +211,8 @@ function leaveWorkspace() {
   $("documents").replaceChildren();
   $("uploads").replaceChildren();
   $("conversations").replaceChildren();
+  // Not offered until the next workspace's list says it is empty.
+  showEmpty(false);
   renderMessages();
   closeViewer(false);
 }

@@ -425,9 +425,11 @@ function withdrawnNote(m) {
  */
 function withBubbles(text, bubbles) {
   if (!bubbles.length) return [text];
-  const last = /\S{1,30}\s*$/.exec(text ?? "");
-  if (!last) return [text, el("span", { class: "cite-tail" }, ...bubbles)];
-  return [text.slice(0, last.index), el("span", { class: "cite-tail" }, last[0], ...bubbles)];
+  const source = text ?? "";
+  const last = /(^|\s)(\S{1,30}\s*)$/.exec(source);
+  if (!last) return [source, el("span", { class: "cite-tail" }, ...bubbles)];
+  const at = last.index + last[1].length;
+  return [source.slice(0, at), el("span", { class: "cite-tail" }, source.slice(at), ...bubbles)];
 }
 
 /** A citation's text as its document reads (a Markdown table's row as its cells). */

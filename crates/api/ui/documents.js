@@ -122,7 +122,8 @@ export function renderDocuments(before = state.docs) {
 // A workspace with nothing in it says so in the list, and the chat offers
 // the upload itself (on a phone the list is in the drawer, out of sight).
 const hintUpload = $("hint-upload"); // out of the page while a conversation is shown
-function showEmpty(empty) {
+/** Whether the workspace shown is empty: said in the list, the upload offered in the chat. */
+export function showEmpty(empty) {
   $("documents-empty").hidden = !empty;
   hintUpload.hidden = !empty;
 }

@@ -45,7 +45,7 @@ export function asRead(text) {
   return String(text ?? "")
     .split("\n")
     .map((line) => {
-      let l = line.replace(/^\s{0,3}#{1,6}\s+/, "").replace(/\*\*|__/g, "");
+      let l = line.replace(/^\s{0,3}#{1,6}\s+/, "").replace(/\*\*(?=\S)(.+?)\*\*/g, "$1");
       // A Markdown table's rule line says nothing to a reader.
       if (/^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$/.test(l)) return null;
       if (/^\s*\|.*\|\s*$/.test(l) || / \| /.test(l)) {

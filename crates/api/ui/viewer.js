@@ -136,7 +136,7 @@ export async function openViewer(documentId, start, end, bubble = null, revision
   const range = showSheetTable(segments, start, end);
   showPageImage(raw, documentId, pieces, segments, start, end, current, rev);
   if (start === null || end === null) showPageList(raw, documentId, current);
-  if (reading) showReading(reading, start, end);
+  if (reading) showReading(reading, start, end, pieces.length > 0);
   else if (!pieces.length && isSheets(documentId)) showWholeSheets(segments);
   const pages = [...new Set(pieces.map((p) => segments[p.segment].page_idx + 1))];
   // Where the passage is, in words for people (a page, a sheet's rows, or
@@ -186,11 +186,18 @@ function dropAlternate() {
 }
 
 // A Markdown or HTML document as its author structured it: headings,
-// lists, emphasis, links and tables, the cited characters marked.
-function showReading(reading, start, end) {
+// lists, emphasis, links and tables, the cited characters marked. A span
+// the view cannot show (only Markdown syntax, text the view does not
+// place) opens on the raw text, where it is marked, the view a tap away.
+function showReading(reading, start, end, cited) {
   const box = el("article", { id: "viewer-reading", class: "reading", tabindex: "0" });
   box.append(...drawReading(reading.blocks, start, end));
   showAlternate("reading", box);
+  if (cited && !box.querySelector("mark.cited")) {
+    box.hidden = true;
+    $("viewer-text").hidden = false;
+    tr($("viewer-mode"), ALTERNATES.reading.back);
+  }
 }
 
 // A spreadsheet opened from the list: each sheet as a table under its

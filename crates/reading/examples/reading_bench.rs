@@ -20,8 +20,11 @@ fn main() {
             html.push_str("</table>");
         }
         html.push_str("</body></html>");
-        let parsed = rag_docparse::parse(html.as_bytes(), "text/html", "b.html", &rag_docparse::Limits::default()).expect("the page parses");
-        let md_raw = rag_docparse::parse(md.as_bytes(), "text/markdown", "b.md", &rag_docparse::Limits::default()).expect("the Markdown parses").full_text;
+        let parsed =
+            rag_docparse::parse(html.as_bytes(), "text/html", "b.html", &rag_docparse::Limits::default()).expect("the page parses");
+        let md_raw = rag_docparse::parse(md.as_bytes(), "text/markdown", "b.md", &rag_docparse::Limits::default())
+            .expect("the Markdown parses")
+            .full_text;
         let t = Instant::now();
         let view = rag_reading::markdown(&md_raw);
         let md_time = t.elapsed();

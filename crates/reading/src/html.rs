@@ -10,9 +10,10 @@ use crate::{safe_href, Builder, Node, Tag};
 
 /// How far past the last placed text the next one is looked for, in
 /// bytes of the raw text: between two texts of the page there is only a
-/// separator (a blank line, " | " between cells), so a text further away
-/// is not the one shown (it is shown, unmarked).
-const LOOKAHEAD: usize = 2048;
+/// separator (a blank line, " | " between cells), or a short text that
+/// could not be placed, so a text further away is not the one shown (it
+/// is shown, unmarked, rather than marked in the wrong place).
+const LOOKAHEAD: usize = 256;
 
 /// The reading view of an HTML document: `source` is the original (as
 /// uploaded, UTF-8), `raw` its raw text.

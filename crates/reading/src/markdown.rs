@@ -3,7 +3,7 @@
 
 use std::ops::Range;
 
-use pulldown_cmark::{Event, Options, Parser, Tag as Md, TagEnd};
+use pulldown_cmark::{Event, LinkType, Options, Parser, Tag as Md, TagEnd};
 
 use crate::{safe_href, Builder, Node, Tag};
 
@@ -42,6 +42,15 @@ pub fn markdown(text: &str) -> Vec<Node> {
                     Md::Emphasis => vec![Node::element(Tag::Em)],
                     Md::Strong => vec![Node::element(Tag::Strong)],
                     Md::Strikethrough => vec![Node::element(Tag::Del)],
+                    // An e-mail autolink (<a@b.vn>) is a mailto: link.
+                    Md::Link { link_type: LinkType::Email, dest_url, .. } => {
+                        vec![Node::Element {
+                            tag: Tag::A,
+                            href: safe_href(&format!("mailto:{dest_url}")),
+                            start: None,
+                            children: Vec::new(),
+                        }]
+                    }
                     Md::Link { dest_url, .. } => {
                         vec![Node::Element { tag: Tag::A, href: safe_href(&dest_url), start: None, children: Vec::new() }]
                     }
@@ -118,8 +127,8 @@ impl<'a> CharOffsets<'a> {
     /// Where `shown` is in the raw text, given the source range it came
     /// from: the range itself when it holds exactly `shown`, else where
     /// `shown` sits inside it (an escaped `\*` shows `*`, inline code
-    /// drops its backticks); None when the range does not hold it (an
-    /// entity such as `&amp;`).
+    /// drops its backticks, the `&` of `&amp;` is its first character);
+    /// None when the range does not hold it (`&lt;` shows `<`).
     fn of(&mut self, shown: &str, range: Range<usize>) -> Option<u64> {
         let source = self.text.get(range.clone())?;
         let within = if source == shown { 0 } else { source.find(shown)? };
@@ -206,6 +215,12 @@ mod tests {
         let mut all_tags = Vec::new();
         tags(&view, &mut all_tags);
         assert!(all_tags.contains(&Tag::A) && all_tags.contains(&Tag::Pre), "{all_tags:?}");
+    }
+
+    #[test]
+    fn an_email_autolink_is_a_mailto_link() {
+        let json = serde_json::to_string(&markdown("Viết cho <nhansu@example.vn>.")).unwrap();
+        assert!(json.contains(r#""href":"mailto:nhansu@example.vn""#), "{json}");
     }
 
     #[test]

@@ -202,3 +202,32 @@ pub async fn chunk_mappings(pool: &PgPool, workspace_id: &str, document_id: Uuid
     .fetch_all(pool)
     .await?)
 }
+
+/// The file a document's `revision` was uploaded as: its name, its content
+/// type and where its original is stored (a replacement may change the
+/// format, so what the revision is read as comes from here, not from the
+/// document's newest upload). None for a revision with no row (a document
+/// uploaded before revisions were kept: its one revision is the document).
+pub async fn revision_file(
+    pool: &PgPool,
+    workspace_id: &str,
+    document_id: Uuid,
+    revision: i32,
+) -> Result<Option<RevisionFile>, StoreError> {
+    Ok(sqlx::query_as(
+        "SELECT filename, content_type, blob_uri FROM document_revisions WHERE workspace_id = $1 AND document_id = $2 AND revision = $3",
+    )
+    .bind(workspace_id)
+    .bind(document_id)
+    .bind(revision)
+    .fetch_optional(pool)
+    .await?)
+}
+
+/// See `revision_file`.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct RevisionFile {
+    pub filename: Option<String>,
+    pub content_type: Option<String>,
+    pub blob_uri: Option<String>,
+}

@@ -133,4 +133,25 @@ async fn markdown_and_html_read_as_their_structure_with_every_text_placed_in_the
     // A revision that never was.
     let (s, _) = api.get(&format!("/v1/workspaces/{ws}/documents/{md}/reading?revision=9"), &alice).await;
     assert_eq!(s, StatusCode::NOT_FOUND);
+
+    // Replaced by a text file: the new revision has no reading view, the
+    // first (which an earlier answer may quote) is still read as Markdown.
+    let part = reqwest::multipart::Part::bytes(b"Quy che moi, van ban thuong.".to_vec()).file_name("chinh-sach.txt").mime_str("text/plain").unwrap();
+    let resp = api
+        .http
+        .put(format!("{}/v1/workspaces/{ws}/documents/{md}", api.base))
+        .bearer_auth(&alice)
+        .multipart(reqwest::multipart::Form::new().part("file", part))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::ACCEPTED);
+    wait_until("the text revision to be searched", WAIT, || async {
+        api.get(&format!("/v1/workspaces/{ws}/documents/{md}"), &alice).await.1["revision"] == 2
+    })
+    .await;
+    let (s, v) = api.get(&format!("/v1/workspaces/{ws}/documents/{md}/reading"), &alice).await;
+    assert_eq!((s, v["error"]["code"].as_str()), (StatusCode::CONFLICT, Some("no_reading_view")), "{v}");
+    let (s, v) = api.get(&format!("/v1/workspaces/{ws}/documents/{md}/reading?revision=1"), &alice).await;
+    assert_eq!((s, v["format"].as_str(), v["revision"].as_i64()), (StatusCode::OK, Some("markdown"), Some(1)), "{v}");
 }
