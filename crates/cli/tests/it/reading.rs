@@ -136,7 +136,10 @@ async fn markdown_and_html_read_as_their_structure_with_every_text_placed_in_the
 
     // Replaced by a text file: the new revision has no reading view, the
     // first (which an earlier answer may quote) is still read as Markdown.
-    let part = reqwest::multipart::Part::bytes(b"Quy che moi, van ban thuong.".to_vec()).file_name("chinh-sach.txt").mime_str("text/plain").unwrap();
+    let part = reqwest::multipart::Part::bytes(b"Quy che moi, van ban thuong.".to_vec())
+        .file_name("chinh-sach.txt")
+        .mime_str("text/plain")
+        .unwrap();
     let resp = api
         .http
         .put(format!("{}/v1/workspaces/{ws}/documents/{md}", api.base))
