@@ -110,6 +110,12 @@ impl Format {
         matches!(self, Format::Png | Format::Jpeg | Format::Tiff | Format::Webp)
     }
 
+    /// Whether the format has no pages of its own (text, Markdown, a web
+    /// page): its one "page" is never named to a reader.
+    pub fn is_pageless(self) -> bool {
+        matches!(self, Format::Text | Format::Markdown | Format::Html)
+    }
+
     /// Whether the format is a presentation: its pages are slides, and a
     /// citation on `page_idx` N-1 says "slide N".
     pub fn is_presentation(self) -> bool {

@@ -380,11 +380,15 @@ impl Answerer {
     }
 }
 
-/// The documents `chunks` come from, in rank order, each with its pages.
+/// The documents `chunks` come from, in rank order, each with its pages
+/// (none for text, Markdown and web pages, whose one "page" is not a page:
+/// every door that says what is being read would name "page 1").
 fn sources_read(chunks: &[SourceChunk]) -> Vec<rag_store::messages::DeltaSource> {
     let mut out: Vec<rag_store::messages::DeltaSource> = Vec::new();
     for c in chunks {
-        let pages = (c.page_start..=c.page_end.max(c.page_start)).map(|p| p + 1);
+        let pageless =
+            c.filename.as_deref().and_then(|name| rag_docparse::detect_format("", name)).is_some_and(rag_docparse::Format::is_pageless);
+        let pages = (c.page_start..=c.page_end.max(c.page_start)).map(|p| p + 1).filter(|_| !pageless);
         match out.iter_mut().find(|s| s.document_id == c.document_id) {
             Some(s) => s.pages.extend(pages),
             None => out.push(rag_store::messages::DeltaSource {
@@ -519,5 +523,39 @@ impl Stage for Answerer {
         }
         .emit();
         Ok(Outcome::Applied)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunk(document: &str, filename: &str, pages: (u32, u32)) -> SourceChunk {
+        SourceChunk {
+            chunk_id: format!("{document}-{}", pages.0),
+            document_id: document.into(),
+            content: String::new(),
+            char_start: 0,
+            char_end: 1,
+            filename: Some(filename.into()),
+            segments: Vec::new(),
+            page_start: pages.0,
+            page_end: pages.1,
+            lines: None,
+            revision: 1,
+        }
+    }
+
+    #[test]
+    fn a_text_a_markdown_file_or_a_web_page_is_read_without_a_page() {
+        let read = sources_read(&[
+            chunk("a", "bao-cao.pdf", (0, 1)),
+            chunk("b", "chinh-sach-nhan-su.md", (0, 0)),
+            chunk("c", "noi-quy.HTML", (0, 0)),
+            chunk("a", "bao-cao.pdf", (3, 3)),
+            chunk("d", "ghi-chu.txt", (0, 0)),
+        ]);
+        let pages: Vec<(&str, Vec<u32>)> = read.iter().map(|s| (s.document_id.as_str(), s.pages.clone())).collect();
+        assert_eq!(pages, vec![("a", vec![1, 2, 4]), ("b", vec![]), ("c", vec![]), ("d", vec![])]);
     }
 }
