@@ -27,7 +27,7 @@ mod markdown;
 
 use serde::Serialize;
 
-pub use html::html;
+pub use html::{html, tag_depth, MAX_HTML_DEPTH};
 pub use markdown::markdown;
 
 /// The elements a reading view may hold. Anything else in a document is

@@ -85,12 +85,19 @@ pub async fn reading(
             if original.len() > MAX_READING_BYTES {
                 return Err(too_large(original.len()));
             }
-            // As the parser reads it: UTF-8, a byte-order mark dropped.
-            tokio::task::spawn_blocking(move || {
-                let bytes = original.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&original);
-                rag_reading::html(&String::from_utf8_lossy(bytes), &raw)
-            })
-            .await
+            let source = String::from_utf8_lossy(original.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&original)).into_owned();
+            let depth = rag_reading::tag_depth(&source);
+            if depth > rag_reading::MAX_HTML_DEPTH {
+                return Err(ApiError::conflict(
+                    "too_large_to_format",
+                    format!(
+                        "the page nests {depth} elements deep (at most {} are shown formatted); its raw text shows it",
+                        rag_reading::MAX_HTML_DEPTH
+                    ),
+                ));
+            }
+            // As the parser reads it: UTF-8, a byte-order mark dropped (above).
+            tokio::task::spawn_blocking(move || rag_reading::html(&source, &raw)).await
         }
     }
     .map_err(|e| ApiError::internal(format!("drawing the reading view: {e}")))?;

@@ -123,6 +123,16 @@ async fn markdown_and_html_read_as_their_structure_with_every_text_placed_in_the
         assert!(all.iter().any(|t| t == tag), "{tag} in {all:?}");
     }
 
+    // A page nested deeper than a view is drawn for (html5ever nests in
+    // quadratic time, on every opening): its raw text, not seconds of CPU.
+    let deep = format!("<html><body>{}sâu{}</body></html>", "<div>".repeat(4_100), "</div>".repeat(4_100));
+    let deep = api.upload_accepted(&ws, &alice, "sau.html", "text/html", deep.into_bytes()).await;
+    assert_eq!(api.settled(&ws, &alice, &deep, WAIT).await["status"], "ingested");
+    let (s, v) = api.get(&format!("/v1/workspaces/{ws}/documents/{deep}/reading"), &alice).await;
+    assert_eq!((s, v["error"]["code"].as_str()), (StatusCode::CONFLICT, Some("too_large_to_format")), "{v}");
+    let (s, _) = api.get(&format!("/v1/workspaces/{ws}/documents/{deep}/raw-text"), &alice).await;
+    assert_eq!(s, StatusCode::OK);
+
     // A text file has no reading view: its raw text is what it is.
     let (s, v) = api.get(&format!("/v1/workspaces/{ws}/documents/{txt}/reading"), &alice).await;
     assert_eq!((s, v["error"]["code"].as_str()), (StatusCode::CONFLICT, Some("no_reading_view")), "{v}");
