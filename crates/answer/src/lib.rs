@@ -106,6 +106,7 @@ pub struct Section {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CitationReport {
     /// Ids the model cited that the prompt did not show.
+    #[serde(default)]
     pub dropped_source_ids: Vec<String>,
     /// Sections left without a valid citation: not shown as facts.
     #[serde(default)]

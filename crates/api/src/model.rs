@@ -482,6 +482,7 @@ pub struct Message {
 
 impl From<MessageRow> for Message {
     fn from(r: MessageRow) -> Self {
+        let abstained = r.answer().abstained;
         Message {
             id: r.id,
             conversation_id: r.conversation_id,
@@ -489,7 +490,7 @@ impl From<MessageRow> for Message {
             role: r.role,
             content: r.content,
             status: r.status,
-            abstained: r.metadata["abstained"].as_bool().unwrap_or(false),
+            abstained,
             metadata: r.metadata,
             created_at: r.created_at,
             updated_at: r.updated_at,

@@ -124,9 +124,10 @@ pub async fn ask(s: &AskSettings, args: AskArgs) -> anyhow::Result<ExitCode> {
             }
         }
     };
+    let answer = message.answer();
     if !shown.is_empty() {
         eprintln!("\n");
-        for line in withdrawn(&shown, &message.metadata) {
+        for line in withdrawn(&shown, &answer) {
             eprintln!("{line}");
         }
     }
@@ -135,8 +136,8 @@ pub async fn ask(s: &AskSettings, args: AskArgs) -> anyhow::Result<ExitCode> {
         return Ok(if message.status == MessageStatus::Done { ExitCode::SUCCESS } else { ExitCode::FAILURE });
     }
     if message.status == MessageStatus::Failed {
-        let f = &message.metadata["failure"];
-        eprintln!("the question could not be answered: {} ({})", f["message"].as_str().unwrap_or("-"), f["code"].as_str().unwrap_or("-"));
+        let (why, code) = answer.failure.as_ref().map_or(("-", "-"), |f| (f.message.as_str(), f.code.as_str()));
+        eprintln!("the question could not be answered: {why} ({code})");
         return Ok(ExitCode::FAILURE);
     }
     let documents = rag_store::documents::list(&pool, &args.workspace).await?;
@@ -151,26 +152,20 @@ pub async fn ask(s: &AskSettings, args: AskArgs) -> anyhow::Result<ExitCode> {
         .collect();
     let filenames: std::collections::HashMap<String, String> =
         documents.into_iter().map(|d| (d.id.to_string(), d.filename.unwrap_or_default())).collect();
-    let mut numbered: Vec<&serde_json::Value> = Vec::new();
-    let empty = Vec::new();
-    for section in message.metadata["sections"].as_array().unwrap_or(&empty) {
+    let mut numbered: Vec<&rag_events::Citation> = Vec::new();
+    for section in &answer.sections {
         let mut marks = String::new();
-        for c in section["citations"].as_array().unwrap_or(&empty) {
+        for c in &section.citations {
             numbered.push(c);
             marks.push_str(&format!(" [{}]", numbered.len()));
         }
-        println!("{}{marks}\n", section["text"].as_str().unwrap_or_default());
+        println!("{}{marks}\n", section.text);
     }
     // Parts of the question the documents do not answer: said, never a
     // section (a section always cites).
-    let unanswered: Vec<String> = message.metadata["retrieval"]["unanswered_parts"]
-        .as_array()
-        .unwrap_or(&empty)
-        .iter()
-        .filter_map(|p| p.as_str().map(str::to_string))
-        .collect();
+    let unanswered = &answer.retrieval.unanswered_parts;
     if !unanswered.is_empty() {
-        println!("{}\n", rag_answer::unanswered_text(&unanswered));
+        println!("{}\n", rag_answer::unanswered_text(unanswered));
     }
     if !numbered.is_empty() {
         println!("Citations:");
@@ -180,14 +175,14 @@ pub async fn ask(s: &AskSettings, args: AskArgs) -> anyhow::Result<ExitCode> {
     let mut full_texts: std::collections::HashMap<(String, i32), Option<Vec<char>>> = std::collections::HashMap::new();
     let mut invalid = 0;
     for (i, c) in numbered.iter().enumerate() {
-        let doc = c["document_id"].as_str().unwrap_or_default();
-        let (start, end) = (c["char_start"].as_u64().unwrap_or(0) as usize, c["char_end"].as_u64().unwrap_or(0) as usize);
+        let doc = c.document_id.as_str();
+        let (start, end) = (c.char_start.max(0) as usize, c.char_end.max(0) as usize);
         // A spreadsheet's citation is where its rows are (`Doanh thu!A5:D5`);
         // its sheets are its pages, which say less.
         // A presentation's, its slide.
-        let page = c["page_idx"].as_i64().unwrap_or(0) + 1;
-        let place = match c["cell_range"].as_str() {
-            Some(range) => range.to_string(),
+        let page = c.page_idx.max(0) + 1;
+        let place = match &c.cell_range {
+            Some(range) => range.clone(),
             None if presentations.contains(doc) => format!("slide {page}"),
             None => format!("p.{page}"),
         };
@@ -195,12 +190,12 @@ pub async fn ask(s: &AskSettings, args: AskArgs) -> anyhow::Result<ExitCode> {
             "[{}] {} {place} segment {} chars {start}..{end}",
             i + 1,
             filenames.get(doc).map(String::as_str).unwrap_or(doc),
-            c["segment_index"].as_i64().unwrap_or(0),
+            c.segment_index,
         );
-        let text = c["text"].as_str().or(c["snippet_preview"].as_str()).unwrap_or_default();
+        let text = c.text.as_deref().unwrap_or(&c.snippet_preview);
         println!("    “{}”", text.split_whitespace().collect::<Vec<_>>().join(" "));
         // The revision the citation quoted (1 before revisions existed).
-        let revision = c["revision"].as_i64().and_then(|r| i32::try_from(r).ok()).unwrap_or(1);
+        let revision = c.revision;
         let key = (doc.to_string(), revision);
         if !full_texts.contains_key(&key) {
             let full = match uuid::Uuid::parse_str(doc) {
@@ -220,12 +215,10 @@ pub async fn ask(s: &AskSettings, args: AskArgs) -> anyhow::Result<ExitCode> {
             None => println!("    (the document's raw text is gone: deleted after the answer)"),
         }
     }
-    let mode = message.metadata["mode"].as_str().unwrap_or("-");
-    let usage = &message.metadata["llm_usage"];
-    if usage.is_object() {
-        eprintln!("({mode}; {} tokens, model {})", usage["total_tokens"], usage["model"].as_str().unwrap_or("-"));
-    } else {
-        eprintln!("({mode})");
+    let mode = if answer.mode.is_empty() { "-" } else { answer.mode.as_str() };
+    match &answer.llm_usage {
+        Some(usage) => eprintln!("({mode}; {} tokens, model {})", usage.total_tokens, usage.model),
+        None => eprintln!("({mode})"),
     }
     if invalid > 0 {
         eprintln!("{invalid} citation(s) do not match the raw text");
@@ -239,18 +232,12 @@ pub async fn ask(s: &AskSettings, args: AskArgs) -> anyhow::Result<ExitCode> {
 /// saying so, and each withdrawn section (said what its citations do not,
 /// or held back by the check) as the model wrote it, so the streamed words
 /// are never left to be read as the answer.
-fn withdrawn(shown: &str, metadata: &serde_json::Value) -> Vec<String> {
-    let empty = Vec::new();
-    let sections = metadata["sections"].as_array().unwrap_or(&empty);
-    let last = sections.iter().map(|s| s["text"].as_str().unwrap_or_default()).collect::<Vec<_>>().join("\n\n");
+fn withdrawn(shown: &str, answer: &messages::AnswerMetadata) -> Vec<String> {
+    let last = answer.sections.iter().map(|s| s.text.as_str()).collect::<Vec<_>>().join("\n\n");
     if last.trim() == shown.trim() {
         return Vec::new();
     }
-    let report = &metadata["retrieval"]["citation_report"];
-    let taken: Vec<&str> = ["unfaithful_sections", "rejected_sections"]
-        .iter()
-        .flat_map(|key| report[*key].as_array().unwrap_or(&empty).iter().filter_map(|s| s.as_str()))
-        .collect();
+    let taken = answer.withdrawn();
     if taken.is_empty() {
         // Rewritten in the question's language, a question taken out, a
         // part said once: the same answer, in other words.
@@ -281,20 +268,27 @@ fn reading(sources: &[messages::DeltaSource]) -> String {
 #[cfg(test)]
 mod tests {
     use super::withdrawn;
+    use rag_store::messages::AnswerMetadata;
+
+    fn answer(metadata: serde_json::Value) -> AnswerMetadata {
+        AnswerMetadata::of_stored(&metadata).expect("an answer")
+    }
 
     #[test]
     fn text_taken_back_after_streaming_is_said_to_be_withdrawn() {
-        let metadata = serde_json::json!({
-            "sections": [{"text": "Lợi nhuận gộp — 2022: 312,5; 2023: 351,9"}],
+        let metadata = answer(serde_json::json!({
+            "mode": "llm",
+            "sections": [{"text": "Lợi nhuận gộp — 2022: 312,5; 2023: 351,9", "source_ids": [], "citations": []}],
             "retrieval": {"citation_report": {"unfaithful_sections": ["Lợi nhuận gộp tăng 38,6%. (not in its citations: 38.6)"]}}
-        });
+        }));
         let lines = withdrawn("Lợi nhuận gộp tăng 38,6%.", &metadata);
         assert_eq!(lines.len(), 2);
         assert!(lines[0].starts_with("[withdrawn]"));
         assert_eq!(lines[1], "  withdrawn: Lợi nhuận gộp tăng 38,6%. (not in its citations: 38.6)");
         assert!(withdrawn("Lợi nhuận gộp — 2022: 312,5; 2023: 351,9", &metadata).is_empty(), "what streamed is the answer");
         let rewritten =
-            serde_json::json!({"sections": [{"text": "Revenue grew 12.4%."}], "retrieval": {"citation_report": {"rewritten_sections": 1}}});
+            answer(serde_json::json!({"mode": "llm", "sections": [{"text": "Revenue grew 12.4%.", "source_ids": [], "citations": []}],
+                                                  "retrieval": {"citation_report": {"rewritten_sections": 1}}}));
         assert_eq!(withdrawn("Doanh thu tăng 12,4%.", &rewritten), ["[rewritten] the answer below replaces the text streamed above"]);
     }
 }

@@ -76,43 +76,6 @@ impl Projector {
     }
 }
 
-/// The assistant message's metadata: sections with citations, the flat
-/// citations, usage and retrieval. Each citation carries the text it cites,
-/// so it survives the document's deletion, and where that text is (v2 of
-/// AnswerProduced; a v1 event's texts come from `citation_texts` of its
-/// retrieval JSON, matched by position).
-pub fn answer_metadata(e: &rag_events::AnswerProduced) -> serde_json::Value {
-    let retrieval: serde_json::Value = serde_json::from_str(&e.retrieval_json).unwrap_or_default();
-    let v1_texts: Vec<String> = retrieval["citation_texts"]
-        .as_array()
-        .map(|a| a.iter().map(|t| t.as_str().unwrap_or_default().to_string()).collect())
-        .unwrap_or_default();
-    let mut n = 0usize;
-    let mut with_text = |c: &rag_events::Citation| {
-        let mut c = c.clone();
-        if c.text.is_none() {
-            c.text = v1_texts.get(n).cloned();
-        }
-        n += 1;
-        serde_json::to_value(&c).unwrap_or_default()
-    };
-    let sections: Vec<serde_json::Value> = e
-        .sections
-        .iter()
-        .map(|s| serde_json::json!({"text": s.text, "source_ids": s.source_ids, "citations": s.citations.iter().map(&mut with_text).collect::<Vec<_>>()}))
-        .collect();
-    let citations: Vec<serde_json::Value> = sections.iter().flat_map(|s| s["citations"].as_array().cloned().unwrap_or_default()).collect();
-    serde_json::json!({
-        "mode": e.mode,
-        "abstained": e.abstained,
-        "sections": sections,
-        "citations": citations,
-        "llm_usage": e.llm_usage,
-        "retrieval": retrieval,
-        "failure": e.failure,
-    })
-}
-
 impl Projector {
     /// A deleted document's blobs: everything derived from it, and its
     /// original unless another live document of the workspace has the same
@@ -249,7 +212,7 @@ impl Stage for Projector {
                       event_id = %e.envelope.event_id, message_id = %e.assistant_message_id, "question asked");
             }
             AnyEvent::AnswerProduced(e) => {
-                messages::apply_answer_produced(&mut tx, e, &answer_metadata(e)).await?;
+                messages::apply_answer_produced(&mut tx, e).await?;
                 info!(workspace_id = %e.envelope.workspace_id, conversation_id = %e.conversation_id,
                       event_id = %e.envelope.event_id, message_id = %e.assistant_message_id, mode = %e.mode, "answer projected");
             }

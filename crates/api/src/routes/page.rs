@@ -163,6 +163,82 @@ mod tests {
         }
     }
 
+    /// Property paths read after `word` in `js`: `metadata?.retrieval?.x`
+    /// gives `["retrieval", "x"]`.
+    fn paths_after<'a>(js: &'a str, word: &str) -> Vec<Vec<&'a str>> {
+        let mut out = Vec::new();
+        for (at, _) in js.match_indices(word) {
+            if js[..at].chars().next_back().is_some_and(|c| c.is_alphanumeric() || c == '_') {
+                continue;
+            }
+            let mut rest = &js[at + word.len()..];
+            let mut path = Vec::new();
+            loop {
+                rest = rest.strip_prefix('?').unwrap_or(rest);
+                let Some(after) = rest.strip_prefix('.') else { break };
+                let n = after.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(after.len());
+                if n == 0 {
+                    break;
+                }
+                path.push(&after[..n]);
+                rest = &after[n..];
+            }
+            if !path.is_empty() {
+                out.push(path);
+            }
+        }
+        out
+    }
+
+    /// The page reads an answer's metadata by name: each name it reads is
+    /// a field of `AnswerMetadata` as stored, so renaming one on the Rust
+    /// side alone fails here.
+    #[test]
+    fn the_page_reads_only_fields_the_answer_metadata_has() {
+        use rag_store::messages::{AnswerDiagnostics, AnswerMetadata, HeldBack};
+        let citation: rag_events::Citation = serde_json::from_value(serde_json::json!({
+            "source_id": "S1", "chunk_id": "c", "document_id": "d", "segment_index": 0, "page_idx": 0, "char_start": 0,
+            "char_end": 1, "snippet_preview": "a", "text": "a", "cell_range": "A!A1:B1"}))
+        .unwrap();
+        let full = AnswerMetadata {
+            mode: "llm".into(),
+            abstained: true,
+            sections: vec![rag_events::Section { text: "a".into(), source_ids: vec!["S1".into()], citations: vec![citation.clone()] }],
+            citations: vec![citation],
+            llm_usage: Some(rag_events::LlmUsage { model: "m".into(), prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 }),
+            retrieval: AnswerDiagnostics {
+                query: Some("q".into()),
+                query_language: Some("vi".into()),
+                unanswered_parts: vec!["p".into()],
+                unanswered_text: Some("t".into()),
+                citation_report: Some(HeldBack {
+                    unfaithful_sections: vec!["u".into()],
+                    rejected_sections: vec!["r".into()],
+                    rewritten_sections: 1,
+                    details: Default::default(),
+                }),
+                details: Default::default(),
+            },
+            failure: Some(rag_events::Failure { code: "c".into(), message: "m".into() }),
+        }
+        .to_json();
+        let chat = ASSETS.iter().find(|a| a.name == "chat.js").unwrap().body;
+        let read: Vec<Vec<&str>> = paths_after(chat, "metadata")
+            .into_iter()
+            .chain(paths_after(chat, "report").into_iter().map(|p| [vec!["retrieval", "citation_report"], p].concat()))
+            .collect();
+        assert!(read.len() >= 8, "the page's reads were not found: {read:?}");
+        for path in read {
+            let mut v = &full;
+            for (i, key) in path.iter().enumerate() {
+                if i > 0 && matches!(*key, "length" | "map" | "join") {
+                    break;
+                }
+                v = v.get(key).unwrap_or_else(|| panic!("chat.js reads metadata.{} but the answer metadata has no {key}", path.join(".")));
+            }
+        }
+    }
+
     #[test]
     fn dev_user_names() {
         assert!(is_dev_user("alice"));

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use rag_store::messages::MessageStatus;
+use rag_store::messages::{AnswerMetadata, MessageStatus};
 use serde::Serialize;
 
 /// How one answer fared.
@@ -195,7 +195,7 @@ pub struct Asked<'a> {
 /// full raw text (as characters) by document id.
 pub fn score(
     asked: &Asked<'_>,
-    metadata: &serde_json::Value,
+    answer: &AnswerMetadata,
     status: MessageStatus,
     raw_texts: &HashMap<String, Vec<char>>,
     first_token: Duration,
@@ -203,83 +203,82 @@ pub fn score(
     first_words_at_ms: Option<u64>,
 ) -> Scored {
     let Asked { id: question_id, language, gold_documents, answers } = *asked;
-    let empty = Vec::new();
-    let sections = metadata["sections"].as_array().unwrap_or(&empty);
-    let citations: Vec<&serde_json::Value> = sections.iter().flat_map(|s| s["citations"].as_array().unwrap_or(&empty)).collect();
+    let sections = &answer.sections;
+    let citations: Vec<&rag_events::Citation> = sections.iter().flat_map(|s| &s.citations).collect();
+    let cited_text = |c: &rag_events::Citation| c.text.clone().unwrap_or_default();
     let in_citation = |answer: &str| {
         let wanted = fold(answer);
-        !wanted.is_empty() && citations.iter().any(|c| fold(c["text"].as_str().unwrap_or_default()).contains(&wanted))
+        !wanted.is_empty() && citations.iter().any(|c| fold(&cited_text(c)).contains(&wanted))
     };
     let parts_in_citation = answers.iter().filter(|a| in_citation(a)).count();
     let bad_slices = citations
         .iter()
         .filter(|c| {
-            let doc = c["document_id"].as_str().unwrap_or_default();
-            let (start, end) = (c["char_start"].as_u64().unwrap_or(0) as usize, c["char_end"].as_u64().unwrap_or(0) as usize);
-            !raw_texts.get(doc).is_some_and(|full| rag_answer::cites_exactly(full, start, end, c["text"].as_str().unwrap_or_default()))
+            let (start, end) = (c.char_start.max(0) as usize, c.char_end.max(0) as usize);
+            !raw_texts.get(&c.document_id).is_some_and(|full| rag_answer::cites_exactly(full, start, end, &cited_text(c)))
         })
         .count();
-    let report = &metadata["retrieval"]["citation_report"];
-    let count = |v: &serde_json::Value| v.as_array().map_or_else(|| v.as_u64().unwrap_or(0) as usize, Vec::len);
+    let report: rag_answer::CitationReport = answer.retrieval.citation_report_as();
+    let timings = answer.retrieval.detail("llm_timings");
     Scored {
         question_id: question_id.to_string(),
         language: language.to_string(),
         answerable: !answers.is_empty(),
         status,
-        mode: metadata["mode"].as_str().unwrap_or_default().to_string(),
-        abstained: metadata["abstained"].as_bool().unwrap_or(false),
+        mode: answer.mode.clone(),
+        abstained: answer.abstained,
         sections: sections.len(),
-        sections_without_citations: sections.iter().filter(|s| s["citations"].as_array().is_none_or(|c| c.is_empty())).count(),
+        sections_without_citations: sections.iter().filter(|s| s.citations.is_empty()).count(),
         citations: citations.len(),
-        gold_cited: !gold_documents.is_empty()
-            && gold_documents.iter().all(|g| citations.iter().any(|c| c["document_id"].as_str() == Some(g.as_str()))),
+        gold_cited: !gold_documents.is_empty() && gold_documents.iter().all(|g| citations.iter().any(|c| &c.document_id == g)),
         answer_in_citation: !answers.is_empty() && parts_in_citation == answers.len(),
         parts: answers.len(),
         parts_in_citation,
         bad_slices,
-        dropped_source_ids: count(&report["dropped_source_ids"]),
-        unlocated_quotes: count(&report["unlocated_quotes"]),
-        unsupported_sections: count(&report["unsupported_sections"]),
-        unfaithful_sections: count(&report["unfaithful_sections"]),
-        question_sentences: count(&report["question_sentences"]),
+        dropped_source_ids: report.dropped_source_ids.len(),
+        unlocated_quotes: report.unlocated_quotes,
+        unsupported_sections: report.unsupported_sections.len(),
+        unfaithful_sections: report.unfaithful_sections.len(),
+        question_sentences: report.question_sentences,
         first_token_ms: first_token.min(latency).as_millis() as u64,
         latency_ms: latency.as_millis() as u64,
-        llm_tokens: metadata["llm_usage"]["total_tokens"].as_u64().unwrap_or(0),
-        retrieval_ms: metadata["retrieval"]["retrieval_ms"].as_u64().unwrap_or(0),
+        llm_tokens: answer.llm_usage.as_ref().map_or(0, |u| u.total_tokens.max(0) as u64),
+        retrieval_ms: answer.retrieval.detail("retrieval_ms").as_u64().unwrap_or(0),
         llama_ms: {
-            let answer = rag_answer::llm::server_ms(&metadata["retrieval"]["llm_timings"]).unwrap_or(0);
+            let llm = rag_answer::llm::server_ms(timings).unwrap_or(0);
             // Unknown (0) when the server gave no timings for the answer.
-            if answer == 0 {
+            if llm == 0 {
                 0
             } else {
-                answer + report["verify_llm_ms"].as_u64().unwrap_or(0) + report["first_look_llm_ms"].as_u64().unwrap_or(0)
+                llm + report.verify_llm_ms.unwrap_or(0) + report.first_look_llm_ms.unwrap_or(0)
             }
         },
-        prompt_tokens: metadata["retrieval"]["llm_timings"]["prompt_n"].as_u64().unwrap_or(0),
-        prefill_ms: metadata["retrieval"]["llm_timings"]["prompt_ms"].as_f64().unwrap_or(0.0) as u64,
-        prefill_tokens_per_s: metadata["retrieval"]["llm_timings"]["prompt_per_second"].as_f64().unwrap_or(0.0),
-        decode_tokens_per_s: metadata["retrieval"]["llm_timings"]["predicted_per_second"].as_f64().unwrap_or(0.0),
+        prompt_tokens: timings["prompt_n"].as_u64().unwrap_or(0),
+        prefill_ms: timings["prompt_ms"].as_f64().unwrap_or(0.0) as u64,
+        prefill_tokens_per_s: timings["prompt_per_second"].as_f64().unwrap_or(0.0),
+        decode_tokens_per_s: timings["predicted_per_second"].as_f64().unwrap_or(0.0),
         stream_lag_ms: first_words_at_ms
-            .zip(metadata["retrieval"]["llm_first_words_at_ms"].as_u64())
+            .zip(answer.retrieval.detail("llm_first_words_at_ms").as_u64())
             .map(|(page, model)| page.saturating_sub(model)),
-        verify_score: report["verify_score"].as_f64(),
-        second_look: report["second_looks"].as_u64().unwrap_or(0) > 0,
-        first_look_score: report["first_look_score"].as_f64(),
-        answerable_score: report["answerable_score"].as_f64(),
-        answer_logprob: report["answer_logprob"].as_f64(),
-        cited_coverage: report["cited_coverage"].as_f64(),
-        cited_phrase_coverage: report["cited_phrase_coverage"].as_f64(),
-        question: metadata["retrieval"]["query"].as_str().map(str::to_string),
-        best_cosine: best_of(&metadata["retrieval"]["chunks"], "cosine"),
-        best_bm25: best_of(&metadata["retrieval"]["chunks"], "bm25"),
-        lexical_coverage: metadata["retrieval"]["fusion"]["lexical_coverage"].as_f64(),
+        verify_score: report.verify_score,
+        second_look: report.second_looks > 0,
+        first_look_score: report.first_look_score,
+        answerable_score: report.answerable_score,
+        answer_logprob: report.answer_logprob,
+        cited_coverage: report.cited_coverage,
+        cited_phrase_coverage: report.cited_phrase_coverage,
+        question: answer.retrieval.query.clone(),
+        best_cosine: best_of(answer.retrieval.detail("chunks"), "cosine"),
+        best_bm25: best_of(answer.retrieval.detail("chunks"), "bm25"),
+        lexical_coverage: answer.retrieval.detail("fusion")["lexical_coverage"].as_f64(),
         answer_text: {
-            let shown = sections.iter().filter_map(|s| s["text"].as_str());
-            let held_back = report["rejected_sections"].as_array().into_iter().flatten().filter_map(|s| s.as_str());
-            shown.chain(held_back).collect::<Vec<_>>().join(" | ")
+            let shown = sections.iter().map(|s| s.text.as_str());
+            shown.chain(report.rejected_sections.iter().map(String::as_str)).collect::<Vec<_>>().join(" | ")
         },
-        cited: citations.iter().filter_map(|c| c["text"].as_str().map(str::to_string)).collect(),
-        part_scores: metadata["retrieval"]["parts"]
+        cited: citations.iter().filter_map(|c| c.text.clone()).collect(),
+        part_scores: answer
+            .retrieval
+            .detail("parts")
             .as_array()
             .into_iter()
             .flatten()
@@ -380,10 +379,36 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// The stored metadata of an answer written in short: each section and
+    /// citation has only the fields a test reads, the rest are filled in.
+    fn answer(mut v: serde_json::Value) -> AnswerMetadata {
+        for s in v["sections"].as_array_mut().into_iter().flatten() {
+            s["source_ids"] = json!([]);
+            for c in s["citations"].as_array_mut().into_iter().flatten() {
+                for (k, d) in [
+                    ("source_id", json!("S1")),
+                    ("chunk_id", json!("c")),
+                    ("segment_index", json!(0)),
+                    ("page_idx", json!(0)),
+                    ("snippet_preview", json!("")),
+                ] {
+                    c.as_object_mut().expect("a citation").entry(k).or_insert(d);
+                }
+            }
+        }
+        if let Some(u) = v["llm_usage"].as_object_mut() {
+            for k in ["prompt_tokens", "completion_tokens"] {
+                u.entry(k).or_insert(json!(0));
+            }
+            u.entry("model").or_insert(json!("m"));
+        }
+        AnswerMetadata::of_stored(&v).expect("an answer's metadata")
+    }
+
     #[test]
     fn an_answer_is_scored_against_its_gold_passage_and_the_raw_text() {
         let raw: HashMap<String, Vec<char>> = [("d1".to_string(), "Doanh thu tăng 18% nhờ xuất khẩu.".chars().collect())].into();
-        let metadata = json!({
+        let metadata = answer(json!({
             "mode": "llm",
             "sections": [
                 {"text": "Doanh thu tăng 18%.", "citations": [{"document_id": "d1", "char_start": 0, "char_end": 18, "text": "Doanh thu tăng 18%"}]},
@@ -394,14 +419,14 @@ mod tests {
                           "retrieval_ms": 30, "llm_first_words_at_ms": 10_000,
                           "llm_timings": {"prompt_n": 700, "prompt_ms": 700.0, "predicted_ms": 300.0, "prompt_per_second": 1000.0, "predicted_per_second": 20.0}},
             "llm_usage": {"total_tokens": 640}
-        });
+        }));
         let asked = |id: &'static str, gold_document: Option<&str>, answer: Option<&'static str>| {
             let gold_documents: Vec<String> = gold_document.map(str::to_string).into_iter().collect();
             let answers: Vec<&'static str> = answer.into_iter().collect();
             (id, gold_documents, answers)
         };
         let score = |(id, gold_documents, answers): (&'static str, Vec<String>, Vec<&'static str>),
-                     metadata: &serde_json::Value,
+                     metadata: &AnswerMetadata,
                      status,
                      raw: &HashMap<String, Vec<char>>,
                      first,
@@ -428,7 +453,9 @@ mod tests {
         assert!(!other.gold_cited && !other.answer_in_citation);
 
         // Unanswerable: one abstained without citations, one answered.
-        let abstained = json!({"mode": "llm", "abstained": true, "sections": [{"text": "Tài liệu của bạn không đề cập đến nội dung này.", "citations": []}]});
+        let abstained = answer(
+            json!({"mode": "llm", "abstained": true, "sections": [{"text": "Tài liệu của bạn không đề cập đến nội dung này.", "citations": []}]}),
+        );
         let u1 = score(asked("u1", None, None), &abstained, MessageStatus::Done, &raw, ms(900), ms(900), None);
         let u2 = score(asked("u2", None, None), &metadata, MessageStatus::Done, &raw, ms(900), ms(900), None);
         assert!(!u1.answerable && u1.abstained && !u2.abstained);
@@ -446,10 +473,10 @@ mod tests {
     #[test]
     fn a_question_that_asks_two_things_needs_both_answers_cited() {
         let raw: HashMap<String, Vec<char>> = HashMap::new();
-        let metadata = json!({"mode": "llm", "sections": [
+        let metadata = answer(json!({"mode": "llm", "sections": [
             {"text": "Doanh thu tăng 18%.", "citations": [{"document_id": "d1", "char_start": 0, "char_end": 18, "text": "Doanh thu tăng 18%"}]},
             {"text": "Tài liệu của bạn không đề cập đến nội dung này.", "citations": []}
-        ]});
+        ]}));
         let gold = ["d1".to_string(), "d2".to_string()];
         let ms = Duration::from_millis;
         let one = score(

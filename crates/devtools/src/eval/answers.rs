@@ -234,9 +234,10 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
             .collect();
         let answers = g.answer.as_ref().map(OneOrMany::all).unwrap_or_default();
         let asked_question = Asked { id: &g.query_id, language, gold_documents: &gold_documents, answers: &answers };
+        let answer = message.answer();
         let s = score(
             &asked_question,
-            &message.metadata,
+            &answer,
             message.status,
             &raw_texts,
             first_words.map_or(latency, |f| f.0),
@@ -244,7 +245,7 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
             first_words.map(|f| f.1),
         );
         if language == "en" && message.status != MessageStatus::Failed && !s.abstained && s.sections > 0 {
-            let shown = shown_text(&message.metadata);
+            let shown = answer.sections.iter().map(|s| s.text.as_str()).collect::<Vec<_>>().join(" ");
             // Names and figures alone ("Nguyễn Văn An.") say no language:
             // such an answer is counted neither way.
             match rag_retrieval::detect_language(&without_names(&shown)) {
@@ -423,11 +424,6 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
         println!("workspace {}: ingest {:.1} s, questions {:.1} s", run.workspace, run.total_seconds, question_seconds);
     }
     Ok(if bad_slices == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
-}
-
-/// The text of the sections an answer shows, joined.
-fn shown_text(metadata: &serde_json::Value) -> String {
-    metadata["sections"].as_array().into_iter().flatten().filter_map(|s| s["text"].as_str()).collect::<Vec<_>>().join(" ")
 }
 
 /// `text` without its capitalised words: an English answer keeps the

@@ -1,7 +1,8 @@
 //! The message metadata of an answer: what retrieval was asked and what it
 //! found, and what grounding did.
 
-use rag_answer::AnswerOutcome;
+use rag_answer::{AnswerOutcome, CitationReport};
+use rag_store::messages::{AnswerDiagnostics, HeldBack};
 
 use crate::retriever::Retrieval;
 
@@ -30,9 +31,15 @@ pub(super) fn retrieval_json(r: &Retrieval, asked: &Asked<'_>, outcome: Option<&
             })
         })
         .collect();
+    // The fields the doors show are the type's own; the rest, details.
+    let mut d = AnswerDiagnostics {
+        query: Some(asked.query.to_string()),
+        query_language: serde_json::to_value(r.query_language).ok().and_then(|v| v.as_str().map(str::to_string)),
+        ..AnswerDiagnostics::default()
+    };
     let mut v = serde_json::json!({
-        "mode": r.mode, "query_language": r.query_language, "dense_used": r.dense_used, "chunks": chunks,
-        "query": asked.query, "query_source": asked.query_source, "retrieval_ms": asked.retrieval_ms,
+        "mode": r.mode, "dense_used": r.dense_used, "chunks": chunks,
+        "query_source": asked.query_source, "retrieval_ms": asked.retrieval_ms,
     });
     if let Some(restoration) = &r.restoration {
         v["restoration"] = serde_json::to_value(restoration).unwrap_or_default();
@@ -44,14 +51,14 @@ pub(super) fn retrieval_json(r: &Retrieval, asked: &Asked<'_>, outcome: Option<&
         v["rerank"] = serde_json::to_value(rerank).unwrap_or_default();
     }
     if let Some(o) = outcome {
-        v["citation_report"] = serde_json::to_value(&o.report).unwrap_or_default();
+        d.citation_report = Some(held_back(&o.report));
         v["llm_error"] = o.llm_error.clone().into();
         v["answer_mode"] = o.mode.as_str().into();
         v["evidence"] = serde_json::json!({"units": o.evidence_units, "chunks": o.evidence_chunks});
         if !o.unanswered_parts.is_empty() {
             // Said after the sections (the page, `ask`), never a section.
-            v["unanswered_parts"] = o.unanswered_parts.clone().into();
-            v["unanswered_text"] = rag_answer::unanswered_text(&o.unanswered_parts).into();
+            d.unanswered_parts = o.unanswered_parts.clone();
+            d.unanswered_text = Some(rag_answer::unanswered_text(&o.unanswered_parts));
         }
         v["llm_first_token_ms"] = o.first_token.map(|d| d.as_millis() as u64).into();
         let epoch_ms =
@@ -67,5 +74,40 @@ pub(super) fn retrieval_json(r: &Retrieval, asked: &Asked<'_>, outcome: Option<&
     if !parts.is_empty() {
         v["parts"] = parts.to_vec().into();
     }
-    v.to_string()
+    if let serde_json::Value::Object(details) = v {
+        d.details = details;
+    }
+    serde_json::to_string(&d).unwrap_or_default()
+}
+
+/// The check's report as the message metadata holds it: the fields the
+/// doors show typed, the rest as written.
+pub(super) fn held_back(report: &CitationReport) -> HeldBack {
+    serde_json::to_value(report).ok().and_then(|v| serde_json::from_value(v).ok()).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The answer crate's report and the store's view of it name the same
+    /// fields: what the page and `ask` show as withdrawn is what the check
+    /// took back.
+    #[test]
+    fn the_report_the_doors_show_is_the_one_the_check_wrote() {
+        let report = CitationReport {
+            unfaithful_sections: vec!["Tăng 38,6%. (not in its citations: 38.6)".into()],
+            rejected_sections: vec!["Employees are paid 300% for overtime on public holidays.".into()],
+            rewritten_sections: 2,
+            verify_score: Some(0.4),
+            ..CitationReport::default()
+        };
+        let h = held_back(&report);
+        assert_eq!(h.unfaithful_sections, report.unfaithful_sections);
+        assert_eq!(h.rejected_sections, report.rejected_sections);
+        assert_eq!(h.rewritten_sections, 2);
+        assert_eq!(h.details["verify_score"], 0.4);
+        let back: CitationReport = AnswerDiagnostics { citation_report: Some(h), ..AnswerDiagnostics::default() }.citation_report_as();
+        assert_eq!(back, report);
+    }
 }

@@ -2,7 +2,6 @@
 //! real local stack); compiled into its unit-test binary, not a binary of
 //! their own.
 
-mod answer_metadata;
 mod ocr_geometry;
 mod pg_offsets;
 mod rerank;

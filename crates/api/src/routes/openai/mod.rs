@@ -231,37 +231,24 @@ pub(crate) struct Reply {
     sources_in_content: bool,
 }
 
-/// The answer's sections as stored: `(text, citations)`.
-fn sections(row: &MessageRow) -> Vec<(String, Vec<Value>)> {
-    row.metadata["sections"]
-        .as_array()
-        .map(|s| {
-            s.iter()
-                .map(|s| (s["text"].as_str().unwrap_or_default().to_string(), s["citations"].as_array().cloned().unwrap_or_default()))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 /// What a client reads of a stored answer: its text with markers.
 fn final_text(row: &MessageRow) -> String {
-    let sections = sections(row);
-    if sections.is_empty() {
+    let answer = row.answer();
+    if answer.sections.is_empty() {
         return row.content.clone();
     }
-    let text = with_markers(sections.iter().map(|(t, c)| (t.as_str(), c.len(), true)));
+    let text = with_markers(answer.sections.iter().map(|s| (s.text.as_str(), s.citations.len(), true)));
     // The parts of a question the documents do not answer, said after the
     // answered ones (no section: a section always cites).
-    match row.metadata["retrieval"]["unanswered_text"].as_str() {
+    match answer.retrieval.unanswered_text {
         Some(line) => format!("{text}\n\n{line}"),
         None => text,
     }
 }
 
 fn usage(row: &MessageRow) -> Value {
-    let u = &row.metadata["llm_usage"];
-    let n = |k: &str| u[k].as_u64().unwrap_or(0);
-    json!({"prompt_tokens": n("prompt_tokens"), "completion_tokens": n("completion_tokens"), "total_tokens": n("total_tokens")})
+    let (prompt, completion, total) = row.answer().llm_usage.map_or((0, 0, 0), |u| (u.prompt_tokens, u.completion_tokens, u.total_tokens));
+    json!({"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": total})
 }
 
 fn created(row: &MessageRow) -> i64 {
@@ -289,7 +276,7 @@ fn listed(citations: &[Value]) -> Vec<ListedSource<'_>> {
 /// The sources of `row`'s answer as its text ends with them, headed in
 /// the question's language.
 fn sources_text(row: &MessageRow, citations: &[Value]) -> String {
-    sources_list(&listed(citations), row.metadata["retrieval"]["query_language"] == "vi")
+    sources_list(&listed(citations), row.answer().retrieval.query_language.as_deref() == Some("vi"))
 }
 
 /// A finished answer with its numbered citations (the MCP `ask` tool).
@@ -360,7 +347,7 @@ impl Reply {
     /// fallback was allowed, for instance).
     fn failure(row: &MessageRow) -> Option<OpenAiError> {
         (row.status == MessageStatus::Failed).then(|| {
-            let why = row.metadata["failure"]["message"].as_str().or(row.metadata["failure"].as_str()).unwrap_or(&row.content).to_string();
+            let why = row.answer().failure.map_or_else(|| row.content.clone(), |f| f.message);
             OpenAiError::new(StatusCode::BAD_GATEWAY, "server_error", "answer_failed", format!("The answer failed: {why}"))
         })
     }
@@ -370,9 +357,9 @@ impl Reply {
     async fn citations(&self, row: &MessageRow) -> Result<Vec<Value>, ApiError> {
         let mut documents: HashMap<String, Option<rag_store::documents::DocumentRow>> = HashMap::new();
         let mut out = Vec::new();
-        for (_, cites) in sections(row) {
-            for c in cites {
-                let doc = c["document_id"].as_str().unwrap_or_default().to_string();
+        for section in row.answer().sections {
+            for c in section.citations {
+                let doc = c.document_id.clone();
                 if !documents.contains_key(&doc) {
                     let found = match Uuid::parse_str(&doc) {
                         Ok(id) => rag_store::documents::get(self.state.pool(), &self.ws, id).await?,
@@ -381,22 +368,22 @@ impl Reply {
                     documents.insert(doc.clone(), found);
                 }
                 let d = documents.get(&doc).and_then(Option::as_ref);
-                let (start, end) = (c["char_start"].as_u64().unwrap_or(0), c["char_end"].as_u64().unwrap_or(0));
-                let revision = c["revision"].as_u64().unwrap_or(1);
+                let (start, end) = (c.char_start.max(0) as u64, c.char_end.max(0) as u64);
+                let revision = c.revision.max(1) as u64;
                 let mut v = json!({
                     "index": out.len() + 1,
                     "document_id": doc,
                     "filename": d.and_then(|d| d.filename.clone()),
                     "char_start": start,
                     "char_end": end,
-                    "text": c["text"],
+                    "text": c.text,
                     "url": self.link.passage(&doc, start, end, revision),
                     "revision": revision,
                 });
-                if let Some(cells) = c["cell_range"].as_str() {
+                if let Some(cells) = &c.cell_range {
                     v["cell_range"] = json!(cells);
                 } else if d.is_some_and(has_pages) {
-                    v["page"] = json!(c["page_idx"].as_u64().unwrap_or(0) + 1);
+                    v["page"] = json!(c.page_idx.max(0) + 1);
                 }
                 out.push(v);
             }
@@ -405,7 +392,7 @@ impl Reply {
     }
 
     fn rag(&self, row: &MessageRow) -> Value {
-        json!({"workspace_id": self.ws, "conversation_id": self.link.conversation, "message_id": row.id, "abstained": row.metadata["abstained"] == true})
+        json!({"workspace_id": self.ws, "conversation_id": self.link.conversation, "message_id": row.id, "abstained": row.answer().abstained})
     }
 
     async fn completion(&self, row: &MessageRow) -> Result<Value, OpenAiError> {

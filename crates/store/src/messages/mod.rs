@@ -10,6 +10,9 @@ use uuid::Uuid;
 
 use crate::StoreError;
 
+mod answer;
+pub use answer::{AnswerDiagnostics, AnswerMetadata, HeldBack};
+
 fn parse_id(field: &str, s: &str) -> Result<Uuid, StoreError> {
     Uuid::parse_str(s).map_err(|_| StoreError::Invalid(format!("{field} {s:?} is not a UUID")))
 }
@@ -74,11 +77,8 @@ pub async fn apply_question_asked(tx: &mut Transaction<'_, Postgres>, e: &Questi
 /// replayed answer is a no-op. Questions and answers travel on different
 /// topics, so the answer may be projected first: it then creates the
 /// message, and the question's later insert leaves it alone.
-pub async fn apply_answer_produced(
-    tx: &mut Transaction<'_, Postgres>,
-    e: &AnswerProduced,
-    metadata: &serde_json::Value,
-) -> Result<(), StoreError> {
+pub async fn apply_answer_produced(tx: &mut Transaction<'_, Postgres>, e: &AnswerProduced) -> Result<(), StoreError> {
+    let metadata = AnswerMetadata::of_event(e).to_json();
     let assistant = parse_id("assistant_message_id", &e.assistant_message_id)?;
     let conversation = parse_id("conversation_id", &e.conversation_id)?;
     let status = if e.failure.is_some() { MessageStatus::Failed } else { MessageStatus::Done };
@@ -93,7 +93,7 @@ pub async fn apply_answer_produced(
     .bind(&e.envelope.workspace_id)
     .bind(&e.answer)
     .bind(status.as_str())
-    .bind(metadata)
+    .bind(&metadata)
     .bind(occurred(&e.envelope))
     .bind(conversation)
     .execute(&mut **tx)
@@ -159,6 +159,14 @@ pub struct MessageRow {
     pub metadata: serde_json::Value,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+}
+
+impl MessageRow {
+    /// An assistant message's answer metadata (empty while pending, and for
+    /// a question).
+    pub fn answer(&self) -> AnswerMetadata {
+        AnswerMetadata::of_stored(&self.metadata).unwrap_or_default()
+    }
 }
 
 pub(crate) const COLUMNS: &str = "id, conversation_id, workspace_id, role, content, status, metadata, created_at, updated_at";
