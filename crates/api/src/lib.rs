@@ -5,6 +5,7 @@
 //! `/v1` needs a bearer JWT and checks that the caller owns the workspace.
 //! `/` serves the web page, whose files are embedded in the binary.
 
+mod answered;
 pub mod auth;
 pub mod caller;
 mod deltas;
@@ -16,7 +17,7 @@ pub mod mcp;
 mod middleware;
 pub mod model;
 pub mod openapi;
-pub mod question;
+pub use rag_asking::question;
 mod routes;
 
 use std::sync::Arc;

@@ -5,12 +5,13 @@
 //! against the raw text.
 
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
+use rag_asking::{question, AnswerWatch, Ask, Deltas, Watched};
 use rag_bus::EventProducer;
-use rag_events::{Codec, Envelope, QuestionAsked};
+use rag_events::Codec;
 use rag_store::messages::{self, MessageStatus};
 
 use rag_app::config::{DatabaseSettings, KafkaSettings};
@@ -69,50 +70,42 @@ pub struct AskSettings {
 }
 
 pub async fn ask(s: &AskSettings, args: AskArgs) -> anyhow::Result<ExitCode> {
-    // The API's rule for a question (rag_api::question), checked before
-    // anything is connected to.
-    let question =
-        rag_api::question::checked_question(&args.question).map_err(|refusal| anyhow::anyhow!("the question {refusal}"))?.to_string();
+    // The rule for a question at every door, checked before anything is
+    // connected to.
+    let question = question::checked_question(&args.question).map_err(|refusal| anyhow::anyhow!("the question {refusal}"))?.to_string();
+    let top_k = question::checked_scope(args.top_k.map(i64::from), args.documents.len())?;
     let pool = rag_store::connect(&s.database.store()).await.context("connecting to Postgres (DATABASE_URL)")?;
     // A workspace by name as well as by id.
-    let mut args = args;
-    args.workspace = rag_ops::workspaces::resolve_or_id_in(&pool, &args.workspace).await?;
+    let workspace = rag_ops::workspaces::resolve_or_id_in(&pool, &args.workspace).await?;
     let producer = EventProducer::new(&s.kafka.client_bus()?, Codec::embedded()?, "rag-engine/cli")?;
     let conversation = args.conversation.unwrap_or_else(uuid::Uuid::now_v7);
-    let (user_message, assistant_message) = (uuid::Uuid::now_v7(), uuid::Uuid::now_v7());
-    let event = QuestionAsked {
-        envelope: Envelope::originating(&args.workspace, "rag-engine/cli"),
-        conversation_id: conversation.to_string(),
-        user_message_id: user_message.to_string(),
-        assistant_message_id: assistant_message.to_string(),
-        question,
-        asked_by: args.user.clone(),
-        top_k: args.top_k.map(|k| k as i32),
-        document_ids: args.documents.iter().map(|d| d.to_string()).collect(),
-        history: Vec::new(),
-    };
+    let mut ask = Ask::new(&workspace, conversation, question, &args.user, "rag-engine/cli");
+    ask.top_k = top_k;
+    ask.document_ids = args.documents.iter().map(|d| d.to_string()).collect();
+    let asked = ask.asked();
     // Listening before asking: the first words are not missed.
-    let mut listener = rag_store::sqlx::postgres::PgListener::connect_with(&pool).await.context("listening for the answer's text")?;
-    listener.listen(messages::ANSWER_DELTAS_CHANNEL).await.context("listening for the answer's text")?;
-    producer.send(&event).await.context("producing QuestionAsked (KAFKA_BROKERS)")?;
+    let deltas = Deltas::listen(&pool).await.context("listening for the answer's text")?;
+    producer.send(&asked.event).await.context("producing QuestionAsked (KAFKA_BROKERS)")?;
     if !args.json {
         eprintln!("asked in conversation {conversation}; waiting for the answer (rag-engine run must be running)…");
     }
-    let deadline = Instant::now() + Duration::from_secs(args.timeout);
+    let mut watch = AnswerWatch::new(
+        pool.clone(),
+        &workspace,
+        asked.assistant_message,
+        deltas,
+        Duration::from_secs(args.timeout),
+        Duration::from_millis(200),
+    );
     let mut shown = String::new();
     let message = loop {
-        if let Some(m) = messages::get(&pool, &args.workspace, assistant_message).await? {
-            if m.status != MessageStatus::Pending {
-                break m;
+        match watch.next().await? {
+            Watched::Answered(m) => break *m,
+            Watched::TimedOut => {
+                anyhow::bail!("no answer within {} s (is `rag-engine run` running? message {})", args.timeout, asked.assistant_message)
             }
-        }
-        if Instant::now() >= deadline {
-            anyhow::bail!("no answer within {} s (is `rag-engine run` running? message {assistant_message})", args.timeout);
-        }
-        // The text so far, or 200 ms: whichever comes first.
-        if let Ok(Ok(n)) = tokio::time::timeout(Duration::from_millis(200), listener.recv()).await {
-            let delta: Option<messages::AnswerDelta> = serde_json::from_str(n.payload()).ok();
-            if let Some(d) = delta.filter(|d| d.message_id == assistant_message && d.from == 0 && !args.json) {
+            // The text so far, from its start.
+            Watched::Delta(d) if d.from == 0 && !args.json => {
                 // Sources before words: what the model is reading.
                 if !d.sources.is_empty() && shown.is_empty() {
                     eprintln!("reading {}", reading(&d.sources));
@@ -122,6 +115,7 @@ pub async fn ask(s: &AskSettings, args: AskArgs) -> anyhow::Result<ExitCode> {
                     stream_to_terminal(&mut shown, &text);
                 }
             }
+            Watched::Delta(_) => {}
         }
     };
     let answer = message.answer();
@@ -140,7 +134,7 @@ pub async fn ask(s: &AskSettings, args: AskArgs) -> anyhow::Result<ExitCode> {
         eprintln!("the question could not be answered: {why} ({code})");
         return Ok(ExitCode::FAILURE);
     }
-    let documents = rag_store::documents::list(&pool, &args.workspace).await?;
+    let documents = rag_store::documents::list(&pool, &workspace).await?;
     // A presentation's pages are its slides: its citations say "slide N".
     let presentations: std::collections::HashSet<String> = documents
         .iter()
@@ -199,7 +193,7 @@ pub async fn ask(s: &AskSettings, args: AskArgs) -> anyhow::Result<ExitCode> {
         let key = (doc.to_string(), revision);
         if !full_texts.contains_key(&key) {
             let full = match uuid::Uuid::parse_str(doc) {
-                Ok(id) => rag_store::raw::full_text(&pool, &args.workspace, id, Some(revision)).await?,
+                Ok(id) => rag_store::raw::full_text(&pool, &workspace, id, Some(revision)).await?,
                 Err(_) => None,
             };
             full_texts.insert(key.clone(), full);

@@ -36,9 +36,9 @@ use rmcp::{schemars, tool, tool_handler, tool_router, Json, RoleServer, ServerHa
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use crate::answered::{self, AnswerPlace, NoAnswer, NumberedCitation};
 use crate::auth::AuthUser;
 use crate::error::ApiError;
-use crate::routes::openai::Reply;
 use crate::AppState;
 use refusal::{presented_bearer, refused};
 use schema::portable_tools;
@@ -215,50 +215,8 @@ pub struct AskAnswer {
     /// The answer: sections with [n] markers numbering the citations (the
     /// sources list is in the text content only).
     pub answer: String,
-    pub citations: Vec<AskCitation>,
-    pub rag: AskRag,
-}
-
-/// One citation of an answer: a document's raw text at a character range.
-#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
-#[schemars(crate = "rmcp::schemars")]
-pub struct AskCitation {
-    /// Its marker's number in the answer ([1] is 1).
-    pub index: u32,
-    pub document_id: String,
-    pub filename: Option<String>,
-    /// The page (from 1), for a document that has pages.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub page: Option<u32>,
-    /// A spreadsheet's cells (`Sheet1!A2:E2`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cell_range: Option<String>,
-    /// Start of the range in the document's raw text (characters).
-    pub char_start: u64,
-    /// End of the range (exclusive).
-    pub char_end: u64,
-    /// Exactly the raw text at char_start..char_end.
-    pub text: String,
-    /// Opens the conversation on the page with the passage highlighted.
-    pub url: String,
-    /// The document revision the range is in (read_passage takes it).
-    #[serde(default = "first_revision")]
-    pub revision: u32,
-}
-
-fn first_revision() -> u32 {
-    1
-}
-
-/// Where the answer lives on rag-engine's page.
-#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
-#[schemars(crate = "rmcp::schemars")]
-pub struct AskRag {
-    pub workspace_id: String,
-    pub conversation_id: String,
-    pub message_id: String,
-    /// The documents do not support an answer (it says so, without citations).
-    pub abstained: bool,
+    pub citations: Vec<NumberedCitation>,
+    pub rag: AnswerPlace,
 }
 
 /// The caller, as the authentication layer put it on the request.
@@ -331,14 +289,18 @@ impl RagMcp {
         let base = ctx
             .extensions
             .get::<axum::http::request::Parts>()
-            .map(|p| crate::routes::openai::page_base(&p.headers))
+            .map(|p| answered::page_base(&p.headers))
             .unwrap_or_else(|| "http://localhost".into());
-        let answer = Reply::ask(&self.state, &user, &ws, question, base).await.map_err(|e| e.message().to_string())?;
+        let answer = answered::ask_in_new_conversation(&self.state, &user, &ws, question, base).await.map_err(|no| match no {
+            NoAnswer::Api(e) => message(e),
+            NoAnswer::TimedOut => format!(
+                "No answer within {} s; it will show in the conversation on the page when it comes.",
+                answered::ANSWER_WAIT.as_secs()
+            ),
+            NoAnswer::Failed(why) => format!("The answer failed: {why}"),
+        })?;
         let text = answer.text_with_sources();
-        // Read into the declared shape and written from it, so the content
-        // always validates against the outputSchema.
-        let structured: AskAnswer =
-            serde_json::from_value(answer.structured()).map_err(|e| format!("the answer could not be given as declared: {e}"))?;
+        let structured = AskAnswer { answer: answer.text(), citations: answer.citations, rag: answer.place };
         let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
         result.structured_content = Some(serde_json::to_value(structured).map_err(|e| e.to_string())?);
         Ok(result)

@@ -5,7 +5,7 @@
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::Json;
-use rag_events::{ConversationTurn, Envelope, QuestionAsked};
+use rag_asking::{Ask, Asked};
 use rag_store::messages::{self, MessageStatus};
 use uuid::Uuid;
 
@@ -15,7 +15,7 @@ use crate::error::{ApiError, ErrorBody};
 use crate::model::{Conversation, ConversationList, ConversationWithMessages, CreateConversation, Message, MessagesAccepted, PostMessage};
 use crate::AppState;
 
-const PRODUCER: &str = concat!("rag-engine/api@", env!("CARGO_PKG_VERSION"));
+pub(crate) const PRODUCER: &str = concat!("rag-engine/api@", env!("CARGO_PKG_VERSION"));
 
 pub(crate) async fn owned_conversation(
     state: &AppState,
@@ -109,16 +109,12 @@ pub async fn post_message(
     let question = crate::question::checked_question(&body.content)
         .map_err(|refusal| ApiError::bad_request("invalid_field", format!("content {refusal}")))?
         .to_string();
-    if let Some(k) = body.top_k {
-        if !(1..=50).contains(&k) {
-            return Err(ApiError::bad_request("invalid_field", format!("top_k must be 1-50 (is {k})")));
-        }
-    }
-    if body.document_ids.len() > 100 {
-        return Err(ApiError::bad_request("invalid_field", "document_ids holds at most 100 ids"));
-    }
-    let asked =
-        ask(&state, &user, &ws, id, question, body.top_k, body.document_ids.iter().map(Uuid::to_string).collect(), Vec::new()).await?;
+    let top_k = crate::question::checked_scope(body.top_k.map(i64::from), body.document_ids.len())
+        .map_err(|refusal| ApiError::bad_request("invalid_field", refusal.to_string()))?;
+    let mut question = Ask::new(&ws, id, question, &user.user_id, PRODUCER);
+    question.top_k = top_k;
+    question.document_ids = body.document_ids.iter().map(Uuid::to_string).collect();
+    let asked = record(&state, question).await?;
     let (event, user_message, assistant_message) = (asked.event, asked.user_message, asked.assistant_message);
     // Read back what the read model holds; if the database is unreachable
     // right now, answer from the event itself: the question is recorded
@@ -155,42 +151,17 @@ pub async fn post_message(
     Ok((StatusCode::ACCEPTED, Json(MessagesAccepted { user_message: user_row, assistant_message: assistant_row })))
 }
 
-/// A question just recorded, and the ids of its two messages.
-pub(crate) struct Asked {
-    pub event: QuestionAsked,
-    pub user_message: Uuid,
-    pub assistant_message: Uuid,
-}
-
-/// Records QuestionAsked for `question` in conversation `id` (whose
-/// ownership the caller checked) and applies it to the read model at once.
-#[allow(clippy::too_many_arguments)]
-pub(crate) async fn ask(
-    state: &AppState,
-    user: &AuthUser,
-    ws: &str,
-    id: Uuid,
-    question: String,
-    top_k: Option<i32>,
-    document_ids: Vec<String>,
-    history: Vec<ConversationTurn>,
-) -> Result<Asked, ApiError> {
-    let (user_message, assistant_message) = (Uuid::now_v7(), Uuid::now_v7());
-    let event = QuestionAsked {
-        envelope: Envelope::originating(ws, PRODUCER),
-        conversation_id: id.to_string(),
-        user_message_id: user_message.to_string(),
-        assistant_message_id: assistant_message.to_string(),
-        question,
-        asked_by: user.user_id.clone(),
-        top_k,
-        document_ids,
-        history,
-    };
-    state.producer().send(&event).await?;
-    tracing::info!(workspace_id = %ws, conversation_id = %id, event_id = %event.envelope.event_id, message_id = %assistant_message, "question asked");
-    apply_now(state, Recorded::Asked(&event)).await;
-    Ok(Asked { event, user_message, assistant_message })
+/// Records a question (its conversation's ownership checked by the caller)
+/// and applies it to the read model at once: every door of the API asks
+/// through here.
+pub(crate) async fn record(state: &AppState, question: Ask<'_>) -> Result<Asked, ApiError> {
+    let asked = question.asked();
+    let e = &asked.event;
+    state.producer().send(e).await?;
+    tracing::info!(workspace_id = %e.envelope.workspace_id, conversation_id = %e.conversation_id, event_id = %e.envelope.event_id,
+                   message_id = %asked.assistant_message, "question asked");
+    apply_now(state, Recorded::Asked(e)).await;
+    Ok(asked)
 }
 
 /// A message with its status, content and metadata (sections, citations, llm_usage).

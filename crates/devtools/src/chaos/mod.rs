@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use rag_bus::EventProducer;
-use rag_events::{Codec, Envelope, EventType, QuestionAsked};
+use rag_events::{Codec, EventType};
 use secrecy::ExposeSecret;
 use serde_json::json;
 use tokio::process::{Child, Command};
@@ -456,18 +456,8 @@ async fn produce_poison(bus: &rag_bus::BusConfig, producer: &EventProducer, n: u
 /// Produces one QuestionAsked (as the API would); returns the assistant message id.
 async fn ask(producer: &EventProducer, workspace: &str, n: usize) -> anyhow::Result<String> {
     const QUESTIONS: [&str; 4] = ["Doanh thu thay đổi bao nhiêu?", "Where is the badge office?", "Chi phí vận chuyển?", "Cổ tức quý 2?"];
-    let assistant = uuid::Uuid::now_v7().to_string();
-    let event = QuestionAsked {
-        envelope: Envelope::originating(workspace, "rag-engine/chaos"),
-        conversation_id: uuid::Uuid::now_v7().to_string(),
-        user_message_id: uuid::Uuid::now_v7().to_string(),
-        assistant_message_id: assistant.clone(),
-        question: QUESTIONS[n % QUESTIONS.len()].to_string(),
-        asked_by: "chaos".into(),
-        top_k: None,
-        document_ids: Vec::new(),
-        history: Vec::new(),
-    };
-    producer.send(&event).await?;
-    Ok(assistant)
+    let question = QUESTIONS[n % QUESTIONS.len()].to_string();
+    let asked = rag_asking::Ask::new(workspace, uuid::Uuid::now_v7(), question, "chaos", "rag-engine/chaos").asked();
+    producer.send(&asked.event).await?;
+    Ok(asked.assistant_message.to_string())
 }

@@ -17,8 +17,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Args;
+use rag_asking::{AnswerWatch, Ask, Deltas, Watched};
 use rag_bus::EventProducer;
-use rag_events::{Codec, Envelope, QuestionAsked};
+use rag_events::Codec;
 use rag_store::messages::MessageStatus;
 use serde::Deserialize;
 
@@ -94,36 +95,25 @@ impl OneOrMany {
     }
 }
 
-/// Waits for the answer to `assistant` until `timeout` after `asked_at`:
-/// the first streamed words (a delta with text, heard on the answer-delta
-/// channel) and the projected message. None when it did not come in time.
+/// Waits for the answer `watch` watches: the first streamed words (a delta
+/// with text) and the projected message. None when it did not come in time.
 async fn await_answer(
-    pool: &rag_store::sqlx::PgPool,
-    listener: &mut rag_store::sqlx::postgres::PgListener,
+    watch: &mut AnswerWatch,
     pipeline: &mut crate::ingest::Pipeline,
-    workspace: &str,
-    assistant: uuid::Uuid,
     asked_at: Instant,
-    timeout: Duration,
 ) -> anyhow::Result<Option<(rag_store::messages::MessageRow, Option<(Duration, u64)>)>> {
     let mut first_words: Option<(Duration, u64)> = None;
     loop {
         if let Some(failed) = pipeline.failed_stage() {
             anyhow::bail!("a stage stopped during the run: {failed}");
         }
-        if let Some(m) = rag_store::messages::get(pool, workspace, assistant).await? {
-            if m.status != MessageStatus::Pending {
-                return Ok(Some((m, first_words)));
-            }
-        }
-        if asked_at.elapsed() >= timeout {
-            return Ok(None);
-        }
-        // Deltas, or 100 ms: whichever comes first.
-        if let Ok(Ok(n)) = tokio::time::timeout(Duration::from_millis(100), listener.recv()).await {
-            if first_words.is_none() {
-                let delta: Option<rag_store::messages::AnswerDelta> = serde_json::from_str(n.payload()).ok();
-                if delta.is_some_and(|d| d.message_id == assistant && d.sections.iter().any(|s| !s.text.trim().is_empty())) {
+        // A stage that stops is noticed within a second.
+        let Ok(watched) = tokio::time::timeout(Duration::from_secs(1), watch.next()).await else { continue };
+        match watched? {
+            Watched::Answered(m) => return Ok(Some((*m, first_words))),
+            Watched::TimedOut => return Ok(None),
+            Watched::Delta(d) => {
+                if first_words.is_none() && d.sections.iter().any(|s| !s.text.trim().is_empty()) {
                     let epoch_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
                     first_words = Some((asked_at.elapsed(), epoch_ms));
                 }
@@ -174,8 +164,7 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
             raw_texts.insert(document.to_string(), full);
         }
     }
-    let mut listener = rag_store::sqlx::postgres::PgListener::connect_with(&run.pool).await.context("listening for answer deltas")?;
-    listener.listen(rag_store::messages::ANSWER_DELTAS_CHANNEL).await.context("listening for answer deltas")?;
+    let mut deltas = Deltas::listen(&run.pool).await.context("listening for answer deltas")?;
 
     let producer = EventProducer::new(&pipeline.settings.bus(), Codec::embedded()?, "rag-engine/eval")?;
     let mut scored: Vec<Scored> = Vec::new();
@@ -195,24 +184,16 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
     for (i, (g, written)) in asked.iter().enumerate() {
         let stripped = args.strip_diacritics.then(|| rag_lexical::fold(written));
         let question = stripped.as_deref().unwrap_or(written);
-        let assistant = uuid::Uuid::now_v7();
-        let event = QuestionAsked {
-            envelope: Envelope::originating(&run.workspace, "rag-engine/eval"),
-            conversation_id: uuid::Uuid::now_v7().to_string(),
-            user_message_id: uuid::Uuid::now_v7().to_string(),
-            assistant_message_id: assistant.to_string(),
-            question: question.to_string(),
-            asked_by: "eval".into(),
-            top_k: None,
-            document_ids: Vec::new(),
-            history: Vec::new(),
-        };
+        let recorded = Ask::new(&run.workspace, uuid::Uuid::now_v7(), question.to_string(), "eval", "rag-engine/eval").asked();
         let asked_at = Instant::now();
-        producer.send(&event).await.context("producing QuestionAsked")?;
+        producer.send(&recorded.event).await.context("producing QuestionAsked")?;
         let timeout = Duration::from_secs(args.timeout);
-        let (message, first_words) = await_answer(&run.pool, &mut listener, &mut pipeline, &run.workspace, assistant, asked_at, timeout)
+        let mut watch =
+            AnswerWatch::new(run.pool.clone(), &run.workspace, recorded.assistant_message, deltas, timeout, Duration::from_millis(100));
+        let (message, first_words) = await_answer(&mut watch, &mut pipeline, asked_at)
             .await?
             .with_context(|| format!("no answer to {} within {} s", g.query_id, args.timeout))?;
+        deltas = watch.into_deltas();
         let latency = asked_at.elapsed();
         let language = rag_retrieval::detect_language(written).code();
         if language == "vi" && message.status != MessageStatus::Failed {

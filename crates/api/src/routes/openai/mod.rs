@@ -13,10 +13,8 @@
 //! answer once its check has passed, never a draft that could be taken
 //! back. Errors come in OpenAI's shape.
 
-mod text;
 mod wire;
 
-use std::collections::HashMap;
 use std::convert::Infallible;
 use std::time::Duration;
 
@@ -27,21 +25,20 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use rag_asking::{AnswerWatch, Ask, Deltas, Watched};
 use rag_events::ConversationTurn;
-use rag_store::messages::{self, MessageRow, MessageStatus};
+use rag_store::messages::{self, MessageStatus};
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-use self::text::{sources_list, with_markers, without_markers, ListedSource, StreamedText};
 use self::wire::{ChatRequest, OpenAiError};
-use super::conversations::ask;
+use super::conversations::{record, PRODUCER};
+use crate::answered::text::{with_markers, without_markers, StreamedText};
+use crate::answered::{self, page_base, Answered, Link, NoAnswer, ANSWER_WAIT};
 use crate::auth::AuthUser;
 use crate::error::ApiError;
 use crate::AppState;
 
-/// How long a request waits for its answer before it fails with 504 (the
-/// question stays asked: its answer shows on the page when it comes).
-pub const ANSWER_WAIT: Duration = Duration::from_secs(300);
 /// Turns one request may send; more are refused (a client sending a whole
 /// long chat keeps only what the answerer reads anyway).
 pub const MAX_MESSAGES: usize = 200;
@@ -183,244 +180,77 @@ pub async fn chat_completions(
     };
     // Listen before asking: no delta of this answer is missed.
     let deltas = state.answer_deltas();
-    let asked = ask(&state, &user, &ws, conversation, question, None, Vec::new(), history).await?;
+    let mut ask = Ask::new(&ws, conversation, question, &user.user_id, PRODUCER);
+    ask.history = history;
+    let asked = record(&state, ask).await?;
     let link = Link { base: page_base(&headers), ws: ws.clone(), conversation };
     let reply =
         Reply { state: state.clone(), ws, model: request.model.clone(), message: asked.assistant_message, link, sources_in_content };
     if request.stream {
         Ok(reply.stream(deltas, request.include_usage(), slot).into_response())
     } else {
-        let row = reply.wait().await?;
-        Ok(Json(reply.completion(&row).await?).into_response())
+        Ok(Json(reply.completion().await?).into_response())
     }
 }
 
-/// Where the page is, for citation links: the request's own host.
-pub(crate) fn page_base(headers: &HeaderMap) -> String {
-    let host = headers
-        .get("x-forwarded-host")
-        .or_else(|| headers.get(axum::http::header::HOST))
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("localhost");
-    let scheme = headers.get("x-forwarded-proto").and_then(|v| v.to_str().ok()).filter(|p| *p == "https").unwrap_or("http");
-    format!("{scheme}://{host}")
-}
-
-struct Link {
-    base: String,
-    ws: String,
-    conversation: Uuid,
-}
-
-impl Link {
-    /// Opens the page on the conversation with the passage highlighted, in
-    /// the revision of the document it quoted (the document may change).
-    fn passage(&self, document: &str, start: u64, end: u64, revision: u64) -> String {
-        format!("{}/#ws={}&c={}&doc={document}&span={start}-{end}&rev={revision}", self.base, self.ws, self.conversation)
-    }
-}
-
-/// An answer being waited for, and how its citations link to the page.
-pub(crate) struct Reply {
+/// An answer being waited for, as a chat completion.
+struct Reply {
     state: AppState,
     ws: String,
     model: String,
     message: Uuid,
     link: Link,
-    /// The reply's text ends with its sources ([`sources_list`]).
+    /// The reply's text ends with its sources.
     sources_in_content: bool,
 }
 
-/// What a client reads of a stored answer: its text with markers.
-fn final_text(row: &MessageRow) -> String {
-    let answer = row.answer();
-    if answer.sections.is_empty() {
-        return row.content.clone();
-    }
-    let text = with_markers(answer.sections.iter().map(|s| (s.text.as_str(), s.citations.len(), true)));
-    // The parts of a question the documents do not answer, said after the
-    // answered ones (no section: a section always cites).
-    match answer.retrieval.unanswered_text {
-        Some(line) => format!("{text}\n\n{line}"),
-        None => text,
-    }
-}
-
-fn usage(row: &MessageRow) -> Value {
-    let (prompt, completion, total) = row.answer().llm_usage.map_or((0, 0, 0), |u| (u.prompt_tokens, u.completion_tokens, u.total_tokens));
-    json!({"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": total})
-}
-
-fn created(row: &MessageRow) -> i64 {
-    row.created_at.timestamp()
-}
-
-/// The citations as the reply's text lists them.
-fn listed(citations: &[Value]) -> Vec<ListedSource<'_>> {
-    citations
-        .iter()
-        .map(|c| ListedSource {
-            index: c["index"].as_u64().unwrap_or(0),
-            name: c["filename"].as_str().or(c["document_id"].as_str()).unwrap_or_default(),
-            place: match (c["page"].as_u64(), c["cell_range"].as_str()) {
-                (_, Some(cells)) => Some(cells.to_string()),
-                (Some(p), None) => Some(format!("p. {p}")),
-                (None, None) => None,
-            },
-            quote: c["text"].as_str().unwrap_or_default(),
-            url: c["url"].as_str().unwrap_or_default(),
-        })
-        .collect()
-}
-
-/// The sources of `row`'s answer as its text ends with them, headed in
-/// the question's language.
-fn sources_text(row: &MessageRow, citations: &[Value]) -> String {
-    sources_list(&listed(citations), row.answer().retrieval.query_language.as_deref() == Some("vi"))
-}
-
-/// A finished answer with its numbered citations (the MCP `ask` tool).
-pub(crate) struct Answered {
-    row: MessageRow,
-    citations: Vec<Value>,
-    rag: Value,
-}
-
-impl Answered {
-    /// The answer with `[n]` markers, then its sources, for a reader.
-    pub fn text_with_sources(&self) -> String {
-        final_text(&self.row) + &sources_text(&self.row, &self.citations)
-    }
-
-    /// The answer as structured content.
-    pub fn structured(&self) -> Value {
-        json!({"answer": final_text(&self.row), "citations": self.citations, "rag": self.rag})
+impl OpenAiError {
+    fn of(no: NoAnswer) -> OpenAiError {
+        match no {
+            NoAnswer::Api(e) => e.into(),
+            NoAnswer::TimedOut => OpenAiError::new(
+                StatusCode::GATEWAY_TIMEOUT,
+                "server_error",
+                "answer_timeout",
+                format!("No answer within {} s; it will show in the conversation on the page when it comes.", ANSWER_WAIT.as_secs()),
+            ),
+            NoAnswer::Failed(why) => {
+                OpenAiError::new(StatusCode::BAD_GATEWAY, "server_error", "answer_failed", format!("The answer failed: {why}"))
+            }
+        }
     }
 }
 
 impl Reply {
-    /// Asks `question` in a new conversation of `ws` and waits for the answer.
-    pub(crate) async fn ask(state: &AppState, user: &AuthUser, ws: &str, question: &str, base: String) -> Result<Answered, OpenAiError> {
-        let title = crate::question::title_from_question(question);
-        let row =
-            messages::create_conversation(state.pool(), Uuid::now_v7(), ws, Some(&title), &user.user_id).await.map_err(ApiError::from)?;
-        let asked = ask(state, user, ws, row.id, question.to_string(), None, Vec::new(), Vec::new()).await?;
-        let link = Link { base, ws: ws.to_string(), conversation: row.id };
-        let reply = Reply {
-            state: state.clone(),
-            ws: ws.to_string(),
-            model: ws.to_string(),
-            message: asked.assistant_message,
-            link,
-            sources_in_content: true,
-        };
-        let row = reply.wait().await?;
-        if let Some(e) = Self::failure(&row) {
-            return Err(e);
-        }
-        let citations = reply.citations(&row).await?;
-        let rag = reply.rag(&row);
-        Ok(Answered { row, citations, rag })
+    fn id(&self) -> String {
+        format!("chatcmpl-{}", self.message.simple())
     }
 
-    async fn wait(&self) -> Result<MessageRow, OpenAiError> {
-        let started = tokio::time::Instant::now();
-        loop {
-            if let Some(row) = messages::get(self.state.pool(), &self.ws, self.message).await.map_err(ApiError::from)? {
-                if row.status != MessageStatus::Pending {
-                    return Ok(row);
-                }
-            }
-            if started.elapsed() >= ANSWER_WAIT {
-                return Err(OpenAiError::new(
-                    StatusCode::GATEWAY_TIMEOUT,
-                    "server_error",
-                    "answer_timeout",
-                    format!("No answer within {} s; it will show in the conversation on the page when it comes.", ANSWER_WAIT.as_secs()),
-                ));
-            }
-            tokio::time::sleep(self.state.config().sse_poll).await;
-        }
-    }
-
-    /// A failed answer as an error (the model is unreachable and no
-    /// fallback was allowed, for instance).
-    fn failure(row: &MessageRow) -> Option<OpenAiError> {
-        (row.status == MessageStatus::Failed).then(|| {
-            let why = row.answer().failure.map_or_else(|| row.content.clone(), |f| f.message);
-            OpenAiError::new(StatusCode::BAD_GATEWAY, "server_error", "answer_failed", format!("The answer failed: {why}"))
-        })
-    }
-
-    /// The citations, numbered as the markers are, each with its
-    /// document's name, page or cells, exact text and a link to it.
-    async fn citations(&self, row: &MessageRow) -> Result<Vec<Value>, ApiError> {
-        let mut documents: HashMap<String, Option<rag_store::documents::DocumentRow>> = HashMap::new();
-        let mut out = Vec::new();
-        for section in row.answer().sections {
-            for c in section.citations {
-                let doc = c.document_id.clone();
-                if !documents.contains_key(&doc) {
-                    let found = match Uuid::parse_str(&doc) {
-                        Ok(id) => rag_store::documents::get(self.state.pool(), &self.ws, id).await?,
-                        Err(_) => None,
-                    };
-                    documents.insert(doc.clone(), found);
-                }
-                let d = documents.get(&doc).and_then(Option::as_ref);
-                let (start, end) = (c.char_start.max(0) as u64, c.char_end.max(0) as u64);
-                let revision = c.revision.max(1) as u64;
-                let mut v = json!({
-                    "index": out.len() + 1,
-                    "document_id": doc,
-                    "filename": d.and_then(|d| d.filename.clone()),
-                    "char_start": start,
-                    "char_end": end,
-                    "text": c.text,
-                    "url": self.link.passage(&doc, start, end, revision),
-                    "revision": revision,
-                });
-                if let Some(cells) = &c.cell_range {
-                    v["cell_range"] = json!(cells);
-                } else if d.is_some_and(has_pages) {
-                    v["page"] = json!(c.page_idx.max(0) + 1);
-                }
-                out.push(v);
-            }
-        }
-        Ok(out)
-    }
-
-    fn rag(&self, row: &MessageRow) -> Value {
-        json!({"workspace_id": self.ws, "conversation_id": self.link.conversation, "message_id": row.id, "abstained": row.answer().abstained})
-    }
-
-    async fn completion(&self, row: &MessageRow) -> Result<Value, OpenAiError> {
-        if let Some(e) = Self::failure(row) {
-            return Err(e);
-        }
-        let citations = self.citations(row).await?;
-        let mut content = final_text(row);
+    /// The whole answer in one response.
+    async fn completion(&self) -> Result<Value, OpenAiError> {
+        let row = answered::wait(&self.state, &self.ws, self.message).await.map_err(OpenAiError::of)?;
+        let a = Answered::read(&self.state, row, &self.link).await.map_err(OpenAiError::of)?;
+        let mut content = a.text();
         if self.sources_in_content {
-            content.push_str(&sources_text(row, &citations));
+            content.push_str(&a.sources_text());
         }
         Ok(json!({
-            "id": format!("chatcmpl-{}", self.message.simple()),
+            "id": self.id(),
             "object": "chat.completion",
-            "created": created(row),
+            "created": a.row.created_at.timestamp(),
             "model": self.model,
             "choices": [{
                 "index": 0,
-                "message": {"role": "assistant", "content": content, "citations": citations, "rag": self.rag(row)},
+                "message": {"role": "assistant", "content": content, "citations": a.citations, "rag": a.place},
                 "finish_reason": "stop",
             }],
-            "usage": usage(row),
+            "usage": usage(&a),
         }))
     }
 
     fn chunk(&self, created: i64, delta: Value, finish: Option<&str>) -> Event {
         let chunk = json!({
-            "id": format!("chatcmpl-{}", self.message.simple()),
+            "id": self.id(),
             "object": "chat.completion.chunk",
             "created": created,
             "model": self.model,
@@ -436,7 +266,7 @@ impl Reply {
     /// the last piece, `[DONE]`.
     fn stream(
         self,
-        mut deltas: tokio::sync::broadcast::Receiver<std::sync::Arc<messages::AnswerDelta>>,
+        deltas: tokio::sync::broadcast::Receiver<std::sync::Arc<messages::AnswerDelta>>,
         include_usage: bool,
         slot: Option<crate::limits::SlotGuard>,
     ) -> Sse<impl futures::Stream<Item = Result<Event, Infallible>>> {
@@ -449,26 +279,25 @@ impl Reply {
             }
             let mut text = StreamedText::default();
             let mut shown: Vec<messages::DeltaSection> = Vec::new();
-            let started = tokio::time::Instant::now();
+            let mut watch = AnswerWatch::new(
+                self.state.pool().clone(),
+                &self.ws,
+                self.message,
+                Deltas::Broadcast(deltas),
+                ANSWER_WAIT,
+                self.state.config().sse_poll,
+            );
             let shutdown = self.state.0.shutdown.clone();
             let row = loop {
-                match messages::get(self.state.pool(), &self.ws, self.message).await {
-                    Ok(Some(row)) if row.status != MessageStatus::Pending => break Some(row),
-                    Ok(_) => {}
-                    Err(e) => tracing::warn!(error = %e, message_id = %self.message, "polling an answer for a chat stream"),
-                }
-                if started.elapsed() >= ANSWER_WAIT {
-                    break None;
-                }
-                let poll = tokio::time::sleep(self.state.config().sse_poll);
                 tokio::select! {
                     _ = shutdown.cancelled() => return,
                     // The client went away: stop following the answer (it
                     // still lands in the conversation on the page).
                     _ = tx.closed() => return,
-                    _ = poll => {}
-                    d = deltas.recv() => match d {
-                        Ok(d) if d.workspace_id == self.ws && d.message_id == self.message && !d.sections.is_empty() => {
+                    w = watch.next() => match w {
+                        Ok(Watched::Answered(row)) => break Ok(*row),
+                        Ok(Watched::TimedOut) => break Err(NoAnswer::TimedOut),
+                        Ok(Watched::Delta(d)) if !d.sections.is_empty() => {
                             shown.truncate(d.from);
                             shown.extend(d.sections.iter().cloned());
                             // Only what is final, and only what cites: the
@@ -482,48 +311,40 @@ impl Reply {
                                 }
                             }
                         }
-                        Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
-                        Err(tokio::sync::broadcast::error::RecvError::Closed) => tokio::time::sleep(self.state.config().sse_poll).await,
+                        Ok(Watched::Delta(_)) => {}
+                        Err(e) => {
+                            tracing::warn!(error = %e, message_id = %self.message, "polling an answer for a chat stream");
+                            tokio::time::sleep(self.state.config().sse_poll).await;
+                        }
                     },
                 }
             };
             let last = match row {
-                None => Err(OpenAiError::new(
-                    StatusCode::GATEWAY_TIMEOUT,
-                    "server_error",
-                    "answer_timeout",
-                    "No answer in time; it will show in the conversation on the page.",
-                )),
-                Some(row) => match Self::failure(&row) {
-                    Some(e) => Err(e),
-                    None => match self.citations(&row).await {
-                        Ok(citations) => Ok((row, citations)),
-                        Err(e) => Err(OpenAiError::from(e)),
-                    },
-                },
+                Ok(row) => Answered::read(&self.state, row, &self.link).await,
+                Err(no) => Err(no),
             };
             match last {
-                Ok((row, citations)) => {
-                    let mut piece = text.finish(&final_text(&row));
+                Ok(a) => {
+                    let mut piece = text.finish(&a.text());
                     if self.sources_in_content {
-                        piece.push_str(&sources_text(&row, &citations));
+                        piece.push_str(&a.sources_text());
                     }
-                    let delta = json!({"content": piece, "citations": citations, "rag": self.rag(&row)});
+                    let delta = json!({"content": piece, "citations": a.citations, "rag": a.place});
                     if tx.send(self.chunk(now, delta, Some("stop"))).await.is_err() {
                         return;
                     }
                     if include_usage {
                         let usage = json!({
-                            "id": format!("chatcmpl-{}", self.message.simple()), "object": "chat.completion.chunk",
-                            "created": now, "model": self.model, "choices": [], "usage": usage(&row),
+                            "id": self.id(), "object": "chat.completion.chunk",
+                            "created": now, "model": self.model, "choices": [], "usage": usage(&a),
                         });
                         if tx.send(Event::default().data(usage.to_string())).await.is_err() {
                             return;
                         }
                     }
                 }
-                Err(e) => {
-                    if tx.send(Event::default().data(e.body().to_string())).await.is_err() {
+                Err(no) => {
+                    if tx.send(Event::default().data(OpenAiError::of(no).body().to_string())).await.is_err() {
                         return;
                     }
                 }
@@ -535,12 +356,9 @@ impl Reply {
     }
 }
 
-/// Whether a document's citations name a page: formats that have pages
-/// (PDF, pictures, presentations, documents of more than one page), not
-/// text, Markdown, web pages or spreadsheets (whose cells are named).
-fn has_pages(d: &rag_store::documents::DocumentRow) -> bool {
-    let ct = d.content_type.as_deref().unwrap_or_default();
-    ct == "application/pdf" || ct.starts_with("image/") || ct.contains("presentation") || d.page_count.unwrap_or(1) > 1
+fn usage(a: &Answered) -> Value {
+    let (prompt, completion, total) = a.usage();
+    json!({"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": total})
 }
 
 #[cfg(test)]

@@ -139,10 +139,6 @@ impl OpenAiError {
         OpenAiError { status, kind, code: code.to_string(), message: message.into(), retry_after: None }
     }
 
-    pub fn message(&self) -> &str {
-        &self.message
-    }
-
     pub fn body(&self) -> Value {
         json!({"error": {"message": self.message, "type": self.kind, "code": self.code, "param": null}})
     }
