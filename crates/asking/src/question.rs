@@ -8,16 +8,9 @@
 /// prompt.
 pub const MAX_QUESTION_CHARS: usize = 8000;
 
-/// Characters of a conversation's title: one given on the page's route,
-/// or one a door makes from the question that opens the conversation.
-pub const MAX_TITLE_CHARS: usize = 200;
-
-/// The title of a conversation a door opens for a question (the OpenAI
-/// endpoint, MCP): the question's first `MAX_TITLE_CHARS` characters,
-/// trimmed.
-pub fn title_from_question(question: &str) -> String {
-    question.trim().chars().take(MAX_TITLE_CHARS).collect::<String>().trim_end().to_string()
-}
+// A conversation's title is the read model's: the projector titles a
+// conversation a question opens by the same rule.
+pub use rag_store::messages::{title_from_question, MAX_TITLE_CHARS};
 
 /// Why a question is refused; its text follows the field's name ("content
 /// must have 1-8000 characters (has 0)").

@@ -21,13 +21,24 @@ fn occurred(e: &rag_events::Envelope) -> DateTime<Utc> {
     DateTime::from_timestamp_millis(e.occurred_at).unwrap_or_else(Utc::now)
 }
 
+/// Characters of a conversation's title: one given on the page's route,
+/// or one made from the question that opens the conversation.
+pub const MAX_TITLE_CHARS: usize = 200;
+
+/// The title of a conversation a question opens (every door, and the
+/// projector for a conversation only the event names): the question's
+/// first `MAX_TITLE_CHARS` characters, trimmed.
+pub fn title_from_question(question: &str) -> String {
+    question.trim().chars().take(MAX_TITLE_CHARS).collect::<String>().trim_end().to_string()
+}
+
 pub async fn apply_question_asked(tx: &mut Transaction<'_, Postgres>, e: &QuestionAsked) -> Result<(), StoreError> {
     let ws = &e.envelope.workspace_id;
     let conversation = parse_id("conversation_id", &e.conversation_id)?;
     let user = parse_id("user_message_id", &e.user_message_id)?;
     let assistant = parse_id("assistant_message_id", &e.assistant_message_id)?;
     let at = occurred(&e.envelope);
-    let title: String = e.question.chars().take(80).collect();
+    let title = title_from_question(&e.question);
     sqlx::query(
         "INSERT INTO conversations (id, workspace_id, title, created_by, created_at) VALUES ($1, $2, $3, $4, $5)
          ON CONFLICT (id) DO NOTHING",
