@@ -241,11 +241,73 @@ pub const DEFAULT_THRESHOLDS: FormThresholds = FormThresholds([
     0.21, // compound (each part)
 ]);
 
+/// The check's probability below which an answer without token
+/// probabilities of its own is held back: the check's own choice.
+pub const CHECK_ALONE_THRESHOLD: f64 = 0.5;
+
+/// Whether a checked answer is shown, and on what.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Decision {
+    /// The decision's score (`DecisionModel::confidence`), None without the
+    /// answer's own token probabilities.
+    pub score: Option<f64>,
+    pub held_back: bool,
+    /// Whether the answer passed, when something decided it (a score or
+    /// the check's yes/no); None when nothing could.
+    pub verified: Option<bool>,
+}
+
+/// The answer-or-abstain rule, every part of it: with the answer's own
+/// probabilities, the weighed score against the threshold of the
+/// question's form; without them (a provider that gives none) the check's
+/// probability against an even chance; without that either, the check's
+/// yes/no (`said`). Applied to a whole answer and to each part of a
+/// compound question alike.
+pub fn decide(model: &DecisionModel, signals: &AnswerSignals, said: Option<bool>, threshold: f64) -> Decision {
+    let score = model.confidence(signals);
+    let held_back = match (score, signals.check) {
+        (Some(p), _) => p < threshold,
+        (None, Some(p)) => p < CHECK_ALONE_THRESHOLD,
+        (None, None) => said == Some(false),
+    };
+    let verified = Some(!held_back).filter(|_| score.is_some() || said.is_some());
+    Decision { score, held_back, verified }
+}
+
 pub const CHECK_ONLY: DecisionModel = DecisionModel { bias: 0.0, weights: [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0] };
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_rule_weighs_the_signals_else_takes_the_check_alone_else_its_yes_or_no() {
+        let signals = |check: Option<f64>, answerable: Option<f64>| AnswerSignals {
+            check,
+            answerable,
+            logprob: Some(-0.2),
+            cited_coverage: Some(0.5),
+            phrase_coverage: Some(0.2),
+            best_cosine: Some(0.8),
+            lexical_coverage: Some(0.5),
+        };
+        // Both probabilities: the weighed score against the form's threshold.
+        let both = signals(Some(0.9), Some(0.95));
+        let score = DEFAULT_DECISION.confidence(&both).unwrap();
+        let d = decide(&DEFAULT_DECISION, &both, Some(false), score - 0.01);
+        assert_eq!(d, Decision { score: Some(score), held_back: false, verified: Some(true) }, "the score decides, not the yes/no");
+        assert!(decide(&DEFAULT_DECISION, &both, Some(true), score + 0.01).held_back);
+        // The check's probability alone: an even chance.
+        assert!(decide(&DEFAULT_DECISION, &signals(Some(0.49), None), Some(true), 0.1).held_back);
+        let alone = decide(&DEFAULT_DECISION, &signals(Some(0.51), None), None, 0.9);
+        assert_eq!(alone, Decision { score: None, held_back: false, verified: None });
+        // Nothing but the yes/no.
+        assert_eq!(
+            decide(&DEFAULT_DECISION, &signals(None, None), Some(false), 0.5),
+            Decision { score: None, held_back: true, verified: Some(false) }
+        );
+        assert_eq!(decide(&DEFAULT_DECISION, &signals(None, None), None, 0.5), Decision { score: None, held_back: false, verified: None });
+    }
 
     #[test]
     fn each_form_is_told_apart_and_its_threshold_set_by_name() {

@@ -31,8 +31,8 @@ mod options;
 mod rewrite;
 pub use answering::{answer_question, retrieval_query};
 pub use options::{
-    AnswerOptions, EvidenceRanker, OnPartial, RetrievalConfidence, StreamedSection, ABSTAIN_THRESHOLDS, EVIDENCE_CUTOFF,
-    EVIDENCE_SENTENCES, EXTRACTIVE_SECTIONS, HISTORY_TURNS,
+    AnswerOptions, EvidenceRanker, OnPartial, RetrievalConfidence, StreamedSection, EVIDENCE_CUTOFF, EVIDENCE_SENTENCES,
+    EXTRACTIVE_SECTIONS, HISTORY_TURNS,
 };
 pub use parts::combine_parts;
 

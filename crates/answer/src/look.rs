@@ -16,9 +16,6 @@ const VERIFY_CANDIDATES: u8 = 5;
 /// The cited sentences the check reads, each asked about alone: an answer
 /// cites one to four as a rule.
 const VERIFY_SENTENCES: usize = 6;
-/// The check's probability below which an answer without token
-/// probabilities of its own is held back: the check's own choice.
-const CHECK_ALONE_THRESHOLD: f64 = 0.5;
 /// The same for the answer: its `answerable` token's candidates.
 const LOGPROB_CANDIDATES: u8 = 5;
 
@@ -165,11 +162,6 @@ pub(crate) async fn look_at(
                                         best_cosine: options.retrieval.best_cosine,
                                         lexical_coverage: options.retrieval.lexical_coverage,
                                     };
-                                    report.decision_score = options.decision.confidence(&signals);
-                                    // Without the answer's own probabilities the
-                                    // weights do not apply: the check's
-                                    // probability against an even chance, or
-                                    // its yes/no.
                                     let form = crate::decision::QuestionForm::of(
                                         question,
                                         options.part_of_several,
@@ -177,13 +169,11 @@ pub(crate) async fn look_at(
                                         options.without_marks,
                                     );
                                     report.form = Some(form);
-                                    let threshold = options.thresholds.get(form);
-                                    let held_back = match (report.decision_score, score) {
-                                        (Some(p), _) => p < threshold,
-                                        (None, Some(p)) => p < CHECK_ALONE_THRESHOLD,
-                                        (None, None) => verdict == Some(false),
-                                    };
-                                    report.verified = Some(!held_back).filter(|_| report.decision_score.is_some() || verdict.is_some());
+                                    let decision =
+                                        crate::decision::decide(&options.decision, &signals, verdict, options.thresholds.get(form));
+                                    report.decision_score = decision.score;
+                                    report.verified = decision.verified;
+                                    let held_back = decision.held_back;
                                     if held_back {
                                         report.rejected_sections = sections.iter().map(|s| s.text.clone()).collect();
                                         held_back_units = parsed

@@ -85,10 +85,6 @@ pub const EVIDENCE_CUTOFF: f64 = 0.7;
 /// (docs/answers.md).
 pub const EVIDENCE_SENTENCES: usize = 4;
 
-/// The default thresholds of the decision, per form
-/// (`ANSWER_ABSTAIN_THRESHOLDS`; docs/answers.md).
-pub const ABSTAIN_THRESHOLDS: crate::decision::FormThresholds = crate::decision::DEFAULT_THRESHOLDS;
-
 /// A section while the answer is written: its text so far and, once the
 /// model has closed it, its citations, grounded as the final answer's
 /// are (the check may still turn the whole answer into an abstention).

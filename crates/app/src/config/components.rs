@@ -294,7 +294,8 @@ impl AnswerSettings {
     /// the forms `ANSWER_ABSTAIN_THRESHOLDS` names.
     pub fn abstain_thresholds(&self) -> anyhow::Result<rag_answer::decision::FormThresholds> {
         use rag_answer::decision::QuestionForm;
-        let mut t = self.answer_abstain_threshold.map_or(rag_answer::ABSTAIN_THRESHOLDS, rag_answer::decision::FormThresholds::uniform);
+        let mut t =
+            self.answer_abstain_threshold.map_or(rag_answer::decision::DEFAULT_THRESHOLDS, rag_answer::decision::FormThresholds::uniform);
         if let Some(cross) = self.answer_abstain_threshold_cross_language {
             t.set(QuestionForm::EnVi, cross);
             t.set(QuestionForm::ViEn, cross);
