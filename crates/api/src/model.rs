@@ -1,3 +1,4 @@
+// Kept whole at ~630 lines: every request and response body of the API, the OpenAPI document's schemas, in one place, so a client author reads the wire in one file.
 //! The API's request and response bodies (also the OpenAPI schemas).
 
 use chrono::{DateTime, Utc};

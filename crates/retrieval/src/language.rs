@@ -1,3 +1,4 @@
+// ~290 lines of code, the rest tests.
 //! Which language a text is in, and which languages an embedder reads.
 
 use serde::Serialize;

@@ -1,3 +1,4 @@
+// Kept whole at ~490 lines of code: one sync, listed, compared, fetched, announced and checkpointed in order, so a crash at any line is reasoned about in one place.
 //! One sync of one source: list it, compare with its checkpoint
 //! ([`crate::plan`]), fetch only what the listing says changed, announce
 //! through the upload path, and record each file's outcome.

@@ -1,3 +1,4 @@
+// Kept whole at ~470 lines: the SQL of the document pipeline's read models, one statement per event, transactions spanning them.
 //! Read models of the document pipeline: parse, chunk and ingest facts on
 //! documents, the segments (raw viewer), the chunk mappings and the search
 //! index.

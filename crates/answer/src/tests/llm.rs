@@ -1,3 +1,4 @@
+// A test file of ~600 lines: one fake server, one case per failure mode of the model's reply.
 //! The answer orchestrator against the fake chat-completions server of
 //! `llm_server.rs`: the output contract, lenient replies, invalid JSON,
 //! schema violations, unknown ids, abstention, a stream cut in the middle,

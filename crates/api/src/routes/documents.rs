@@ -1,3 +1,4 @@
+// Kept whole at ~450 lines: the document routes share their ownership checks and the upload's spooling.
 //! Documents: upload (multipart, spooled to a temporary file while hashed,
 //! then stored in S3 and announced as DocumentUploaded), list, get, delete
 //! (DocumentDeleted) and the raw-text viewer.

@@ -1,3 +1,4 @@
+// A test file of ~420 lines: each test is a whole scenario over the real stack.
 //! A workspace following a folder and an S3 prefix, against the real
 //! stack: a new file becomes searchable; an edited file's new text answers
 //! while an earlier answer's citation still opens the old text; a removed

@@ -1,3 +1,4 @@
+// Kept whole at ~460 lines: one chaos run, faults then invariants, in the order they happen.
 //! `rag-dev chaos`: fault injection on the real local stack, then
 //! invariant checks.
 //!

@@ -1,3 +1,4 @@
+// Kept whole at ~420 lines: one evaluation run (ingest, ask, score, print) in order; the scoring is pure, in answer_scores.rs.
 //! `rag-dev eval answers DIR`: a SQuAD-style set (passages, questions,
 //! the answer text and the passage that holds it, or nulls for a question
 //! the passages do not answer) through the real pipeline: the passages are

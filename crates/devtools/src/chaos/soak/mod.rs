@@ -1,3 +1,4 @@
+// Kept whole at ~540 lines: the run's schedule of load and faults, start to end; its clients, sampling and report are in the files beside it.
 //! `rag-dev chaos --profile soak --minutes N`: hours of ordinary use with
 //! faults on a schedule, through every door of a running `rag-engine run
 //! all`, with its figures sampled over time and the invariants checked at

@@ -1,3 +1,4 @@
+// Kept whole at ~540 lines of code: the figures, the verdicts drawn from them and the page that draws them are read together when a gate changes; every part is pure and tested below.
 //! What a soak run recorded, and what it concludes: pure, so that the
 //! verdicts and the charts are tested without a stack.
 //!
