@@ -2,7 +2,8 @@
 //! pipeline: retrieval (`retrieval.rs`, nDCG and recall per mode and
 //! language), answers (`answers.rs`, what a user feels of an answer) and
 //! the answer-or-abstain decision (`calibration.rs`, fitted on runs of
-//! `eval answers`).
+//! `eval answers`), and instructions to the model inside documents
+//! (`injection.rs`, the phrase filter beside the embedding classifier).
 //! Both read their dataset through `dataset.rs`.
 
 use std::process::ExitCode;
@@ -17,6 +18,10 @@ mod calibration;
 mod calibration_fit;
 mod dataset;
 mod forms;
+mod injection;
+mod injection_classifier;
+mod injection_embed;
+mod injection_fit;
 mod operating;
 mod retrieval;
 
@@ -30,6 +35,8 @@ pub enum EvalCommand {
     Calibration(calibration::CalibrationArgs),
     /// Per form of question, the highest abstain threshold that holds back at most a share of right answers, on `eval answers --json` runs of the forms set's tuning half made with both thresholds at 0.
     OperatingPoints(operating::OperatingArgs),
+    /// Instructions to the model inside documents (eval/injection): the phrase filter, the embedding classifier and either, on the reporting half; with --fit, the classifier is first fitted on the development half.
+    Injection(injection::InjectionArgs),
 }
 
 pub async fn eval(s: &Settings, cmd: EvalCommand) -> anyhow::Result<ExitCode> {
@@ -38,5 +45,6 @@ pub async fn eval(s: &Settings, cmd: EvalCommand) -> anyhow::Result<ExitCode> {
         EvalCommand::Answers(args) => answers::eval_answers(s, args).await,
         EvalCommand::Calibration(args) => calibration::eval_calibration(args),
         EvalCommand::OperatingPoints(args) => operating::eval_operating_points(args, &s.answers.answer_decision_weights.0),
+        EvalCommand::Injection(args) => injection::eval_injection(s, args),
     }
 }
