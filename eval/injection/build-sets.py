@@ -248,6 +248,9 @@ def bipia_contexts(sets, bipia):
                     sets.add("en", "ordinary", "ordinary/email", f"bipia-context-email-{split}", f"bipia-email-{split}:{n}", s)
         for n, line in enumerate(git_show(bipia, f"benchmark/code/{split}.jsonl").splitlines()):
             d = json.loads(line)
+            # Stack Overflow answers (CC BY-SA): each group's sentences are
+            # attributed to their page and author (attribution.tsv).
+            ATTRIBUTION[f"bipia-code-{split}-ctx:{n}"] = (d.get("context_url", ""), d.get("context_author_url", ""))
             fenced = False
             for ln in d["context"]:
                 if ln.strip().startswith("```"):
@@ -379,6 +382,11 @@ def held_out():
     return keys
 
 
+# group -> (source page, author page) of rows whose licence asks for
+# attribution (Stack Overflow answers, CC BY-SA).
+ATTRIBUTION = {}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--bipia", default="/work/.mirror/microsoft+BIPIA/repo")
@@ -424,6 +432,13 @@ def main():
             for n, r in enumerate(rows, 1):
                 r["id"] = f"{half[0]}{n:05d}"
                 f.write("\t".join(clean(r[c]) for c in COLUMNS) + "\n")
+    used = sorted({r["group"] for rows in halves.values() for r in rows if r["group"] in ATTRIBUTION})
+    with open(os.path.join(args.out, "attribution.tsv"), "w", encoding="utf-8") as f:
+        f.write("group\tsource\tauthor\tlicence\n")
+        for g in used:
+            url, author = ATTRIBUTION[g]
+            author = ", ".join(author) if isinstance(author, list) else author
+            f.write(f"{g}\t{url}\t{author}\tCC BY-SA (Stack Overflow, as quoted by Microsoft BIPIA)\n")
     print("half\tlang\tlabel\trows", file=sys.stderr)
     for half, rows in halves.items():
         for lang in ["vi", "en"]:

@@ -1,3 +1,4 @@
+// ~380 lines of code, the rest tests: telling the parts of a question apart is one algorithm over its connectors and question words.
 //! A question that asks several things, split into its parts, so each part
 //! is searched and answered on its own evidence and the answer has a
 //! section per part ("Nhà hát Mùa hè nằm ở đâu? Ngoài ra, điều gì đã khiến

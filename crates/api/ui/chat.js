@@ -11,6 +11,15 @@ import { state, updateHash, docName, isSlides, hasPages, hasReadingView } from "
 import { asRead } from "./reading.js";
 import { openViewer } from "./viewer.js";
 
+/**
+ * The title of a conversation a question opens, by the server's one rule
+ * (`rag_store::messages::title_from_question`): the question trimmed, its
+ * first 200 characters (code points), trimmed again.
+ */
+export function titleOf(question) {
+  return Array.from(String(question).trim()).slice(0, 200).join("").trimEnd();
+}
+
 const chatHint = $("chat-hint");
 // Beside the hint while the workspace has no document (documents.js).
 const hintUpload = $("hint-upload");
@@ -223,7 +232,7 @@ async function ask(content) {
   try {
     let conversationId = state.conversationId;
     if (!conversationId) {
-      const conv = await ws.createConversation(preview(content, 80));
+      const conv = await ws.createConversation(titleOf(content));
       if (gen !== state.gen) return;
       conversationId = conv.id;
       state.conversationId = conv.id;

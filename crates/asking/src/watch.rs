@@ -38,10 +38,20 @@ impl Deltas {
     /// The next delta heard within `wait` (of any answer), or None.
     async fn within(&mut self, wait: Duration) -> Option<Arc<AnswerDelta>> {
         match self {
-            Deltas::Listener(l) => match tokio::time::timeout(wait, l.recv()).await {
-                Ok(Ok(n)) => serde_json::from_str(n.payload()).ok().map(Arc::new),
-                _ => None,
-            },
+            Deltas::Listener(l) => {
+                let until = Instant::now() + wait;
+                match tokio::time::timeout(wait, l.recv()).await {
+                    Ok(Ok(n)) => serde_json::from_str(n.payload()).ok().map(Arc::new),
+                    Ok(Err(e)) => {
+                        // The connection is lost (the listener reconnects on
+                        // the next call): the rest of the wait, not a spin.
+                        tracing::debug!(error = %e, "listening for answer deltas");
+                        tokio::time::sleep_until(until).await;
+                        None
+                    }
+                    Err(_) => None,
+                }
+            }
             Deltas::Broadcast(rx) => match tokio::time::timeout(wait, rx.recv()).await {
                 Ok(Ok(d)) => Some(d),
                 Ok(Err(broadcast::error::RecvError::Closed)) => {
@@ -89,8 +99,10 @@ impl AnswerWatch {
     }
 
     /// The next thing that happens to the answer: a delta of it, the answer
-    /// itself, or the deadline. Cancel-safe between reads: a door may
-    /// select on it beside its client going away.
+    /// itself, or the deadline. A door may select on it beside its client
+    /// going away: cancelled, it loses at most a delta being received (the
+    /// next one holds the whole text so far) and never the answer, which
+    /// is read from the message.
     pub async fn next(&mut self) -> Result<Watched, StoreError> {
         loop {
             if let Some(row) = messages::get(&self.pool, &self.workspace, self.message).await? {

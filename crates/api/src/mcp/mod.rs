@@ -1,3 +1,4 @@
+// Kept whole at ~360 lines of code (tests after): rmcp's tool router wants every tool of the server in one impl block.
 //! The MCP server at `/mcp` (Model Context Protocol over Streamable HTTP,
 //! with the official Rust SDK, rmcp), so agents and editors call
 //! rag-engine as tools: `list_workspaces`, `search` (ranked passages),

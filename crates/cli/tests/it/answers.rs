@@ -85,7 +85,7 @@ async fn extractive_answers_cite_exact_spans_and_workspaces_stay_apart() {
     assert!(human.contains("dividend of 2 dollars per share. [1]"), "{human}");
     assert!(human.contains("Citations:\n[1] cloud.txt p.1 segment 1 chars "), "{human}");
     assert!(human.contains("    “The board approved a dividend of 2 dollars per share.”"), "{human}");
-    // The API's rule for a question holds here too (rag_api::question).
+    // The API's rule for a question holds here too (rag_asking::question).
     let (ok, _, err) = t.run(&["ask", "  ", "--workspace", &t.workspace]).await;
     assert!(!ok && err.contains("the question must have 1-8000 characters (has 0)"), "{err}");
 

@@ -212,7 +212,7 @@ async fn openai_clients_ask_stream_follow_up_and_get_cited_answers() {
             "too_many_messages",
         ),
         (Some(&key), json!({"model": ws, "messages": [{"role": "assistant", "content": "x"}]}), StatusCode::BAD_REQUEST, "no_question"),
-        // The question's rule is the page's and MCP's (rag_api::question).
+        // The question's rule is the page's and MCP's (rag_asking::question).
         (Some(&key), json!({"model": ws, "messages": [{"role": "user", "content": " \n "}]}), StatusCode::BAD_REQUEST, "invalid_question"),
         (
             Some(&key),

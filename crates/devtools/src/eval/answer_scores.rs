@@ -1,3 +1,4 @@
+// ~380 lines of code, the rest tests: how an answer is scored and totalled, read together.
 //! How `eval answers` judges an answer, as a user would (pure: the answer's
 //! metadata and the documents' raw text in, figures out): the answer inside
 //! a cited span, the gold passage cited, citations that do not slice the

@@ -1,3 +1,4 @@
+// ~340 lines of code, the rest tests: the fit, its curve and its operating points are one computation.
 //! The pure side of `eval calibration`: a logistic model fitted to the
 //! answers' signals, its area under the ROC curve, and what a threshold on
 //! it does to a set of questions (answers shown, right answers held back,

@@ -83,7 +83,7 @@ pub(super) fn retrieval_json(r: &Retrieval, asked: &Asked<'_>, outcome: Option<&
 /// The check's report as the message metadata holds it: the fields the
 /// doors show typed, the rest as written.
 pub(super) fn held_back(report: &CitationReport) -> HeldBack {
-    serde_json::to_value(report).ok().and_then(|v| serde_json::from_value(v).ok()).unwrap_or_default()
+    serde_json::to_value(report).map(|v| HeldBack::read(&v)).unwrap_or_default()
 }
 
 #[cfg(test)]

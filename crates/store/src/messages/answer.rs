@@ -5,7 +5,27 @@
 //! `tests::the_stored_form_is_the_wire_form` fails when the JSON changes.
 
 use rag_events::{AnswerProduced, Citation, Failure, LlmUsage, Section};
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// `key` of `m` as a `T`: its default when absent, null or not a `T`
+/// (metadata written by an older version is read as far as it goes).
+fn field<T: DeserializeOwned + Default>(m: &Map<String, Value>, key: &str) -> T {
+    m.get(key).and_then(|v| serde_json::from_value(v.clone()).ok()).unwrap_or_default()
+}
+
+/// Takes `key` out of `details` when it reads as a `T`; a value that does
+/// not stays there as written, so nothing is lost on the way through.
+fn take<T: DeserializeOwned>(details: &mut Map<String, Value>, key: &str) -> Option<T> {
+    if details.get(key).is_some_and(Value::is_null) {
+        details.remove(key);
+        return None;
+    }
+    let t = serde_json::from_value(details.get(key)?.clone()).ok()?;
+    details.remove(key);
+    Some(t)
+}
 
 /// `messages.metadata` of an answered (or failed) assistant message.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -79,6 +99,26 @@ fn is_zero(n: &usize) -> bool {
 }
 
 impl AnswerDiagnostics {
+    /// The record as written, read field by field: a typed field that is
+    /// not of its type stays among the details.
+    pub fn read(v: &Value) -> AnswerDiagnostics {
+        let Some(m) = v.as_object() else { return AnswerDiagnostics::default() };
+        let mut details = m.clone();
+        let citation_report = match details.get("citation_report") {
+            Some(Value::Object(_)) => details.remove("citation_report").map(|r| HeldBack::read(&r)),
+            Some(Value::Null) => details.remove("citation_report").and(None),
+            _ => None,
+        };
+        AnswerDiagnostics {
+            query: take(&mut details, "query"),
+            query_language: take(&mut details, "query_language"),
+            unanswered_parts: take(&mut details, "unanswered_parts").unwrap_or_default(),
+            unanswered_text: take(&mut details, "unanswered_text"),
+            citation_report,
+            details,
+        }
+    }
+
     /// The whole check report as the answer crate's type (`CitationReport`,
     /// which this crate does not know); its default when absent or
     /// unreadable.
@@ -97,6 +137,18 @@ impl AnswerDiagnostics {
 }
 
 impl HeldBack {
+    /// The check's report as written, read field by field (see
+    /// [`AnswerDiagnostics::read`]).
+    pub fn read(v: &Value) -> HeldBack {
+        let mut details = v.as_object().cloned().unwrap_or_default();
+        HeldBack {
+            unfaithful_sections: take(&mut details, "unfaithful_sections").unwrap_or_default(),
+            rejected_sections: take(&mut details, "rejected_sections").unwrap_or_default(),
+            rewritten_sections: take(&mut details, "rewritten_sections").unwrap_or_default(),
+            details,
+        }
+    }
+
     /// The sections' texts taken back after being written (unfaithful, then
     /// rejected), as the record holds them: what a reader who watched the
     /// answer stream saw and must not take for the answer.
@@ -111,7 +163,7 @@ impl AnswerMetadata {
     /// AnswerProduced; a v1 event's texts come from `citation_texts` of
     /// its retrieval JSON, matched by position).
     pub fn of_event(e: &AnswerProduced) -> AnswerMetadata {
-        let retrieval: AnswerDiagnostics = serde_json::from_str(&e.retrieval_json).unwrap_or_default();
+        let retrieval = serde_json::from_str::<Value>(&e.retrieval_json).map(|v| AnswerDiagnostics::read(&v)).unwrap_or_default();
         let v1_texts: Vec<String> = retrieval
             .details
             .get("citation_texts")
@@ -148,11 +200,21 @@ impl AnswerMetadata {
         }
     }
 
-    /// The metadata of a stored message; `None` for a question's metadata,
-    /// a pending answer's (`{}`) or one this version cannot read.
-    pub fn of_stored(metadata: &serde_json::Value) -> Option<AnswerMetadata> {
-        metadata.get("mode")?;
-        serde_json::from_value(metadata.clone()).ok()
+    /// The metadata of a stored message, read field by field (a field of
+    /// an older shape reads as its default and takes nothing else with
+    /// it); `None` for a question's metadata or a pending answer's (`{}`).
+    pub fn of_stored(metadata: &Value) -> Option<AnswerMetadata> {
+        let m = metadata.as_object()?;
+        m.get("mode")?;
+        Some(AnswerMetadata {
+            mode: field(m, "mode"),
+            abstained: field(m, "abstained"),
+            sections: field(m, "sections"),
+            citations: field(m, "citations"),
+            llm_usage: field(m, "llm_usage"),
+            retrieval: m.get("retrieval").map(AnswerDiagnostics::read).unwrap_or_default(),
+            failure: field(m, "failure"),
+        })
     }
 
     /// As stored in `messages.metadata`.

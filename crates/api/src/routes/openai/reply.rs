@@ -112,34 +112,40 @@ impl Reply {
             );
             let shutdown = self.state.0.shutdown.clone();
             let row = loop {
-                tokio::select! {
+                // The client went away: stop following the answer (it
+                // still lands in the conversation on the page).
+                let watched = tokio::select! {
                     _ = shutdown.cancelled() => return,
-                    // The client went away: stop following the answer (it
-                    // still lands in the conversation on the page).
                     _ = tx.closed() => return,
-                    w = watch.next() => match w {
-                        Ok(Watched::Answered(row)) => break Ok(*row),
-                        Ok(Watched::TimedOut) => break Err(NoAnswer::TimedOut),
-                        Ok(Watched::Delta(d)) if !d.sections.is_empty() => {
-                            shown.truncate(d.from);
-                            shown.extend(d.sections.iter().cloned());
-                            // Only what is final, and only what cites: the
-                            // answer's own abstention sentence comes with
-                            // the final text.
-                            let confirmed = shown.iter().take(d.confirmed).filter(|s| !s.citations.is_empty());
-                            let so_far = with_markers(confirmed.map(|s| (s.text.as_str(), s.citations.len(), true)));
-                            if let Some(piece) = text.advance(&so_far) {
-                                if tx.send(self.chunk(now, json!({"content": piece}), None)).await.is_err() {
-                                    return;
-                                }
+                    w = watch.next() => w,
+                };
+                match watched {
+                    Ok(Watched::Answered(row)) => break Ok(*row),
+                    Ok(Watched::TimedOut) => break Err(NoAnswer::TimedOut),
+                    Ok(Watched::Delta(d)) if !d.sections.is_empty() => {
+                        shown.truncate(d.from);
+                        shown.extend(d.sections.iter().cloned());
+                        // Only what is final, and only what cites: the
+                        // answer's own abstention sentence comes with the
+                        // final text.
+                        let confirmed = shown.iter().take(d.confirmed).filter(|s| !s.citations.is_empty());
+                        let so_far = with_markers(confirmed.map(|s| (s.text.as_str(), s.citations.len(), true)));
+                        if let Some(piece) = text.advance(&so_far) {
+                            if tx.send(self.chunk(now, json!({"content": piece}), None)).await.is_err() {
+                                return;
                             }
                         }
-                        Ok(Watched::Delta(_)) => {}
-                        Err(e) => {
-                            tracing::warn!(error = %e, message_id = %self.message, "polling an answer for a chat stream");
-                            tokio::time::sleep(self.state.config().sse_poll).await;
+                    }
+                    Ok(Watched::Delta(_)) => {}
+                    Err(e) => {
+                        tracing::warn!(error = %e, message_id = %self.message, "polling an answer for a chat stream");
+                        // A poll's pause, still minding the client and the shutdown.
+                        tokio::select! {
+                            _ = shutdown.cancelled() => return,
+                            _ = tx.closed() => return,
+                            _ = tokio::time::sleep(self.state.config().sse_poll) => {}
                         }
-                    },
+                    }
                 }
             };
             let last = match row {

@@ -101,3 +101,29 @@ fn a_question_or_a_pending_answer_has_no_answer_metadata() {
     let old = AnswerMetadata::of_stored(&json!({"mode": "extractive", "sections": [], "citations": []})).expect("old answer");
     assert!(!old.abstained && old.failure.is_none());
 }
+
+/// Rows an older projector wrote: `retrieval` null (its JSON did not
+/// parse), nulls for absent usage and failure, a typed diagnostic of
+/// another type. Each reads as far as it goes; nothing else is lost.
+#[test]
+fn an_older_or_odd_shape_loses_only_the_field_it_spoils() {
+    let c = json!({"source_id": "c1", "chunk_id": "c1", "document_id": "d", "segment_index": 0, "page_idx": 0, "char_start": 0,
+                   "char_end": 6, "snippet_preview": "Hà Nội", "text": "Hà Nội"});
+    let stored = json!({"mode": "llm", "abstained": false, "sections": [{"text": "Hà Nội.", "source_ids": ["c1"], "citations": [c]}],
+                        "citations": [c], "llm_usage": null, "retrieval": null, "failure": null});
+    let read = AnswerMetadata::of_stored(&stored).expect("an answer");
+    assert_eq!((read.sections.len(), read.citations.len()), (1, 1));
+    assert!(read.llm_usage.is_none() && read.failure.is_none() && read.retrieval.details.is_empty());
+    // A typed diagnostic of another type stays as written, beside the rest.
+    let odd = json!({"mode": "llm", "sections": [], "retrieval": {"unanswered_parts": "Còn ngày phép?", "query_language": "vi",
+                     "llm_timings": {"prompt_n": 9}, "citation_report": {"rejected_sections": ["B."], "verified": false}}});
+    let read = AnswerMetadata::of_stored(&odd).expect("an answer");
+    assert!(read.retrieval.unanswered_parts.is_empty());
+    assert_eq!(read.retrieval.details["unanswered_parts"], "Còn ngày phép?");
+    assert_eq!(read.retrieval.query_language.as_deref(), Some("vi"));
+    assert_eq!(read.withdrawn(), ["B."]);
+    assert_eq!(read.to_json()["retrieval"], odd["retrieval"], "written back as it was read");
+    // The same from an event whose record has an odd field.
+    let e = answer(vec![citation(Some("Hà Nội"))], &odd["retrieval"].to_string());
+    assert_eq!(AnswerMetadata::of_event(&e).to_json()["retrieval"], odd["retrieval"]);
+}
