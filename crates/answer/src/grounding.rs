@@ -54,7 +54,15 @@ fn copied_unit(text: &str, evidence: &Evidence) -> Option<usize> {
 /// Sections with exact citations, and what was dropped on the way
 /// (`dropped_source_ids`, `unsupported_sections`, quotes narrowed or
 /// rejected) added to `report`.
-pub fn ground(answer: &ModelAnswer, evidence: &Evidence, chunks: &[SourceChunk], report: &mut CitationReport) -> Vec<Section> {
+/// With `support_for`, the question: a section's citations gain the unit
+/// that states its own words when its ids name another (`support`).
+pub fn ground(
+    answer: &ModelAnswer,
+    support_for: Option<&str>,
+    evidence: &Evidence,
+    chunks: &[SourceChunk],
+    report: &mut CitationReport,
+) -> Vec<Section> {
     let mut out = Vec::new();
     for raw in &answer.sections {
         let text = raw.text.trim();
@@ -83,6 +91,15 @@ pub fn ground(answer: &ModelAnswer, evidence: &Evidence, chunks: &[SourceChunk],
                         report.dropped_source_ids.push(id);
                     }
                 }
+            }
+        }
+        // The sentence that states the section's own words, when the ids
+        // name another (or none): small models cite the sentence beside
+        // the one they read.
+        if let Some(question) = support_for.filter(|_| !recited) {
+            if let Some(found) = crate::support::supporting_unit(text, question, evidence, &cited) {
+                report.supported_sections += 1;
+                cited.push(found);
             }
         }
         cited.sort_unstable();
@@ -215,7 +232,7 @@ mod tests {
             ],
         };
         let mut report = CitationReport::default();
-        let out = ground(&answer, &ev, &chunks, &mut report);
+        let out = ground(&answer, None, &ev, &chunks, &mut report);
         assert_eq!(out.len(), 3);
         // S1 and S2 are one span (same segment).
         assert_eq!(out[0].citations.len(), 1);
@@ -247,13 +264,36 @@ mod tests {
             ],
         };
         let mut report = CitationReport::default();
-        let out = ground(&answer, &ev, &chunks, &mut report);
+        let out = ground(&answer, None, &ev, &chunks, &mut report);
         assert_eq!(out[0].citations[0].text, "Lãi suất giảm xuống 5%.");
         assert_eq!(out[0].source_ids, ["cb"]);
         assert_eq!(out[1].citations[0].text, "Doanh thu đạt 1.245,6 tỷ đồng.");
         // Too short to be a copy: the cited id stands.
         assert_eq!(out[2].citations[0].text, "Lãi suất giảm xuống 5%.");
         assert_eq!(report.recited_sections, 1);
+    }
+
+    #[test]
+    fn a_section_cites_the_sentence_that_states_its_own_words() {
+        let chunks = chunks();
+        let ev = evidence::build(&chunks, usize::MAX);
+        // The fact of S2, cited as S1 (the sentence beside it).
+        let answer = ModelAnswer { answerable: true, sections: vec![section("Lợi nhuận tăng 8%.", &["S1"], None)] };
+        let mut report = CitationReport::default();
+        let out = ground(&answer, Some("Lợi nhuận tăng bao nhiêu?"), &ev, &chunks, &mut report);
+        assert_eq!(out[0].citations[0].text, "Doanh thu đạt 1.245,6 tỷ đồng. Lợi nhuận tăng 8%.");
+        assert_eq!(report.supported_sections, 1);
+        // Without the question, the ids alone.
+        let mut report = CitationReport::default();
+        let out = ground(&answer, None, &ev, &chunks, &mut report);
+        assert_eq!(out[0].citations[0].text, "Doanh thu đạt 1.245,6 tỷ đồng.");
+        assert_eq!(report.supported_sections, 0);
+        // A section with no valid id is kept when a unit states its words.
+        let answer = ModelAnswer { answerable: true, sections: vec![section("Lãi suất còn 5%.", &["S42"], None)] };
+        let mut report = CitationReport::default();
+        let out = ground(&answer, Some("Lãi suất là bao nhiêu?"), &ev, &chunks, &mut report);
+        assert_eq!(out[0].citations[0].text, "Lãi suất giảm xuống 5%.");
+        assert!(report.unsupported_sections.is_empty());
     }
 
     #[test]
@@ -265,7 +305,7 @@ mod tests {
             sections: vec![section("5%.", &["S5"], Some("xuống 5%")), section("Tăng.", &["S2"], Some("tăng tám phần trăm"))],
         };
         let mut report = CitationReport::default();
-        let out = ground(&answer, &ev, &chunks, &mut report);
+        let out = ground(&answer, None, &ev, &chunks, &mut report);
         assert_eq!(out[0].citations[0].text, "xuống 5%");
         assert_eq!(out[0].source_ids, ["cb"]);
         assert_eq!(out[1].citations[0].text, "Lợi nhuận tăng 8%.");

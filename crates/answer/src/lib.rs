@@ -25,6 +25,7 @@ pub mod llm;
 pub mod parts;
 pub mod prompt;
 pub mod signals;
+pub mod support;
 
 mod answering;
 mod look;
@@ -139,6 +140,11 @@ pub struct CitationReport {
     /// although the model named another.
     #[serde(default)]
     pub recited_sections: usize,
+    /// Sections given the evidence sentence that states their own words
+    /// (what they add to the question) when their ids named another or
+    /// none (`support`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub supported_sections: usize,
     #[serde(default)]
     pub rejected_quotes: usize,
     /// Replies read only leniently (the provider ignored the schema).
@@ -227,6 +233,7 @@ impl CitationReport {
         self.rejected_sections.extend(o.rejected_sections);
         self.narrowed_quotes += o.narrowed_quotes;
         self.recited_sections += o.recited_sections;
+        self.supported_sections += o.supported_sections;
         self.rejected_quotes += o.rejected_quotes;
         self.lenient_parses += o.lenient_parses;
         self.invalid_outputs += o.invalid_outputs;

@@ -23,6 +23,7 @@ const LOGPROB_CANDIDATES: u8 = 5;
 /// keeps what earlier calls grounded, so a section is grounded once
 /// however many deltas follow it.
 fn streamed_sections(
+    support_for: Option<&str>,
     partial: &[contract::PartialSection],
     evidence: &evidence::Evidence,
     chunks: &[SourceChunk],
@@ -36,7 +37,7 @@ fn streamed_sections(
                     Some((_, c)) => c.clone(),
                     None => {
                         let one = contract::ModelAnswer { answerable: true, sections: vec![written.clone()] };
-                        let c: Vec<Citation> = grounding::ground(&one, evidence, chunks, &mut CitationReport::default())
+                        let c: Vec<Citation> = grounding::ground(&one, support_for, evidence, chunks, &mut CitationReport::default())
                             .into_iter()
                             .flat_map(|s| s.citations)
                             .collect();
@@ -112,7 +113,7 @@ pub(crate) async fn look_at(
             if first_words_at.is_none() && sections.iter().any(|s| !s.text.trim().is_empty()) {
                 first_words_at = Some(std::time::SystemTime::now());
             }
-            on_partial(&streamed_sections(&sections, evidence, chunks, &mut grounded));
+            on_partial(&streamed_sections(options.cite_support.then_some(question), &sections, evidence, chunks, &mut grounded));
         };
         let asked_at = std::time::SystemTime::now();
         let reply = match client.complete_streamed_with_logprobs(&messages, format, LOGPROB_CANDIDATES, &mut on_text).await {
@@ -133,7 +134,7 @@ pub(crate) async fn look_at(
                     Ok(parsed) => {
                         report.lenient_parses += usize::from(parsed.lenient);
                         let mut sections = if parsed.answer.answerable {
-                            grounding::ground(&parsed.answer, evidence, chunks, &mut report)
+                            grounding::ground(&parsed.answer, options.cite_support.then_some(question), evidence, chunks, &mut report)
                         } else {
                             Vec::new()
                         };

@@ -52,6 +52,10 @@ pub struct AnswerOptions {
     /// closest, with a ranker) and let it answer once more
     /// (`ANSWER_SECOND_LOOK`).
     pub second_look: bool,
+    /// A section's citations gain the evidence sentence that states its
+    /// own words when its ids name another ([`crate::support`],
+    /// `ANSWER_CITE_SUPPORT`).
+    pub cite_support: bool,
 }
 
 /// How sure retrieval was of a question's best passage.

@@ -20,12 +20,17 @@ const QUESTION_FUNCTION_WORDS: &[&str] = &[
     "its", "that", "this", "these", "those", "as", "into", "than", "there", "their", "they", "he", "she", "his", "her", "year", "s",
 ];
 
+/// Whether a folded word is one a question is phrased with.
+pub fn is_question_function_word(folded: &str) -> bool {
+    QUESTION_FUNCTION_WORDS.contains(&folded)
+}
+
 /// The question's content words, folded: every word but the phrasing.
 pub fn content_words(question: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for w in rag_lexical::words(question) {
         let f = rag_lexical::fold(&w);
-        if !QUESTION_FUNCTION_WORDS.contains(&f.as_str()) && !out.contains(&f) {
+        if !is_question_function_word(&f) && !out.contains(&f) {
             out.push(f);
         }
     }

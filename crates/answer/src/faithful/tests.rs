@@ -84,8 +84,9 @@ fn checked(written: &[(&str, &[&str])]) -> (Vec<crate::Section>, crate::Citation
             .collect(),
     };
     let mut report = crate::CitationReport::default();
-    let mut sections = crate::grounding::ground(&answer, &evidence, &chunks, &mut report);
-    keep_to_citations(&mut sections, "Doanh thu và lợi nhuận năm 2023 tăng bao nhiêu?", &evidence, &chunks, &mut report);
+    let question = "Doanh thu và lợi nhuận năm 2023 tăng bao nhiêu?";
+    let mut sections = crate::grounding::ground(&answer, Some(question), &evidence, &chunks, &mut report);
+    keep_to_citations(&mut sections, question, &evidence, &chunks, &mut report);
     (sections, report)
 }
 

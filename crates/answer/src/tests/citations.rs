@@ -98,7 +98,7 @@ proptest! {
         }).collect();
         let answer = ModelAnswer { answerable: true, sections: sections.clone() };
         let mut report = CitationReport::default();
-        let validated = grounding::ground(&answer, &evidence, &chunks, &mut report);
+        let validated = grounding::ground(&answer, Some(&question.join(" ")), &evidence, &chunks, &mut report);
         for id in &report.dropped_source_ids {
             prop_assert!(evidence.get(id).is_none());
         }

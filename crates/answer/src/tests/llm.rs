@@ -109,11 +109,19 @@ async fn unknown_ids_are_dropped_and_a_section_left_uncited_is_not_shown() {
     assert_eq!(out.report.unsupported_sections, ["Cổ tức 15%."]);
     assert_eq!(out.sections.len(), 1);
     // Nothing supported at all: an abstention, not uncited facts.
-    let (url, _) = serve(vec![Reply::Content(answer_json(&["S42"]))]).await;
+    let content = serde_json::json!({"answerable": true, "sections": [{"text": "Cổ tức 15%.", "cites": ["S42"]}]}).to_string();
+    let (url, _) = serve(vec![Reply::Content(content)]).await;
     let (out, _) = ask(&client(&url, 5000), LlmFallback::Fail, QUESTION).await;
     let out = out.unwrap();
     assert!(out.abstained && out.citations().is_empty());
     assert_eq!(out.report.unsupported_sections.len(), 1);
+    // A fact the evidence states, under an unknown id: cited by the
+    // sentence that states it.
+    let (url, _) = serve(vec![Reply::Content(answer_json(&["S42"]))]).await;
+    let (out, _) = ask(&client(&url, 5000), LlmFallback::Fail, QUESTION).await;
+    let out = out.unwrap();
+    assert_eq!(out.citations()[0].text, "Doanh thu thuần năm 2023 đạt 1.245,6 tỷ đồng, tăng 12,4%.");
+    assert_eq!((out.report.supported_sections, out.report.dropped_source_ids.as_slice()), (1, ["S42".to_string()].as_slice()));
 }
 
 #[tokio::test]

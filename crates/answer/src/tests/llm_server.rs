@@ -24,6 +24,7 @@ pub(super) const UNCHECKED: AnswerOptions = AnswerOptions {
     llm_chunks: usize::MAX,
     evidence_sentences: 0,
     second_look: true,
+    cite_support: true,
 };
 
 /// The same, falling back to the extractive answer.

@@ -62,6 +62,9 @@ pub struct AnswerSettings {
     /// When the decision holds an answer back, let the model answer once more from every retrieved chunk's sentences (not only those within the evidence cutoff) but those it cited, decided again: a small model that cited a neighbouring sentence often finds the right one; a question the documents do not answer costs one more answer before it abstains. Off by default: the decision's threshold was calibrated on one look, and a second one gives unanswerable questions a second chance (docs/answers.md).
     #[arg(long, env = "ANSWER_SECOND_LOOK", global = true, default_value_t = false, action = clap::ArgAction::Set)]
     pub answer_second_look: bool,
+    /// Cite the evidence sentence that states a section's own words (what it adds to the question: a name, a date, a figure) when the model's ids name another: small models write the right fact and cite the sentence beside it, so the span shown did not hold it and the check, which reads the cited sentences, held the answer back (docs/answers.md).
+    #[arg(long, env = "ANSWER_CITE_SUPPORT", global = true, default_value_t = true, action = clap::ArgAction::Set)]
+    pub answer_cite_support: bool,
     /// Evidence given to the model, in tokens at most (the best-ranked chunks first; the rest left out). Prefill dominates latency on small machines.
     #[arg(long, env = "ANSWER_EVIDENCE_TOKENS", global = true, default_value_t = 1200)]
     pub answer_evidence_tokens: u32,

@@ -47,6 +47,9 @@ pub struct Scored {
     /// Sections whose text held a number or name their citations do not,
     /// shown as the cited text instead (`rag_answer::faithful`).
     pub unfaithful_sections: usize,
+    /// Sections given the evidence sentence that states their own words,
+    /// their ids having named another or none (`rag_answer::support`).
+    pub supported_sections: usize,
     /// Questions the model wrote into its answer, taken out before it was
     /// shown (`rag_answer::faithful::drop_questions`).
     pub question_sentences: usize,
@@ -240,6 +243,7 @@ pub fn score(
         unlocated_quotes: report.unlocated_quotes,
         unsupported_sections: report.unsupported_sections.len(),
         unfaithful_sections: report.unfaithful_sections.len(),
+        supported_sections: report.supported_sections,
         question_sentences: report.question_sentences,
         first_token_ms: first_token.min(latency).as_millis() as u64,
         latency_ms: latency.as_millis() as u64,

@@ -1,4 +1,3 @@
-// Kept whole at ~420 lines: one evaluation run (ingest, ask, score, print) in order; the scoring is pure, in answer_scores.rs.
 //! `rag-dev eval answers DIR`: a SQuAD-style set (passages, questions,
 //! the answer text and the passage that holds it, or nulls for a question
 //! the passages do not answer) through the real pipeline: the passages are
@@ -11,7 +10,7 @@
 //! them), seconds to the first words on the page and to the whole answer;
 //! overall and per question language.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -21,10 +20,10 @@ use clap::Args;
 use rag_asking::{AnswerWatch, Ask, Deltas, Watched};
 use rag_bus::EventProducer;
 use rag_events::Codec;
-use rag_store::messages::MessageStatus;
 use serde::Deserialize;
 
-use super::answer_scores::{score, totals, unanswerable, Asked, Scored, Totals};
+use super::answer_scores::{score, Asked, Scored};
+use super::answers_report as report;
 use super::dataset::{corpus_items, documents_by_corpus_id, read_jsonl, CorpusDoc, Query};
 use crate::ingest::{ingest, IngestOptions};
 use rag_app::config::Settings;
@@ -61,12 +60,6 @@ pub struct AnswersArgs {
     /// Print JSON: {"all": {...}, "by_language": {...}, "by_form": {...}, "by_question_form": {...}, "unanswerable": {...}, "vietnamese_replies": {...}, "questions": [...], "run": {...}}.
     #[arg(long)]
     json: bool,
-}
-
-/// Whether a reply is written with Vietnamese marks (a word that folding
-/// changes).
-fn has_vietnamese_marks(text: &str) -> bool {
-    rag_lexical::words(text).iter().any(|w| rag_lexical::fold(w) != *w)
 }
 
 #[derive(Deserialize)]
@@ -172,15 +165,7 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
     // The form each question was asked in (`rag_retrieval::query_form`),
     // beside `scored`.
     let mut forms: Vec<&'static str> = Vec::new();
-    // Vietnamese questions, and of those the replies with marks.
-    let (mut vietnamese_questions, mut replies_with_marks) = (0usize, 0usize);
-    let mut replies_without_marks: Vec<String> = Vec::new();
-    // English questions given an answer in a language that can be told,
-    // and of those the answers shown in English (over Vietnamese documents
-    // a small model may answer in the documents' language; a section the
-    // faithfulness check replaced by its cited text counts as shown).
-    let (mut english_answered, mut answers_in_english) = (0usize, 0usize);
-    let mut answers_not_in_english: Vec<String> = Vec::new();
+    let mut replies = report::ReplyLanguages::default();
     let started = Instant::now();
     for (i, (g, written)) in asked.iter().enumerate() {
         let stripped = args.strip_diacritics.then(|| rag_lexical::fold(written));
@@ -197,14 +182,6 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
         deltas = watch.into_deltas();
         let latency = asked_at.elapsed();
         let language = rag_retrieval::detect_language(written).code();
-        if language == "vi" && message.status != MessageStatus::Failed {
-            vietnamese_questions += 1;
-            if has_vietnamese_marks(&message.content) {
-                replies_with_marks += 1;
-            } else {
-                replies_without_marks.push(format!("{}: {}", g.query_id, message.content));
-            }
-        }
         let gold_documents: Vec<String> = g
             .corpus_id
             .as_ref()
@@ -226,42 +203,9 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
             latency,
             first_words.map(|f| f.1),
         );
-        if language == "en" && message.status != MessageStatus::Failed && !s.abstained && s.sections > 0 {
-            let shown = answer.sections.iter().map(|s| s.text.as_str()).collect::<Vec<_>>().join(" ");
-            // Names and figures alone ("Nguyễn Văn An.") say no language:
-            // such an answer is counted neither way.
-            match rag_retrieval::detect_language(&without_names(&shown)) {
-                rag_retrieval::Language::Other => {}
-                rag_retrieval::Language::En => {
-                    english_answered += 1;
-                    answers_in_english += 1;
-                }
-                rag_retrieval::Language::Vi => {
-                    english_answered += 1;
-                    answers_not_in_english.push(format!("{}: {shown}", g.query_id));
-                }
-            }
-        }
+        replies.note(&g.query_id, language, &message, &answer, &s);
         if !args.json {
-            let verdict = if s.answerable {
-                format!(
-                    "gold cited {}  answer in a citation {}",
-                    if s.gold_cited { "yes" } else { "no " },
-                    if s.answer_in_citation { "yes" } else { "no " }
-                )
-            } else {
-                format!("unanswerable: {}", if s.abstained && s.citations == 0 { "abstained" } else { "ANSWERED" })
-            };
-            eprintln!(
-                "[{}/{}] {} {:<10} first words {:>6} ms  answer {:>6} ms  {verdict}{}",
-                i + 1,
-                asked.len(),
-                g.query_id,
-                s.mode,
-                s.first_token_ms,
-                s.latency_ms,
-                if s.bad_slices > 0 { format!("  {} bad slices", s.bad_slices) } else { String::new() }
-            );
+            report::progress(i + 1, asked.len(), &g.query_id, &s);
         }
         scored.push(s);
         forms.push(rag_retrieval::query_form(question).code());
@@ -269,42 +213,13 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
     let question_seconds = started.elapsed().as_secs_f64();
     pipeline.stop().await;
 
-    let all = totals(scored.iter());
-    let none = unanswerable(scored.iter());
-    let mut by_language: BTreeMap<String, Totals> = BTreeMap::new();
-    for lang in ["vi", "en", "other"] {
-        let t = totals(scored.iter().filter(|s| s.language == lang));
-        if t.questions > 0 {
-            by_language.insert(lang.to_string(), t);
-        }
-    }
-    let mut by_form: BTreeMap<&'static str, Totals> = BTreeMap::new();
-    for form in ["accented", "unaccented", "mixed", "english", "other"] {
-        let t = totals(scored.iter().zip(&forms).filter(|(_, f)| **f == form).map(|(s, _)| s));
-        if t.questions > 0 {
-            by_form.insert(form, t);
-        }
-    }
-    let question_forms = super::forms::by_form(&scored);
-    let bad_slices: usize = scored.iter().map(|s| s.bad_slices).sum();
-    let vietnamese_replies = serde_json::json!({
-        "questions": vietnamese_questions, "with_marks": replies_with_marks, "without_marks": replies_without_marks,
-        "questions_stripped_of_diacritics": args.strip_diacritics,
-    });
-    let english_answers = serde_json::json!({
-        "answered": english_answered, "in_english": answers_in_english, "not_in_english": answers_not_in_english,
-    });
+    let run_facts = serde_json::json!({"passages": corpus.len(), "questions": asked.len(), "answers_by": answers_by,
+        "llm_model": s.answers.answer_llm_model.clone().unwrap_or_default(), "embedder": s.embedding.embedder_choice().to_string(),
+        "evidence_chars": s.answers.evidence_chars(),
+        "ingest_seconds": run.total_seconds, "question_seconds": question_seconds, "workspace": run.workspace});
+    let report = report::Report::of(&scored, &forms, replies);
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&serde_json::json!({
-                "all": all, "by_language": by_language, "by_form": by_form, "by_question_form": question_forms, "unanswerable": none, "vietnamese_replies": vietnamese_replies, "english_answers": english_answers, "questions": scored,
-                "run": {"passages": corpus.len(), "questions": asked.len(), "answers_by": answers_by,
-                        "llm_model": s.answers.answer_llm_model.clone().unwrap_or_default(), "embedder": s.embedding.embedder_choice().to_string(),
-                        "evidence_chars": s.answers.evidence_chars(),
-                        "ingest_seconds": run.total_seconds, "question_seconds": question_seconds, "workspace": run.workspace},
-            }))?
-        );
+        println!("{}", serde_json::to_string_pretty(&report.json(args.strip_diacritics, run_facts))?);
     } else {
         println!(
             "answers on {} ({} passages, {} questions; answers by {answers_by}; embedder {})",
@@ -313,116 +228,9 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
             asked.len(),
             s.embedding.embedder_choice()
         );
-        println!(
-            "{:<8} {:>9} {:>6} {:>9} {:>11} {:>12} {:>9} {:>10} {:>11} {:>14} {:>14} {:>10}",
-            "language",
-            "answerable",
-            "failed",
-            "abstained",
-            "gold cited",
-            "answer cited",
-            "bad slice",
-            "unlocated",
-            "unsupported",
-            "first p50/p95",
-            "whole p50/p95",
-            "LLM tokens"
-        );
-        for (lang, t) in std::iter::once(("all".to_string(), &all)).chain(by_language.iter().map(|(l, t)| (l.clone(), t))) {
-            println!(
-                "{lang:<8} {:>9} {:>6} {:>9} {:>10.1}% {:>11.1}% {:>9} {:>10} {:>11} {:>14} {:>14} {:>10}",
-                t.questions,
-                t.failed,
-                t.abstained,
-                100.0 * t.gold_cited,
-                100.0 * t.answer_in_citation,
-                t.bad_slices,
-                t.unlocated_quotes,
-                t.unsupported_sections,
-                format!("{:.1}/{:.1} s", t.first_token_ms.p50 as f64 / 1000.0, t.first_token_ms.p95 as f64 / 1000.0),
-                format!("{:.1}/{:.1} s", t.latency_ms.p50 as f64 / 1000.0, t.latency_ms.p95 as f64 / 1000.0),
-                t.llm_tokens
-            );
-        }
-        if all.compound_questions > 0 {
-            println!(
-                "questions that ask several things: {}, every part's answer inside a citation {:.1}%, at least one part's {:.1}%",
-                all.compound_questions,
-                100.0 * all.all_parts_in_citation,
-                100.0 * all.some_part_in_citation
-            );
-        }
-        if none.questions > 0 {
-            println!(
-                "unanswerable: {} questions, {:.1}% abstained, {} citations given to them",
-                none.questions,
-                100.0 * none.abstained,
-                none.citations
-            );
-        }
-        if all.llama_ms.p50 > 0 {
-            println!(
-                "answerable, LLM: retrieval p50 {} ms; prompt p50 {} tokens; prefill {:.0} tokens/s, decode {:.1} tokens/s; \
-                 llama.cpp alone p50 {:.1} s, the whole answer {:.2}x that (p50); the page's first words {} ms (p50) / {} ms (p95) after the model's",
-                all.retrieval_ms.p50,
-                all.prompt_tokens.p50,
-                all.prefill_tokens_per_s,
-                all.decode_tokens_per_s,
-                all.llama_ms.p50 as f64 / 1000.0,
-                all.latency_over_llama,
-                all.stream_lag_ms.p50,
-                all.stream_lag_ms.p95
-            );
-        }
-        for (form, t) in &by_form {
-            println!(
-                "form {form:<10} {:>3} answerable: answer in a citation {:.1}%, gold cited {:.1}%, abstained {}",
-                t.questions,
-                100.0 * t.answer_in_citation,
-                100.0 * t.gold_cited,
-                t.abstained
-            );
-        }
-        super::forms::print(&question_forms);
-        let unfaithful: usize = scored.iter().map(|s| s.unfaithful_sections).sum();
-        println!("sections shown as their cited text for a number or name the citations lack (unfaithful): {unfaithful}");
-        let questions_written: usize = scored.iter().map(|s| s.question_sentences).sum();
-        println!("questions the model wrote into its answers, taken out: {questions_written}");
-        if vietnamese_questions > 0 {
-            println!(
-                "Vietnamese questions{}: {replies_with_marks} of {vietnamese_questions} replies written with Vietnamese marks",
-                if args.strip_diacritics { " (asked without diacritics)" } else { "" }
-            );
-            for r in &replies_without_marks {
-                println!("  without marks: {r}");
-            }
-        }
-        if english_answered > 0 {
-            println!("English questions: {answers_in_english} of {english_answered} answers shown in English");
-            for r in &answers_not_in_english {
-                println!("  not in English: {r}");
-            }
-        }
+        report.print(args.strip_diacritics);
         println!("workspace {}: ingest {:.1} s, questions {:.1} s", run.workspace, run.total_seconds, question_seconds);
     }
+    let bad_slices: usize = scored.iter().map(|s| s.bad_slices).sum();
     Ok(if bad_slices == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
-}
-
-/// `text` without its capitalised words: an English answer keeps the
-/// documents' names as they are written ("The storm flooded the roads in
-/// Quảng Bình."), and they say nothing of the language it is written in.
-fn without_names(text: &str) -> String {
-    text.split_whitespace().filter(|w| !w.chars().next().is_some_and(char::is_uppercase)).collect::<Vec<_>>().join(" ")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::without_names;
-    use rag_retrieval::{detect_language, Language};
-
-    #[test]
-    fn an_english_answer_with_vietnamese_names_is_english() {
-        assert_eq!(detect_language(&without_names("The storm flooded the roads in Quảng Bình.")), Language::En);
-        assert_eq!(detect_language(&without_names("Sản phẩm được bảo hành 24 tháng kể từ ngày mua.")), Language::Vi);
-    }
 }

@@ -86,6 +86,9 @@ pub struct FormFigures {
     /// text instead), and citations that do not slice the raw text.
     pub unfaithful_sections: usize,
     pub bad_slices: usize,
+    /// Sections given the sentence that states their own words
+    /// (`rag_answer::support`).
+    pub supported_sections: usize,
     /// Of the answerable: the page's first words and the whole answer,
     /// and llama.cpp's own prefill of the answer's prompt.
     pub first_words_ms: Percentiles,
@@ -127,6 +130,7 @@ pub fn by_form(scored: &[Scored]) -> BTreeMap<String, FormFigures> {
                 sections_without_citations: members.iter().filter(|(s, _)| !s.abstained).map(|(s, _)| s.sections_without_citations).sum(),
                 unfaithful_sections: members.iter().map(|(s, _)| s.unfaithful_sections).sum(),
                 bad_slices: members.iter().map(|(s, _)| s.bad_slices).sum(),
+                supported_sections: members.iter().map(|(s, _)| s.supported_sections).sum(),
                 first_words_ms: p50(answerable.iter().map(|s| s.first_token_ms).collect()),
                 whole_ms: p50(answerable.iter().map(|s| s.latency_ms).collect()),
                 prefill_ms: p50(answerable.iter().filter(|s| s.prefill_ms > 0).map(|s| s.prefill_ms).collect()),

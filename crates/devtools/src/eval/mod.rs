@@ -14,6 +14,7 @@ use rag_app::config::Settings;
 
 mod answer_scores;
 mod answers;
+mod answers_report;
 mod calibration;
 mod calibration_fit;
 mod dataset;

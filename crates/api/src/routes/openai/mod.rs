@@ -13,12 +13,12 @@
 //! answer once its check has passed, never a draft that could be taken
 //! back. Errors come in OpenAI's shape.
 
-mod models;
+mod catalog;
 mod reply;
 mod turns;
 mod wire;
 
-pub use self::models::models;
+pub use self::catalog::models;
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
@@ -30,7 +30,7 @@ use rag_asking::Ask;
 use rag_store::messages;
 use uuid::Uuid;
 
-use self::models::workspace_of;
+use self::catalog::workspace_of;
 use self::reply::Reply;
 use self::turns::{continued_conversation, recent};
 use self::wire::{ChatRequest, OpenAiError};
