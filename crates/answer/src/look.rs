@@ -76,7 +76,8 @@ impl std::fmt::Display for LookError {
 
 /// The model answers from `evidence` under the output contract (two tries
 /// at a readable reply), and the check holds back an answer its citations
-/// do not support.
+/// do not support. In steps: ask (here), [`ground`], [`check_and_decide`],
+/// then the sections are written in the question's language (`rewrite`).
 pub(crate) async fn look_at(
     client: &llm::ChatClient,
     question: &str,
@@ -133,64 +134,26 @@ pub(crate) async fn look_at(
                 match contract::parse(&c.content) {
                     Ok(parsed) => {
                         report.lenient_parses += usize::from(parsed.lenient);
-                        let mut sections = if parsed.answer.answerable {
-                            grounding::ground(&parsed.answer, options.cite_support.then_some(question), evidence, chunks, &mut report)
-                        } else {
-                            Vec::new()
-                        };
-                        report.question_sentences += crate::faithful::drop_questions(&mut sections);
-                        crate::faithful::keep_to_citations(&mut sections, question, evidence, chunks, &mut report);
-                        report.cited_coverage = crate::signals::cited_coverage(question, &sections);
-                        report.cited_phrase_coverage = crate::signals::cited_phrase_coverage(
-                            question,
-                            sections.iter().flat_map(|s| &s.citations).map(|c| c.text.as_str()),
-                        );
+                        let mut sections = ground(&parsed.answer, question, evidence, chunks, options, &mut report);
                         let mut held_back_units = Vec::new();
                         if !sections.is_empty() && options.verify {
-                            match verify(client, question, &sections).await {
-                                Ok((verdict, score, u, llm_ms)) => {
-                                    if let Some(u) = u {
-                                        add_usage(&mut usage, &u);
-                                    }
-                                    report.verify_llm_ms = llm_ms;
-                                    report.verify_score = score;
-                                    let signals = crate::decision::AnswerSignals {
-                                        check: score,
-                                        answerable: report.answerable_score,
-                                        logprob: report.answer_logprob,
-                                        cited_coverage: report.cited_coverage,
-                                        phrase_coverage: report.cited_phrase_coverage,
-                                        best_cosine: options.retrieval.best_cosine,
-                                        lexical_coverage: options.retrieval.lexical_coverage,
-                                    };
-                                    let form = crate::decision::QuestionForm::of(
-                                        question,
-                                        options.part_of_several,
-                                        language_note.is_some(),
-                                        options.without_marks,
-                                    );
-                                    report.form = Some(form);
-                                    let decision =
-                                        crate::decision::decide(&options.decision, &signals, verdict, options.thresholds.get(form));
-                                    report.decision_score = decision.score;
-                                    report.verified = decision.verified;
-                                    let held_back = decision.held_back;
-                                    if held_back {
-                                        report.rejected_sections = sections.iter().map(|s| s.text.clone()).collect();
-                                        held_back_units = parsed
-                                            .answer
-                                            .sections
-                                            .iter()
-                                            .flat_map(|s| &s.cites)
-                                            .filter_map(|id| evidence.get(id))
-                                            .map(|(_, u)| u.clone())
-                                            .collect();
-                                        sections.clear();
-                                    }
-                                }
-                                // The check is a guard, not the answer: an
-                                // answer it could not check is still shown.
-                                Err(e) => report.verify_error = Some(e.to_string()),
+                            let form = crate::decision::QuestionForm::of(
+                                question,
+                                options.part_of_several,
+                                language_note.is_some(),
+                                options.without_marks,
+                            );
+                            if check_and_decide(client, question, &sections, form, options, &mut report, &mut usage).await {
+                                report.rejected_sections = sections.iter().map(|s| s.text.clone()).collect();
+                                held_back_units = parsed
+                                    .answer
+                                    .sections
+                                    .iter()
+                                    .flat_map(|s| &s.cites)
+                                    .filter_map(|id| evidence.get(id))
+                                    .map(|(_, u)| u.clone())
+                                    .collect();
+                                sections.clear();
                             }
                         }
                         crate::rewrite::in_question_language(client, question, &mut sections, evidence, chunks, &mut report, &mut usage)
@@ -236,6 +199,73 @@ pub(crate) async fn look_at(
         }
     }
     Err(LookError { error, usage, invalid_outputs: report.invalid_outputs })
+}
+
+/// Step two: the model's sections as shown, each with exact citations
+/// (`grounding`), without the questions it wrote into them, said no more
+/// than their citations state (`faithful`); the signals of how much of the
+/// question they cite go to `report`. None for an answer that says the
+/// evidence does not answer.
+fn ground(
+    answer: &contract::ModelAnswer,
+    question: &str,
+    evidence: &evidence::Evidence,
+    chunks: &[SourceChunk],
+    options: AnswerOptions,
+    report: &mut CitationReport,
+) -> Vec<Section> {
+    if !answer.answerable {
+        return Vec::new();
+    }
+    let mut sections = grounding::ground(answer, options.cite_support.then_some(question), evidence, chunks, report);
+    report.question_sentences += crate::faithful::drop_questions(&mut sections);
+    crate::faithful::keep_to_citations(&mut sections, question, evidence, chunks, report);
+    report.cited_coverage = crate::signals::cited_coverage(question, &sections);
+    report.cited_phrase_coverage =
+        crate::signals::cited_phrase_coverage(question, sections.iter().flat_map(|s| &s.citations).map(|c| c.text.as_str()));
+    sections
+}
+
+/// Steps three and four: the check reads what the sections cite, and the
+/// one rule (`decision::decide`) weighs it with the answer's other signals
+/// against the form's threshold. True when the answer is held back. An
+/// answer the check could not make is shown: the check is a guard, not the
+/// answer (its error is recorded).
+async fn check_and_decide(
+    client: &llm::ChatClient,
+    question: &str,
+    sections: &[Section],
+    form: crate::decision::QuestionForm,
+    options: AnswerOptions,
+    report: &mut CitationReport,
+    usage: &mut Option<llm::LlmUsage>,
+) -> bool {
+    let (verdict, score, u, llm_ms) = match verify(client, question, sections).await {
+        Ok(checked) => checked,
+        Err(e) => {
+            report.verify_error = Some(e.to_string());
+            return false;
+        }
+    };
+    if let Some(u) = u {
+        add_usage(usage, &u);
+    }
+    report.verify_llm_ms = llm_ms;
+    report.verify_score = score;
+    let signals = crate::decision::AnswerSignals {
+        check: score,
+        answerable: report.answerable_score,
+        logprob: report.answer_logprob,
+        cited_coverage: report.cited_coverage,
+        phrase_coverage: report.cited_phrase_coverage,
+        best_cosine: options.retrieval.best_cosine,
+        lexical_coverage: options.retrieval.lexical_coverage,
+    };
+    report.form = Some(form);
+    let decision = crate::decision::decide(&options.decision, &signals, verdict, options.thresholds.get(form));
+    report.decision_score = decision.score;
+    report.verified = decision.verified;
+    decision.held_back
 }
 
 /// Asks the model whether what `sections` cite answers `question`

@@ -208,6 +208,29 @@ impl Fleet {
 }
 
 pub async fn chaos(s: &Settings, args: ChaosArgs) -> anyhow::Result<ExitCode> {
+    // SIGTERM or Ctrl-C drops the run, and with it every process it started
+    // (each is killed when dropped): a harness stopped by hand or by a
+    // timeout leaves no stage running to join the next run's consumer
+    // groups.
+    tokio::select! {
+        result = run(s, args) => result,
+        signal = stop_signal() => anyhow::bail!("stopped by {signal}: the run's processes were killed and its figures are incomplete"),
+    }
+}
+
+/// The first SIGTERM or SIGINT; never, when they cannot be listened for.
+async fn stop_signal() -> &'static str {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => "SIGTERM",
+        _ = int.recv() => "SIGINT",
+    }
+}
+
+async fn run(s: &Settings, args: ChaosArgs) -> anyhow::Result<ExitCode> {
     let Some(plan) = args.profile.plan() else { return soak::run(s, &args).await };
     let mut trials = Vec::new();
     for trial in 1..=args.trials {
