@@ -204,8 +204,8 @@ pub(crate) async fn look_at(
 /// Step two: the model's sections as shown, each with exact citations
 /// (`grounding`), without the questions it wrote into them, said no more
 /// than their citations state (`faithful`); the signals of how much of the
-/// question they cite go to `report`. None for an answer that says the
-/// evidence does not answer.
+/// question they cite go to `report`. No section for an answer that says
+/// the evidence does not answer.
 fn ground(
     answer: &contract::ModelAnswer,
     question: &str,

@@ -20,13 +20,18 @@ pub const MIN_SUPPORT: f64 = 0.5;
 pub const MARGIN: f64 = 0.25;
 
 /// Words that carry no fact of their own, folded: the question-phrasing
-/// words and the commonest joining words.
+/// words and a few joining words that fold to no other word.
 fn is_filler(folded: &str) -> bool {
-    crate::signals::is_question_function_word(folded)
-        || matches!(
-            folded,
-            "cung" | "rat" | "nhat" | "hon" | "nen" | "vay" | "ong" | "ba" | "nguoi" | "also" | "not" | "but" | "which" | "who" | "after"
-        )
+    crate::signals::is_question_function_word(folded) || matches!(folded, "rat" | "also" | "but")
+}
+
+/// Whether `text` says no: a sentence that says the opposite of a
+/// section shares its words but does not state it. Compared with their
+/// marks ("chưa" is "not yet", "chùa" a pagoda).
+fn negated(text: &str) -> bool {
+    rag_lexical::words(text)
+        .iter()
+        .any(|w| matches!(w.as_str(), "not" | "no" | "never" | "cannot" | "không" | "chưa" | "chẳng") || w.ends_with("n't"))
 }
 
 /// The section's own words: folded, neither filler nor a word of the
@@ -93,7 +98,9 @@ pub fn supporting_unit(section: &str, question: &str, evidence: &Evidence, cited
         return None;
     }
     let anchors = anchors(section, &own);
-    let scores: Vec<f64> = evidence.units.iter().map(|u| support(&own, &anchors, &u.text)).collect();
+    let says_no = negated(section);
+    let scores: Vec<f64> =
+        evidence.units.iter().map(|u| if negated(&u.text) == says_no { support(&own, &anchors, &u.text) } else { 0.0 }).collect();
     let best_cited = cited.iter().filter_map(|&i| scores.get(i)).copied().fold(0.0, f64::max);
     let best = scores.iter().enumerate().filter(|(i, _)| !cited.contains(i)).map(|(_, s)| *s).fold(0.0, f64::max);
     if best < MIN_SUPPORT || best < best_cited + MARGIN {
@@ -107,7 +114,10 @@ pub fn supporting_unit(section: &str, question: &str, evidence: &Evidence, cited
         cited.iter().any(|&c| c.abs_diff(*i) == 1 && evidence.units.get(c).map(|u| u.chunk) == evidence.units.get(*i).map(|u| u.chunk))
     };
     let near: Vec<usize> = tied.into_iter().filter(next_to_cited).collect();
-    (near.len() == 1).then(|| near[0])
+    match near.as_slice() {
+        [one] => Some(*one),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -161,6 +171,17 @@ mod tests {
         assert_eq!(supporting_unit("Andy Taylor, tay guitar chính của Duran Duran, sinh năm 1962.", q, &ev, &[0]), None);
         // Marks do not matter (a reply typed without them).
         assert_eq!(supporting_unit("Duran Duran, sinh nam 1961", q, &ev, &[2]), Some(1));
+    }
+
+    #[test]
+    fn a_negation_is_a_word_of_the_section() {
+        let ev = evidence(&["Probation staff get annual leave.", "The office opens at 8.", "Nhân viên thử việc chưa được nghỉ phép năm."]);
+        let q = "Do probation staff get leave?";
+        // The sentence that says the opposite states nothing of it.
+        assert_eq!(supporting_unit("Probation staff do not get annual leave.", q, &ev, &[1]), None);
+        assert_eq!(supporting_unit("Probation staff get annual leave.", q, &ev, &[1]), Some(0));
+        let q = "Nhân viên thử việc có được nghỉ phép không?";
+        assert_eq!(supporting_unit("Nhân viên thử việc chưa được nghỉ phép năm.", q, &ev, &[1]), Some(2));
     }
 
     #[test]

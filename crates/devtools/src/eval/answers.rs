@@ -23,7 +23,7 @@ use rag_events::Codec;
 use serde::Deserialize;
 
 use super::answer_scores::{score, Asked, Scored};
-use super::answers_report as report;
+use super::answers_report;
 use super::dataset::{corpus_items, documents_by_corpus_id, read_jsonl, CorpusDoc, Query};
 use crate::ingest::{ingest, IngestOptions};
 use rag_app::config::Settings;
@@ -165,7 +165,7 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
     // The form each question was asked in (`rag_retrieval::query_form`),
     // beside `scored`.
     let mut forms: Vec<&'static str> = Vec::new();
-    let mut replies = report::ReplyLanguages::default();
+    let mut replies = answers_report::ReplyLanguages::default();
     let started = Instant::now();
     for (i, (g, written)) in asked.iter().enumerate() {
         let stripped = args.strip_diacritics.then(|| rag_lexical::fold(written));
@@ -205,7 +205,7 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
         );
         replies.note(&g.query_id, language, &message, &answer, &s);
         if !args.json {
-            report::progress(i + 1, asked.len(), &g.query_id, &s);
+            answers_report::progress(i + 1, asked.len(), &g.query_id, &s);
         }
         scored.push(s);
         forms.push(rag_retrieval::query_form(question).code());
@@ -217,7 +217,7 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
         "llm_model": s.answers.answer_llm_model.clone().unwrap_or_default(), "embedder": s.embedding.embedder_choice().to_string(),
         "evidence_chars": s.answers.evidence_chars(),
         "ingest_seconds": run.total_seconds, "question_seconds": question_seconds, "workspace": run.workspace});
-    let report = report::Report::of(&scored, &forms, replies);
+    let report = answers_report::Report::of(&scored, &forms, replies);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report.json(args.strip_diacritics, run_facts))?);
     } else {
