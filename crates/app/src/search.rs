@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use futures::future::BoxFuture;
 use rag_api::mcp::{Passage, PassageSearch};
-use rag_stages::retriever::{Mode, Retriever};
+use rag_search::retriever::{Mode, Retriever};
 
 pub struct RetrieverSearch(pub Retriever);
 

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
-use rag_stages::retriever::Mode;
+use rag_search::retriever::Mode;
 
 use rag_app::config::{DatabaseSettings, EmbeddingSettings, RetrievalSettings, StageSettings};
 

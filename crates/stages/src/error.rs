@@ -11,7 +11,7 @@ use rag_embed::EmbedError;
 use rag_events::CodecError;
 use rag_store::StoreError;
 
-use crate::retriever::RetrieveError;
+use rag_search::retriever::RetrieveError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StageError {

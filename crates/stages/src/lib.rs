@@ -13,8 +13,6 @@ pub mod parse_worker;
 pub mod parser;
 pub mod pg_offsets;
 pub mod projector;
-pub mod retriever;
-pub mod search_index;
 pub mod stuck;
 
 /// Every stage of the pipeline, with the chunker of `profile`: who they

@@ -19,7 +19,7 @@ impl Settings {
     }
 
     /// The retriever (lexical + the configured embedder, fused).
-    pub fn retriever(&self, pool: rag_store::sqlx::PgPool) -> anyhow::Result<rag_stages::retriever::Retriever> {
+    pub fn retriever(&self, pool: rag_store::sqlx::PgPool) -> anyhow::Result<rag_search::retriever::Retriever> {
         self.retrieval.retriever_with(&self.embedding, pool, self.embedder()?)
     }
 
@@ -190,7 +190,7 @@ impl RetrievalSettings {
         embedding: &EmbeddingSettings,
         pool: rag_store::sqlx::PgPool,
         embedder: rag_embed::Embedder,
-    ) -> anyhow::Result<rag_stages::retriever::Retriever> {
+    ) -> anyhow::Result<rag_search::retriever::Retriever> {
         let languages = match embedding.embedding_languages.as_str() {
             "auto" => match &embedder {
                 e if e.is_local() && !e.is_multilingual() => rag_retrieval::EmbedderLanguages::Only(vec![rag_retrieval::Language::En]),
@@ -198,7 +198,7 @@ impl RetrievalSettings {
             },
             spec => rag_retrieval::EmbedderLanguages::parse(spec).map_err(|e| anyhow::anyhow!("EMBEDDING_LANGUAGES: {e}"))?,
         };
-        Ok(rag_stages::retriever::Retriever {
+        Ok(rag_search::retriever::Retriever {
             pool: pool.clone(),
             embedder,
             languages,
@@ -209,7 +209,7 @@ impl RetrievalSettings {
             rerank_candidates: self.rerank_candidates.max(1),
             restore_diacritics: self.retrieval_restore_diacritics,
             search_index: match self.lexical_index {
-                LexicalIndexChoice::Memory => Some(std::sync::Arc::new(rag_stages::search_index::SearchIndexes::new(
+                LexicalIndexChoice::Memory => Some(std::sync::Arc::new(rag_search::search_index::SearchIndexes::new(
                     pool,
                     self.search_index_max_postings,
                     self.dense_in_memory_max_chunks,

@@ -45,9 +45,9 @@ pub struct RetrievalSettings {
     #[arg(long, env = "LEXICAL_INDEX", global = true, default_value = "memory")]
     pub lexical_index: LexicalIndexChoice,
     /// What the in-memory search indexes of a process may hold, in postings (~12 bytes; a vector component counts a third); past it the least recently searched workspaces are dropped and reload when searched. Only searched workspaces are loaded.
-    #[arg(long, env = "SEARCH_INDEX_MAX_POSTINGS", global = true, default_value_t = rag_stages::search_index::DEFAULT_MAX_POSTINGS)]
+    #[arg(long, env = "SEARCH_INDEX_MAX_POSTINGS", global = true, default_value_t = rag_search::search_index::DEFAULT_MAX_POSTINGS)]
     pub search_index_max_postings: usize,
     /// With LEXICAL_INDEX=memory, workspaces of at most this many chunks also have their vectors held (fp32 and an 8-bit copy, ~1.9 KB per 384-dimension chunk) for exact nearest neighbours; larger ones use pgvector's HNSW index. 0: always pgvector.
-    #[arg(long, env = "DENSE_IN_MEMORY_MAX_CHUNKS", global = true, default_value_t = rag_stages::search_index::DEFAULT_DENSE_MAX_CHUNKS)]
+    #[arg(long, env = "DENSE_IN_MEMORY_MAX_CHUNKS", global = true, default_value_t = rag_search::search_index::DEFAULT_DENSE_MAX_CHUNKS)]
     pub dense_in_memory_max_chunks: usize,
 }

@@ -11,7 +11,7 @@ use anyhow::Context;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rag_retrieval::metrics::Summary;
-use rag_stages::retriever::Mode;
+use rag_search::retriever::Mode;
 
 use super::dataset::{corpus_items, documents_by_corpus_id, read_jsonl, CorpusDoc, Query};
 use crate::ingest::{ingest, IngestOptions};

@@ -4,7 +4,7 @@
 use rag_answer::{AnswerOutcome, CitationReport};
 use rag_store::messages::{AnswerDiagnostics, HeldBack};
 
-use crate::retriever::Retrieval;
+use rag_search::retriever::Retrieval;
 
 /// What retrieval was asked.
 pub(super) struct Asked<'a> {

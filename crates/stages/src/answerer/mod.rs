@@ -18,7 +18,7 @@ use uuid::Uuid;
 
 use crate::common::{decode, producer_name};
 use crate::error::StageError;
-use crate::retriever::{Mode, Retriever};
+use rag_search::retriever::{Mode, Retriever};
 
 mod deltas;
 mod metadata;

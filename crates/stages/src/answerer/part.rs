@@ -4,7 +4,7 @@
 use rag_answer::AnswerOutcome;
 
 use super::metadata::Asked;
-use crate::retriever::Retrieval;
+use rag_search::retriever::Retrieval;
 
 /// One part of a question, searched and answered.
 pub(super) struct PartAnswer {

@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use super::Answerer;
 use crate::error::StageError;
-use crate::retriever::Retrieval;
+use rag_search::retriever::Retrieval;
 
 impl Answerer {
     /// The retrieved chunks with the segments they cover (for the page and

@@ -4,5 +4,3 @@
 
 mod ocr_geometry;
 mod pg_offsets;
-mod rerank;
-mod search_index;

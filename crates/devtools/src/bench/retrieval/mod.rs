@@ -19,7 +19,7 @@ use anyhow::Context;
 use clap::Args;
 use futures::{StreamExt, TryStreamExt};
 use indicatif::{ProgressBar, ProgressStyle};
-use rag_stages::retriever::{Mode, Retriever};
+use rag_search::retriever::{Mode, Retriever};
 use serde::Serialize;
 
 mod fixture;
