@@ -4,21 +4,18 @@
 
 use std::collections::BTreeSet;
 
+use rag_lexical::function_words;
+
 use crate::{evidence, grounding, Section, SourceChunk};
 
-/// Function words that say nothing about relevance (English, Vietnamese).
-const STOPWORDS: &[&str] = &[
-    "a", "an", "the", "of", "to", "in", "on", "for", "by", "with", "and", "or", "is", "are", "was", "were", "be", "been", "what", "which",
-    "who", "how", "why", "when", "where", "does", "do", "did", "it", "its", "this", "that", "as", "at", "from", "there", "any", "can",
-    "about", "là", "của", "và", "có", "các", "những", "cho", "trong", "được", "với", "này", "gì", "nào", "bao", "nhiêu", "không", "một",
-    "thì", "ở", "theo", "như", "về", "khi", "đã", "sẽ", "much", "many", "i", "my", "mấy", "đâu", "sao", "thế",
-];
-
-/// Distinct content words of `text`, diacritics and case folded.
+/// Distinct content words of `text`, diacritics and case folded: every
+/// word but those the extractive answer ignores
+/// (`rag_lexical::function_words::EXTRACTIVE_IGNORED`), as written or folded.
 fn content_terms(text: &str) -> BTreeSet<String> {
+    let ignored = |w: &str| function_words::EXTRACTIVE_IGNORED.contains(&w);
     rag_lexical::words(text)
         .into_iter()
-        .filter(|w| !STOPWORDS.contains(&w.as_str()) && !STOPWORDS.contains(&rag_lexical::fold(w).as_str()))
+        .filter(|w| !ignored(w) && !ignored(&rag_lexical::fold(w)))
         .filter(|w| w.chars().any(char::is_alphanumeric))
         .map(|w| rag_lexical::fold(&w))
         .collect()

@@ -46,17 +46,15 @@ const CONNECTORS: &[&str] = &[
     "plus",
 ];
 
-/// Question words: a clause with one asks something. Matched with their
-/// marks ("mấy", not "máy"), or folded in a clause typed without marks.
-/// "không" asks only at a clause's end ("có ... không?"); elsewhere it is
-/// "not".
-const QUESTION_WORDS_VI: &[&str] = &["ai", "gì", "nào", "đâu", "bao nhiêu", "bao giờ", "bao lâu", "mấy", "sao", "thế nào"];
-const QUESTION_WORDS_EN: &[&str] = &["what", "who", "whom", "whose", "when", "where", "which", "why", "how"];
-/// English auxiliaries that open a yes/no question ("Is it open ...?"):
-/// they ask only at a clause's very start, and never after "and", where
-/// they continue the clause before ("... which magazine and was asked
-/// about ...").
-const AUXILIARIES_EN: &[&str] = &["is", "are", "was", "were", "do", "does", "did", "can"];
+// Question words (matched with their marks, "mấy" not "máy", or folded in
+// a clause typed without marks; "không" asks only at a clause's end, "có
+// ... không?", elsewhere it is "not") and the English auxiliaries that
+// open a yes/no question ("Is it open ...?"), which ask only at a clause's
+// very start and never after "and", where they continue the clause before
+// ("... which magazine and was asked about ...").
+use rag_lexical::function_words::{
+    AUXILIARIES_EN, INTERROGATIVES_EN as QUESTION_WORDS_EN, INTERROGATIVES_VI as QUESTION_WORDS_VI, PERFECT_EN, QUANTITY_EN,
+};
 
 fn lower_words(text: &str) -> Vec<String> {
     rag_lexical::words(text).iter().map(|w| w.to_lowercase()).collect()
@@ -233,10 +231,10 @@ fn shared_predicate(sentence: &str) -> Option<[String; 2]> {
     // after the question word and auxiliary in English ("How much did").
     let start = if english {
         let mut i = 0;
-        while i < and && (QUESTION_WORDS_EN.contains(&folded[i].as_str()) || matches!(folded[i].as_str(), "much" | "many")) {
+        while i < and && (QUESTION_WORDS_EN.contains(&folded[i].as_str()) || QUANTITY_EN.contains(&folded[i].as_str())) {
             i += 1;
         }
-        if i == 0 || i >= and || !AUXILIARIES_EN.contains(&folded[i].as_str()) && !matches!(folded[i].as_str(), "has" | "have" | "had") {
+        if i == 0 || i >= and || !AUXILIARIES_EN.contains(&folded[i].as_str()) && !PERFECT_EN.contains(&folded[i].as_str()) {
             return None;
         }
         i + 1

@@ -7,35 +7,9 @@
 use crate::llm::TokenLogprobs;
 use crate::Section;
 
-/// Words a question is phrased with rather than about: left out of
-/// [`cited_coverage`] so "Ai là giám đốc?" is about "giám đốc" only.
-/// Folded (no marks), as compared.
-const QUESTION_FUNCTION_WORDS: &[&str] = &[
-    // Vietnamese
-    "ai", "gi", "nao", "dau", "bao", "nhieu", "may", "sao", "the", "la", "co", "khong", "cua", "va", "cac", "nhung", "mot", "duoc", "bi",
-    "o", "tai", "trong", "tu", "den", "cho", "voi", "ve", "nhu", "nay", "do", "da", "dang", "se", "thi", "ma", "khi", "luc", "nam", "ngay",
-    "thang", "hay", "hoac", "con", "vao", "ra", "len", "boi", "vi", "theo", "tren", "duoi", // English
-    "what", "which", "who", "whom", "whose", "when", "where", "why", "how", "many", "much", "the", "a", "an", "of", "in", "on", "at", "to",
-    "for", "from", "by", "with", "and", "or", "is", "are", "was", "were", "be", "been", "do", "does", "did", "has", "have", "had", "it",
-    "its", "that", "this", "these", "those", "as", "into", "than", "there", "their", "they", "he", "she", "his", "her", "year", "s",
-];
-
-/// Whether a folded word is one a question is phrased with.
-pub fn is_question_function_word(folded: &str) -> bool {
-    QUESTION_FUNCTION_WORDS.contains(&folded)
-}
-
-/// The question's content words, folded: every word but the phrasing.
-pub fn content_words(question: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for w in rag_lexical::words(question) {
-        let f = rag_lexical::fold(&w);
-        if !is_question_function_word(&f) && !out.contains(&f) {
-            out.push(f);
-        }
-    }
-    out
-}
+/// The question's content words, folded: every word but the phrasing
+/// (`rag_lexical::function_words`, where every word list lives).
+pub use rag_lexical::function_words::content_words;
 
 /// Share of the question's content words found in the sentences the
 /// sections cite (folded, so marks and case do not matter); None when the

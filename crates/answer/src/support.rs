@@ -10,6 +10,8 @@
 //! model call, no threshold fitted on a set (`MIN_SUPPORT` and `MARGIN` are
 //! round numbers; docs/answers.md has the figures on the forms set).
 
+use rag_lexical::function_words::{is_filler, is_negation};
+
 use crate::evidence::Evidence;
 
 /// At least this share of a section's own words must be in a sentence for
@@ -19,19 +21,11 @@ pub const MIN_SUPPORT: f64 = 0.5;
 /// section its ids already support keeps them alone.
 pub const MARGIN: f64 = 0.25;
 
-/// Words that carry no fact of their own, folded: the question-phrasing
-/// words and a few joining words that fold to no other word.
-fn is_filler(folded: &str) -> bool {
-    crate::signals::is_question_function_word(folded) || matches!(folded, "rat" | "also" | "but")
-}
-
 /// Whether `text` says no: a sentence that says the opposite of a
 /// section shares its words but does not state it. Compared with their
 /// marks ("chưa" is "not yet", "chùa" a pagoda).
 fn negated(text: &str) -> bool {
-    rag_lexical::words(text)
-        .iter()
-        .any(|w| matches!(w.as_str(), "not" | "no" | "never" | "cannot" | "không" | "chưa" | "chẳng") || w.ends_with("n't"))
+    rag_lexical::words(text).iter().any(|w| is_negation(w))
 }
 
 /// The section's own words: folded, neither filler nor a word of the

@@ -14,6 +14,8 @@
 //! them: an index written before stems existed still answers every query,
 //! its chunks just lack the stem matches until they are indexed again.
 
+pub mod function_words;
+
 use std::collections::BTreeMap;
 
 use unicode_normalization::UnicodeNormalization;

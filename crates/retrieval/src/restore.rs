@@ -60,63 +60,16 @@ const MIN_SHARE: f64 = 0.5;
 /// Evidence (in lone occurrences) needed to settle a word at all.
 const MIN_EVIDENCE: f64 = 2.0;
 
-/// Phrases questions ask with, folded and written: seen beside each other
-/// `PHRASE_PRIOR` times in any workspace.
-const QUESTION_PHRASES: &[(&str, &str, &str, &str)] = &[
-    ("bao", "nhieu", "bao", "nhiêu"),
-    ("bao", "lau", "bao", "lâu"),
-    ("bao", "gio", "bao", "giờ"),
-    ("the", "nao", "thế", "nào"),
-    ("nhu", "the", "như", "thế"),
-    ("vi", "sao", "vì", "sao"),
-    ("tai", "sao", "tại", "sao"),
-    ("khi", "nao", "khi", "nào"),
-    ("o", "dau", "ở", "đâu"),
-    ("la", "gi", "là", "gì"),
-    ("la", "ai", "là", "ai"),
-    ("lam", "gi", "làm", "gì"),
-    ("may", "gio", "mấy", "giờ"),
-    ("viet", "nam", "việt", "nam"),
-];
+/// Phrases questions ask with, folded and written
+/// (`rag_lexical::function_words`): seen beside each other `PHRASE_PRIOR`
+/// times in any workspace.
+use rag_lexical::function_words::WRITTEN_QUESTION_PHRASES as QUESTION_PHRASES;
 const PHRASE_PRIOR: f64 = 2.0;
 
 /// Frequent words of questions, folded and written in the form questions
-/// mostly mean: a word the workspace's text shows no neighbour for leans
-/// to it by `WORD_PRIOR` occurrences.
-const QUESTION_WORDS: &[(&str, &str)] = &[
-    ("nao", "nào"),
-    ("may", "mấy"),
-    ("gi", "gì"),
-    ("khong", "không"),
-    ("duoc", "được"),
-    ("cua", "của"),
-    ("la", "là"),
-    ("co", "có"),
-    ("nhieu", "nhiều"),
-    ("nhat", "nhất"),
-    ("voi", "với"),
-    ("thi", "thì"),
-    ("o", "ở"),
-    ("ve", "về"),
-    ("mot", "một"),
-    ("cac", "các"),
-    ("nhu", "như"),
-    ("de", "để"),
-    ("den", "đến"),
-    ("tu", "từ"),
-    ("tren", "trên"),
-    ("duoi", "dưới"),
-    ("truoc", "trước"),
-    ("ngoai", "ngoài"),
-    ("dang", "đang"),
-    ("da", "đã"),
-    ("se", "sẽ"),
-    ("cung", "cũng"),
-    ("nguoi", "người"),
-    ("nam", "năm"),
-    ("ngay", "ngày"),
-    ("thang", "tháng"),
-];
+/// mostly mean (`rag_lexical::function_words`): a word the workspace's
+/// text shows no neighbour for leans to it by `WORD_PRIOR` occurrences.
+use rag_lexical::function_words::WRITTEN_QUESTION_WORDS as QUESTION_WORDS;
 const WORD_PRIOR: f64 = 5.0;
 
 /// Whether `query` is Vietnamese typed without any mark: the only case
