@@ -18,6 +18,9 @@ pub struct Scored {
     /// The passages answer the question (false: the answer should abstain).
     pub answerable: bool,
     pub status: MessageStatus,
+    /// No answer came within `--timeout`: counted as failed, neither
+    /// answered nor abstained.
+    pub timed_out: bool,
     pub mode: String,
     /// The answer says the documents do not answer.
     pub abstained: bool,
@@ -134,7 +137,9 @@ pub struct Percentiles {
 pub struct Totals {
     pub questions: usize,
     pub answered: usize,
+    /// Failed answers, those that never came (`timed_out`) among them.
     pub failed: usize,
+    pub timed_out: usize,
     pub abstained: usize,
     pub gold_cited: f64,
     pub answer_in_citation: f64,
@@ -174,6 +179,9 @@ pub struct Unanswerable {
     pub questions: usize,
     /// Fraction of them whose answer abstained.
     pub abstained: f64,
+    /// Of them, those whose answer never came (`timed_out`): not abstained,
+    /// but no answer shown either.
+    pub timed_out: usize,
     /// Citations given to them, in all (each one cites something that does
     /// not answer).
     pub citations: usize,
@@ -229,6 +237,7 @@ pub fn score(
         language: language.to_string(),
         answerable: !answers.is_empty(),
         status,
+        timed_out: false,
         mode: answer.mode.clone(),
         abstained: answer.abstained,
         sections: sections.len(),
@@ -333,6 +342,7 @@ pub fn totals<'a>(scored: impl Iterator<Item = &'a Scored>) -> Totals {
         questions: all.len(),
         answered: all.iter().filter(|s| s.status == MessageStatus::Done).count(),
         failed: all.iter().filter(|s| s.status == MessageStatus::Failed).count(),
+        timed_out: all.iter().filter(|s| s.timed_out).count(),
         abstained: all.iter().filter(|s| s.abstained).count(),
         gold_cited: all.iter().filter(|s| s.gold_cited).count() as f64 / n,
         answer_in_citation: all.iter().filter(|s| s.answer_in_citation).count() as f64 / n,
@@ -375,6 +385,7 @@ pub fn unanswerable<'a>(scored: impl Iterator<Item = &'a Scored>) -> Unanswerabl
     Unanswerable {
         questions: none.len(),
         abstained: none.iter().filter(|s| s.abstained).count() as f64 / none.len().max(1) as f64,
+        timed_out: none.iter().filter(|s| s.timed_out).count(),
         citations: none.iter().map(|s| s.citations).sum(),
     }
 }
@@ -470,9 +481,26 @@ mod tests {
         assert_eq!((t.questions, t.answered, t.bad_slices, t.abstained), (2, 2, 2, 0));
         assert_eq!((t.gold_cited, t.llm_tokens), (0.5, 1280));
         assert_eq!((t.first_token_ms, t.latency_ms), (Percentiles { p50: 400, p95: 500 }, Percentiles { p50: 500, p95: 1500 }));
-        assert_eq!(unanswerable(all.iter()), Unanswerable { questions: 2, abstained: 0.5, citations: 2 });
+        assert_eq!(unanswerable(all.iter()), Unanswerable { questions: 2, abstained: 0.5, timed_out: 0, citations: 2 });
         // The latency over llama.cpp's own time: 1500/1000 and 500/1000.
         assert_eq!((t.llama_ms.p50, t.latency_over_llama, t.stream_lag_ms.p50), (1000, 0.5, 250));
+    }
+
+    #[test]
+    fn an_answer_that_never_came_is_failed_not_answered_nor_abstained() {
+        // As `eval answers` scores a question past its `--timeout`.
+        let raw: HashMap<String, Vec<char>> = HashMap::new();
+        fn never(id: &str, answers: &[&str], gold_documents: &[String], raw: &HashMap<String, Vec<char>>) -> Scored {
+            let wait = Duration::from_secs(300);
+            let asked = Asked { id, language: "vi", gold_documents, answers };
+            Scored { timed_out: true, ..score(&asked, &AnswerMetadata::default(), MessageStatus::Failed, raw, wait, wait, None) }
+        }
+        let gold = ["d1".to_string()];
+        let all = [never("q1", &["24 tháng"], &gold, &raw), never("u1", &[], &[], &raw)];
+        let t = totals(all.iter());
+        assert_eq!((t.questions, t.answered, t.failed, t.timed_out, t.abstained), (1, 0, 1, 1, 0));
+        assert_eq!((t.answer_in_citation, t.latency_ms.p50), (0.0, 300_000));
+        assert_eq!(unanswerable(all.iter()), Unanswerable { questions: 1, abstained: 0.0, timed_out: 1, citations: 0 });
     }
 
     #[test]

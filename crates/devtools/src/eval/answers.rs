@@ -20,6 +20,7 @@ use clap::Args;
 use rag_asking::{AnswerWatch, Ask, Deltas, Watched};
 use rag_bus::EventProducer;
 use rag_events::Codec;
+use rag_store::messages::{AnswerMetadata, MessageStatus};
 use serde::Deserialize;
 
 use super::answer_scores::{score, Asked, Scored};
@@ -173,14 +174,6 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
         let recorded = Ask::new(&run.workspace, uuid::Uuid::now_v7(), question.to_string(), "eval", "rag-engine/eval").asked();
         let asked_at = Instant::now();
         producer.send(&recorded.event).await.context("producing QuestionAsked")?;
-        let timeout = Duration::from_secs(args.timeout);
-        let mut watch =
-            AnswerWatch::new(run.pool.clone(), &run.workspace, recorded.assistant_message, deltas, timeout, Duration::from_millis(100));
-        let (message, first_words) = await_answer(&mut watch, &mut pipeline, asked_at)
-            .await?
-            .with_context(|| format!("no answer to {} within {} s", g.query_id, args.timeout))?;
-        deltas = watch.into_deltas();
-        let latency = asked_at.elapsed();
         let language = rag_retrieval::detect_language(written).code();
         let gold_documents: Vec<String> = g
             .corpus_id
@@ -193,6 +186,29 @@ pub async fn eval_answers(s: &Settings, args: AnswersArgs) -> anyhow::Result<Exi
             .collect();
         let answers = g.answer.as_ref().map(OneOrMany::all).unwrap_or_default();
         let asked_question = Asked { id: &g.query_id, language, gold_documents: &gold_documents, answers: &answers };
+        let timeout = Duration::from_secs(args.timeout);
+        let mut watch =
+            AnswerWatch::new(run.pool.clone(), &run.workspace, recorded.assistant_message, deltas, timeout, Duration::from_millis(100));
+        let awaited = await_answer(&mut watch, &mut pipeline, asked_at).await?;
+        deltas = watch.into_deltas();
+        let Some((message, first_words)) = awaited else {
+            // One slow answer (a loaded machine, a model stuck on one
+            // prompt) is that question's failure, not the run's: the
+            // figures of every other question are kept.
+            eprintln!(
+                "eval answers: no answer to {} within {} s: counted as failed (timed out); the run goes on",
+                g.query_id, args.timeout
+            );
+            let failed = score(&asked_question, &AnswerMetadata::default(), MessageStatus::Failed, &raw_texts, timeout, timeout, None);
+            let s = Scored { timed_out: true, ..failed };
+            if !args.json {
+                answers_report::progress(i + 1, asked.len(), &g.query_id, &s);
+            }
+            scored.push(s);
+            forms.push(rag_retrieval::query_form(question).code());
+            continue;
+        };
+        let latency = asked_at.elapsed();
         let answer = message.answer();
         let s = score(
             &asked_question,

@@ -12,7 +12,9 @@ use super::forms::FormFigures;
 
 /// The line printed (stderr) as question `at` of `of` is scored.
 pub(super) fn progress(at: usize, of: usize, id: &str, s: &Scored) {
-    let verdict = if s.answerable {
+    let verdict = if s.timed_out {
+        "TIMED OUT: counted as failed".to_string()
+    } else if s.answerable {
         format!(
             "gold cited {}  answer in a citation {}",
             if s.gold_cited { "yes" } else { "no " },
@@ -194,10 +196,11 @@ impl<'a> Report<'a> {
         let none = &self.none;
         if none.questions > 0 {
             println!(
-                "unanswerable: {} questions, {:.1}% abstained, {} citations given to them",
+                "unanswerable: {} questions, {:.1}% abstained, {} citations given to them{}",
                 none.questions,
                 100.0 * none.abstained,
-                none.citations
+                none.citations,
+                if none.timed_out > 0 { format!(", {} never answered (timed out)", none.timed_out) } else { String::new() }
             );
         }
         if all.llama_ms.p50 > 0 {
