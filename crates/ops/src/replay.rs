@@ -272,23 +272,25 @@ pub async fn replay_chunking(s: &Settings, args: &ChunkingArgs) -> anyhow::Resul
     );
     bar.set_message(version.clone());
     let deadline = Instant::now() + Duration::from_secs(args.timeout);
-    let (flipped, failed, deleted, chunks) = loop {
-        let rag_store::operations::ReplayProgress { flipped, failed, deleted, chunks } =
-            rag_store::operations::replay_progress(&pool, &ids, &version).await?;
-        bar.set_position((flipped + failed + deleted) as u64);
-        if flipped + failed + deleted >= ids.len() as i64 {
-            break (flipped, failed, deleted, chunks);
-        }
-        if Instant::now() > deadline {
+    let progress = ingested_on_version(
+        || rag_store::operations::replay_progress(&pool, &ids, &version),
+        ids.len(),
+        deadline,
+        Duration::from_millis(300),
+        |done| bar.set_position(done as u64),
+    )
+    .await;
+    let rag_store::operations::ReplayProgress { flipped, failed, deleted, chunks } = match progress {
+        Ok(p) => p,
+        Err(Unfinished::TimedOut(left)) => {
             bar.finish_and_clear();
             anyhow::bail!(
-                "{} of {} replayed documents are not ingested on {version} after {} s: is `rag-engine run` (indexer, projector) running?",
-                ids.len() as i64 - flipped - failed - deleted,
+                "{left} of {} replayed documents are not ingested on {version} after {} s: is `rag-engine run` (indexer, projector) running?",
                 ids.len(),
                 args.timeout
             );
         }
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        Err(Unfinished::Store(e)) => return Err(e.into()),
     };
     bar.finish_and_clear();
     Ok(ReplaySummary {
@@ -306,9 +308,102 @@ pub async fn replay_chunking(s: &Settings, args: &ChunkingArgs) -> anyhow::Resul
     })
 }
 
+/// Why the replayed documents did not all reach the new version.
+#[derive(Debug)]
+enum Unfinished {
+    /// The deadline passed with this many documents still on their way.
+    TimedOut(i64),
+    /// The database refused the question for good.
+    Store(rag_store::StoreError),
+}
+
+/// Reads the replay's progress (`read`) every `poll` until each of the
+/// `wanted` documents is on the new version, failed or deleted, or the
+/// deadline passes. A transient database error (Postgres restarting, its
+/// connections cut) is waited out like a document still on its way: the
+/// hour of soak found a replay ended by one, its re-chunking done and its
+/// documents flipping, while the pipeline rode the restart out.
+async fn ingested_on_version<F, Fut>(
+    mut read: F,
+    wanted: usize,
+    deadline: Instant,
+    poll: Duration,
+    mut on_progress: impl FnMut(i64),
+) -> Result<rag_store::operations::ReplayProgress, Unfinished>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<rag_store::operations::ReplayProgress, rag_store::StoreError>>,
+{
+    let mut left = wanted as i64;
+    loop {
+        match read().await {
+            Ok(p) => {
+                let done = p.flipped + p.failed + p.deleted;
+                on_progress(done);
+                if done >= wanted as i64 {
+                    return Ok(p);
+                }
+                left = wanted as i64 - done;
+            }
+            Err(e) if e.is_transient() => {
+                tracing::warn!(error = %e, "reading the replay's progress failed; retrying (is Postgres restarting?)");
+            }
+            Err(e) => return Err(Unfinished::Store(e)),
+        }
+        if Instant::now() > deadline {
+            return Err(Unfinished::TimedOut(left));
+        }
+        tokio::time::sleep(poll).await;
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::ReplaySummary;
+    use std::time::{Duration, Instant};
+
+    use rag_store::operations::ReplayProgress;
+    use rag_store::StoreError;
+
+    use super::{ingested_on_version, ReplaySummary, Unfinished};
+
+    #[tokio::test]
+    async fn the_wait_for_the_new_version_rides_out_a_database_restart() {
+        // Postgres cut the connections twice, then the documents flipped.
+        let mut reads = vec![
+            Ok(ReplayProgress { flipped: 1, ..Default::default() }),
+            Err(StoreError::Database(rag_store::sqlx::Error::PoolTimedOut)),
+            Err(StoreError::Database(rag_store::sqlx::Error::PoolClosed)),
+            Ok(ReplayProgress { flipped: 2, deleted: 1, chunks: 7, ..Default::default() }),
+        ]
+        .into_iter();
+        let mut seen = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let done = ingested_on_version(|| std::future::ready(reads.next().unwrap()), 3, deadline, Duration::ZERO, |d| seen.push(d)).await;
+        assert_eq!(done.unwrap(), ReplayProgress { flipped: 2, deleted: 1, chunks: 7, failed: 0 });
+        assert_eq!(seen, [1, 3]);
+    }
+
+    #[tokio::test]
+    async fn a_lasting_refusal_or_the_deadline_ends_the_wait() {
+        let refused = ingested_on_version(
+            || std::future::ready(Err(StoreError::Invalid("no such version".into()))),
+            1,
+            Instant::now() + Duration::from_secs(30),
+            Duration::ZERO,
+            |_| {},
+        )
+        .await;
+        assert!(matches!(refused, Err(Unfinished::Store(_))), "{refused:?}");
+        let late = ingested_on_version(
+            || std::future::ready(Ok(ReplayProgress { flipped: 1, ..Default::default() })),
+            4,
+            Instant::now(),
+            Duration::from_millis(1),
+            |_| {},
+        )
+        .await;
+        assert!(matches!(late, Err(Unfinished::TimedOut(3))), "{late:?}");
+    }
 
     fn summary(documents: usize, on_new: i64, failed: i64, deleted: i64) -> ReplaySummary {
         ReplaySummary {
