@@ -4,7 +4,8 @@
 //!
 //! - [`question`]: what a question may be (length, characters, scope) and
 //!   the title of a conversation a question opens;
-//! - [`Ask`]: the one builder of `QuestionAsked`;
+//! - [`Ask`]: the one builder of `QuestionAsked`, with the earlier turns
+//!   of the conversation it continues ([`continued_turns`]);
 //! - [`AnswerWatch`]: waiting for the answer, with the text as it is
 //!   written (the answer-delta notifications) and the projected message.
 //!
@@ -15,6 +16,8 @@ pub mod question;
 mod watch;
 
 use rag_events::{ConversationTurn, Envelope, QuestionAsked};
+use rag_store::sqlx::PgPool;
+use rag_store::StoreError;
 use uuid::Uuid;
 
 pub use watch::{AnswerWatch, Deltas, Watched};
@@ -32,7 +35,8 @@ pub struct Ask<'a> {
     pub recorded_by: &'a str,
     pub top_k: Option<i32>,
     pub document_ids: Vec<String>,
-    /// Earlier turns a client sent that the conversation does not hold.
+    /// The earlier turns: those a client sent (the OpenAI door), or the
+    /// conversation's own ([`continued_turns`]). Empty for a new one.
     pub history: Vec<ConversationTurn>,
 }
 
@@ -66,6 +70,30 @@ impl Ask<'_> {
         };
         Asked { event, user_message, assistant_message }
     }
+}
+
+/// Earlier turns a question carries at most, and the characters kept of
+/// each: more than the answerer reads (its last six turns, 1,500
+/// characters each), so a change there needs none here, and an event stays
+/// far below the broker's message size whatever a conversation holds.
+pub const HISTORY_CARRIED: usize = 12;
+pub const TURN_CHARS_CARRIED: usize = 4000;
+
+/// The turns a question in `conversation` continues: its last answered
+/// messages, oldest first, as the asker saw them. Carried in the event, so
+/// the answerer reads this history rather than the read model as it
+/// stands when it gets to the question (which may not have projected the
+/// last turn yet), and a replay of the question reads the same one.
+/// None while an earlier answer is still being written (the page lets a
+/// user ask meanwhile): fixed now, the history would hold that question
+/// without its answer for good, so the answerer reads the stored turns
+/// when it gets to the question instead, by which time it has written it.
+pub async fn continued_turns(pool: &PgPool, workspace: &str, conversation: Uuid) -> Result<Vec<ConversationTurn>, StoreError> {
+    if rag_store::messages::answer_pending(pool, workspace, conversation).await? {
+        return Ok(Vec::new());
+    }
+    let rows = rag_store::messages::history(pool, workspace, conversation, (Uuid::nil(), Uuid::nil()), HISTORY_CARRIED as i64).await?;
+    Ok(rows.into_iter().map(|m| ConversationTurn { role: m.role, content: m.content.chars().take(TURN_CHARS_CARRIED).collect() }).collect())
 }
 
 #[cfg(test)]

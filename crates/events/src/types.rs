@@ -172,13 +172,16 @@ pub struct QuestionAsked {
     pub top_k: Option<i32>,
     #[serde(default)]
     pub document_ids: Vec<String>,
-    /// Earlier turns the client sent with the question, oldest first (v2);
-    /// empty: the conversation's stored messages are its history.
+    /// Earlier turns of the question, oldest first (v2): those a client
+    /// sent, or the conversation's as the door read them
+    /// (`rag_asking::continued_turns`); empty: the conversation's stored
+    /// messages, as they stand when the answerer reads them, are its history.
     #[serde(default)]
     pub history: Vec<ConversationTurn>,
 }
 
-/// One earlier turn of a conversation as a client sent it.
+/// One earlier turn of a conversation: as a client sent it, or as the
+/// door read it from the conversation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ConversationTurn {
     /// `user` or `assistant`.

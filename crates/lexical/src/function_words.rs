@@ -1,8 +1,13 @@
-//! Every list of words that the rest of the engine reads questions and
-//! sections with, in one place, so a word added for one reader is seen
-//! beside the others (four crates kept lists of their own before, which
-//! drifted: the extractive answer's held "là", "của" with their marks only,
-//! so a question typed without them kept "la", "cua" as content words).
+//! The function words the engine reads questions and sections with (the
+//! phrasing of a question, its question words and auxiliaries, joining
+//! words, negations, and diacritic restoration's priors), in one place, so
+//! a word added for one reader is seen beside the others: four files kept
+//! lists of their own before, and they drifted (the extractive answer's
+//! holds "là", "của" with their marks only, so a question typed without
+//! them keeps "la", "cua" as content words; kept so, as measured in
+//! [`EXTRACTIVE_IGNORED`]). Phrases that join the parts of a question
+//! (`rag_answer::parts`) and the instruction rules' own patterns
+//! (`rag_answer::injection`) stay with the one rule that reads them.
 //!
 //! The search index uses none of them: it keeps every word (see
 //! [`crate::query_terms`]), and BM25's weights do what a stop-word list
@@ -19,7 +24,8 @@ use crate::fold;
 /// their marks: "Ai là giám đốc?" is about "giám đốc" only. Folded
 /// ([`is_phrasing`]), what the answer's signals, the figure check and the
 /// support rule leave out of a question's or a section's own words; as
-/// written ([`is_phrasing_as_written`]), what the extractive answer does.
+/// written ([`is_phrasing_as_written`]), a word with marks compared with
+/// them.
 pub const PHRASING_VI: &[&str] = &[
     "ai", "gì", "nào", "đâu", "bao", "nhiêu", "mấy", "sao", "thế", "là", "có", "không", "của", "và", "các", "những", "một", "được", "bị",
     "ở", "tại", "trong", "từ", "đến", "cho", "với", "về", "như", "này", "đó", "do", "đã", "đang", "sẽ", "thì", "mà", "khi", "lúc", "năm",

@@ -1,4 +1,4 @@
-// ~290 lines of code, the rest tests.
+// ~290 lines of code, the rest tests: the language of a text is one decision over its syllables, its marks and its words, read together.
 //! Which language a text is in, and which languages an embedder reads.
 
 use serde::Serialize;

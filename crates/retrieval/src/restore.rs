@@ -60,15 +60,15 @@ const MIN_SHARE: f64 = 0.5;
 /// Evidence (in lone occurrences) needed to settle a word at all.
 const MIN_EVIDENCE: f64 = 2.0;
 
-/// Phrases questions ask with, folded and written
-/// (`rag_lexical::function_words`): seen beside each other `PHRASE_PRIOR`
-/// times in any workspace.
+// Phrases questions ask with, folded and written
+// (`rag_lexical::function_words`): seen beside each other `PHRASE_PRIOR`
+// times in any workspace.
 use rag_lexical::function_words::WRITTEN_QUESTION_PHRASES as QUESTION_PHRASES;
 const PHRASE_PRIOR: f64 = 2.0;
 
-/// Frequent words of questions, folded and written in the form questions
-/// mostly mean (`rag_lexical::function_words`): a word the workspace's
-/// text shows no neighbour for leans to it by `WORD_PRIOR` occurrences.
+// Frequent words of questions, folded and written in the form questions
+// mostly mean (`rag_lexical::function_words`): a word the workspace's
+// text shows no neighbour for leans to it by `WORD_PRIOR` occurrences.
 use rag_lexical::function_words::WRITTEN_QUESTION_WORDS as QUESTION_WORDS;
 const WORD_PRIOR: f64 = 5.0;
 

@@ -114,6 +114,7 @@ pub async fn post_message(
     let mut question = Ask::new(&ws, id, question, &user.user_id, PRODUCER);
     question.top_k = top_k;
     question.document_ids = body.document_ids.iter().map(Uuid::to_string).collect();
+    question.history = rag_asking::continued_turns(state.pool(), &ws, id).await?;
     let asked = record(&state, question).await?;
     let (event, user_message, assistant_message) = (asked.event, asked.user_message, asked.assistant_message);
     // Read back what the read model holds; if the database is unreachable

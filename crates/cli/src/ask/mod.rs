@@ -85,6 +85,9 @@ pub async fn ask(s: &AskSettings, args: AskArgs) -> anyhow::Result<ExitCode> {
     let mut ask = Ask::new(&workspace, conversation, question, &args.user, "rag-engine/cli");
     ask.top_k = top_k;
     ask.document_ids = args.documents.iter().map(|d| d.to_string()).collect();
+    if args.conversation.is_some() {
+        ask.history = rag_asking::continued_turns(&pool, &workspace, conversation).await.context("reading the conversation's turns")?;
+    }
     let asked = ask.asked();
     // Listening before asking: the first words are not missed.
     let deltas = Deltas::listen(&pool).await.context("listening for the answer's text")?;

@@ -7,6 +7,8 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use rdkafka::Message;
+
 use crate::app::TestApp;
 use crate::common::*;
 use axum::extract::State;
@@ -263,6 +265,19 @@ async fn llm_answers_are_validated_remember_the_conversation_and_failures_are_fi
     assert!(!contents.iter().any(|c| c == "And the dividend?"), "the question is not its own history: {contents:?}");
     let check = requests.iter().rev().find(|r| is_check(r)).unwrap();
     assert!(check["messages"][1]["content"].as_str().unwrap().ends_with("Question: What dividend per share was approved?"), "{check}");
+    // The follow-up's event carries the turns it continues, as the asker
+    // saw them: a replay reads the same history, and the answerer never
+    // waits for the read model to have projected them.
+    let asked = read_all(&t.env["KAFKA_BROKERS"], &t.topics().of(rag_events::EventType::QuestionAsked)).await;
+    let follow_up = asked
+        .iter()
+        .map(|m| t.codec.decode::<rag_events::QuestionAsked>(m.payload().unwrap()).unwrap())
+        .find(|e| e.question == "And the dividend?")
+        .expect("the follow-up's QuestionAsked");
+    let turns: Vec<(&str, &str)> = follow_up.history.iter().map(|h| (h.role.as_str(), h.content.as_str())).collect();
+    assert_eq!(turns.len(), 2, "{turns:?}");
+    assert_eq!(turns[0], ("user", "How did revenue change?"));
+    assert_eq!(turns[1].0, "assistant");
 
     // A Vietnamese question typed without marks: the model reads it with
     // the marks the workspace's own text gives its words ("bao nhiêu" is

@@ -21,11 +21,10 @@ use rag_asking::{AnswerWatch, Ask, Deltas, Watched};
 use rag_bus::EventProducer;
 use rag_events::Codec;
 use rag_store::messages::{AnswerMetadata, MessageStatus};
-use serde::Deserialize;
 
 use super::answer_scores::{score, Asked, Scored};
 use super::answers_report;
-use super::dataset::{corpus_items, documents_by_corpus_id, read_jsonl, CorpusDoc, Query};
+use super::dataset::{corpus_items, documents_by_corpus_id, read_jsonl, CorpusDoc, GoldAnswer, OneOrMany, Query};
 use crate::ingest::{ingest, IngestOptions};
 use rag_app::config::Settings;
 
@@ -61,33 +60,6 @@ pub struct AnswersArgs {
     /// Print JSON: {"all": {...}, "by_language": {...}, "by_form": {...}, "by_question_form": {...}, "unanswerable": {...}, "vietnamese_replies": {...}, "questions": [...], "run": {...}}.
     #[arg(long)]
     json: bool,
-}
-
-#[derive(Deserialize)]
-struct GoldAnswer {
-    #[serde(rename = "query-id")]
-    query_id: String,
-    /// None: the passages do not answer the question. A question that asks
-    /// several things gives a list: a passage and an answer per part.
-    #[serde(rename = "corpus-id")]
-    corpus_id: Option<OneOrMany>,
-    answer: Option<OneOrMany>,
-}
-
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum OneOrMany {
-    One(String),
-    Many(Vec<String>),
-}
-
-impl OneOrMany {
-    fn all(&self) -> Vec<&str> {
-        match self {
-            OneOrMany::One(s) => vec![s.as_str()],
-            OneOrMany::Many(v) => v.iter().map(String::as_str).collect(),
-        }
-    }
 }
 
 /// Waits for the answer `watch` watches: the first streamed words (a delta

@@ -1,6 +1,7 @@
 //! The datasets both evaluations read: BEIR-style `corpus.jsonl` and
-//! `queries.jsonl`, the corpus as documents of the real pipeline, and the
-//! ingested documents found again by corpus id.
+//! `queries.jsonl` (and the answer evaluation's `answers.jsonl`), the
+//! corpus as documents of the real pipeline, and the ingested documents
+//! found again by corpus id.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -24,6 +25,34 @@ pub(super) struct Query {
     #[serde(rename = "_id")]
     pub(super) id: String,
     pub(super) text: String,
+}
+
+/// A question's gold answer (`answers.jsonl`, the answer evaluation's).
+#[derive(Deserialize)]
+pub(super) struct GoldAnswer {
+    #[serde(rename = "query-id")]
+    pub(super) query_id: String,
+    /// None: the passages do not answer the question. A question that asks
+    /// several things gives a list: a passage and an answer per part.
+    #[serde(rename = "corpus-id")]
+    pub(super) corpus_id: Option<OneOrMany>,
+    pub(super) answer: Option<OneOrMany>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+pub(super) enum OneOrMany {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl OneOrMany {
+    pub(super) fn all(&self) -> Vec<&str> {
+        match self {
+            OneOrMany::One(s) => vec![s.as_str()],
+            OneOrMany::Many(v) => v.iter().map(String::as_str).collect(),
+        }
+    }
 }
 
 /// Each corpus entry becomes a Markdown document named `{id}.md`, its title

@@ -35,9 +35,6 @@ pub const GROUP: &str = "rag-answerer";
 
 /// Earlier turns read for the model and for condensing a follow-up.
 const HISTORY_TURNS: i64 = rag_answer::HISTORY_TURNS as i64;
-/// How long an answer waits for the projector to have projected its own
-/// question before reading the conversation's history (see `answer`).
-const HISTORY_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 /// Upper bound on a question's top_k.
 const MAX_TOP_K: usize = 50;
 
@@ -109,27 +106,6 @@ impl Answerer {
         out
     }
 
-    /// The history comes from the projector's read model, which may lag:
-    /// a follow-up asked as soon as the first answer showed could be
-    /// answered before the first question was projected (questions and
-    /// answers are projected from different topics), and the prompt lost
-    /// that turn. Questions of a conversation share a partition, so once
-    /// this question is projected every earlier one is. Bounded: a
-    /// projector that is down delays answers by `HISTORY_WAIT`, no more.
-    async fn wait_for_projected_question(&self, ws: &str, user_message: Uuid) -> Result<(), StageError> {
-        let started = std::time::Instant::now();
-        loop {
-            if messages::get(&self.retriever.pool, ws, user_message).await?.is_some() {
-                return Ok(());
-            }
-            if started.elapsed() >= HISTORY_WAIT {
-                warn!(workspace_id = ws, message_id = %user_message, "the question is not projected yet; answering with the history there is");
-                return Ok(());
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        }
-    }
-
     async fn answer(&self, q: &QuestionAsked) -> Result<AnswerProduced, StageError> {
         let ws = &q.envelope.workspace_id;
         let mut document_ids = Vec::new();
@@ -145,11 +121,13 @@ impl Answerer {
             return Ok(self.failed(q, AnswerFailure::InvalidQuestion, "conversation or message id is not a UUID".into()));
         };
         let top_k = q.top_k.filter(|k| *k > 0).map(|k| k as usize).unwrap_or(self.top_k).clamp(1, MAX_TOP_K);
-        // Turns the client sent with the question (an OpenAI-compatible
-        // client sends the whole conversation) are its history; else the
-        // conversation's stored messages are.
+        // The turns the question carries are its history: every door puts
+        // in the conversation it continues (`rag_asking::continued_turns`,
+        // or the turns an OpenAI-compatible client sent). A question with
+        // none (a new conversation, one asked while an earlier answer was
+        // still being written, one a producer of its own emitted) reads the
+        // conversation's stored messages as they stand.
         let history: Vec<Turn> = if q.history.is_empty() {
-            self.wait_for_projected_question(ws, user).await?;
             messages::history(&self.retriever.pool, ws, conversation, (user, assistant), HISTORY_TURNS)
                 .await?
                 .into_iter()

@@ -219,6 +219,19 @@ pub async fn history(
     Ok(rows)
 }
 
+/// Whether an answer of the conversation is still being written (its
+/// assistant message pending).
+pub async fn answer_pending(pool: &PgPool, workspace_id: &str, conversation_id: Uuid) -> Result<bool, StoreError> {
+    Ok(sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM messages
+         WHERE workspace_id = $1 AND conversation_id = $2 AND role = 'assistant' AND status = 'pending')",
+    )
+    .bind(workspace_id)
+    .bind(conversation_id)
+    .fetch_one(pool)
+    .await?)
+}
+
 /// All messages of a conversation, oldest first.
 pub async fn list(pool: &PgPool, workspace_id: &str, conversation_id: Uuid) -> Result<Vec<MessageRow>, StoreError> {
     Ok(sqlx::query_as(&format!("SELECT {COLUMNS} FROM messages WHERE workspace_id = $1 AND conversation_id = $2 ORDER BY created_at, id"))

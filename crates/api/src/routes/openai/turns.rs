@@ -10,12 +10,12 @@ use crate::auth::AuthUser;
 use crate::error::ApiError;
 use crate::AppState;
 
-/// Earlier turns carried in the event when a conversation starts here,
-/// and the characters kept of each: more than the answerer reads (its last
-/// six turns, 1,500 characters each), and an event stays far below the
-/// broker's message size whatever a client sends.
-const HISTORY_KEPT: usize = 12;
-const TURN_CHARS_KEPT: usize = 4000;
+/// Earlier turns carried in the event when a conversation starts here
+/// (as many as every door carries), and the characters kept of each: more
+/// than the answerer reads (1,500 characters a turn), and an event stays
+/// far below the broker's message size whatever a client sends.
+const HISTORY_KEPT: usize = rag_asking::HISTORY_CARRIED;
+const TURN_CHARS_KEPT: usize = rag_asking::TURN_CHARS_CARRIED;
 
 /// The last turns of a client's history, as the event carries them.
 pub(super) fn recent(mut history: Vec<ConversationTurn>) -> Vec<ConversationTurn> {
