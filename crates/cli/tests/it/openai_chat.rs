@@ -166,6 +166,18 @@ async fn openai_clients_ask_stream_follow_up_and_get_cited_answers() {
     assert_eq!(follow["choices"][0]["message"]["rag"]["conversation_id"], conversation.as_str(), "{follow}");
     let (_, stored) = api.get(&format!("/v1/workspaces/{ws}/conversations/{conversation}"), &alice).await;
     assert_eq!(stored["messages"].as_array().unwrap().len(), 4, "the page shows one conversation of two turns: {stored}");
+    // Its event carries the turns as stored: the answer without the [n]
+    // markers and the sources list the client sent back.
+    let events = read_all(&t.env["KAFKA_BROKERS"], &t.topics().of(rag_events::EventType::QuestionAsked)).await;
+    let follow_up = events
+        .iter()
+        .map(|m| t.codec.decode::<rag_events::QuestionAsked>(rdkafka::Message::payload(m).unwrap()).unwrap())
+        .find(|e| e.question == "Còn năm 2022 thì sao?" && e.conversation_id == conversation.as_str())
+        .expect("the follow-up's QuestionAsked");
+    let stored_answer = stored["messages"][1]["content"].as_str().unwrap();
+    let turns: Vec<(&str, &str)> = follow_up.history.iter().map(|h| (h.role.as_str(), h.content.as_str())).collect();
+    assert_eq!(turns, [("user", "Doanh thu năm 2023 là bao nhiêu?"), ("assistant", stored_answer)], "{follow_up:?}");
+    assert!(!stored_answer.contains("[1]"), "{stored_answer}");
     // Turns the API never answered start a conversation of their own with
     // them as its history.
     let resp = chat(

@@ -85,8 +85,10 @@ pub async fn chat_completions(
     state.limits().question(&user.user_id).map_err(ApiError::from)?;
     let slot = if request.stream { Some(state.limits().stream(&user.user_id).map_err(ApiError::from)?) } else { None };
     let (conversation, history) = match continued_conversation(&state, &user, &ws, &history).await? {
-        // The client's turns are the conversation's, each one checked.
-        Some(id) => (id, recent(history)),
+        // The client's turns are the conversation's, each one checked; the
+        // event carries them as stored (without the [n] markers and the
+        // sources list a client sends back), as the page's follow-ups do.
+        Some(id) => (id, rag_asking::continued_turns(state.pool(), &ws, id).await.map_err(ApiError::from)?),
         None => {
             let title = crate::question::title_from_question(history.first().map_or(question.as_str(), |t| t.content.as_str()));
             let row = messages::create_conversation(state.pool(), Uuid::now_v7(), &ws, Some(&title), &user.user_id)
