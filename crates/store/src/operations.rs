@@ -91,35 +91,55 @@ pub struct ReplayProgress {
     /// Deleted meanwhile (a user's deletion during the replay): nothing
     /// left to re-chunk, and not a failure of the replay.
     pub deleted: i64,
+    /// Revised meanwhile: a revision newer than the one replayed was
+    /// uploaded after the replay read the topic, so the pipeline chunks it
+    /// with its own profile and the replayed version never becomes active
+    /// (seen in the soak: four files of the followed folder edited during
+    /// the replay kept it waiting until its timeout). Not a failure either,
+    /// whatever became of the new revision.
+    pub revised: i64,
     /// Chunks of the flipped documents on `version`.
     pub chunks: i64,
 }
 
-pub async fn replay_progress(pool: &PgPool, documents: &[Uuid], version: &str) -> Result<ReplayProgress, StoreError> {
+impl ReplayProgress {
+    /// Documents with nothing left to wait for.
+    pub fn settled(&self) -> i64 {
+        self.flipped + self.failed + self.deleted + self.revised
+    }
+}
+
+/// The replay's progress over `documents`, each with the newest revision
+/// the replay chunked of it.
+pub async fn replay_progress(pool: &PgPool, documents: &[(Uuid, i32)], version: &str) -> Result<ReplayProgress, StoreError> {
     // Flipped counts only once the version's chunk mappings are projected
     // too: DocumentChunked and DocumentIngested are on different topics, so
     // the flip may be projected first (seen in the rebuild test: the replay
     // reported done while the document had no mapping yet).
     // A changed document is on `version` in its searchable revision's key.
-    let key = crate::index_version_sql("$2", "d.revision");
-    let (flipped, failed, deleted, chunks): (i64, i64, i64, i64) = sqlx::query_as(&format!(
+    let key = crate::index_version_sql("$3", "d.revision");
+    let (ids, revisions): (Vec<Uuid>, Vec<i32>) = documents.iter().copied().unzip();
+    let (flipped, failed, deleted, revised, chunks): (i64, i64, i64, i64, i64) = sqlx::query_as(&format!(
         "WITH d AS (
              SELECT d.status, d.active_chunking_version = {key} AND d.status = 'ingested'
                         AND (SELECT count(*) FROM chunk_mappings m WHERE m.document_id = d.id AND m.chunking_version = {key})
                             = coalesce(d.chunk_count, 0) AS flipped,
+                    d.latest_revision > r.replayed AS revised,
                     d.chunk_count
-             FROM documents d WHERE d.id = ANY($1))
+             FROM unnest($1::uuid[], $2::int[]) AS r(id, replayed) JOIN documents d ON d.id = r.id)
          SELECT count(*) FILTER (WHERE flipped),
-                count(*) FILTER (WHERE status = 'failed'),
+                count(*) FILTER (WHERE status = 'failed' AND NOT revised),
                 count(*) FILTER (WHERE status = 'deleted'),
+                count(*) FILTER (WHERE revised AND NOT flipped AND status <> 'deleted'),
                 coalesce(sum(chunk_count) FILTER (WHERE flipped), 0)
          FROM d"
     ))
-    .bind(documents)
+    .bind(&ids)
+    .bind(&revisions)
     .bind(version)
     .fetch_one(pool)
     .await?;
-    Ok(ReplayProgress { flipped, failed, deleted, chunks })
+    Ok(ReplayProgress { flipped, failed, deleted, revised, chunks })
 }
 
 /// Deletes every read-model row of one workspace, in one transaction. Only

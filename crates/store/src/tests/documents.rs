@@ -261,3 +261,121 @@ async fn an_earlier_revisions_ingestion_never_takes_a_newer_revisions_index_rows
     assert_eq!((rows("default@1").await.unwrap(), rows("default@1:r2").await.unwrap()), (0, 1), "revision 2 searchable, revision 1 gone");
     db.drop_database().await;
 }
+
+/// A replay waits for each document it re-chunked: flipped onto the new
+/// version, failed, deleted, or given a newer revision meanwhile (which the
+/// pipeline chunks with its own profile, so the replayed version never
+/// becomes active: the five-minute soak's replay waited out its timeout on
+/// four edited files). A revised document is the pipeline's whatever became
+/// of its new revision, and a document still on its way is none of these.
+#[tokio::test]
+async fn a_replay_counts_a_document_revised_meanwhile_as_settled_not_failed() {
+    use rag_events::{DocumentChunked, DocumentIngested, Failure};
+    let db = super::fresh().await;
+    let chunk = rag_model::Chunk {
+        chunk_id: "c".into(),
+        chunk_index: 0,
+        text: "text".into(),
+        token_count: 1,
+        page_start: 0,
+        page_end: 0,
+        segment_start_index: 0,
+        segment_end_index: 0,
+        char_start: 0,
+        char_end: 4,
+        line_start: None,
+        line_end: None,
+    };
+    let chunked = |up: &DocumentUploaded, version: &str, revision: i32| DocumentChunked {
+        envelope: Envelope::caused_by(&up.envelope, "chunker", "test@0"),
+        document_id: up.document_id.clone(),
+        chunking_profile: version.split('@').next().unwrap_or_default().into(),
+        chunking_version: version.into(),
+        chunk_count: Some(1),
+        chunks_uri: None,
+        chunks_sha256: None,
+        instructions_found: None,
+        failure: None,
+        revision,
+    };
+    let ingested = |up: &DocumentUploaded, version: &str, revision: i32, failure: Option<Failure>| DocumentIngested {
+        envelope: Envelope::caused_by(&up.envelope, "indexer", "test@0"),
+        document_id: up.document_id.clone(),
+        chunking_version: version.into(),
+        embedding_model: None,
+        embedding_dimension: None,
+        chunk_count: 1,
+        failure,
+        revision,
+    };
+    let parsed = |up: &DocumentUploaded| rag_events::DocumentParsed {
+        envelope: Envelope::caused_by(&up.envelope, "parser", "test@0"),
+        document_id: up.document_id.clone(),
+        parser_name: "text".into(),
+        parser_version: "1".into(),
+        page_count: Some(1),
+        segment_count: Some(0),
+        char_count: Some(0),
+        full_text_uri: None,
+        full_text_sha256: None,
+        segments_uri: None,
+        segments_sha256: None,
+        failure: None,
+        pages_without_text: vec![],
+        ocr_pages: vec![],
+        line_count: Some(1),
+        pages: vec![],
+        revision: up.revision,
+    };
+    // One document's upload (and parse), then its chunking and its ingestion
+    // (version, revision and how it ended), each projected when given.
+    type Step = (DocumentUploaded, Option<(&'static str, i32)>, Option<(&'static str, i32, Option<Failure>)>);
+    let project = |steps: Vec<Step>| {
+        let pool = db.pool.clone();
+        let chunk = chunk.clone();
+        async move {
+            for (up, c, i) in steps {
+                let mut tx = pool.begin().await.unwrap();
+                documents::apply_uploaded(&mut tx, &up).await.unwrap();
+                crate::pipeline::apply_parsed(&mut tx, &parsed(&up), &[]).await.unwrap();
+                if let Some((version, revision)) = c {
+                    // Chunk ids are the document's, the version's and the revision's.
+                    let chunk = rag_model::Chunk { chunk_id: format!("{}-{version}-{revision}", up.document_id), ..chunk.clone() };
+                    crate::pipeline::apply_chunked(&mut tx, &chunked(&up, version, revision), &[chunk]).await.unwrap();
+                }
+                if let Some((version, revision, failure)) = i {
+                    crate::pipeline::apply_ingested(&mut tx, &ingested(&up, version, revision, failure)).await.unwrap();
+                }
+                tx.commit().await.unwrap();
+            }
+        }
+    };
+    let (flips, revised, revised_failed, waiting) = (uploaded("ws-a"), uploaded("ws-a"), uploaded("ws-a"), uploaded("ws-a"));
+    let second = |up: &DocumentUploaded| DocumentUploaded { revision: 2, envelope: Envelope::originating("ws-a", "test@0"), ..up.clone() };
+    let mut steps = Vec::new();
+    for up in [&flips, &revised, &revised_failed, &waiting] {
+        steps.push((up.clone(), Some(("default@1", 1)), Some(("default@1", 1, None))));
+    }
+    // The replay's version of the first is projected and ingested.
+    steps.push((flips.clone(), Some(("fine@1", 1)), Some(("fine@1", 1, None))));
+    // The second is edited during the replay: revision 2, on the pipeline's profile.
+    steps.push((second(&revised), Some(("default@1", 2)), Some(("default@1", 2, None))));
+    // The third's new revision fails to index.
+    let refused = Failure { code: "embedding_failed".into(), message: "down".into() };
+    steps.push((second(&revised_failed), Some(("default@1", 2)), Some(("default@1", 2, Some(refused)))));
+    project(steps).await;
+    let replayed: Vec<(uuid::Uuid, i32)> =
+        [&flips, &revised, &revised_failed, &waiting].iter().map(|u| (u.document_id.parse().unwrap(), 1)).collect();
+    let p = crate::operations::replay_progress(&db.pool, &replayed, "fine@1").await.unwrap();
+    assert_eq!(
+        crate::operations::ReplayProgress { flipped: 1, failed: 0, deleted: 0, revised: 2, chunks: 1 },
+        p,
+        "one flipped, two revised meanwhile, one still on its way"
+    );
+    assert_eq!(p.settled(), 3);
+    // A revision the replay chunked itself (revision 2 replayed) is waited for.
+    let replayed_second: Vec<(uuid::Uuid, i32)> = vec![(revised.document_id.parse().unwrap(), 2)];
+    let p = crate::operations::replay_progress(&db.pool, &replayed_second, "fine@1").await.unwrap();
+    assert_eq!(p.settled(), 0, "{p:?}");
+    db.drop_database().await;
+}
