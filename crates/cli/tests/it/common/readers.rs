@@ -76,30 +76,68 @@ pub fn sum_metric(text: &str, name: &str, labels: &[&str]) -> f64 {
         .sum()
 }
 
-/// Every record of a topic, read from the beginning until it stays quiet for 2 s.
+/// Every record of a topic: read from the beginning up to its end as of the
+/// call, then until it stays quiet for 2 s (a record on its way is waited
+/// for). The partitions are assigned, not subscribed to: a group join under
+/// a loaded CI run could outlast the quiet time, and the read then returned
+/// nothing (a test failed on "one DocumentParsed" with the event there).
 pub async fn read_all(brokers: &str, topic: &str) -> Vec<rdkafka::message::OwnedMessage> {
     use rdkafka::consumer::{BaseConsumer, Consumer};
+    use rdkafka::{Message, Offset, TopicPartitionList};
+    const BROKER_WAIT: Duration = Duration::from_secs(10);
+    const READ_WAIT: Duration = Duration::from_secs(60);
     let consumer: BaseConsumer = rdkafka::ClientConfig::new()
         .set("bootstrap.servers", brokers)
         .set("group.id", format!("reader-{}", uuid::Uuid::new_v4()))
-        .set("auto.offset.reset", "earliest")
         .set("enable.auto.commit", "false")
         .set("fetch.wait.max.ms", "20")
         .create()
         .unwrap();
     let topic = topic.to_string();
     tokio::task::spawn_blocking(move || {
-        consumer.subscribe(&[&topic]).unwrap();
+        let metadata = consumer.fetch_metadata(Some(&topic), BROKER_WAIT).unwrap();
+        let partitions: Vec<i32> =
+            metadata.topics().iter().filter(|t| t.name() == topic).flat_map(|t| t.partitions().iter().map(|p| p.id())).collect();
+        let mut assignment = TopicPartitionList::new();
+        let mut ends = std::collections::HashMap::new();
+        for p in partitions {
+            let (low, high) = consumer.fetch_watermarks(&topic, p, BROKER_WAIT).unwrap();
+            assignment.add_partition_offset(&topic, p, Offset::Beginning).unwrap();
+            if high > low {
+                ends.insert(p, high);
+            }
+        }
+        consumer.assign(&assignment).unwrap();
+        let started = std::time::Instant::now();
         let mut out = Vec::new();
         let mut idle = 0;
-        while idle < 10 {
+        while !ends.is_empty() || idle < 10 {
             match consumer.poll(Duration::from_millis(200)) {
                 Some(Ok(m)) => {
+                    if ends.get(&m.partition()).is_some_and(|end| m.offset() + 1 >= *end) {
+                        ends.remove(&m.partition());
+                    }
                     out.push(m.detach());
                     idle = 0;
                 }
-                _ => idle += 1,
+                _ => {
+                    // A partition whose last records are not messages
+                    // (transaction markers) ends where the reader stands.
+                    if let Ok(positions) = consumer.position() {
+                        for e in positions.elements() {
+                            if let (Offset::Offset(at), Some(end)) = (e.offset(), ends.get(&e.partition())) {
+                                if at >= *end {
+                                    ends.remove(&e.partition());
+                                }
+                            }
+                        }
+                    }
+                    if ends.is_empty() {
+                        idle += 1;
+                    }
+                }
             }
+            assert!(started.elapsed() < READ_WAIT, "{topic}: partitions {:?} not read to their end in {READ_WAIT:?}", ends.keys());
         }
         out
     })
