@@ -24,6 +24,7 @@ pub mod injection;
 pub mod llm;
 pub mod parts;
 pub mod prompt;
+pub mod question;
 pub mod signals;
 pub mod support;
 

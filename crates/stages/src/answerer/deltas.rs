@@ -1,7 +1,8 @@
 //! The answer's text so far, sent as it grows (ephemeral deltas; the event
 //! stays the record).
 
-use rag_answer::StreamedSection;
+use rag_answer::question::AnswerStream;
+use rag_answer::{SourceChunk, StreamedSection};
 use rag_store::messages;
 use uuid::Uuid;
 
@@ -57,11 +58,11 @@ impl DeltaSender {
     }
 
     /// The sender of the text so far: `restart` says the part being written
-    /// began again ([`taken_back`]); such a delta goes at once, also with
+    /// began again (`rag_answer::question::taken_back`); such a delta goes at once, also with
     /// nothing written yet. `confirmed`: how many of the sections are final
     /// ([`messages::AnswerDelta::confirmed`]); a delta that confirms more
     /// goes at once too.
-    pub(super) fn callback(&self) -> impl FnMut(&[StreamedSection], bool, usize) + Send + 'static {
+    fn callback(&self) -> impl FnMut(&[StreamedSection], bool, usize) + Send + 'static {
         let tx = self.tx.clone();
         let template = self.template.clone();
         let seq = self.seq.clone();
@@ -104,47 +105,29 @@ impl DeltaSender {
         }
     }
 
+    /// The answer's stream: its sources and its text so far, as deltas.
+    pub(super) fn stream(&self) -> impl AnswerStream + '_ {
+        DeltaStream { deltas: self, send: self.callback() }
+    }
+
     pub(super) async fn finish(self) {
         drop(self.tx);
         let _ = self.task.await;
     }
 }
 
-/// Whether a part's text so far, `next`, takes back what was sent of it,
-/// `before`: the model's words only grow while one reply is written, so
-/// fewer sections, or a section no longer starting with what it said, mean
-/// the part is being written again. The last few characters of a section
-/// may still change (an escape the model is halfway through writing), so
-/// they are not compared.
-pub(super) fn taken_back(before: &[StreamedSection], next: &[StreamedSection]) -> bool {
-    const UNSETTLED_CHARS: usize = 6;
-    if before.iter().all(|s| s.text.is_empty()) {
-        return false;
-    }
-    let settled = |text: &str| {
-        let keep = text.chars().count().saturating_sub(UNSETTLED_CHARS);
-        text.char_indices().nth(keep).map_or(text.len(), |(i, _)| i)
-    };
-    next.len() < before.len() || before.iter().zip(next).any(|(b, n)| !n.text.starts_with(&b.text[..settled(&b.text)]))
+/// [`DeltaSender`] as the answer's stream.
+struct DeltaStream<'a, F> {
+    deltas: &'a DeltaSender,
+    send: F,
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn section(text: &str, closed: bool) -> StreamedSection {
-        StreamedSection { text: text.into(), closed, citations: vec![] }
+impl<F: FnMut(&[StreamedSection], bool, usize) + Send> AnswerStream for DeltaStream<'_, F> {
+    fn sources(&mut self, sources: &[SourceChunk]) {
+        self.deltas.sources(super::sources::sources_read(sources));
     }
 
-    #[test]
-    fn words_that_grow_are_not_taken_back_and_words_that_shrink_are() {
-        let one = [section("Doanh thu", false)];
-        let more = [section("Doanh thu tăng 12,4%.", true), section("Lợi", false)];
-        assert!(!taken_back(&[], &one), "nothing was sent");
-        assert!(!taken_back(&one, &more), "the text grew");
-        assert!(taken_back(&more, &one), "a section went");
-        assert!(taken_back(&one, &[section("Lợi nhuận", false)]), "the same section says something else");
-        assert!(!taken_back(&[section("Tăng 12\\u00", false)], &[section("Tăng 12%", false)]), "an escape being written");
-        assert!(taken_back(&one, &[]), "written again from nothing");
+    fn sections(&mut self, sections: &[StreamedSection], restart: bool, confirmed: usize) {
+        (self.send)(sections, restart, confirmed);
     }
 }

@@ -1,13 +1,15 @@
-//! The answerer: QuestionAsked -> (a follow-up condensed into a standalone
-//! query) -> retrieval -> an LLM answer grounded in numbered evidence, or
-//! an extractive one, or an abstention -> AnswerProduced. Every question
+//! The answerer: QuestionAsked -> `rag_answer::question` (each part of the
+//! question, a follow-up condensed into a standalone query, searched here
+//! through `part::IndexSearch` -> an LLM answer grounded in numbered
+//! evidence, or an extractive one, or an abstention) -> AnswerProduced. Every question
 //! gets an answer event, a failure included, so no message stays pending.
 //! While the model writes, the text so far goes out as ephemeral deltas
 //! (Postgres NOTIFY, see docs/answers.md); the event stays the record.
 
 use rag_answer::llm::ChatClient;
 use rag_answer::prompt::Turn;
-use rag_answer::{answer_question, retrieval_query, AnswerMode, AnswerOutcome, StreamedSection};
+use rag_answer::question::answer_whole_question;
+use rag_answer::AnswerMode;
 use rag_bus::{Inbound, Outcome, Positions, Stage, StageIdentity, StageOutput};
 use rag_events::{AnswerProduced, Envelope, EventType, Failure, QuestionAsked};
 use rag_store::messages;
@@ -18,7 +20,7 @@ use uuid::Uuid;
 
 use crate::common::{decode, producer_name};
 use crate::error::StageError;
-use rag_search::retriever::{Mode, Retriever};
+use rag_search::retriever::Retriever;
 
 mod deltas;
 mod metadata;
@@ -27,8 +29,7 @@ mod sources;
 
 use deltas::DeltaSender;
 use metadata::retrieval_json;
-use part::{model_question, PartAnswer};
-use sources::sources_read;
+use part::{IndexSearch, SearchFailed};
 
 pub const STAGE: &str = "answerer";
 pub const GROUP: &str = "rag-answerer";
@@ -139,81 +140,32 @@ impl Answerer {
         };
         // A question that asks several things is answered part by part,
         // each on its own evidence, a section (or more) per part in the
-        // question's order (`rag_answer::parts`).
-        let asked_parts = rag_answer::parts::question_parts_as_asked(&q.question);
-        let parts: Vec<String> = asked_parts.iter().map(|p| p.text.clone()).collect();
+        // question's order (`rag_answer::question`).
+        let search = IndexSearch { answerer: self, workspace_id: ws, event_id: &q.envelope.event_id, top_k, document_ids: &document_ids };
         let deltas = DeltaSender::start(self.retriever.pool.clone(), ws, conversation, assistant);
-        let mut send = deltas.callback();
-        let mut answered: Vec<PartAnswer> = Vec::with_capacity(parts.len());
-        let mut shown_so_far: Vec<StreamedSection> = Vec::new();
-        let mut done: Vec<(String, AnswerOutcome)> = Vec::with_capacity(parts.len());
-        let mut failure: Option<(AnswerFailure, &'static str)> = None;
-        for (i, part) in parts.iter().enumerate() {
-            // A later part may lean on an earlier one ("... sinh năm nào và
-            // quê ở đâu?"): the earlier parts are its conversation so far.
-            let mut part_history = history.clone();
-            if !asked_parts[i].stands_alone {
-                part_history.extend(parts[..i].iter().map(|p| Turn { role: "user".into(), content: p.clone() }));
-            }
-            // Earlier parts show their final text; this part's words are
-            // compared with what was sent of this part only, so a restart
-            // is said only when this part is written again.
-            let prefix = shown_so_far.clone();
-            let mut sent_of_part: Vec<StreamedSection> = Vec::new();
-            let mut on_partial = |sections: &[StreamedSection]| {
-                let restart = deltas::taken_back(&sent_of_part, sections);
-                sent_of_part = sections.to_vec();
-                let mut all = prefix.clone();
-                all.extend_from_slice(sections);
-                send(&all, restart, prefix.len());
-            };
-            let a = match self
-                .answer_part(q, part, &part_history, i > 0, parts.len() > 1, top_k, &document_ids, &deltas, &mut on_partial)
-                .await?
-            {
-                Ok(a) => a,
-                Err(f) => {
-                    failure = Some(f);
-                    break;
-                }
-            };
-            let Some(o) = &a.outcome else {
-                failure = Some((AnswerFailure::LlmFailed, "the language model did not answer this question"));
-                answered.push(a);
-                break;
-            };
-            // What the answer will show of the parts done so far, exactly
-            // as the combined answer will (a part that abstained adds
-            // nothing, a section citing what an earlier one cites is said
-            // once): final, so said as confirmed while later parts are
-            // written (after the last one the answer itself follows).
-            done.push((part.clone(), o.clone()));
-            shown_so_far = rag_answer::combine_parts(done.clone())
-                .sections
-                .iter()
-                .map(|s| StreamedSection { text: s.text.clone(), closed: true, citations: s.citations.clone() })
-                .collect();
-            if i + 1 < parts.len() {
-                send(&shown_so_far, false, shown_so_far.len());
-            }
-            answered.push(a);
-        }
-        drop(send);
+        let whole = {
+            let mut stream = deltas.stream();
+            answer_whole_question(self.llm.as_ref(), &q.question, &history, self.options, &search, &mut stream).await
+        };
         deltas.finish().await;
-        if let Some((code, message)) = failure {
-            let mut out = self.failed(q, code, message.into());
+        let whole = match whole {
+            Ok(w) => w,
+            Err(SearchFailed::Retry(e)) => return Err(e),
+            Err(SearchFailed::Refused) => {
+                return Ok(self.failed(q, AnswerFailure::RetrievalFailed, "the documents could not be searched for this question".into()))
+            }
+        };
+        let Some(outcome) = whole.outcome else {
+            let mut out = self.failed(q, AnswerFailure::LlmFailed, "the language model did not answer this question".into());
             // The part the model failed on: what it had found.
-            if let Some(failed) = answered.iter().find(|a| a.outcome.is_none()) {
-                out.retrieval_json = retrieval_json(&failed.retrieval, &failed.asked(), None, &[]);
+            if let Some(failed) = whole.parts.last() {
+                out.retrieval_json = retrieval_json(&failed.found, &part::asked(failed), None, &[]);
             }
             return Ok(out);
-        }
-        let Some(first) = answered.first() else {
+        };
+        let Some(first) = whole.parts.first() else {
             return Ok(self.failed(q, AnswerFailure::RetrievalFailed, "the question has no part to answer".into()));
         };
-        let outcomes: Vec<(String, AnswerOutcome)> =
-            parts.iter().zip(&answered).filter_map(|(p, a)| a.outcome.clone().map(|o| (p.clone(), o))).collect();
-        let outcome = rag_answer::combine_parts(outcomes);
         let mut out = self.produced(q);
         out.answer = outcome.text();
         out.mode = outcome.mode.as_str().into();
@@ -235,95 +187,9 @@ impl Answerer {
             total_tokens: u.total_tokens,
         });
         let part_reports: Vec<serde_json::Value> =
-            if answered.len() > 1 { answered.iter().map(PartAnswer::summary).collect() } else { vec![] };
-        out.retrieval_json = retrieval_json(&first.retrieval, &first.asked(), Some(&outcome), &part_reports);
+            if whole.parts.len() > 1 { whole.parts.iter().map(part::summary).collect() } else { vec![] };
+        out.retrieval_json = retrieval_json(&first.found, &part::asked(first), Some(&outcome), &part_reports);
         Ok(out)
-    }
-
-    /// One part of a question (the whole question when it asks one thing):
-    /// searched (condensed first when it follows earlier turns or parts)
-    /// and answered (`outcome` None: the model failed, and the fallback is
-    /// to fail). `Ok(Err)`: the search failed.
-    #[allow(clippy::too_many_arguments)]
-    async fn answer_part(
-        &self,
-        q: &QuestionAsked,
-        part: &str,
-        history: &[Turn],
-        later_part: bool,
-        part_of_several: bool,
-        top_k: usize,
-        document_ids: &[Uuid],
-        deltas: &DeltaSender,
-        on_partial: &mut (dyn FnMut(&[StreamedSection]) + Send),
-    ) -> Result<Result<PartAnswer, (AnswerFailure, &'static str)>, StageError> {
-        let ws = &q.envelope.workspace_id;
-        // A follow-up ("Còn năm 2022 thì sao?") is searched as a standalone query.
-        let retrieval_started = std::time::Instant::now();
-        let (query, query_source) = retrieval_query(self.llm.as_ref(), part, history).await;
-        let retrieval = match self.retriever.retrieve(ws, &query, top_k, document_ids, Mode::Hybrid).await {
-            Ok(r) => r,
-            Err(e) if e.is_transient() => return Err(e.into()),
-            Err(e) => {
-                // The message is read by the user: the details (hosts,
-                // statements) go to the log only.
-                warn!(workspace_id = %ws, event_id = %q.envelope.event_id, error = %e, "retrieval failed for a question");
-                return Ok(Err((AnswerFailure::RetrievalFailed, "the documents could not be searched for this question")));
-            }
-        };
-        let sources = self.sources(ws, &retrieval).await?;
-        // A reranker's order is not the fused scores' order, and its own
-        // scores are on its own scale: the cutoff applies to fused lists.
-        let reranked = retrieval.chunks.iter().any(|c| c.rerank_score.is_some());
-        let scores: Vec<f64> = retrieval.chunks.iter().map(|c| c.score).collect();
-        let llm_chunks = if reranked { sources.len() } else { rag_answer::evidence::within_best(&scores, self.evidence_cutoff) };
-        let confidence = rag_answer::RetrievalConfidence {
-            best_cosine: retrieval.chunks.iter().filter_map(|c| c.cosine).reduce(f64::max),
-            lexical_coverage: retrieval.fusion.as_ref().map(|f| f.lexical_coverage),
-        };
-        let options = rag_answer::AnswerOptions {
-            llm_chunks,
-            retrieval: confidence,
-            part_of_several,
-            without_marks: rag_answer::decision::typed_without_marks(part),
-            ..self.options
-        };
-        let retrieval_ms = retrieval_started.elapsed().as_millis() as u64;
-        // Sources before words: what the model reads, on the page at once
-        // (an extractive answer is there at once itself).
-        if self.llm.is_some() {
-            deltas.sources(sources_read(&sources[..llm_chunks.min(sources.len())]));
-        }
-        // A question the model condensed is read, and checked, as it was
-        // condensed: a later part ("quê ở đâu?" -> "Thủ tướng Phạm Minh
-        // Chính quê ở đâu?") without the earlier parts as turns, a
-        // follow-up ("Còn nghỉ kết hôn thì sao?" -> "Nhân viên được nghỉ
-        // kết hôn bao nhiêu ngày?") with the conversation. Judged as
-        // written, a follow-up's own words name nothing the check can find
-        // in the cited row, and a right answer was held back.
-        // A follow-up the model could not condense is read as written,
-        // with the conversation: asked the previous question and the
-        // follow-up together, the model answered the previous one again.
-        let (asked, model_history) = match (query_source, later_part) {
-            ("llm", true) => {
-                (query.clone(), &history[..history.len().saturating_sub(history.iter().rev().take_while(|t| t.role == "user").count())])
-            }
-            ("llm", false) => (query.clone(), history),
-            _ => (part.to_string(), history),
-        };
-        let question = if self.retriever.restore_diacritics { model_question(&asked, query_source, &retrieval) } else { asked };
-        // Evidence sentences are ranked against what was embedded.
-        let ranked_against = retrieval.restoration.as_ref().map_or(query.as_str(), |r| r.text.as_str());
-        let ranker = crate::evidence_ranker::EmbedderRanker { embedder: &self.retriever.embedder, query: ranked_against };
-        let outcome = match answer_question(self.llm.as_ref(), &question, model_history, &sources, options, Some(&ranker), on_partial).await
-        {
-            Ok(o) => Some(o),
-            Err(e) => {
-                warn!(workspace_id = %ws, event_id = %q.envelope.event_id, error = %e, "the language model failed for a question");
-                None
-            }
-        };
-        Ok(Ok(PartAnswer { part: part.to_string(), query, query_source, retrieval_ms, retrieval, outcome }))
     }
 }
 
