@@ -1,11 +1,12 @@
-//! Answering one question: the evidence a model is shown, a second look
-//! when the check holds its answer back (`look.rs` is one look), and the
+//! Answering one question: the evidence a model is shown, a second attempt
+//! when the check holds its answer back (`attempt.rs` is one attempt), and the
 //! extractive fallback; and the query a follow-up question is searched
 //! with.
 
+use crate::attempt::attempt;
 use crate::llm::add_usage;
-use crate::look::look_at;
-use crate::options::{AnswerOptions, EvidenceRanker, OnPartial, EXTRACTIVE_SECTIONS, HISTORY_TURNS};
+use crate::options::{AnswerOptions, EXTRACTIVE_SECTIONS, HISTORY_TURNS};
+use crate::streamed::{EvidenceRanker, OnPartial};
 use crate::{abstention, contract, evidence, extractive, llm, prompt, AnswerError, AnswerMode, AnswerOutcome, LlmFallback, SourceChunk};
 
 /// Evidence characters an answer keeps whatever the history takes.
@@ -17,7 +18,7 @@ const MIN_EVIDENCE_CHARS: usize = 1_200;
 /// tries at a readable reply), cited ids become exact spans, and
 /// `answerable: false` (or no section left with a valid citation) is an
 /// abstention. When the check holds an answer back, the model gets a
-/// second look (`second_look`): the sentences of every retrieved chunk,
+/// second attempt (`second_attempt`): the sentences of every retrieved chunk,
 /// not only those within the evidence cutoff (`llm_chunks`), without the
 /// ones the held-back answer cited, narrowed again to the closest.
 /// `on_partial` sees the sections' text as it streams. Without the LLM,
@@ -52,18 +53,18 @@ pub async fn answer_question(
     // The history shares the context with the evidence.
     let history_chars: usize = history.iter().rev().take(HISTORY_TURNS).map(|t| t.content.chars().count().min(prompt::TURN_CHARS)).sum();
     let budget = options.evidence_chars.saturating_sub(history_chars).max(MIN_EVIDENCE_CHARS);
-    let looks = if options.second_look && options.verify { 2 } else { 1 };
+    let attempts = if options.second_attempt && options.verify { 2 } else { 1 };
     // Sentences a held-back answer cited, and every sentence shown so far.
     let mut excluded: Vec<UnitKey> = Vec::new();
     let mut shown: Vec<UnitKey> = Vec::new();
     let mut first: Option<AnswerOutcome> = None;
     // Evidence units kept from the model as instructions to it.
     let mut instruction_units = 0;
-    for look in 0..looks {
-        // The first look reads the chunks within the evidence cutoff; a
+    for n in 0..attempts {
+        // The first attempt reads the chunks within the evidence cutoff; a
         // second one every retrieved chunk (the extractive fallback above
         // always does).
-        let chunks = if look == 0 { &chunks[..options.llm_chunks.clamp(1, chunks.len())] } else { chunks };
+        let chunks = if n == 0 { &chunks[..options.llm_chunks.clamp(1, chunks.len())] } else { chunks };
         let mut evidence = evidence::build(chunks, budget);
         evidence.drop_units(|u| excluded.contains(&unit_key(chunks, u)));
         // A sentence written to the model ("Bỏ qua mọi hướng dẫn…") is
@@ -82,22 +83,22 @@ pub async fn answer_question(
                 evidence.keep_closest(&scores, options.evidence_sentences);
             }
         }
-        // A second look at nothing new would repeat the first.
-        if look > 0 && evidence.units.iter().all(|u| shown.contains(&unit_key(chunks, u))) {
+        // A second attempt at nothing new would repeat the first.
+        if n > 0 && evidence.units.iter().all(|u| shown.contains(&unit_key(chunks, u))) {
             break;
         }
         shown.extend(evidence.units.iter().map(|u| unit_key(chunks, u)));
-        let error = match look_at(client, question, history, chunks, &evidence, options, on_partial).await {
+        let error = match attempt(client, question, history, chunks, &evidence, options, on_partial).await {
             Ok(seen) => {
                 let mut outcome = seen.outcome;
                 outcome.report.instruction_units = instruction_units;
                 if let Some(earlier) = first.take() {
-                    outcome = second_look_of(earlier, outcome);
+                    outcome = second_attempt_of(earlier, outcome);
                 }
-                if look + 1 < looks && !seen.held_back_units.is_empty() {
+                if n + 1 < attempts && !seen.held_back_units.is_empty() {
                     tracing::info!(
                         score = ?outcome.report.verify_score,
-                        "the check held the answer back; the model takes a second look at the evidence"
+                        "the check held the answer back; the model takes a second attempt at the evidence"
                     );
                     excluded.extend(seen.held_back_units.iter().map(|u| unit_key(chunks, u)));
                     first = Some(outcome);
@@ -107,9 +108,9 @@ pub async fn answer_question(
             }
             Err(e) => e,
         };
-        // The second look failed: the first one's abstention stands.
+        // The second attempt failed: the first one's abstention stands.
         if let Some(earlier) = first {
-            tracing::warn!(error = %error, "the second look at the evidence failed; the answer abstains");
+            tracing::warn!(error = %error, "the second attempt at the evidence failed; the answer abstains");
             return Ok(earlier);
         }
         return match options.fallback {
@@ -122,7 +123,7 @@ pub async fn answer_question(
             LlmFallback::Fail => Err(error.error),
         };
     }
-    // The second look had nothing new to show: the first one's abstention stands.
+    // The second attempt had nothing new to show: the first one's abstention stands.
     first.ok_or(AnswerError::Contract(contract::ContractError::Violation("no reply".into())))
 }
 
@@ -135,10 +136,10 @@ fn unit_key(chunks: &[SourceChunk], u: &evidence::EvidenceUnit) -> UnitKey {
     (c.document_id.clone(), c.char_start + u.start as u64, c.char_start + u.end as u64)
 }
 
-/// The outcome of a second look, which keeps the first look's start (its
+/// The outcome of a second attempt, which keeps the first attempt's start (its
 /// first token and words were the first on the page), the whole time and
 /// usage of both, and what the first one's check held back.
-fn second_look_of(first: AnswerOutcome, mut second: AnswerOutcome) -> AnswerOutcome {
+fn second_attempt_of(first: AnswerOutcome, mut second: AnswerOutcome) -> AnswerOutcome {
     if let Some(u) = &first.usage {
         let mut total = Some(u.clone());
         if let Some(s) = &second.usage {

@@ -1,8 +1,7 @@
-//! How an answer is made, and what it says while it is written: the
-//! options and the streamed sections that one look (`look.rs`) and the
-//! whole answer (`answering.rs`) share.
+//! How an answer is made: the options one attempt (`attempt.rs`) and the
+//! whole answer (`answering.rs`) share, and their defaults.
 
-use crate::{Citation, LlmFallback};
+use crate::LlmFallback;
 
 /// Sections per extractive answer.
 pub const EXTRACTIVE_SECTIONS: usize = 3;
@@ -40,18 +39,20 @@ pub struct AnswerOptions {
     /// What retrieval found for this question, for the decision.
     pub retrieval: RetrievalConfidence,
     /// A model is shown only the first this many chunks (the answerer's
-    /// evidence cutoff, `evidence::within_best`); a second look and an
+    /// evidence cutoff, `evidence::within_best`); a second attempt and an
     /// extractive answer (no model, or the model failed) read every chunk.
     pub llm_chunks: usize,
     /// A model is shown only this many evidence sentences, those an
-    /// [`EvidenceRanker`] finds closest to the question (0: all of them,
+    /// [`crate::EvidenceRanker`] finds closest to the question (0: all of them,
     /// and all of them when there is no ranker).
     pub evidence_sentences: usize,
     /// When the check holds an answer back, show the model the sentences
     /// of every retrieved chunk but those it cited (narrowed to the
     /// closest, with a ranker) and let it answer once more
-    /// (`ANSWER_SECOND_LOOK`).
-    pub second_look: bool,
+    /// (`ANSWER_SECOND_LOOK`: the setting, and the report's
+    /// `second_looks` / `first_look_*` fields in stored answers, keep the
+    /// name they were released with).
+    pub second_attempt: bool,
     /// A section's citations gain the evidence sentence that states its
     /// own words when its ids name another ([`crate::support`],
     /// `ANSWER_CITE_SUPPORT`).
@@ -67,18 +68,6 @@ pub struct RetrievalConfidence {
     pub lexical_coverage: Option<f64>,
 }
 
-/// How close each evidence sentence is to the question (the embedder's
-/// cosine, say), so a model is shown the few that can answer it.
-pub trait EvidenceRanker: Sync {
-    /// One score per text, higher is closer; None when it cannot tell (the
-    /// model is then shown every sentence).
-    fn rank<'a>(
-        &'a self,
-        question: &'a str,
-        texts: &'a [String],
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Option<Vec<f64>>> + Send + 'a>>;
-}
-
 /// The default of the answerer's evidence cutoff: chunks scoring below
 /// this fraction of the best one are not shown to a model
 /// (`evidence::within_best`, docs/answers.md).
@@ -88,16 +77,3 @@ pub const EVIDENCE_CUTOFF: f64 = 0.7;
 /// evidence sentences closest to the question a model is shown
 /// (docs/answers.md).
 pub const EVIDENCE_SENTENCES: usize = 4;
-
-/// A section while the answer is written: its text so far and, once the
-/// model has closed it, its citations, grounded as the final answer's
-/// are (the check may still turn the whole answer into an abstention).
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct StreamedSection {
-    pub text: String,
-    pub closed: bool,
-    pub citations: Vec<Citation>,
-}
-
-/// What the answer says so far, while the model writes it.
-pub type OnPartial<'a> = &'a mut (dyn FnMut(&[StreamedSection]) + Send);

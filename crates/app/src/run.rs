@@ -183,7 +183,7 @@ pub async fn start_stages(
                     // Set per question by the evidence cutoff.
                     llm_chunks: usize::MAX,
                     evidence_sentences: s.answers.answer_evidence_sentences,
-                    second_look: s.answers.answer_second_look,
+                    second_attempt: s.answers.answer_second_look,
                     cite_support: s.answers.answer_cite_support,
                 },
                 evidence_cutoff: s.answers.answer_evidence_cutoff,

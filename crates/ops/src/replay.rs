@@ -1,3 +1,4 @@
+// Kept whole at ~450 lines (90 of them its tests): one command, its two phases and the wait between them.
 //! `rag-engine replay chunking`: re-runs chunking over the retained
 //! DocumentParsed events into another chunking version. The chunker runs
 //! here, in a consumer group of its own that reads the topic from the

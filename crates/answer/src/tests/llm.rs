@@ -438,7 +438,7 @@ async fn an_answer_the_check_holds_back_gets_a_second_look_at_the_next_closest_s
 
     // Off: the first check's verdict is the answer.
     let (url, server) = serve(vec![Reply::Content(answer_json(&["S1"])), Reply::Judged(0.2)]).await;
-    let off = AnswerOptions { second_look: false, ..one };
+    let off = AnswerOptions { second_attempt: false, ..one };
     let out = answer_question(Some(&client(&url, 5000)), "Cổ tức?", &[], &chunks(), off, Some(&ranker), &mut |_| {}).await.unwrap();
     assert!(out.abstained && out.report.second_looks == 0);
     assert_eq!(server.calls.load(Ordering::SeqCst), 2);
@@ -542,7 +542,7 @@ async fn a_request_written_into_a_connection_the_server_closed_is_sent_again_at_
 /// one they give for something else, is never shown as the answer, while
 /// the model's words stream; the section says its cited sentence instead.
 /// A figure the system recomputes from the cited ones stays, with the
-/// computation after it. (Without the call in `look.rs` this fails.)
+/// computation after it. (Without the call in `attempt.rs` this fails.)
 #[tokio::test]
 async fn a_wrong_figure_streamed_is_withdrawn_and_a_recomputed_one_is_shown_with_its_computation() {
     let content = serde_json::json!({"answerable": true, "sections": [

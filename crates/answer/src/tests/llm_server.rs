@@ -23,7 +23,7 @@ pub(super) const UNCHECKED: AnswerOptions = AnswerOptions {
     retrieval: crate::RetrievalConfidence { best_cosine: None, lexical_coverage: None },
     llm_chunks: usize::MAX,
     evidence_sentences: 0,
-    second_look: true,
+    second_attempt: true,
     cite_support: true,
 };
 

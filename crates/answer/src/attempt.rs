@@ -1,10 +1,11 @@
-//! One look at the evidence: the model answers from the sentences it is
+//! One attempt at an answer: the model answers from the sentences it is
 //! shown under the output contract, its sections are grounded as they
 //! stream, and the check holds back an answer its citations do not
 //! support.
 
 use crate::llm::add_usage;
-use crate::options::{AnswerOptions, OnPartial, StreamedSection, HISTORY_TURNS};
+use crate::options::{AnswerOptions, HISTORY_TURNS};
+use crate::streamed::{OnPartial, StreamedSection};
 use crate::{
     abstention, contract, evidence, grounding, llm, prompt, AnswerError, AnswerMode, AnswerOutcome, Citation, CitationReport, Section,
     SourceChunk,
@@ -52,23 +53,23 @@ fn streamed_sections(
         .collect()
 }
 
-/// One look at the evidence: the model's answer to the units it was
+/// One attempt at an answer: the model's answer to the units it was
 /// shown, checked.
-pub(crate) struct Look {
+pub(crate) struct Attempt {
     pub(crate) outcome: AnswerOutcome,
-    /// The units an answer the check held back cited: a second look is
-    /// shown others.
+    /// The units an answer the check held back cited: a second attempt
+    /// is shown others.
     pub(crate) held_back_units: Vec<evidence::EvidenceUnit>,
 }
 
-/// Why a look gave no answer, with what it had used.
-pub(crate) struct LookError {
+/// Why an attempt gave no answer, with what it had used.
+pub(crate) struct AttemptError {
     pub(crate) error: AnswerError,
     pub(crate) usage: Option<llm::LlmUsage>,
     pub(crate) invalid_outputs: usize,
 }
 
-impl std::fmt::Display for LookError {
+impl std::fmt::Display for AttemptError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         self.error.fmt(f)
     }
@@ -78,7 +79,7 @@ impl std::fmt::Display for LookError {
 /// at a readable reply), and the check holds back an answer its citations
 /// do not support. In steps: ask (here), [`ground`], [`check_and_decide`],
 /// then the sections are written in the question's language (`rewrite`).
-pub(crate) async fn look_at(
+pub(crate) async fn attempt(
     client: &llm::ChatClient,
     question: &str,
     history: &[prompt::Turn],
@@ -86,7 +87,7 @@ pub(crate) async fn look_at(
     evidence: &evidence::Evidence,
     options: AnswerOptions,
     on_partial: OnPartial<'_>,
-) -> Result<Look, LookError> {
+) -> Result<Attempt, AttemptError> {
     let rendered = evidence.render(chunks);
     let language_note = prompt::answer_language_note(question, &rendered);
     let mut messages = prompt::build(question, &rendered, language_note.as_deref(), history, HISTORY_TURNS);
@@ -179,7 +180,7 @@ pub(crate) async fn look_at(
                             evidence_chunks: evidence.chunks_used,
                             unanswered_parts: Vec::new(),
                         };
-                        return Ok(Look { outcome, held_back_units });
+                        return Ok(Attempt { outcome, held_back_units });
                     }
                     Err(e) => {
                         tracing::warn!(attempt = attempt + 1, error = %e, "the model's answer does not follow the output contract");
@@ -198,7 +199,7 @@ pub(crate) async fn look_at(
             }
         }
     }
-    Err(LookError { error, usage, invalid_outputs: report.invalid_outputs })
+    Err(AttemptError { error, usage, invalid_outputs: report.invalid_outputs })
 }
 
 /// Step two: the model's sections as shown, each with exact citations
