@@ -1,5 +1,10 @@
 //! Answers grounded by construction.
 //!
+//! [`question`] answers a whole question: its parts ([`parts`]) in turn,
+//! each searched through a trait the caller implements (the answerer
+//! stage, over the search index) and streamed through another; the crate
+//! does no I/O of its own but the model's ([`llm`]).
+//!
 //! Named pure steps (no I/O), each tested on its own:
 //! [`evidence`] cuts the retrieved chunks into numbered sentence units with
 //! exact spans; [`prompt`] shows them to the model; [`contract`] is the

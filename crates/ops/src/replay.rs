@@ -63,9 +63,14 @@ pub struct ReplaySummary {
     pub documents_failed_or_deleted: i64,
     /// Of those, deleted during the replay: not a failure of it.
     pub documents_deleted: i64,
-    /// Given a newer revision during the replay, which the pipeline chunks
-    /// with its own profile: not on the new version, and not a failure.
+    /// With a revision newer than the one replayed (uploaded during the
+    /// replay, or one it could not chunk), which the pipeline chunks with
+    /// its own profile: not on the new version, and not a failure
+    /// (`rag_store::operations::ReplayProgress::revised`).
     pub documents_revised: i64,
+    /// Those documents, to replay with `--document` once their newest
+    /// revision is parsed.
+    pub revised_documents: Vec<uuid::Uuid>,
     pub events_skipped: u64,
     pub chunks: i64,
     pub chunking_seconds: f64,
@@ -169,15 +174,19 @@ pub async fn replay(s: &Settings, cmd: ReplayCommand) -> anyhow::Result<ExitCode
             summary.events_skipped,
             summary.duration_seconds
         );
+        if !summary.revised_documents.is_empty() {
+            let ids: Vec<String> = summary.revised_documents.iter().map(|d| d.to_string()).collect();
+            println!("revised meanwhile, on the pipeline's profile (replay them with --document): {}", ids.join(" "));
+        }
     }
     Ok(if summary.succeeded() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
 impl ReplaySummary {
-    /// Every replayed document is on the new version or was deleted or
-    /// revised meanwhile: a document a user deletes during a replay has
+    /// Every replayed document is on the new version, deleted, or has a
+    /// newer revision than the one replayed: a document a user deletes during a replay has
     /// nothing left to re-chunk (seen in the soak: its replay exited 1 for
-    /// one document deleted by the load), one revised meanwhile is the
+    /// one document deleted by the load), a newer revision is the
     /// pipeline's to chunk, while one that failed is a failure.
     pub fn succeeded(&self) -> bool {
         self.documents_failed_or_deleted == self.documents_deleted
@@ -186,8 +195,9 @@ impl ReplaySummary {
 }
 
 /// Replays DocumentParsed into `args.profile` and waits until every
-/// replayed document is ingested on it (needs the indexer and projector
-/// running on the same topics). Progress bars unless `args.json`.
+/// replayed document is ingested on it, failed, deleted or revised (needs
+/// the indexer and projector running on the same topics). Progress bars
+/// unless `args.json`.
 pub async fn replay_chunking(s: &Settings, args: &ChunkingArgs) -> anyhow::Result<ReplaySummary> {
     let profile = rag_chunking::profile(&args.profile).ok_or_else(|| {
         let known: Vec<String> = rag_chunking::profiles().iter().map(|p| p.id()).collect();
@@ -309,7 +319,8 @@ pub async fn replay_chunking(s: &Settings, args: &ChunkingArgs) -> anyhow::Resul
         documents_on_new_version: flipped,
         documents_failed_or_deleted: failed + deleted,
         documents_deleted: deleted,
-        documents_revised: revised,
+        documents_revised: revised.len() as i64,
+        revised_documents: revised,
         events_skipped: skipped,
         chunks,
         chunking_seconds: (chunked_secs * 10.0).round() / 10.0,
@@ -327,8 +338,8 @@ enum Unfinished {
 }
 
 /// Reads the replay's progress (`read`) every `poll` until each of the
-/// `wanted` documents is on the new version, failed or deleted, or the
-/// deadline passes. A transient database error (Postgres restarting, its
+/// `wanted` documents is on the new version, failed, deleted or revised,
+/// or the deadline passes. A transient database error (Postgres restarting, its
 /// connections cut) is waited out like a document still on its way: the
 /// hour of soak found a replay ended by one, its re-chunking done and its
 /// documents flipping, while the pipeline rode the restart out.
@@ -388,7 +399,7 @@ mod tests {
         let mut seen = Vec::new();
         let deadline = Instant::now() + Duration::from_secs(30);
         let done = ingested_on_version(|| std::future::ready(reads.next().unwrap()), 3, deadline, Duration::ZERO, |d| seen.push(d)).await;
-        assert_eq!(done.unwrap(), ReplayProgress { flipped: 2, deleted: 1, chunks: 7, failed: 0, revised: 0 });
+        assert_eq!(done.unwrap(), ReplayProgress { flipped: 2, deleted: 1, chunks: 7, failed: 0, revised: vec![] });
         assert_eq!(seen, [1, 3]);
     }
 
@@ -424,6 +435,7 @@ mod tests {
             documents_failed_or_deleted: failed + deleted,
             documents_deleted: deleted,
             documents_revised: revised,
+            revised_documents: Vec::new(),
             events_skipped: 0,
             chunks: 0,
             chunking_seconds: 0.0,

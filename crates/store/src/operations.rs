@@ -82,22 +82,26 @@ pub async fn settle_seconds(pool: &PgPool, workspace_id: &str) -> Result<Vec<f64
 }
 
 /// How far a replay onto `version` has come over the replayed documents.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ReplayProgress {
     /// Ingested with `version` active.
     pub flipped: i64,
     /// Failed meanwhile: they will not flip.
     pub failed: i64,
-    /// Deleted meanwhile (a user's deletion during the replay): nothing
-    /// left to re-chunk, and not a failure of the replay.
+    /// Deleted meanwhile (a user's deletion during the replay), or gone
+    /// from the read model: nothing left to re-chunk, and not a failure of
+    /// the replay.
     pub deleted: i64,
-    /// Revised meanwhile: a revision newer than the one replayed was
-    /// uploaded after the replay read the topic, so the pipeline chunks it
-    /// with its own profile and the replayed version never becomes active
-    /// (seen in the soak: four files of the followed folder edited during
-    /// the replay kept it waiting until its timeout). Not a failure either,
-    /// whatever became of the new revision.
-    pub revised: i64,
+    /// Documents with a revision newer than the one the replay chunked:
+    /// uploaded after the replay read the topic, or one it could not chunk
+    /// (its parse had failed, or had not happened yet when the replay read
+    /// the topic). The pipeline chunks that revision with its own profile,
+    /// so the replayed version never becomes active (seen in the soak:
+    /// four files of the followed folder edited during the replay kept it
+    /// waiting until its timeout). Not a failure of the replay, whatever
+    /// became of the newer revision; `rag-engine replay --document` moves
+    /// such a document once its newest revision is parsed.
+    pub revised: Vec<Uuid>,
     /// Chunks of the flipped documents on `version`.
     pub chunks: i64,
 }
@@ -105,12 +109,13 @@ pub struct ReplayProgress {
 impl ReplayProgress {
     /// Documents with nothing left to wait for.
     pub fn settled(&self) -> i64 {
-        self.flipped + self.failed + self.deleted + self.revised
+        self.flipped + self.failed + self.deleted + self.revised.len() as i64
     }
 }
 
 /// The replay's progress over `documents`, each with the newest revision
-/// the replay chunked of it.
+/// the replay chunked of it. Every document is counted once: flipped,
+/// failed, deleted (or gone), revised, or still on its way.
 pub async fn replay_progress(pool: &PgPool, documents: &[(Uuid, i32)], version: &str) -> Result<ReplayProgress, StoreError> {
     // Flipped counts only once the version's chunk mappings are projected
     // too: DocumentChunked and DocumentIngested are on different topics, so
@@ -119,18 +124,19 @@ pub async fn replay_progress(pool: &PgPool, documents: &[(Uuid, i32)], version: 
     // A changed document is on `version` in its searchable revision's key.
     let key = crate::index_version_sql("$3", "d.revision");
     let (ids, revisions): (Vec<Uuid>, Vec<i32>) = documents.iter().copied().unzip();
-    let (flipped, failed, deleted, revised, chunks): (i64, i64, i64, i64, i64) = sqlx::query_as(&format!(
+    let (flipped, failed, deleted, revised, chunks): (i64, i64, i64, Vec<Uuid>, i64) = sqlx::query_as(&format!(
         "WITH d AS (
-             SELECT d.status, d.active_chunking_version = {key} AND d.status = 'ingested'
+             SELECT r.id, d.id IS NULL AS gone, d.status,
+                    coalesce(d.active_chunking_version = {key} AND d.status = 'ingested'
                         AND (SELECT count(*) FROM chunk_mappings m WHERE m.document_id = d.id AND m.chunking_version = {key})
-                            = coalesce(d.chunk_count, 0) AS flipped,
-                    d.latest_revision > r.replayed AS revised,
+                            = coalesce(d.chunk_count, 0), false) AS flipped,
+                    coalesce(d.latest_revision > r.replayed, false) AS revised,
                     d.chunk_count
-             FROM unnest($1::uuid[], $2::int[]) AS r(id, replayed) JOIN documents d ON d.id = r.id)
+             FROM unnest($1::uuid[], $2::int[]) AS r(id, replayed) LEFT JOIN documents d ON d.id = r.id)
          SELECT count(*) FILTER (WHERE flipped),
                 count(*) FILTER (WHERE status = 'failed' AND NOT revised),
-                count(*) FILTER (WHERE status = 'deleted'),
-                count(*) FILTER (WHERE revised AND NOT flipped AND status <> 'deleted'),
+                count(*) FILTER (WHERE gone OR status = 'deleted'),
+                coalesce(array_agg(id ORDER BY id) FILTER (WHERE revised AND NOT flipped AND status <> 'deleted'), '{{}}'),
                 coalesce(sum(chunk_count) FILTER (WHERE flipped), 0)
          FROM d"
     ))

@@ -95,20 +95,39 @@ pub async fn read_all(brokers: &str, topic: &str) -> Vec<rdkafka::message::Owned
         .unwrap();
     let topic = topic.to_string();
     tokio::task::spawn_blocking(move || {
-        let metadata = consumer.fetch_metadata(Some(&topic), BROKER_WAIT).unwrap();
-        let partitions: Vec<i32> =
-            metadata.topics().iter().filter(|t| t.name() == topic).flat_map(|t| t.partitions().iter().map(|p| p.id())).collect();
-        let mut assignment = TopicPartitionList::new();
-        let mut ends = std::collections::HashMap::new();
-        for p in partitions {
-            let (low, high) = consumer.fetch_watermarks(&topic, p, BROKER_WAIT).unwrap();
-            assignment.add_partition_offset(&topic, p, Offset::Beginning).unwrap();
-            if high > low {
-                ends.insert(p, high);
-            }
-        }
-        consumer.assign(&assignment).unwrap();
         let started = std::time::Instant::now();
+        // A topic the stages have not created yet, or whose partitions have
+        // no leader yet, is asked again for a while (then read as empty).
+        let (assignment, mut ends) = loop {
+            let partitions: Vec<i32> = match consumer.fetch_metadata(Some(&topic), BROKER_WAIT) {
+                Ok(m) => m
+                    .topics()
+                    .iter()
+                    .filter(|t| t.name() == topic && t.error().is_none())
+                    .flat_map(|t| t.partitions().iter().map(|p| p.id()))
+                    .collect(),
+                Err(_) => Vec::new(),
+            };
+            let mut assignment = TopicPartitionList::new();
+            let mut ends = std::collections::HashMap::new();
+            let mut known = !partitions.is_empty();
+            for p in partitions {
+                match consumer.fetch_watermarks(&topic, p, BROKER_WAIT) {
+                    Ok((low, high)) => {
+                        assignment.add_partition_offset(&topic, p, Offset::Beginning).unwrap();
+                        if high > low {
+                            ends.insert(p, high);
+                        }
+                    }
+                    Err(_) => known = false,
+                }
+            }
+            if known || started.elapsed() > BROKER_WAIT {
+                break (assignment, ends);
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        };
+        consumer.assign(&assignment).unwrap();
         let mut out = Vec::new();
         let mut idle = 0;
         while !ends.is_empty() || idle < 10 {
@@ -137,7 +156,11 @@ pub async fn read_all(brokers: &str, topic: &str) -> Vec<rdkafka::message::Owned
                     }
                 }
             }
-            assert!(started.elapsed() < READ_WAIT, "{topic}: partitions {:?} not read to their end in {READ_WAIT:?}", ends.keys());
+            assert!(
+                ends.is_empty() || started.elapsed() < READ_WAIT,
+                "{topic}: partitions {:?} not read to their end in {READ_WAIT:?}",
+                ends.keys()
+            );
         }
         out
     })
