@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use rag_events::{DocumentUploaded, Envelope};
+use rag_events::{DocumentParsed, DocumentUploaded, Envelope};
 
 use crate::documents::{self, DocumentStatus};
 
@@ -19,6 +19,29 @@ fn uploaded(ws: &str) -> DocumentUploaded {
         metadata: HashMap::new(),
         revision: 1,
         replaces_sha256: None,
+    }
+}
+
+/// A text document's DocumentParsed of `up`'s revision, caused by the upload.
+fn parsed(up: &DocumentUploaded) -> DocumentParsed {
+    DocumentParsed {
+        envelope: Envelope::caused_by(&up.envelope, "stage", "test@0"),
+        document_id: up.document_id.clone(),
+        parser_name: "text".into(),
+        parser_version: "1".into(),
+        page_count: Some(1),
+        segment_count: Some(0),
+        char_count: Some(0),
+        full_text_uri: None,
+        full_text_sha256: None,
+        segments_uri: None,
+        segments_sha256: None,
+        failure: None,
+        pages_without_text: vec![],
+        ocr_pages: vec![],
+        line_count: Some(1),
+        pages: vec![],
+        revision: up.revision,
     }
 }
 
@@ -81,7 +104,7 @@ async fn the_sql_status_rule_is_the_rust_rule() {
 /// ahead of a step not yet projected, and all four end at `ingested`.
 #[tokio::test]
 async fn a_status_shows_only_steps_whose_predecessors_are_projected() {
-    use rag_events::{DocumentChunked, DocumentIngested, DocumentParsed};
+    use rag_events::{DocumentChunked, DocumentIngested};
     let db = super::fresh().await;
     // Every permutation of the steps 0 (uploaded) .. 3 (ingested).
     let mut orders: Vec<Vec<usize>> = vec![vec![]];
@@ -97,25 +120,7 @@ async fn a_status_shows_only_steps_whose_predecessors_are_projected() {
         let id = uuid::Uuid::parse_str(&up.document_id).unwrap();
         // Caused by the upload, as the stages' events are.
         let envelope = || Envelope::caused_by(&up.envelope, "stage", "test@0");
-        let parsed = DocumentParsed {
-            envelope: envelope(),
-            document_id: up.document_id.clone(),
-            parser_name: "text".into(),
-            parser_version: "1".into(),
-            page_count: Some(1),
-            segment_count: Some(0),
-            char_count: Some(0),
-            full_text_uri: None,
-            full_text_sha256: None,
-            segments_uri: None,
-            segments_sha256: None,
-            failure: None,
-            pages_without_text: vec![],
-            ocr_pages: vec![],
-            line_count: Some(1),
-            pages: vec![],
-            revision: 1,
-        };
+        let parsed = parsed(&up);
         let chunked = DocumentChunked {
             envelope: envelope(),
             document_id: up.document_id.clone(),
@@ -307,25 +312,6 @@ async fn a_replay_counts_a_document_revised_meanwhile_as_settled_not_failed() {
         chunk_count: 1,
         failure,
         revision,
-    };
-    let parsed = |up: &DocumentUploaded| rag_events::DocumentParsed {
-        envelope: Envelope::caused_by(&up.envelope, "parser", "test@0"),
-        document_id: up.document_id.clone(),
-        parser_name: "text".into(),
-        parser_version: "1".into(),
-        page_count: Some(1),
-        segment_count: Some(0),
-        char_count: Some(0),
-        full_text_uri: None,
-        full_text_sha256: None,
-        segments_uri: None,
-        segments_sha256: None,
-        failure: None,
-        pages_without_text: vec![],
-        ocr_pages: vec![],
-        line_count: Some(1),
-        pages: vec![],
-        revision: up.revision,
     };
     // One document's upload (and parse), then its chunking and its ingestion
     // (version, revision and how it ended), each projected when given.
