@@ -51,14 +51,19 @@ impl Schedule {
             // one slow request was the p99).
             live_uploads: if minutes >= 30 { 20 } else { 12 },
             hostile_every: if minutes >= 30 { 25 } else { 7 },
-            // An hour asks more often: in ten minutes 150 page questions
-            // (50 of them first questions read whole, 50 follow-ups), 100
-            // chat completions and 150 MCP calls (half of each streamed or
-            // `ask`). With 50 to 75 a door a stretch's p99 is still its
-            // slowest request, so the faults are left out of the drift.
-            question_every: if minutes >= 30 { Duration::from_secs(4) } else { Duration::from_secs(6) },
-            chat_every: if minutes >= 30 { Duration::from_secs(6) } else { Duration::from_secs(10) },
-            mcp_every: if minutes >= 30 { Duration::from_secs(4) } else { Duration::from_secs(5) },
+            // An hour asks often enough for a p99 to be more than the
+            // slowest request: in ten minutes some 400 page questions (a
+            // third first questions read whole, a third follow-ups, a sixth
+            // hanging up, a sixth read slowly), 600 chat completions and 400
+            // MCP calls (half of each streamed or `ask`), so that each
+            // door's stretch keeps well over 100 requests away from the
+            // faults (at 50 to 75 a door, the second hour's, one slow
+            // request was a stretch's p99). The requests come at random
+            // moments around these means (`Arrivals`), not in step with the
+            // strikes.
+            question_every: if minutes >= 30 { Duration::from_millis(1500) } else { Duration::from_secs(6) },
+            chat_every: if minutes >= 30 { Duration::from_secs(1) } else { Duration::from_secs(10) },
+            mcp_every: if minutes >= 30 { Duration::from_millis(1500) } else { Duration::from_secs(5) },
             key_every: if minutes >= 30 { Duration::from_secs(300) } else { Duration::from_secs(90) },
             folder_every: Duration::from_secs(30),
             strike_every: Duration::from_secs(30),
@@ -67,6 +72,49 @@ impl Schedule {
             restart_every: if minutes >= 30 { Duration::from_secs(600) } else { length / 3 },
             replay_at: 0.4,
         }
+    }
+}
+
+impl Schedule {
+    /// Questions a minute the load asks (page, chat completions, MCP
+    /// `ask`): the run's rate limit is set well above it, as a 429 fails
+    /// the run.
+    pub(super) fn questions_per_minute(&self) -> f64 {
+        let per_minute = |every: Duration| 60.0 / every.as_secs_f64().max(0.001);
+        per_minute(self.question_every) + per_minute(self.chat_every) + per_minute(self.mcp_every) / 2.0
+    }
+}
+
+/// When one door's next request is due: gaps drawn uniformly between half
+/// and one and a half times the mean, so that over a stretch the requests
+/// meet every moment of the fixed fault rotation (in step with it, a door
+/// asking every 12 s met a strike every 30 s at the same five moments in
+/// every stretch, and the same few requests set its p99). Requests missed
+/// while the loop waited (a sample during a restart) are skipped, not fired
+/// in a burst.
+pub(super) struct Arrivals {
+    every: f64,
+    next: f64,
+    rng: fastrand::Rng,
+}
+
+impl Arrivals {
+    pub(super) fn new(every: Duration, seed: u64) -> Arrivals {
+        let mut rng = fastrand::Rng::with_seed(seed);
+        let every = every.as_secs_f64();
+        // The first request at a random moment of the first gap.
+        Arrivals { every, next: every * rng.f64(), rng }
+    }
+
+    /// Whether a request is due at `now` (seconds since the load began);
+    /// when it is, the next one is drawn.
+    pub(super) fn due(&mut self, now: f64) -> bool {
+        if now < self.next {
+            return false;
+        }
+        let from = if now - self.next > self.every { now } else { self.next };
+        self.next = from + self.every * (0.5 + self.rng.f64());
+        true
     }
 }
 
@@ -156,4 +204,38 @@ pub(super) async fn hostile_check(
         }
     }
     Ok(json!({"ok": wrong.is_empty(), "accepted": accepted.len(), "wrong": wrong}))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arrivals_keep_their_mean_rate_at_random_moments_and_skip_a_stall() {
+        let mut a = Arrivals::new(Duration::from_secs(2), 7);
+        let (mut fired, mut moments) = (Vec::new(), std::collections::BTreeSet::new());
+        let mut now = 0.0;
+        while now < 3000.0 {
+            if a.due(now) {
+                fired.push(now);
+                // Where in a 30 s strike rotation the request lands.
+                moments.insert((now % 30.0) as u32);
+            }
+            now += 0.2;
+        }
+        let rate = fired.len() as f64 / 3000.0;
+        assert!((rate - 0.5).abs() < 0.03, "{rate} requests a second, 0.5 expected");
+        assert_eq!(moments.len(), 30, "every second of the rotation is met: {moments:?}");
+        // A stall of a minute: one request when the loop comes back, not 30.
+        let mut b = Arrivals::new(Duration::from_secs(2), 7);
+        let after_stall = (0..5).filter(|k| b.due(60.0 + f64::from(*k) * 0.2)).count();
+        assert_eq!(after_stall, 1);
+    }
+
+    #[test]
+    fn the_hour_asks_within_its_rate_limit_and_a_short_run_as_before() {
+        let hour = Schedule::of(60);
+        assert!((hour.questions_per_minute() - 120.0).abs() < 1e-9);
+        assert!((Schedule::of(5).questions_per_minute() - 22.0).abs() < 1e-9);
+    }
 }
