@@ -55,12 +55,12 @@ impl Schedule {
             // slowest request: in ten minutes some 400 page questions (a
             // third first questions read whole, a third follow-ups, a sixth
             // hanging up, a sixth read slowly), 600 chat completions and 400
-            // MCP calls (half of each streamed or `ask`), so that each
-            // door's stretch keeps well over 100 requests away from the
-            // faults (at 50 to 75 a door, the second hour's, one slow
-            // request was a stretch's p99). The requests come at random
-            // moments around these means (`Arrivals`), not in step with the
-            // strikes.
+            // MCP calls (half of each streamed or `ask`): away from the
+            // faults a stretch keeps some 200 requests a chat door, 130 MCP
+            // `ask`s and 45 to 90 a page door (at 35 to 50 a door, the
+            // second hour's, one slow request was a stretch's p99). The
+            // requests come at random moments around these means
+            // (`Arrivals`), not in step with the strikes.
             question_every: if minutes >= 30 { Duration::from_millis(1500) } else { Duration::from_secs(6) },
             chat_every: if minutes >= 30 { Duration::from_secs(1) } else { Duration::from_secs(10) },
             mcp_every: if minutes >= 30 { Duration::from_millis(1500) } else { Duration::from_secs(5) },
