@@ -73,9 +73,7 @@ impl Schedule {
             replay_at: 0.4,
         }
     }
-}
 
-impl Schedule {
     /// Questions a minute the load asks (page, chat completions, MCP
     /// `ask`): the run's rate limit is set well above it, as a 429 fails
     /// the run.
