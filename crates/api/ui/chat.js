@@ -162,12 +162,15 @@ function restarted(before, d) {
 
 /**
  * The conversation's event stream: answers arrive as `message.status_updated`,
- * their text as it is written as `message.delta`.
+ * their text as it is written as `message.delta`. Resolves once the server
+ * has accepted the stream, or has refused it for good.
  */
 function listen(conversationId, gen) {
   state.stream?.abort();
   const abort = new AbortController();
   state.stream = abort;
+  let opened;
+  const open = new Promise((r) => (opened = r));
   streamEvents(
     state.ws.eventsUrl(conversationId),
     state.api.headers(),
@@ -181,8 +184,12 @@ function listen(conversationId, gen) {
         /* a malformed event: the pending poll still delivers the answer */
       }
     },
-    () => {},
-  );
+    (err) => {
+      if (err?.fatal) opened();
+    },
+    () => opened(),
+  ).finally(() => opened());
+  return open;
 }
 
 /** Polls a pending answer too, in case the stream is down when it lands. */
@@ -240,7 +247,13 @@ async function ask(content) {
       state.conversations.unshift(conv);
       updateHash({ c: conv.id });
       renderConversations();
-      listen(conv.id, gen);
+      // Deltas are not replayed to a stream that opens late: the question
+      // goes once the stream is open, so the documents being read (sent
+      // before the first words) reach the page. A stream slow to open
+      // delays the question by at most a few seconds; the answer itself
+      // comes from the replayed updates or the poll anyway.
+      await Promise.race([listen(conv.id, gen), new Promise((r) => setTimeout(r, 5000))]);
+      if (gen !== state.gen) return;
     }
     const accepted = await ws.ask(conversationId, content);
     if (gen !== state.gen || state.conversationId !== conversationId) return;

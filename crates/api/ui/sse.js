@@ -8,8 +8,9 @@
  * `onEvent({event, data, id})` for each event; reconnects after a drop
  * with `Last-Event-ID`, so no update is missed. `onError(err)` hears about
  * drops and HTTP errors (a 401/404 stops it: retrying cannot help).
+ * `onOpen()` hears each time the server has accepted the stream.
  */
-export async function streamEvents(url, headers, signal, onEvent, onError) {
+export async function streamEvents(url, headers, signal, onEvent, onError, onOpen) {
   let lastId = null;
   let delay = 500;
   while (!signal.aborted) {
@@ -23,6 +24,7 @@ export async function streamEvents(url, headers, signal, onEvent, onError) {
       }
       if (!res.ok || !res.body) throw new Error(`event stream answered ${res.status}`);
       delay = 500;
+      onOpen?.();
       const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
       let buffer = "";
       let event = { event: "message", data: [], id: null };
