@@ -138,8 +138,6 @@ struct Fleet {
     env: HashMap<String, String>,
     members: Vec<Member>,
     stage_restarts: u32,
-    /// Started under `nice -n` this (a lower CPU priority), or as is.
-    niceness: Option<u8>,
 }
 
 impl Fleet {
@@ -147,16 +145,7 @@ impl Fleet {
         let out = std::fs::OpenOptions::new().create(true).append(true).open(log)?;
         // The followed folder's syncer, struck like the stages.
         let args: [&str; 2] = if stage == SOURCES { ["sources", "sync"] } else { ["run", stage] };
-        // `nice` execs the engine: the pid struck is the engine's.
-        let mut command = match self.niceness {
-            Some(n) => {
-                let mut c = Command::new("nice");
-                c.arg("-n").arg(n.to_string()).arg(&self.exe);
-                c
-            }
-            None => Command::new(&self.exe),
-        };
-        Ok(command
+        Ok(Command::new(&self.exe)
             .args(args)
             .envs(&self.env)
             .stdin(Stdio::null())
@@ -309,7 +298,7 @@ async fn run_trial(s: &Settings, args: &ChaosArgs, plan: &Plan, trial: u32) -> a
     let exe = crate::engine_exe()?;
     let members =
         STAGES.iter().enumerate().map(|(i, stage)| Member { stage, child: None, log: workdir.join(format!("{stage}-{i}.log")) }).collect();
-    let mut fleet = Fleet { exe: exe.clone(), env: env.clone(), members, stage_restarts: 0, niceness: None };
+    let mut fleet = Fleet { exe: exe.clone(), env: env.clone(), members, stage_restarts: 0 };
     fleet.start_all()?;
 
     // Poison first: undecodable records on the uploads topic.

@@ -47,10 +47,6 @@ const RUN_ALL_APPLICATION: &str = "rag-soak-run-all";
 /// The stage processes struck beside `run all`.
 const STRUCK: [&str; 5] = ["parser", "chunker", "indexer", "projector", "answerer"];
 
-/// The struck processes' `nice` level (of 19): a restart's burst yields the
-/// CPU to `run all`.
-const STRUCK_NICENESS: u8 = 10;
-
 fn free_port() -> anyhow::Result<u16> {
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
@@ -141,18 +137,11 @@ pub async fn run(s: &Settings, args: &ChaosArgs) -> anyhow::Result<ExitCode> {
     // `run all` is a fleet of its own, supervised like the struck ones but
     // never struck: its restarts (none, if all is well) are counted apart.
     let run_all = Member { stage: "all", child: None, log: workdir.join("run-all.log") };
-    let mut server = Fleet { exe: exe.clone(), env: server_env, members: vec![run_all], stage_restarts: 0, niceness: None };
+    let mut server = Fleet { exe: exe.clone(), env: server_env, members: vec![run_all], stage_restarts: 0 };
     server.start_all()?;
     let members =
         STRUCK.iter().enumerate().map(|(i, stage)| Member { stage, child: None, log: workdir.join(format!("{stage}-{i}.log")) }).collect();
-    // The struck processes stand for stages on machines of their own: on
-    // these two cores a restart (the binary, its connections, e5 loaded by
-    // the indexer and the answerer) took the CPU from `run all`'s doors for
-    // a second or two (8 of the third hour's 10 slowest MCP searches began
-    // 0.8 to 2.2 s after a strike of some stage). At a lower priority they
-    // still do their share of the work and meet every fault, and the
-    // doors' latency is the service's, not the harness's.
-    let mut fleet = Fleet { exe: exe.clone(), env: env.clone(), members, stage_restarts: 0, niceness: Some(STRUCK_NICENESS) };
+    let mut fleet = Fleet { exe: exe.clone(), env: env.clone(), members, stage_restarts: 0 };
     fleet.start_all()?;
     let http = reqwest::Client::builder().timeout(Duration::from_secs(200)).build()?;
     let base = format!("http://{api_addr}");

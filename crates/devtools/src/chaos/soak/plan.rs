@@ -43,17 +43,17 @@ impl Schedule {
         Schedule {
             length,
             sample_every: if minutes >= 30 { Duration::from_secs(60) } else { Duration::from_secs(15) },
-            // An hour uploads every 5 s, so that a stretch holds some 110
-            // deletions away from the service restarts (at every 10 s, the
-            // third hour's 29 to 58: its slowest deletion was the p99).
-            upload_every: if minutes >= 30 { Duration::from_secs(5) } else { Duration::from_secs(10) },
+            // Every 10 s, at random moments (`Arrivals`). Uploading every 5
+            // s (the fourth hour) loaded the pipeline and left the answer
+            // doors' median at 1.5 s from the start instead of 1.0 s.
+            upload_every: Duration::from_secs(10),
             // A short run deletes and meets every hostile file too. An hour
-            // keeps 20: deletions begin in its second minute, long before
-            // the first stretch judged (at 40 kept and an upload every 10 s
-            // they began at minute 7: 16 requests, and one slow request was
-            // the p99).
+            // keeps 20: deletions begin in its fourth minute, so its first
+            // ten minutes hold some 40 of them to set the deletions' p99
+            // against (at 40 kept they began at minute 7: 16 requests, and
+            // one slow request was the p99).
             live_uploads: if minutes >= 30 { 20 } else { 12 },
-            hostile_every: if minutes >= 30 { 50 } else { 7 },
+            hostile_every: if minutes >= 30 { 25 } else { 7 },
             // An hour asks often enough for a p99 to be more than the
             // slowest request: in ten minutes some 400 page questions (a
             // third first questions read whole, a third follow-ups, a sixth
@@ -242,9 +242,9 @@ mod tests {
 
     /// Uploads come at random moments too (seed 4, as the run draws them):
     /// the short run still meets each of the four hostile files, and an
-    /// hour deletes some 110 documents a stretch.
+    /// hour uploads (and deletes) some 60 documents a stretch.
     #[test]
-    fn uploads_arrive_often_enough_to_meet_every_hostile_file_and_judge_the_deletions() {
+    fn uploads_arrive_often_enough_to_meet_every_hostile_file() {
         let uploads = |plan: &Schedule| {
             let mut a = Arrivals::new(plan.upload_every, 4);
             (0..plan.length.as_millis() / 200).filter(|k| a.due(*k as f64 * 0.2)).count()
@@ -254,7 +254,6 @@ mod tests {
         assert!(uploads(&short) >= short.hostile_every * 4, "{} uploads", uploads(&short));
         let hour = Schedule::of(60);
         let per_stretch = uploads(&hour) / 6;
-        assert!((110..=130).contains(&per_stretch), "{per_stretch} uploads (and deletions) a stretch");
-        assert_eq!(hour.hostile_every as u64 * hour.upload_every.as_secs(), 250, "a hostile upload every 250 s, as before");
+        assert!((55..=65).contains(&per_stretch), "{per_stretch} uploads (and deletions) a stretch");
     }
 }
