@@ -190,6 +190,10 @@ fn main() -> ExitCode {
             Command::Verify { args, settings } => verify::verify(&settings, args).await,
         }
     });
+    // Work still on the blocking pool (a stage's leave of its group, a lag
+    // report, waiting on a broker that does not answer) is not waited for:
+    // what had to be durable is, and a stage stopping gave up on it already.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     match result {
         Ok(code) => code,
         Err(e) => {

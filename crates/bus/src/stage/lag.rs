@@ -51,11 +51,26 @@ pub(crate) async fn report_lag(
         let shared = shared.clone();
         let reader = reader.clone();
         let (stage, group) = (stage.clone(), group.clone());
+        // A tick asks the broker a few questions per partition (each may
+        // take up to its 5 s timeout on a slow broker), and the stage waits
+        // for the tick before it stops: so the tick gives up between two
+        // questions once the stage stops. The projector reads every topic:
+        // with the broker hanging, `run projector` was still running 120 s
+        // after SIGTERM (test a_stage_stops_within_ten_seconds_while_the_
+        // broker_hangs), and a busy CI run's slow broker kept `run all` from
+        // stopping within 10 s.
+        let stopping = shutdown.clone();
         let done = tokio::task::spawn_blocking(move || {
             let Ok(assignment) = consumer.assignment() else { return };
             let mut observed: Vec<(PartitionKey, i64, i64, Option<i64>)> = Vec::new();
             let mut topics = std::collections::BTreeSet::new();
+            // Asked of the broker once a report, and only if a partition
+            // has no next offset of its own yet.
+            let mut committed: Option<Option<rdkafka::TopicPartitionList>> = None;
             for e in assignment.elements() {
+                if stopping.is_cancelled() {
+                    return;
+                }
                 let key = (e.topic().to_string(), e.partition());
                 topics.insert(key.0.clone());
                 let Ok((low, high)) = consumer.fetch_watermarks(&key.0, key.1, Duration::from_secs(5)) else { continue };
@@ -65,9 +80,9 @@ pub(crate) async fn report_lag(
                 };
                 let next = next
                     .or_else(|| {
-                        consumer
-                            .committed_offsets(assignment.clone(), Duration::from_secs(5))
-                            .ok()
+                        committed
+                            .get_or_insert_with(|| consumer.committed_offsets(assignment.clone(), Duration::from_secs(5)).ok())
+                            .as_ref()
                             .and_then(|tpl| tpl.find_partition(&key.0, key.1).and_then(|p| p.offset().to_raw()).filter(|o| *o >= 0))
                     })
                     .unwrap_or(low)
@@ -76,7 +91,7 @@ pub(crate) async fn report_lag(
             }
             let lagging: Vec<(PartitionKey, i64, Option<i64>)> =
                 observed.iter().filter(|(_, next, high, _)| high > next).map(|(k, n, _, ts)| (k.clone(), *n, *ts)).collect();
-            let oldest = reader.as_deref().map(|r| timestamps_at(r, &lagging)).unwrap_or_default();
+            let oldest = reader.as_deref().map(|r| timestamps_at(r, &lagging, &stopping)).unwrap_or_default();
             for (key, next, high, last_ts) in &observed {
                 // The oldest unprocessed event's age; if it cannot be read,
                 // the newest processed one's (an upper bound).
@@ -94,6 +109,9 @@ pub(crate) async fn report_lag(
                 .emit();
             }
             for topic in topics {
+                if stopping.is_cancelled() {
+                    return;
+                }
                 let dlq = rag_events::Topics::dlq_of(&topic);
                 let Ok(metadata) = consumer.fetch_metadata(Some(&dlq), Duration::from_secs(5)) else { continue };
                 let partitions: Vec<i32> =
@@ -117,6 +135,7 @@ pub(crate) async fn report_lag(
 fn timestamps_at<C: rdkafka::consumer::ConsumerContext>(
     reader: &BaseConsumer<C>,
     wanted: &[(PartitionKey, i64, Option<i64>)],
+    stopping: &CancellationToken,
 ) -> HashMap<PartitionKey, i64> {
     use rdkafka::TopicPartitionList;
     let mut out = HashMap::new();
@@ -133,7 +152,7 @@ fn timestamps_at<C: rdkafka::consumer::ConsumerContext>(
         return out;
     }
     let deadline = std::time::Instant::now() + Duration::from_secs(2);
-    while out.len() < wanted.len() && std::time::Instant::now() < deadline {
+    while out.len() < wanted.len() && std::time::Instant::now() < deadline && !stopping.is_cancelled() {
         if let Some(Ok(m)) = reader.poll(Duration::from_millis(100)) {
             let key = (m.topic().to_string(), m.partition());
             if let Some(ts) = m.timestamp().to_millis() {

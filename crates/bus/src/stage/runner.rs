@@ -45,6 +45,11 @@ struct Received {
     generation: u64,
 }
 
+/// How long a stopping stage waits for its final commit and for leaving its
+/// group. A broker that does not answer would otherwise hold the process
+/// for as long as librdkafka's timeouts (a sync commit: over 10 s).
+const LEAVE_WITHIN: Duration = Duration::from_secs(5);
+
 /// One stage instance: its consumer, its partitions and its stage.
 pub struct StageRunner<S: Stage> {
     pub(super) cfg: BusConfig,
@@ -134,15 +139,35 @@ impl<S: Stage> StageRunner<S> {
 
         // Finish: commit what was stored, then leave the group so the
         // partitions move to the remaining members at once instead of after
-        // a session timeout.
-        match self.consumer.commit_consumer_state(CommitMode::Sync) {
-            Ok(()) | Err(KafkaError::ConsumerCommit(RDKafkaErrorCode::NoOffset)) => {}
-            Err(e) => warn!(stage = %self.name, error = %e, "final commit failed"),
-        }
-        self.consumer.unsubscribe();
+        // a session timeout. Every call here waits on the broker (the sync
+        // commit, the unsubscribe, the consumer's close when its last
+        // reference goes, and the lag report's question in flight, up to
+        // its 5 s timeout), so they run on the blocking pool, side by side:
+        // with the broker hanging, one after the other took `run projector`
+        // past 10 s (the report's question, then librdkafka's 5 s for the
+        // LeaveGroup that gets no answer).
         lag_stop.cancel();
-        let _ = lag_task.await;
-        info!(stage = %self.name, "stage stopped");
+        let (name, consumer) = (self.name, Arc::clone(&self.consumer));
+        drop(self);
+        let leaving = tokio::task::spawn_blocking(move || {
+            match consumer.commit_consumer_state(CommitMode::Sync) {
+                Ok(()) | Err(KafkaError::ConsumerCommit(RDKafkaErrorCode::NoOffset)) => {}
+                Err(e) => warn!(stage = %name, error = %e, "final commit failed"),
+            }
+            consumer.unsubscribe();
+            drop(consumer);
+        });
+        match tokio::time::timeout(LEAVE_WITHIN, async { tokio::join!(lag_task, leaving) }).await {
+            Ok((_, Ok(()))) => {}
+            Ok((_, Err(e))) => warn!(stage = %name, error = %e, "leaving the group failed"),
+            // As after a crash: what was not committed is delivered again
+            // and skipped as a duplicate, and the group drops this member
+            // after its session timeout.
+            Err(_) => {
+                warn!(stage = %name, within = ?LEAVE_WITHIN, "the broker did not answer the stage leaving its group; stopping without it")
+            }
+        }
+        info!(stage = %name, "stage stopped");
         result
     }
 

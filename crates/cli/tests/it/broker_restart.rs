@@ -1,6 +1,7 @@
-//! The broker restarted mid-stream loses nothing. This test runs its own
-//! tansu broker (the binary `scripts/stack up` installed) so restarting it
-//! does not disturb the other tests.
+//! The broker restarted mid-stream loses nothing, and a broker that hangs
+//! does not keep a stage from stopping. These tests run their own tansu
+//! broker (the binary `scripts/stack up` installed) so restarting or
+//! stopping it does not disturb the other tests.
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -79,6 +80,48 @@ async fn broker_restarted_mid_stream_loses_nothing() {
     wait_until("all 60 rows", Duration::from_secs(120), || async { t.document_count().await >= 60 }).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(t.document_ids().await, expected, "every event projected exactly once");
+    t.cleanup().await;
+    let _ = broker.kill();
+    let _ = broker.wait();
+}
+
+/// A broker that stops answering (SIGSTOP: it keeps its connections and
+/// never replies) while the stage's lag reporter is asking it about every
+/// partition. The projector reads every topic (14 partitions here) and the
+/// report asks a few questions per partition, each with a 5 s timeout; the
+/// stage used to wait for the whole report before it stopped: `run
+/// projector` was still running 120 s after SIGTERM, and a slow broker
+/// under a busy CI run kept `run all` from stopping within 10 s.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stage_stops_within_ten_seconds_while_the_broker_hangs() {
+    let env = stack_env();
+    let bin = env.get("RAG_ENGINE_TANSU_BIN").cloned().expect("RAG_ENGINE_TANSU_BIN (written by scripts/stack up)");
+    let dir_scratch = crate::common::scratch_dir("rag-engine-broker-hangs");
+    let dir = dir_scratch.path().to_path_buf();
+    let port = free_port();
+    let mut broker = start_broker(&bin, &dir, port);
+    wait_port(port).await;
+    let signal = |sig: &str| {
+        let sent = std::process::Command::new("kill").arg(sig).arg(broker.id().to_string()).status().unwrap();
+        assert!(sent.success(), "kill {sig} the broker");
+    };
+
+    let t = TestEnv::with_brokers(Some(format!("127.0.0.1:{port}"))).await;
+    // A lag report every second, so that one is under way when the broker hangs.
+    let mut projector = t.spawn(&["run", "projector"], &[("LAG_INTERVAL_SECS", "1")]);
+    // A projected row: the projector holds its partitions and reports their lag.
+    t.producer().send(&t.uploaded_event("doc.txt")).await.unwrap();
+    wait_until("the row projected", Duration::from_secs(60), || async { t.document_count().await >= 1 }).await;
+    signal("-STOP");
+    // Long enough for a report to begin and meet the silent broker.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let stopping = std::time::Instant::now();
+    let stopped = tokio::time::timeout(Duration::from_secs(10), projector.terminate(Duration::from_secs(3600))).await;
+    let elapsed = stopping.elapsed().as_secs_f64();
+    signal("-CONT");
+    let status = stopped.unwrap_or_else(|_| panic!("run projector still running 10 s after SIGTERM, the broker hanging"));
+    eprintln!("run projector stopped {elapsed:.2} s after SIGTERM, the broker hanging ({status})");
+    assert!(status.success(), "{status}");
     t.cleanup().await;
     let _ = broker.kill();
     let _ = broker.wait();
