@@ -35,17 +35,51 @@ async fn wait_port(port: u16) {
     .await;
 }
 
+/// A tansu broker of the test's own, on a free port, its storage in a
+/// scratch directory (kept across a restart).
+struct PrivateBroker {
+    bin: String,
+    dir: tempfile::TempDir,
+    port: u16,
+    child: std::process::Child,
+}
+
+impl PrivateBroker {
+    async fn start(name: &str) -> PrivateBroker {
+        let env = stack_env();
+        let bin = env.get("RAG_ENGINE_TANSU_BIN").cloned().expect("RAG_ENGINE_TANSU_BIN (written by scripts/stack up)");
+        let dir = crate::common::scratch_dir(name);
+        let port = free_port();
+        let child = start_broker(&bin, dir.path(), port);
+        wait_port(port).await;
+        PrivateBroker { bin, dir, port, child }
+    }
+
+    fn address(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    fn kill(&mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+
+    async fn restart(&mut self) {
+        self.child = start_broker(&self.bin, self.dir.path(), self.port);
+        wait_port(self.port).await;
+    }
+
+    /// Sends the broker `sig` (`-STOP`, `-CONT`).
+    fn signal(&self, sig: &str) {
+        let sent = std::process::Command::new("kill").arg(sig).arg(self.child.id().to_string()).status().unwrap();
+        assert!(sent.success(), "kill {sig} the broker");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn broker_restarted_mid_stream_loses_nothing() {
-    let env = stack_env();
-    let bin = env.get("RAG_ENGINE_TANSU_BIN").cloned().expect("RAG_ENGINE_TANSU_BIN (written by scripts/stack up)");
-    let dir_scratch = crate::common::scratch_dir("rag-engine-broker");
-    let dir = dir_scratch.path().to_path_buf();
-    let port = free_port();
-    let mut broker = start_broker(&bin, &dir, port);
-    wait_port(port).await;
-
-    let t = TestEnv::with_brokers(Some(format!("127.0.0.1:{port}"))).await;
+    let mut broker = PrivateBroker::start("rag-engine-broker").await;
+    let t = TestEnv::with_brokers(Some(broker.address())).await;
     let _projector = t.spawn(&["run", "projector"], &[]);
     let producer = t.producer();
 
@@ -58,15 +92,13 @@ async fn broker_restarted_mid_stream_loses_nothing() {
                 tokio::time::timeout(Duration::from_secs(60), h).await.expect("delivery").unwrap().unwrap();
             }
             wait_until("the first 20 rows", Duration::from_secs(60), || async { t.document_count().await >= 20 }).await;
-            broker.kill().unwrap();
-            broker.wait().unwrap();
+            broker.kill();
         }
         if i == 30 {
             // Records 20..30 were handed to the producer while the broker was
             // down; the idempotent producer delivers them after the restart.
             tokio::time::sleep(Duration::from_secs(2)).await;
-            broker = start_broker(&bin, &dir, port);
-            wait_port(port).await;
+            broker.restart().await;
         }
         let e = t.uploaded_event(&format!("doc-{i}.txt"));
         expected.push(e.document_id.clone());
@@ -81,8 +113,7 @@ async fn broker_restarted_mid_stream_loses_nothing() {
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(t.document_ids().await, expected, "every event projected exactly once");
     t.cleanup().await;
-    let _ = broker.kill();
-    let _ = broker.wait();
+    broker.kill();
 }
 
 /// A broker that stops answering (SIGSTOP: it keeps its connections and
@@ -94,35 +125,23 @@ async fn broker_restarted_mid_stream_loses_nothing() {
 /// under a busy CI run kept `run all` from stopping within 10 s.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_stage_stops_within_ten_seconds_while_the_broker_hangs() {
-    let env = stack_env();
-    let bin = env.get("RAG_ENGINE_TANSU_BIN").cloned().expect("RAG_ENGINE_TANSU_BIN (written by scripts/stack up)");
-    let dir_scratch = crate::common::scratch_dir("rag-engine-broker-hangs");
-    let dir = dir_scratch.path().to_path_buf();
-    let port = free_port();
-    let mut broker = start_broker(&bin, &dir, port);
-    wait_port(port).await;
-    let signal = |sig: &str| {
-        let sent = std::process::Command::new("kill").arg(sig).arg(broker.id().to_string()).status().unwrap();
-        assert!(sent.success(), "kill {sig} the broker");
-    };
-
-    let t = TestEnv::with_brokers(Some(format!("127.0.0.1:{port}"))).await;
+    let mut broker = PrivateBroker::start("rag-engine-broker-hangs").await;
+    let t = TestEnv::with_brokers(Some(broker.address())).await;
     // A lag report every second, so that one is under way when the broker hangs.
     let mut projector = t.spawn(&["run", "projector"], &[("LAG_INTERVAL_SECS", "1")]);
     // A projected row: the projector holds its partitions and reports their lag.
     t.producer().send(&t.uploaded_event("doc.txt")).await.unwrap();
     wait_until("the row projected", Duration::from_secs(60), || async { t.document_count().await >= 1 }).await;
-    signal("-STOP");
+    broker.signal("-STOP");
     // Long enough for a report to begin and meet the silent broker.
     tokio::time::sleep(Duration::from_secs(3)).await;
     let stopping = std::time::Instant::now();
     let stopped = tokio::time::timeout(Duration::from_secs(10), projector.terminate(Duration::from_secs(3600))).await;
     let elapsed = stopping.elapsed().as_secs_f64();
-    signal("-CONT");
+    broker.signal("-CONT");
     let status = stopped.unwrap_or_else(|_| panic!("run projector still running 10 s after SIGTERM, the broker hanging"));
     eprintln!("run projector stopped {elapsed:.2} s after SIGTERM, the broker hanging ({status})");
     assert!(status.success(), "{status}");
     t.cleanup().await;
-    let _ = broker.kill();
-    let _ = broker.wait();
+    broker.kill();
 }
