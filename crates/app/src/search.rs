@@ -1,8 +1,6 @@
 //! The MCP `search` tool's search: the answerer's own hybrid retrieval,
 //! each passage given as the document's raw text at its range.
 
-use std::collections::HashMap;
-
 use futures::future::BoxFuture;
 use rag_api::mcp::{Passage, PassageSearch};
 use rag_search::retriever::{Mode, Retriever};
@@ -13,32 +11,26 @@ impl PassageSearch for RetrieverSearch {
     fn search<'a>(&'a self, workspace: &'a str, query: &'a str, top_k: usize) -> BoxFuture<'a, Result<Vec<Passage>, String>> {
         Box::pin(async move {
             let found = self.0.retrieve(workspace, query, top_k, &[], Mode::Hybrid).await.map_err(|e| format!("search failed: {e}"))?;
-            let mut texts: HashMap<uuid::Uuid, Option<Vec<char>>> = HashMap::new();
             let mut passages = Vec::with_capacity(found.chunks.len());
             for c in found.chunks {
                 let hit = c.hit;
-                if let std::collections::hash_map::Entry::Vacant(slot) = texts.entry(hit.document_id) {
-                    // The chunk's offsets are in the revision its index version names.
-                    let revision = rag_model::split_index_version(&hit.chunking_version).1;
-                    let text = rag_store::raw::full_text(&self.0.pool, workspace, hit.document_id, Some(revision))
-                        .await
-                        .map_err(|e| format!("search failed: {e}"))?;
-                    slot.insert(text);
-                }
-                let (start, end) = (hit.char_start.max(0) as usize, hit.char_end.max(0) as usize);
+                // The chunk's offsets are in the revision its index version names.
+                let revision = rag_model::split_index_version(&hit.chunking_version).1;
+                let (start, end) = (hit.char_start.max(0) as u64, hit.char_end.max(0) as u64);
                 // The raw text at the chunk's range, which a citation or
-                // read_passage gives back exactly; the chunk's own text if
-                // the document's text is gone meanwhile.
-                let text = match texts.get(&hit.document_id).and_then(Option::as_ref) {
-                    Some(chars) if start < end && end <= chars.len() => chars[start..end].iter().collect(),
-                    _ => hit.content,
-                };
+                // read_passage gives back exactly (read from the segments
+                // it overlaps only); the chunk's own text if the document's
+                // text is gone meanwhile.
+                let text = rag_store::raw::span_text(&self.0.pool, workspace, hit.document_id, Some(revision), start, end)
+                    .await
+                    .map_err(|e| format!("search failed: {e}"))?
+                    .unwrap_or(hit.content);
                 passages.push(Passage {
                     document_id: hit.document_id.to_string(),
                     filename: hit.filename,
                     page: hit.page_start.max(0) as u32 + 1,
-                    char_start: start as u64,
-                    char_end: end as u64,
+                    char_start: start,
+                    char_end: end,
                     text,
                     score: c.score,
                 });

@@ -83,6 +83,66 @@ pub async fn full_text(
     Ok((!segments.is_empty()).then(|| segments.iter().flat_map(|s| s.text.chars()).collect()))
 }
 
+/// The raw text at characters `[start, end)` of a document's `revision`
+/// (None: the one it shows), read from the few segments that overlap the
+/// range: a search hit in a long PDF reads its passage, not the whole text
+/// with every line's boxes ([`full_text`]). None when the range is empty
+/// or not all there (not parsed, failed, deleted, or past the end).
+pub async fn span_text(
+    pool: &PgPool,
+    workspace_id: &str,
+    document_id: Uuid,
+    revision: Option<i32>,
+    start: u64,
+    end: u64,
+) -> Result<Option<String>, StoreError> {
+    if start >= end {
+        return Ok(None);
+    }
+    let rows: Vec<(i64, String)> = sqlx::query_as(&format!(
+        "SELECT char_start, text FROM segments
+         WHERE workspace_id = $1 AND document_id = $2 AND revision = {REVISION} AND char_start < $5 AND char_end > $4
+         ORDER BY segment_index"
+    ))
+    .bind(workspace_id)
+    .bind(document_id)
+    .bind(revision)
+    .bind(start as i64)
+    .bind(end as i64)
+    .fetch_all(pool)
+    .await?;
+    Ok(slice_of_segments(&rows, start, end))
+}
+
+/// Characters `[start, end)` of consecutive segments given as (their first
+/// character's offset, their text); None when the segments leave a gap or
+/// do not cover the range.
+fn slice_of_segments(segments: &[(i64, String)], start: u64, end: u64) -> Option<String> {
+    let mut pos = u64::try_from(segments.first()?.0).ok()?;
+    if pos > start {
+        return None;
+    }
+    let mut out = String::new();
+    for (char_start, text) in segments {
+        if u64::try_from(*char_start).ok()? != pos {
+            return None;
+        }
+        for ch in text.chars() {
+            if pos >= end {
+                break;
+            }
+            if pos >= start {
+                out.push(ch);
+            }
+            pos += 1;
+        }
+        if pos >= end {
+            break;
+        }
+    }
+    (pos >= end).then_some(out)
+}
+
 /// Each page's size as displayed (the frame of the boxes); empty for
 /// formats without pages or documents parsed before geometry existed.
 pub async fn pages(pool: &PgPool, workspace_id: &str, document_id: Uuid, revision: Option<i32>) -> Result<Vec<PageSize>, StoreError> {
@@ -230,4 +290,22 @@ pub struct RevisionFile {
     pub filename: Option<String>,
     pub content_type: Option<String>,
     pub blob_uri: Option<String>,
+}
+
+#[cfg(test)]
+mod span_tests {
+    use super::slice_of_segments;
+
+    #[test]
+    fn a_span_is_cut_from_the_segments_it_overlaps() {
+        let segs = vec![(10, "Hồ sơ ".to_string()), (16, "nhân sự".to_string())];
+        assert_eq!(slice_of_segments(&segs, 10, 23).as_deref(), Some("Hồ sơ nhân sự"));
+        assert_eq!(slice_of_segments(&segs, 13, 19).as_deref(), Some("sơ nhâ"));
+        assert_eq!(slice_of_segments(&segs, 16, 17).as_deref(), Some("n"));
+        // Past the end, before the first segment, or across a gap: not all there.
+        assert_eq!(slice_of_segments(&segs, 20, 24), None);
+        assert_eq!(slice_of_segments(&segs, 9, 12), None);
+        assert_eq!(slice_of_segments(&[(0, "ab".to_string()), (3, "cd".to_string())], 1, 4), None);
+        assert_eq!(slice_of_segments(&[], 0, 1), None);
+    }
 }

@@ -352,9 +352,13 @@ pub async fn delete(
     owned_document(&state, &user, &ws, id).await?;
     let event =
         DocumentDeleted { envelope: Envelope::originating(&ws, PRODUCER), document_id: id.to_string(), deleted_by: user.user_id.clone() };
+    let asked = std::time::Instant::now();
     state.producer().send(&event).await?;
-    tracing::info!(workspace_id = %ws, document_id = %id, event_id = %event.envelope.event_id, "document deleted");
+    let produced = asked.elapsed();
     apply_now(&state, Recorded::Deleted(&event)).await;
+    // How long the broker and Postgres each took: a slow deletion says which.
+    tracing::info!(workspace_id = %ws, document_id = %id, event_id = %event.envelope.event_id,
+        produce_ms = produced.as_millis() as u64, apply_ms = (asked.elapsed() - produced).as_millis() as u64, "document deleted");
     Ok((StatusCode::ACCEPTED, Json(DeleteAccepted { document_id: id, status: DocumentStatus::Deleted })))
 }
 
