@@ -99,8 +99,27 @@ pub async fn span_text(
     if start >= end {
         return Ok(None);
     }
-    let rows: Vec<(i64, String)> = sqlx::query_as(&format!(
-        "SELECT char_start, text FROM segments
+    let rows: Vec<(i64, String)> = overlapping(pool, "char_start, text", workspace_id, document_id, revision, start, end).await?;
+    Ok(slice_of_segments(&rows, start, end))
+}
+
+/// `columns` of the segments of a document's `revision` (None: the one it
+/// shows) that overlap the characters `[start, end)`, in order: the one
+/// query behind [`span_text`] and [`span_segments`].
+async fn overlapping<T>(
+    pool: &PgPool,
+    columns: &str,
+    workspace_id: &str,
+    document_id: Uuid,
+    revision: Option<i32>,
+    start: u64,
+    end: u64,
+) -> Result<Vec<T>, StoreError>
+where
+    T: for<'r> sqlx::FromRow<'r, sqlx::postgres::PgRow> + Send + Unpin,
+{
+    Ok(sqlx::query_as(&format!(
+        "SELECT {columns} FROM segments
          WHERE workspace_id = $1 AND document_id = $2 AND revision = {REVISION} AND char_start < $5 AND char_end > $4
          ORDER BY segment_index"
     ))
@@ -110,8 +129,7 @@ pub async fn span_text(
     .bind(start as i64)
     .bind(end as i64)
     .fetch_all(pool)
-    .await?;
-    Ok(slice_of_segments(&rows, start, end))
+    .await?)
 }
 
 /// Characters `[start, end)` of consecutive segments given as (their first
@@ -217,18 +235,7 @@ pub async fn span_segments(
     start: u64,
     end: u64,
 ) -> Result<Vec<Segment>, StoreError> {
-    let rows: Vec<SegmentRow> = sqlx::query_as(&format!(
-        "SELECT {SEGMENT_COLUMNS} FROM segments
-         WHERE workspace_id = $1 AND document_id = $2 AND revision = {REVISION} AND char_start < $5 AND char_end > $4
-         ORDER BY segment_index"
-    ))
-    .bind(workspace_id)
-    .bind(document_id)
-    .bind(revision)
-    .bind(start as i64)
-    .bind(end as i64)
-    .fetch_all(pool)
-    .await?;
+    let rows: Vec<SegmentRow> = overlapping(pool, SEGMENT_COLUMNS, workspace_id, document_id, revision, start, end).await?;
     Ok(rows.into_iter().map(Segment::from).collect())
 }
 
