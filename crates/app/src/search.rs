@@ -10,7 +10,9 @@ pub struct RetrieverSearch(pub Retriever);
 impl PassageSearch for RetrieverSearch {
     fn search<'a>(&'a self, workspace: &'a str, query: &'a str, top_k: usize) -> BoxFuture<'a, Result<Vec<Passage>, String>> {
         Box::pin(async move {
+            let started = std::time::Instant::now();
             let found = self.0.retrieve(workspace, query, top_k, &[], Mode::Hybrid).await.map_err(|e| format!("search failed: {e}"))?;
+            let retrieved = started.elapsed();
             let mut passages = Vec::with_capacity(found.chunks.len());
             for c in found.chunks {
                 let hit = c.hit;
@@ -35,6 +37,9 @@ impl PassageSearch for RetrieverSearch {
                     score: c.score,
                 });
             }
+            // How long the retrieval and the reading of the passages each took.
+            tracing::info!(workspace_id = %workspace, hits = passages.len(), retrieve_ms = retrieved.as_millis() as u64,
+                read_ms = (started.elapsed() - retrieved).as_millis() as u64, "passages searched");
             Ok(passages)
         })
     }

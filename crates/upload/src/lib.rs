@@ -74,15 +74,26 @@ pub async fn store_and_announce(
     original: Original<'_>,
     doc: NewDocument,
 ) -> Result<DocumentUploaded, UploadError> {
-    let result = upload(blobs, producer, original, &doc).await;
+    let mut took = Took::default();
+    let result = upload(blobs, producer, original, &doc, &mut took).await;
     UploadRecorded {
         workspace_id: &doc.workspace_id,
         filename: &doc.filename,
         document_id: result.as_ref().ok().map(|e| e.document_id.as_str()),
         error: result.as_ref().err().map(|e| e.to_string()).as_deref(),
+        store: took.store,
+        produce: took.produce,
     }
     .emit();
     result
+}
+
+/// How long the object store and the broker each took: a slow upload's
+/// log line says which.
+#[derive(Default)]
+struct Took {
+    store: std::time::Duration,
+    produce: std::time::Duration,
 }
 
 async fn upload(
@@ -90,15 +101,18 @@ async fn upload(
     producer: &EventProducer,
     original: Original<'_>,
     doc: &NewDocument,
+    took: &mut Took,
 ) -> Result<DocumentUploaded, UploadError> {
     if !rag_events::is_workspace_id(&doc.workspace_id) {
         return Err(UploadError::Workspace(doc.workspace_id.clone()));
     }
     let key = original_key(&doc.workspace_id, original.sha256);
+    let storing = std::time::Instant::now();
     let blob_uri = match blobs.head(&key).await? {
         Some(existing) if existing == original.size => blobs.uri(&key),
         _ => blobs.put_file(&key, original.path, original.size, original.sha256, &doc.content_type).await?.uri,
     };
+    took.store = storing.elapsed();
     let (document_id, revision, replaces_sha256) = match &doc.revision_of {
         Some(next) => (next.document_id.clone(), next.revision, next.replaces_sha256.clone()),
         None => (uuid::Uuid::now_v7().to_string(), rag_events::FIRST_REVISION, None),
@@ -121,7 +135,9 @@ async fn upload(
         revision,
         replaces_sha256,
     };
+    let producing = std::time::Instant::now();
     producer.send(&event).await?;
+    took.produce = producing.elapsed();
     Ok(event)
 }
 

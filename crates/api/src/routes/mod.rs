@@ -136,21 +136,37 @@ pub(crate) fn token_expired(expires_at: u64) -> bool {
 /// it. Best effort: the projector applies the same event later, so a
 /// failure here only delays visibility.
 pub(crate) async fn apply_now(state: &AppState, event: Recorded<'_>) {
+    let started = std::time::Instant::now();
+    let (mut began, mut applied) = (started, started);
     let result = async {
         let mut tx = state.pool().begin().await?;
+        began = std::time::Instant::now();
         match event {
             Recorded::Uploaded(e) => rag_store::documents::apply_uploaded(&mut tx, e).await?,
             Recorded::Deleted(e) => rag_store::documents::apply_deleted(&mut tx, e).await?,
             Recorded::Asked(e) => rag_store::messages::apply_question_asked(&mut tx, e).await?,
         }
+        applied = std::time::Instant::now();
         tx.commit().await?;
         Ok::<(), rag_store::StoreError>(())
     }
     .await;
     if let Err(e) = result {
         tracing::warn!(error = %e, "applying the recorded event now failed; the projector will apply it");
+    } else if started.elapsed() >= SLOW_APPLY {
+        // Which step: a connection from the pool, the statements (a row
+        // lock), or the commit (the disk).
+        tracing::info!(
+            begin_ms = (began - started).as_millis() as u64,
+            apply_ms = (applied - began).as_millis() as u64,
+            commit_ms = applied.elapsed().as_millis() as u64,
+            "applying the recorded event now was slow"
+        );
     }
 }
+
+/// Past this, [`apply_now`] says where its time went.
+const SLOW_APPLY: std::time::Duration = std::time::Duration::from_millis(100);
 
 #[cfg(test)]
 mod tests {

@@ -16,13 +16,17 @@ pub struct UploadRecorded<'a> {
     /// The new document's id, when it was stored.
     pub document_id: Option<&'a str>,
     pub error: Option<&'a str>,
+    /// Spent storing the original (or finding it stored).
+    pub store: Duration,
+    /// Spent announcing it on the broker.
+    pub produce: Duration,
 }
 
 impl InternalEvent for UploadRecorded<'_> {
     fn emit(self) {
         match self.error {
             None => info!(workspace_id = %self.workspace_id, document_id = %self.document_id.unwrap_or(""), filename = %self.filename,
-                "upload recorded"),
+                store_ms = self.store.as_millis() as u64, produce_ms = self.produce.as_millis() as u64, "upload recorded"),
             Some(e) => warn!(workspace_id = %self.workspace_id, filename = %self.filename, error = %e, "upload failed"),
         }
         let outcome = if self.error.is_none() { "ok" } else { "failed" };
