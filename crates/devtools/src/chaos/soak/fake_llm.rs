@@ -21,6 +21,17 @@ use axum::routing::post;
 use axum::{Json, Router};
 use serde_json::{json, Value};
 
+/// Between two streamed pieces of 12 characters. The model's time is not
+/// what a soak measures, and it sets how many questions the answer path can
+/// take: each answerer answers its partitions' questions one at a time. At
+/// 25 ms (some 0.7 s of an answer's 1.1 s) the hour's 120 questions a
+/// minute were all that two answerers could answer, and a queue with no
+/// headroom grows after any stall and never drains: in the fifth hour
+/// (2026-12-03) the answerers' lag rose from 11 to 60 at minute 43 and every
+/// door's p99 with it. At 10 ms an answer takes some 0.5 s (p50) and each
+/// answerer is busy about half of the time at the same rates.
+pub const PIECE_DELAY: Duration = Duration::from_millis(10);
+
 pub struct FakeLlm {
     /// `http://127.0.0.1:PORT/v1`, what ANSWER_LLM_BASE_URL takes.
     pub base_url: String,

@@ -112,7 +112,7 @@ pub async fn run(s: &Settings, args: &ChaosArgs) -> anyhow::Result<ExitCode> {
     for _ in 0..8 {
         folder.add()?;
     }
-    let llm = fake_llm::FakeLlm::start(Duration::from_millis(25)).await?;
+    let llm = fake_llm::FakeLlm::start(fake_llm::PIECE_DELAY).await?;
     let (api_port, metrics_port) = (free_port()?, free_port()?);
     let mut env = super::member_env(&prefix, &run_db.url, &followed, 10);
     for (k, v) in [("ANSWER_LLM_BASE_URL", llm.base_url.as_str()), ("ANSWER_LLM_MODEL", "soak-llm"), ("ANSWER_LLM_API_KEY", "soak")] {
