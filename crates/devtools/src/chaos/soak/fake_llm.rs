@@ -24,7 +24,7 @@ use serde_json::{json, Value};
 /// Between two streamed pieces of 12 characters. The model's time is not
 /// what a soak measures, and it sets how many questions the answer path can
 /// take: each answerer answers its partitions' questions one at a time. At
-/// 25 ms (some 0.7 s of an answer's 1.1 s) the hour's 120 questions a
+/// 25 ms (an answer took 1.1 to 1.5 s at the answerer, p50) the hour's 120 questions a
 /// minute were all that two answerers could answer, and a queue with no
 /// headroom grows after any stall and never drains: in the fifth hour
 /// (2026-12-03) the answerers' lag rose from 11 to 60 at minute 43 and every
