@@ -51,6 +51,15 @@ async fn rebuilding_the_read_models_gives_identical_rows() {
         rag_store::testing::traces(&t.pool, Some(gone)).await.unwrap().segments == 0
     })
     .await;
+    // `ask` returns once the answer is projected; its question comes from
+    // another topic and may not be yet (a CI run failed here, 2026-12-03,
+    // its message cut off). Stop only once every stage has read everything,
+    // so that `before` is the whole log's projection.
+    wait_until("both questions and answers projected", Duration::from_secs(60), || async { t.messages().await.len() == 4 }).await;
+    wait_until("every stage caught up", Duration::from_secs(60), || async {
+        run.metrics().contains("rag_consumer_lag_messages{") && run.metric_sum("rag_consumer_lag_messages", &[]) == 0.0
+    })
+    .await;
     run.stop().await;
     let before = dump(&t).await;
     assert!(before["messages"].len() == 4 && !before["search_chunks"].is_empty() && before["document_versions"].len() >= 3, "{before:?}");
