@@ -55,7 +55,8 @@ pub struct ApiConfig {
     pub workspaces_per_user: u64,
     /// Largest JSON request body, in bytes.
     pub json_body_max_bytes: usize,
-    /// How often an open event stream looks for answered messages.
+    /// How often a door waiting for an answer reads it in case the
+    /// projector's note (an `AnswerDelta` with `projected`) was missed.
     pub sse_poll: Duration,
     /// Deadline of each dependency check of `/readyz`.
     pub ready_timeout: Duration,

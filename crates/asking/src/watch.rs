@@ -1,7 +1,8 @@
 //! Waiting for an answer: the projected assistant message, and meanwhile
 //! the text as the answerer writes it. Every door waits the same way: it
 //! reads the message (the answer is there once projected) and, between
-//! reads, listens for the answer's deltas at most one poll interval.
+//! reads, listens for the answer's deltas at most one poll interval; the
+//! projector's note that the answer is projected ends the wait at once.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -114,7 +115,8 @@ impl AnswerWatch {
                 return Ok(Watched::TimedOut);
             }
             if let Some(d) = self.deltas.within(self.poll).await {
-                if d.message_id == self.message && d.workspace_id == self.workspace {
+                // Projected: read the message now (the loop's first step).
+                if d.message_id == self.message && d.workspace_id == self.workspace && !d.projected {
                     return Ok(Watched::Delta(d));
                 }
             }

@@ -250,8 +250,10 @@ pub(crate) async fn ask_in_new_conversation(
     Answered::read(state, row, &link).await
 }
 
-/// Waits for the answer `message` of `ws`, reading it every poll interval.
+/// Waits for the answer `message` of `ws`: read when the projector says it
+/// is projected, and every poll interval in case that note is missed.
 pub(crate) async fn wait(state: &AppState, ws: &str, message: Uuid) -> Result<MessageRow, NoAnswer> {
-    let mut watch = AnswerWatch::new(state.pool().clone(), ws, message, Deltas::None, ANSWER_WAIT, state.config().sse_poll);
+    let deltas = Deltas::Broadcast(state.answer_deltas());
+    let mut watch = AnswerWatch::new(state.pool().clone(), ws, message, deltas, ANSWER_WAIT, state.config().sse_poll);
     watch.answer().await?.ok_or(NoAnswer::TimedOut)
 }

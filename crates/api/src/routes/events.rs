@@ -153,6 +153,10 @@ async fn next_event(mut feed: Feed) -> Option<(Result<Event, Infallible>, Feed)>
             _ = shutdown.cancelled() => return None,
             _ = tokio::time::sleep_until(feed.next_poll) => {}
             delta = feed.deltas.recv() => match delta {
+                // An answer of this conversation is projected: read it now.
+                Ok(d) if d.projected && d.workspace_id == feed.ws && d.conversation_id == feed.conversation => {
+                    feed.next_poll = tokio::time::Instant::now();
+                }
                 Ok(d) if d.workspace_id == feed.ws && d.conversation_id == feed.conversation => {
                     let mut data = serde_json::json!({"message_id": d.message_id, "seq": d.seq, "from": d.from, "sections": d.sections});
                     if !d.sources.is_empty() {

@@ -46,6 +46,9 @@ pub struct ApiSettings {
     /// Seconds to receive a request's body (an upload included).
     #[arg(long, env = "API_BODY_TIMEOUT_SECS", global = true, default_value_t = 300)]
     pub api_body_timeout_secs: u64,
+    /// Milliseconds between reads of an answer being waited for (the page's event stream, chat completions, MCP `ask`), in case the projector's note that it is projected was missed; with the note an answer is read as soon as it is projected.
+    #[arg(long, env = "API_ANSWER_POLL_MS", global = true, default_value_t = 250)]
+    pub api_answer_poll_ms: u64,
     /// Development sign-in: `POST /dev/sign-in` (and the page's sign-in form) mints a token for any user name without a password. Only on a developer's machine (`scripts/demo` turns it on); never in production.
     #[arg(long, env = "API_DEV_SIGN_IN", global = true, default_value_t = false, action = clap::ArgAction::Set)]
     pub api_dev_sign_in: bool,
@@ -69,6 +72,7 @@ impl ApiSettings {
             },
             header_timeout: Duration::from_secs(self.api_header_timeout_secs.max(1)),
             body_timeout: Duration::from_secs(self.api_body_timeout_secs.max(1)),
+            sse_poll: Duration::from_millis(self.api_answer_poll_ms.max(10)),
             ..rag_api::ApiConfig::default()
         }
     }

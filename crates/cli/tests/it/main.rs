@@ -12,6 +12,7 @@
 // allow-unwrap-in-tests does not see as tests): a panic is the report.
 #![allow(clippy::unwrap_used)]
 
+mod answer_note;
 mod answers;
 mod api;
 mod api_access;

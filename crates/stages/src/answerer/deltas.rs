@@ -43,6 +43,7 @@ impl DeltaSender {
             sources: vec![],
             restart: false,
             confirmed: 0,
+            projected: false,
         };
         DeltaSender { tx, task, template, seq: Default::default() }
     }

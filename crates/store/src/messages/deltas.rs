@@ -44,6 +44,30 @@ pub struct AnswerDelta {
     /// take words back (an OpenAI-compatible chat client) shows only these.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub confirmed: usize,
+    /// Not text: the answer is projected (its message is done or failed),
+    /// sent when the projection commits. A listener reads the message now
+    /// instead of at its next poll (the page's stream, the chat doors and
+    /// `ask` waited up to a poll interval, 250 ms, for every answer).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub projected: bool,
+}
+
+impl AnswerDelta {
+    /// The note that `message` of `conversation` in `workspace_id` is projected.
+    pub fn projected(workspace_id: &str, conversation_id: Uuid, message_id: Uuid) -> AnswerDelta {
+        AnswerDelta {
+            workspace_id: workspace_id.to_string(),
+            conversation_id,
+            message_id,
+            seq: 0,
+            from: 0,
+            sections: Vec::new(),
+            sources: Vec::new(),
+            restart: false,
+            confirmed: 0,
+            projected: true,
+        }
+    }
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -106,5 +130,19 @@ pub async fn notify_answer_delta(pool: &PgPool, delta: &AnswerDelta) -> Result<(
         return Ok(());
     }
     sqlx::query("SELECT pg_notify($1, $2)").bind(ANSWER_DELTAS_CHANNEL).bind(payload).execute(pool).await?;
+    Ok(())
+}
+
+/// Tells the answer listeners, when `tx` commits (Postgres delivers a
+/// transaction's notifications then, and never those of one rolled back),
+/// that `message` is projected.
+pub(crate) async fn notify_projected(
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    workspace_id: &str,
+    conversation_id: Uuid,
+    message_id: Uuid,
+) -> Result<(), StoreError> {
+    let payload = serde_json::to_string(&AnswerDelta::projected(workspace_id, conversation_id, message_id)).unwrap_or_default();
+    sqlx::query("SELECT pg_notify($1, $2)").bind(ANSWER_DELTAS_CHANNEL).bind(payload).execute(&mut **tx).await?;
     Ok(())
 }

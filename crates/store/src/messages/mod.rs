@@ -111,6 +111,7 @@ pub async fn apply_answer_produced(tx: &mut Transaction<'_, Postgres>, e: &Answe
     .bind(conversation)
     .execute(&mut **tx)
     .await?;
+    deltas::notify_projected(tx, &e.envelope.workspace_id, conversation, assistant).await?;
     Ok(())
 }
 
