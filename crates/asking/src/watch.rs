@@ -105,19 +105,32 @@ impl AnswerWatch {
     /// next one holds the whole text so far) and never the answer, which
     /// is read from the message.
     pub async fn next(&mut self) -> Result<Watched, StoreError> {
+        // Read at once, then when the projector says this answer is
+        // projected or a poll interval went by; not on other answers'
+        // deltas (a shared listener hears every answer of the process).
+        let mut read_now = true;
+        let mut next_read = Instant::now();
         loop {
-            if let Some(row) = messages::get(&self.pool, &self.workspace, self.message).await? {
-                if row.status != MessageStatus::Pending {
-                    return Ok(Watched::Answered(Box::new(row)));
+            if read_now || Instant::now() >= next_read {
+                if let Some(row) = messages::get(&self.pool, &self.workspace, self.message).await? {
+                    if row.status != MessageStatus::Pending {
+                        return Ok(Watched::Answered(Box::new(row)));
+                    }
                 }
+                read_now = false;
+                next_read = Instant::now() + self.poll;
             }
             if Instant::now() >= self.deadline {
                 return Ok(Watched::TimedOut);
             }
-            if let Some(d) = self.deltas.within(self.poll).await {
-                // Projected: read the message now (the loop's first step).
-                if d.message_id == self.message && d.workspace_id == self.workspace && !d.projected {
-                    return Ok(Watched::Delta(d));
+            let wait = next_read.saturating_duration_since(Instant::now()).min(self.deadline.saturating_duration_since(Instant::now()));
+            if let Some(d) = self.deltas.within(wait).await {
+                if d.message_id == self.message && d.workspace_id == self.workspace {
+                    if d.projected {
+                        read_now = true;
+                    } else {
+                        return Ok(Watched::Delta(d));
+                    }
                 }
             }
         }
