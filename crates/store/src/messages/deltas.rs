@@ -129,8 +129,7 @@ pub async fn notify_answer_delta(pool: &PgPool, delta: &AnswerDelta) -> Result<(
     if payload.is_empty() || payload.len() > NOTIFY_MAX_BYTES {
         return Ok(());
     }
-    sqlx::query("SELECT pg_notify($1, $2)").bind(ANSWER_DELTAS_CHANNEL).bind(payload).execute(pool).await?;
-    Ok(())
+    send(pool, &payload).await
 }
 
 /// Tells the answer listeners, when `tx` commits (Postgres delivers a
@@ -143,6 +142,12 @@ pub(crate) async fn notify_projected(
     message_id: Uuid,
 ) -> Result<(), StoreError> {
     let payload = serde_json::to_string(&AnswerDelta::projected(workspace_id, conversation_id, message_id)).unwrap_or_default();
-    sqlx::query("SELECT pg_notify($1, $2)").bind(ANSWER_DELTAS_CHANNEL).bind(payload).execute(&mut **tx).await?;
+    send(&mut **tx, &payload).await
+}
+
+/// NOTIFY on the answer-delta channel: at once on a pool, at commit in a
+/// transaction.
+async fn send<'e>(executor: impl sqlx::PgExecutor<'e>, payload: &str) -> Result<(), StoreError> {
+    sqlx::query("SELECT pg_notify($1, $2)").bind(ANSWER_DELTAS_CHANNEL).bind(payload).execute(executor).await?;
     Ok(())
 }
