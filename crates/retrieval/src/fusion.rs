@@ -13,6 +13,20 @@ pub struct Candidate {
     pub id: String,
     pub score: f64,
     pub language: Language,
+    /// Whether the dense side holds a vector for the chunk under the
+    /// query's model at all (always, for a dense candidate). A lexical hit
+    /// without one, a document not yet re-embedded while a workspace moves
+    /// to another model, is one the dense side cannot rank, not one it
+    /// ranked low.
+    pub dense_can_rank: bool,
+}
+
+impl Candidate {
+    /// A candidate the dense side can rank (every dense hit, and a lexical
+    /// hit embedded under the query's model).
+    pub fn new(id: impl Into<String>, score: f64, language: Language) -> Self {
+        Candidate { id: id.into(), score, language, dense_can_rank: true }
+    }
 }
 
 /// A fused result: ranks are 1-based positions in each input list.
@@ -115,6 +129,16 @@ pub fn query_coverage(query: &str, text: &str) -> f64 {
 ///   parental-leave passage first by 13% of its range; without the gap
 ///   the lexical tie won (hybrid 0.953 against dense 0.969, now 0.974).
 ///
+/// - **Chunks the dense side cannot rank.** A lexical hit with no vector
+///   under the query's model (a workspace half moved to another embedder)
+///   joins the languages' sample as text the dense side cannot see, and
+///   its score is the lexical one over both sides' weights: the side that
+///   cannot judge it is taken to agree with the one that can, the usual
+///   treatment of a missing value in a weighted sum. Without that, the
+///   dense candidates (only the re-embedded documents, often in another
+///   language) set the dense side's weight to all of it, and an exact
+///   lexical match scored 0 against any re-embedded chunk.
+///
 /// Dense hits on chunks in a language the embedder does not read are
 /// dropped, and none count when the query's language is not read: then the
 /// fused list is exactly the lexical one. Ties keep lexical-first order.
@@ -127,15 +151,20 @@ pub fn fuse(
     dense_weight: f64,
 ) -> (Vec<Fused>, FusionDecision) {
     let dense_on = embedder.understands(query_language) && dense_weight > 0.0 && !dense.is_empty();
-    let share = |keep: &dyn Fn(&Candidate) -> bool| -> f64 {
-        if dense.is_empty() {
+    // The languages' sample: the dense candidates, and the lexical hits
+    // the dense side cannot rank (part of the workspace it does not see).
+    let unranked: Vec<&Candidate> = if dense_on { lexical.iter().filter(|c| !c.dense_can_rank).collect() } else { Vec::new() };
+    let sample = dense.len() + unranked.len();
+    let share = |keep: &dyn Fn(&Candidate) -> bool, unranked_count: bool| -> f64 {
+        if sample == 0 {
             1.0
         } else {
-            dense.iter().filter(|c| keep(c)).count() as f64 / dense.len() as f64
+            let extra = if unranked_count { unranked.iter().filter(|c| keep(c)).count() } else { 0 };
+            (dense.iter().filter(|c| keep(c)).count() + extra) as f64 / sample as f64
         }
     };
-    let same_language_share = share(&|c| c.language == query_language);
-    let readable_share = share(&|c| embedder.understands(c.language));
+    let same_language_share = share(&|c| c.language == query_language, true);
+    let readable_share = share(&|c| embedder.understands(c.language), false);
     // Never zero: with the dense side off, the lexical order must survive.
     let lexical_coverage = lexical_top_coverage.clamp(0.0, 1.0).max(0.01);
     let dense_share = if !dense_on {
@@ -174,10 +203,8 @@ pub fn fuse(
             continue;
         }
         order.push(&c.id);
-        by_id.insert(
-            &c.id,
-            Fused { id: c.id.clone(), score: lexical_side * lexical_norm(c.score), lexical_rank: Some(i + 1), dense_rank: None },
-        );
+        let weight = if dense_on && !c.dense_can_rank { lexical_side + dense_side } else { lexical_side };
+        by_id.insert(&c.id, Fused { id: c.id.clone(), score: weight * lexical_norm(c.score), lexical_rank: Some(i + 1), dense_rank: None });
     }
     if dense_on {
         for (i, c) in usable().enumerate() {

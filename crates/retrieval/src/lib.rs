@@ -99,7 +99,7 @@ mod tests {
     }
 
     fn cands(v: &[(&str, f64, Language)]) -> Vec<Candidate> {
-        v.iter().map(|(id, score, language)| Candidate { id: id.to_string(), score: *score, language: *language }).collect()
+        v.iter().map(|(id, score, language)| Candidate::new(*id, *score, *language)).collect()
     }
 
     fn order(f: &[Fused]) -> Vec<&str> {
@@ -143,7 +143,7 @@ mod tests {
         let all = EmbedderLanguages::All;
         let lexical = cands(&[("p27", 3.4, En), ("p29", 2.9, En), ("p28", 2.7, En)]);
         let mut dense = cands(&[("p05", 0.817, Vi), ("p27", 0.808, En), ("p06", 0.808, Vi), ("p28", 0.794, En)]);
-        dense.extend((0..16).map(|i| Candidate { id: format!("v{i}"), score: 0.70, language: Vi }));
+        dense.extend((0..16).map(|i| Candidate::new(format!("v{i}"), 0.70, Vi)));
         let (f, d) = fuse(&lexical, 0.12, &dense, En, &all, 1.0);
         assert_eq!(f[0].id, "p05", "{f:?}");
         assert!(d.same_language_share < 0.2 && d.readable_share == 1.0 && d.dense_share > 0.8, "{d:?}");
@@ -190,7 +190,7 @@ mod tests {
         let en = EmbedderLanguages::Only(vec![En]);
         let lexical = cands(&[("p05", 6.02, En), ("p27", 6.01, En), ("p23", 5.0, En), ("p06", 2.0, En)]);
         let mut dense = cands(&[("p06", 0.871, En), ("p05", 0.855, En), ("p10", 0.850, En), ("p26", 0.839, En)]);
-        dense.extend((0..20).map(|i| Candidate { id: format!("x{i}"), score: 0.745, language: En }));
+        dense.extend((0..20).map(|i| Candidate::new(format!("x{i}"), 0.745, En)));
         let (f, d) = fuse(&lexical, 0.25, &dense, En, &en, 1.0);
         assert_eq!(f[0].id, "p06", "{f:?}");
         assert!(d.lexical_gap < 0.01 && (d.dense_gap - 0.127).abs() < 0.01, "{d:?}");
@@ -199,6 +199,33 @@ mod tests {
         let sure = cands(&[("p05", 9.0, En), ("p27", 4.0, En)]);
         let (f, d) = fuse(&sure, 1.0, &dense, En, &en, 1.0);
         assert_eq!(f[0].id, "p05", "{f:?} {d:?}");
+    }
+
+    #[test]
+    fn a_lexical_hit_the_dense_side_cannot_rank_is_not_zeroed_by_it() {
+        // CI on 195e3f7, a workspace moving onto e5: "badges reception"
+        // found badges.txt (still on MiniLM, no e5 vector) alone on the
+        // lexical side; the dense side held only the re-embedded Vietnamese
+        // documents, so the languages gave it all the weight and the
+        // dividend passage (cosine 0.75) came first, badges.txt scoring 0.
+        let all = EmbedderLanguages::All;
+        let mut badges = Candidate::new("badges", 2.17, En);
+        badges.dense_can_rank = false;
+        for dense in [cands(&[("co-tuc", 0.75, Vi)]), cands(&[("co-tuc", 0.75, Vi), ("bao", 0.71, Vi)])] {
+            let (f, d) = fuse(std::slice::from_ref(&badges), 1.0, &dense, En, &all, 1.0);
+            assert_eq!(f[0].id, "badges", "{f:?} {d:?}");
+            assert!(d.same_language_share > 0.0 && d.readable_share < 1.0 && d.dense_share < 1.0, "{d:?}");
+        }
+        // The same hit once re-embedded, and ranked by the dense side below
+        // the dividend passage, is fused as before: no more than its sides.
+        badges.dense_can_rank = true;
+        let dense = cands(&[("co-tuc", 0.75, Vi), ("badges", 0.74, En), ("bao", 0.60, Vi)]);
+        let (f, d) = fuse(std::slice::from_ref(&badges), 1.0, &dense, En, &all, 1.0);
+        let (lexical_side, dense_side) =
+            ((1.0 - d.dense_share) * (fusion::GAP_FLOOR + d.lexical_gap), d.dense_share * (fusion::GAP_FLOOR + d.dense_gap));
+        let norm = (0.74 - 0.60) / (0.75 - 0.60);
+        assert_eq!((f[0].id.as_str(), f[0].dense_rank), ("badges", Some(2)), "{f:?}");
+        assert!((f[0].score - (lexical_side + dense_side * norm)).abs() < 1e-9, "{f:?} {d:?}");
     }
 
     #[test]

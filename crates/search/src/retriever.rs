@@ -226,8 +226,15 @@ impl Retriever {
             Mode::Lexical => lexical.into_iter().take(top_k).enumerate().map(|(i, h)| single(h, Some(i + 1), None)).collect(),
             Mode::Dense => dense.into_iter().take(top_k).enumerate().map(|(i, h)| single(h, None, Some(i + 1))).collect(),
             Mode::Hybrid => {
-                let candidate = |h: &ChunkHit| Candidate { id: h.chunk_id.clone(), score: h.score, language: detect_language(&h.content) };
-                let lexical_candidates: Vec<Candidate> = lexical.iter().map(candidate).collect();
+                let candidate = |h: &ChunkHit| Candidate::new(h.chunk_id.clone(), h.score, detect_language(&h.content));
+                // A lexical hit with no vector of the query's model (its
+                // document not yet re-embedded after a model change) is one
+                // the dense side cannot rank, not one it ranked low.
+                let model = self.embedder.identity().map(|(m, _)| m);
+                let lexical_candidates: Vec<Candidate> = lexical
+                    .iter()
+                    .map(|h| Candidate { dense_can_rank: model.is_some() && h.embedding_model.as_deref() == model, ..candidate(h) })
+                    .collect();
                 let dense_candidates: Vec<Candidate> = dense.iter().map(candidate).collect();
                 let top_coverage = lexical.first().map(|h| query_coverage(query, &h.content)).unwrap_or(0.0);
                 let (fused, decision) =

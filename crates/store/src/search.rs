@@ -35,6 +35,10 @@ pub struct ChunkHit {
     pub line_start: Option<i32>,
     pub line_end: Option<i32>,
     pub filename: Option<String>,
+    /// The model whose vector the chunk holds (none before it is
+    /// embedded): the dense side ranks only chunks of the query's model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub embedding_model: Option<String>,
     pub score: f64,
 }
 
@@ -43,7 +47,7 @@ const ELIGIBLE: &str = "search_chunks c JOIN documents d
      AND d.active_chunking_version = c.chunking_version AND d.status <> 'deleted'";
 
 const HIT_COLUMNS: &str = "c.chunk_id, c.document_id, c.chunking_version, c.chunk_index, c.content,
-    c.page_start, c.page_end, c.char_start, c.char_end, c.line_start, c.line_end, d.filename";
+    c.page_start, c.page_end, c.char_start, c.char_end, c.line_start, c.line_end, d.filename, c.embedding_model";
 
 /// BM25 ranking of the scope's chunks, best first.
 pub async fn lexical(

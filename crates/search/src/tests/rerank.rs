@@ -23,6 +23,7 @@ fn chunk(id: &str, text: &str) -> RetrievedChunk {
             line_start: None,
             line_end: None,
             filename: None,
+            embedding_model: None,
             score: 0.0,
         },
         score: 0.0,
