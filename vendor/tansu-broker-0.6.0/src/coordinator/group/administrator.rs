@@ -1357,7 +1357,16 @@ where
                 })
         });
 
-        original > self.members.len()
+        // rag-engine: a member pruned while forming must invalidate every
+        // join response that listed it; without a new generation the
+        // leader's SyncGroup would form the group with partitions assigned
+        // to a member that no longer exists (nobody reads them). The leader
+        // is told RebalanceInProgress and rejoins without it.
+        let expired = original > self.members.len();
+        if expired {
+            self.generation_id += 1;
+        }
+        expired
     }
 }
 
