@@ -118,7 +118,20 @@ pub(crate) async fn attempt(
             on_partial(&streamed_sections(options.cite_support.then_some(question), &sections, evidence, chunks, &mut grounded));
         };
         let asked_at = std::time::SystemTime::now();
-        let reply = match client.complete_streamed_with_logprobs(&messages, format, LOGPROB_CANDIDATES, &mut on_text).await {
+        // The contract's opening written for the model where the provider
+        // continues one (the first attempt only: a second one carries the
+        // first's reply and what was wrong with it).
+        let opened = if client.prefills() && attempt == 0 {
+            let text_first = language_note.is_some();
+            crate::opening::answer_with_opening(client, &messages, &ids, text_first, LOGPROB_CANDIDATES, &mut on_text).await.transpose()
+        } else {
+            None
+        };
+        let reply = match opened {
+            Some(reply) => reply,
+            None => client.complete_streamed_with_logprobs(&messages, format, LOGPROB_CANDIDATES, &mut on_text).await,
+        };
+        let reply = match reply {
             // Some providers refuse `logprobs` (HTTP 400) rather than ignore
             // it: asked again without, the answer only lacks its signals.
             Err(llm::LlmError::Failed(e)) => {

@@ -34,6 +34,7 @@ pub mod support;
 
 mod answering;
 mod attempt;
+mod opening;
 mod options;
 mod report;
 mod rewrite;

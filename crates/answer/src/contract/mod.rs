@@ -11,6 +11,7 @@
 use serde::{Deserialize, Serialize};
 
 mod partial;
+pub mod prefill;
 #[cfg(test)]
 mod tests;
 mod verdict;

@@ -33,6 +33,11 @@ pub struct ChatConfig {
     pub cache_prompt: bool,
     /// Ask for `stream: true` and read the answer as it is generated.
     pub stream: bool,
+    /// Write the output contract's fixed opening for the model (an
+    /// assistant message it continues, under a GBNF `grammar`: llama.cpp's
+    /// server, not OpenAI's API), so its first words stream without it
+    /// decoding that opening token by token ([`crate::contract::prefill`]).
+    pub prefill: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -69,6 +74,14 @@ pub enum Format<'a> {
     /// made to choose its citations first tends to copy the cited sentence
     /// as its text.
     SchemaKeysFirst(&'a serde_json::Value, &'a [&'a str]),
+    /// llama.cpp's GBNF `grammar` (not OpenAI's), at most `max_tokens`
+    /// (None: the client's own bound): with the chat ending in an
+    /// assistant message, what continues that message
+    /// ([`crate::contract::prefill`]).
+    Grammar {
+        grammar: &'a str,
+        max_tokens: Option<u32>,
+    },
 }
 
 /// `value` serialized with the object keys of `first` before the others,
@@ -213,6 +226,12 @@ impl ChatClient {
         &self.cfg.model
     }
 
+    /// Whether the answer's opening is written for the model
+    /// ([`ChatConfig::prefill`]).
+    pub fn prefills(&self) -> bool {
+        self.cfg.prefill
+    }
+
     /// The model's answer to `messages` in `format`.
     /// `on_text` is called with the whole content received so far each time
     /// a streamed piece arrives (from the start again if a retry begins).
@@ -264,12 +283,17 @@ impl ChatClient {
                 body["response_format"] =
                     serde_json::json!({"type": "json_schema", "json_schema": {"name": "answer", "strict": true, "schema": s}})
             }
+            Format::Grammar { grammar, .. } => body["grammar"] = grammar.into(),
         }
         let keys_first: &[&str] = match format {
             Format::SchemaKeysFirst(_, first) => first,
             _ => &[],
         };
-        if let Some(t) = self.cfg.max_tokens {
+        let max_tokens = match format {
+            Format::Grammar { max_tokens: Some(t), .. } => Some(t),
+            _ => self.cfg.max_tokens,
+        };
+        if let Some(t) = max_tokens {
             body["max_tokens"] = t.into();
         }
         if let Some(seed) = self.cfg.seed {

@@ -527,6 +527,7 @@ async fn a_request_written_into_a_connection_the_server_closed_is_sent_again_at_
         retry_backoff: Duration::from_secs(30),
         seed: None,
         cache_prompt: false,
+        prefill: false,
         stream: true,
     })
     .unwrap();

@@ -56,6 +56,10 @@ pub(super) enum Reply {
     /// must begin so) with token probabilities: P(" true") at the
     /// `answerable` value's token.
     Answered(String, f64),
+    /// The value after a prefilled `{"answerable":` (llama.cpp continuing
+    /// an assistant message): ` true` when P(" true") is above a half, with
+    /// the token probabilities of both.
+    Value(f64),
 }
 
 pub(super) struct Server {
@@ -109,6 +113,19 @@ async fn completions(State(s): State<Arc<Server>>, headers: HeaderMap, raw: Stri
                         {"token": " true", "logprob": p_true.ln(), "top_logprobs": value},
                         {"token": rest, "logprob": -0.2, "top_logprobs": []}]}}],
                 "usage": usage()
+            }))
+            .into_response()
+        }
+        Reply::Value(p_true) => {
+            let value =
+                serde_json::json!([{"token": " true", "logprob": p_true.ln()}, {"token": " false", "logprob": (1.0 - p_true).ln()}]);
+            let (token, p) = if p_true > 0.5 { (" true", p_true) } else { (" false", 1.0 - p_true) };
+            Json(serde_json::json!({
+                "object": "chat.completion", "model": body["model"],
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": token}, "finish_reason": "stop",
+                    "logprobs": {"content": [{"token": token, "logprob": p.ln(), "top_logprobs": value}]}}],
+                "usage": usage(),
+                "timings": {"prompt_n": 120, "prompt_ms": 1500.0, "predicted_n": 1, "predicted_ms": 100.0}
             }))
             .into_response()
         }
@@ -169,6 +186,11 @@ pub(super) async fn serve(replies: Vec<Reply>) -> (String, Arc<Server>) {
 }
 
 pub(super) fn client(base_url: &str, timeout_ms: u64) -> ChatClient {
+    client_with(base_url, timeout_ms, false)
+}
+
+/// [`client`], writing the answer's opening for the model when `prefill`.
+pub(super) fn client_with(base_url: &str, timeout_ms: u64, prefill: bool) -> ChatClient {
     ChatClient::new(ChatConfig {
         base_url: base_url.into(),
         model: "fake-gpt".into(),
@@ -180,6 +202,7 @@ pub(super) fn client(base_url: &str, timeout_ms: u64) -> ChatClient {
         retry_backoff: Duration::from_millis(10),
         seed: Some(7),
         cache_prompt: true,
+        prefill,
         stream: true,
     })
     .unwrap()

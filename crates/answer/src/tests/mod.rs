@@ -5,3 +5,4 @@
 mod citations;
 mod llm;
 mod llm_server;
+mod opening;

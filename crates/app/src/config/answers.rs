@@ -35,6 +35,9 @@ pub struct AnswerSettings {
     /// Send llama.cpp's `cache_prompt: true` (reuse the cached prompt prefix). Off by default: other providers may reject the field; `scripts/models up` turns it on for its local server.
     #[arg(long, env = "ANSWER_LLM_CACHE_PROMPT", global = true, default_value_t = false, action = clap::ArgAction::Set)]
     pub answer_llm_cache_prompt: bool,
+    /// Write the answer's fixed JSON opening for the model (llama.cpp's assistant prefill and GBNF `grammar`): one short call for `answerable`, then the sections continue the cached prompt, so the first words stream some 20 tokens sooner. Off by default: OpenAI's API and others do not continue an assistant message; a provider that refuses it is asked the ordinary way. `scripts/models up` turns it on for its local server.
+    #[arg(long, env = "ANSWER_LLM_PREFILL", global = true, default_value_t = false, action = clap::ArgAction::Set)]
+    pub answer_llm_prefill: bool,
     /// Context size of the answer model, in tokens (llama.cpp's `--ctx`): the evidence never makes the prompt longer than it.
     #[arg(long, env = "RAG_LLM_CONTEXT", global = true, default_value_t = 4096)]
     pub rag_llm_context: u32,

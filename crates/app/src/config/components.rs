@@ -267,6 +267,7 @@ impl AnswerSettings {
             retry_backoff: retry.backoff,
             seed: Some(self.answer_llm_seed),
             cache_prompt: self.answer_llm_cache_prompt,
+            prefill: self.answer_llm_prefill,
             stream: self.answer_llm_stream,
         })?;
         tracing::info!(model = %model, "answer LLM configured");
