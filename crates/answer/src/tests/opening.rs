@@ -15,7 +15,7 @@ fn last_message(req: &serde_json::Value) -> (String, String) {
 
 #[tokio::test]
 async fn the_model_says_answerable_itself_and_its_sections_continue_the_opening_written_for_it() {
-    let rest = "\"S1\"], \"text\": \"Doanh thu tăng 12,4%.\"}, {\"cites\": [\"S2\"], \"text\": \"Lợi nhuận đạt 187,3 tỷ.\"}]}";
+    let rest = "Doanh thu tăng 12,4%.\", \"cites\": [\"S1\"]}, {\"text\": \"Lợi nhuận đạt 187,3 tỷ.\", \"cites\": [\"S2\"]}]}";
     let (url, server) = serve(vec![Reply::Value(0.9), Reply::Stream { content: rest.into(), piece: 4, cut: false }]).await;
     let (out, partials) = ask(&client_with(&url, 5000, true), LlmFallback::Fail, QUESTION).await;
     let out = out.unwrap();
@@ -34,9 +34,10 @@ async fn the_model_says_answerable_itself_and_its_sections_continue_the_opening_
     assert_eq!(reqs[0]["grammar"], prefill::ANSWERABLE_GRAMMAR);
     assert_eq!(reqs[0]["max_tokens"], prefill::ANSWERABLE_MAX_TOKENS);
     assert!(reqs[0].get("response_format").is_none());
-    // The second: the opening up to the first section's citations, and the
-    // grammar of the rest, naming the prompt's ids only.
-    assert_eq!(last_message(&reqs[1]), ("assistant".into(), prefill::sections_opening(false)));
+    // The second: the opening up to the first section's text (text first
+    // whatever the languages), and the grammar of the rest, naming the
+    // prompt's ids only.
+    assert_eq!(last_message(&reqs[1]), ("assistant".into(), prefill::sections_opening(true)));
     assert!(reqs[1]["grammar"].as_str().unwrap().contains("id ::= \"\\\"S1\\\"\" | \"\\\"S2\\\"\"\n"), "{}", reqs[1]["grammar"]);
     assert_eq!(reqs[1]["stream"], true);
     // Streamed from the first section's first words, before it closed.

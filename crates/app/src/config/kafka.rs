@@ -20,7 +20,7 @@ pub struct KafkaSettings {
     /// Partitions of each topic when `topics ensure` creates it.
     #[arg(long, env = "TOPIC_PARTITIONS", global = true, default_value_t = 6)]
     pub topic_partitions: i32,
-    /// Longest wait of a consumer fetch (librdkafka's default). Kafka answers as soon as data is there, so this only bounds an idle wait; the local broker (tansu) always waits it out, so there it is each hop's latency, traded against its idle CPU (docs/local-stack.md).
+    /// Longest wait of a consumer fetch (librdkafka's default). Kafka answers as soon as data is there, and so does the local broker (tansu, patched: an empty fetch is woken by a produce), so this only bounds how often an idle consumer asks again (docs/local-stack.md).
     #[arg(long, env = "KAFKA_FETCH_WAIT_MAX_MS", global = true, default_value_t = 500)]
     pub kafka_fetch_wait_max_ms: u32,
     /// Consumer group session timeout: how fast a dead instance's partitions move on.
