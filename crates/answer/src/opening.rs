@@ -71,13 +71,11 @@ pub(crate) async fn answer_with_opening(
     let between = opening[prefill::ANSWERABLE_OPENING.len() + " true".len()..].to_string();
     logprobs.push(TokenLogprobs { token: between, logprob: 0.0, top_logprobs: Vec::new() });
     logprobs.extend(rest.logprobs.iter().cloned());
-    let mut usage = value.usage.clone();
-    usage.prompt_tokens += rest.usage.prompt_tokens;
-    usage.completion_tokens += rest.usage.completion_tokens;
-    usage.total_tokens += rest.usage.total_tokens;
+    let mut usage = Some(value.usage.clone());
+    llm::add_usage(&mut usage, &rest.usage);
     Ok(Some(Completion {
         content: format!("{opening}{}", rest.content),
-        usage,
+        usage: usage.unwrap_or(rest.usage),
         first_token: value.first_token,
         elapsed: started.elapsed(),
         timings: merged_timings(value.timings.as_ref(), rest.timings.as_ref()),
