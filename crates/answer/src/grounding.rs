@@ -51,6 +51,27 @@ fn copied_unit(text: &str, evidence: &Evidence) -> Option<usize> {
     })
 }
 
+/// The ids a section's text consists of, when it is nothing else: ids
+/// (`S1`, `[S2]`, any case) separated by spaces, commas, semicolons,
+/// "and", "và" or a final full stop. None for any other word.
+fn ids_only(text: &str) -> Option<Vec<String>> {
+    let mut ids: Vec<String> = Vec::new();
+    for piece in text.split(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | '[' | ']' | '.' | '(' | ')')) {
+        if piece.is_empty() || piece.eq_ignore_ascii_case("and") || piece == "và" {
+            continue;
+        }
+        let id = evidence::normalise_id(piece);
+        let digits = id.strip_prefix('S')?;
+        if digits.is_empty() || !digits.chars().all(|c| c.is_ascii_digit()) {
+            return None;
+        }
+        if !ids.contains(&id) {
+            ids.push(id);
+        }
+    }
+    (!ids.is_empty()).then_some(ids)
+}
+
 /// Sections with exact citations, and what was dropped on the way
 /// (`dropped_source_ids`, `unsupported_sections`, quotes narrowed or
 /// rejected) added to `report`.
@@ -69,19 +90,38 @@ pub fn ground(
         if text.is_empty() {
             continue;
         }
+        // A text that is only ids ("S1", "[S2], [S4]"): the model named the
+        // sentences it meant instead of writing them (seen under the
+        // text-first prefill, 7 sections of one 90-question run). The
+        // section says those sentences, as an extractive one would, rather
+        // than showing "S1" as the answer or failing the figure check.
+        let named = ids_only(text).map(|ids| {
+            let units: Vec<&str> = ids.iter().filter_map(|id| evidence.get(id)).map(|(_, u)| u.text.as_str()).collect();
+            (ids, units.join(" "))
+        });
+        let of_ids = named.as_ref().is_some_and(|(_, units)| !units.is_empty());
+        let (cites, text): (Vec<String>, &str) = match &named {
+            Some((ids, units)) if of_ids => {
+                report.recited_sections += 1;
+                let mut cites = ids.clone();
+                cites.extend(raw.cites.iter().filter(|c| !ids.contains(&evidence::normalise_id(c))).cloned());
+                (cites, units.as_str())
+            }
+            _ => (raw.cites.clone(), text),
+        };
         // Valid units, in reading order, each once.
         let mut cited: Vec<usize> = Vec::new();
         // A section whose text is a sentence of the evidence copied whole
         // cites that sentence, whatever ids came with it: small models copy
         // the right sentence and name its neighbour.
-        if let Some(copied) = copied_unit(text, evidence) {
+        if let Some(copied) = copied_unit(text, evidence).filter(|_| !of_ids) {
             if !raw.cites.iter().any(|id| evidence.get(id).is_some_and(|(i, _)| i == copied)) {
                 report.recited_sections += 1;
             }
             cited.push(copied);
         }
         let recited = !cited.is_empty();
-        for id in raw.cites.iter().filter(|_| !recited) {
+        for id in cites.iter().filter(|_| !recited) {
             match evidence.get(id) {
                 Some((i, _)) if !cited.contains(&i) => cited.push(i),
                 Some(_) => {}
@@ -271,6 +311,31 @@ mod tests {
         // Too short to be a copy: the cited id stands.
         assert_eq!(out[2].citations[0].text, "Lãi suất giảm xuống 5%.");
         assert_eq!(report.recited_sections, 1);
+    }
+
+    #[test]
+    fn a_text_of_ids_only_says_the_sentences_it_names() {
+        let chunks = chunks();
+        let ev = evidence::build(&chunks, usize::MAX);
+        assert_eq!(ids_only("S1"), Some(vec!["S1".to_string()]));
+        assert_eq!(ids_only("[s2], [S4] và S2."), Some(vec!["S2".to_string(), "S4".to_string()]));
+        assert_eq!(ids_only("S3 là mẫu xe"), None);
+        assert_eq!(ids_only("Samsung S3"), None);
+        let answer = ModelAnswer {
+            answerable: true,
+            sections: vec![section("S2", &["S2"], None), section("[S5]", &["S1"], None), section("S9", &["S1"], None)],
+        };
+        let mut report = CitationReport::default();
+        let out = ground(&answer, Some("Lợi nhuận tăng bao nhiêu?"), &ev, &chunks, &mut report);
+        assert_eq!(out[0].text, "Lợi nhuận tăng 8%.");
+        assert_eq!(out[0].citations[0].text, "Lợi nhuận tăng 8%.");
+        // The id the text names is cited beside the one the cites list gave.
+        assert_eq!(out[1].text, "Lãi suất giảm xuống 5%.");
+        let t: Vec<&str> = out[1].citations.iter().map(|c| c.text.as_str()).collect();
+        assert_eq!(t, ["Doanh thu đạt 1.245,6 tỷ đồng.", "Lãi suất giảm xuống 5%."]);
+        // An id the evidence does not have leaves the text as it was.
+        assert_eq!(out[2].text, "S9");
+        assert_eq!(report.recited_sections, 2);
     }
 
     #[test]

@@ -42,7 +42,11 @@ pub fn sections_opening(text_first: bool) -> String {
 /// finished, up to [`MAX_SECTIONS`] in all, each citing one to four of
 /// `ids`, an optional `quote` after its two required properties, then
 /// the object closed. The same language the schema's grammar accepts,
-/// without optional whitespace.
+/// without optional whitespace, but for one thing: a section's text is
+/// not empty and does not open with an id (`S1`, `S 1`, `S₁`): written
+/// text first, the 1.5B model put the id it meant in the text ("S1") in 7
+/// sections of one 90-question run, and "S1" streamed as the answer.
+/// After an `S` comes a letter.
 pub fn sections_grammar(ids: &[String], text_first: bool) -> String {
     let id_rule = if ids.is_empty() {
         "string".to_string()
@@ -52,14 +56,14 @@ pub fn sections_grammar(ids: &[String], text_first: bool) -> String {
     let (first_rest, section) = if text_first {
         (
             // Inside the first section's text.
-            "char* \"\\\"\" \", \\\"cites\\\": [\" cites quote? \"}\"",
-            "\"{\\\"text\\\": \" string \", \\\"cites\\\": [\" cites quote? \"}\"",
+            "text \"\\\"\" \", \\\"cites\\\": [\" cites quote? \"}\"",
+            "\"{\\\"text\\\": \\\"\" text \"\\\", \\\"cites\\\": [\" cites quote? \"}\"",
         )
     } else {
         (
             // Inside the first section's cites.
-            "cites \", \\\"text\\\": \" string quote? \"}\"",
-            "\"{\\\"cites\\\": [\" cites \", \\\"text\\\": \" string quote? \"}\"",
+            "cites \", \\\"text\\\": \\\"\" text \"\\\"\" quote? \"}\"",
+            "\"{\\\"cites\\\": [\" cites \", \\\"text\\\": \\\"\" text \"\\\"\" quote? \"}\"",
         )
     };
     let more = MAX_SECTIONS.saturating_sub(1);
@@ -71,6 +75,8 @@ pub fn sections_grammar(ids: &[String], text_first: bool) -> String {
          id ::= {id_rule}\n\
          quote ::= \", \\\"quote\\\": \" string\n\
          string ::= \"\\\"\" char* \"\\\"\"\n\
+         text ::= lead char*\n\
+         lead ::= [^\"\\\\\\x7F\\x00-\\x1FS] | \"S\" [a-zA-Z\\u00C0-\\u1FFF\\u3000-\\uFFFF] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{{4}})\n\
          char ::= [^\"\\\\\\x7F\\x00-\\x1F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{{4}})\n"
     )
 }
@@ -113,11 +119,14 @@ mod tests {
         let ids = vec!["S1".to_string(), "S12".to_string()];
         let g = sections_grammar(&ids, false);
         assert!(g.contains("id ::= \"\\\"S1\\\"\" | \"\\\"S12\\\"\"\n"), "{g}");
-        assert!(g.starts_with("root ::= cites \", \\\"text\\\": \" string quote? \"}\" (\", \" section){0,3} \"]}\"\n"), "{g}");
+        assert!(g.starts_with("root ::= cites \", \\\"text\\\": \\\"\" text \"\\\"\" quote? \"}\" (\", \" section){0,3} \"]}\"\n"), "{g}");
         assert!(g.contains("cites ::= id (\", \" id){0,3} \"]\"\n"), "{g}");
         let t = sections_grammar(&ids, true);
-        assert!(t.starts_with("root ::= char* \"\\\"\" \", \\\"cites\\\": [\" cites quote? \"}\""), "{t}");
-        assert!(t.contains("section ::= \"{\\\"text\\\": \" string \", \\\"cites\\\": [\" cites quote? \"}\"\n"), "{t}");
+        assert!(t.starts_with("root ::= text \"\\\"\" \", \\\"cites\\\": [\" cites quote? \"}\""), "{t}");
+        assert!(t.contains("section ::= \"{\\\"text\\\": \\\"\" text \"\\\", \\\"cites\\\": [\" cites quote? \"}\"\n"), "{t}");
+        // A text is not empty and does not open with an id: after an S, a letter.
+        assert!(t.contains("text ::= lead char*\n"), "{t}");
+        assert!(t.contains("lead ::= [^\"\\\\\\x7F\\x00-\\x1FS] | \"S\" [a-zA-Z\\u00C0-\\u1FFF\\u3000-\\uFFFF] |"), "{t}");
         // An id with a quote or a backslash stays one literal.
         assert_eq!(gbnf_literal("\"a\\b\""), "\"\\\"a\\\\b\\\"\"");
     }
