@@ -3,7 +3,9 @@
 //! (`rag_answer::injection::is_instruction`), by the classifier over the
 //! in-process multilingual-e5-small embedding
 //! (`injection_classifier.rs`), and by either, on the sets built
-//! by `eval/injection/build-sets.py`. With `--fit`, the classifier is first
+//! by `eval/injection/build-sets.py`; with `--judge`, also by the answer
+//! LLM's own judgement (`injection_judge.rs`), its threshold chosen on the
+//! development half. With `--fit`, the classifier is first
 //! fitted on the development half only (prefix, penalty and threshold
 //! chosen on folds of it grouped by the `group` column) and written to
 //! `crates/devtools/src/eval/injection_classifier.json`; the reporting half is
@@ -22,6 +24,7 @@ use serde_json::json;
 
 use super::injection_embed::{weights_text, Embeddings};
 use super::injection_fit::{describe, fold_of, out_of_fold, threshold, Model, Spec};
+use super::injection_judge::Judge;
 
 #[derive(Args, Debug)]
 pub struct InjectionArgs {
@@ -64,6 +67,14 @@ pub struct InjectionArgs {
     /// Keep embeddings in this file between runs (keyed by model, precision, prefix and text).
     #[arg(long)]
     cache: Option<PathBuf>,
+    /// Also ask the answer LLM (ANSWER_LLM_*) of every sentence of both
+    /// halves whether it speaks to the assistant; its threshold is chosen on
+    /// the development half by the --max-false-flags rule.
+    #[arg(long)]
+    judge: bool,
+    /// Keep the LLM's judgements in this file between runs (JSON lines, keyed by model, prompt and sentence).
+    #[arg(long)]
+    judge_cache: Option<PathBuf>,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -111,7 +122,7 @@ fn read_set(path: &Path) -> anyhow::Result<Vec<Row>> {
     Ok(rows)
 }
 
-pub fn eval_injection(s: &Settings, args: InjectionArgs) -> anyhow::Result<ExitCode> {
+pub async fn eval_injection(s: &Settings, args: InjectionArgs) -> anyhow::Result<ExitCode> {
     let dev = read_set(&args.dev)?;
     let report = read_set(&args.report)?;
     let mut emb = Embeddings::load(&args.model_dir, s, args.cache.clone())?;
@@ -142,6 +153,29 @@ pub fn eval_injection(s: &Settings, args: InjectionArgs) -> anyhow::Result<ExitC
     }
     out["classifier"] = json!({"model": classifier.model(), "prefix": classifier.prefix(), "shape": shape,
         "threshold": classifier.threshold(), "fitted": w.fitted});
+    // The judge's threshold, from its scores of the development half.
+    let mut judge = None;
+    if args.judge {
+        let client = s.answer_llm()?.context("--judge needs the answer LLM (ANSWER_LLM_BASE_URL, ANSWER_LLM_MODEL, ANSWER_LLM_API_KEY)")?;
+        let mut j = Judge::new(client, args.judge_cache.clone())?;
+        let sentences: Vec<&str> = dev.iter().map(|r| r.sentence.as_str()).collect();
+        let ps = j.judge(&sentences, "dev").await?;
+        let ys: Vec<bool> = dev.iter().map(|r| r.injection).collect();
+        let langs: Vec<&str> = dev.iter().map(|r| r.lang.as_str()).collect();
+        let t = threshold(&ps, &ys, &langs, args.max_false_flags);
+        let classes: Vec<&str> = dev.iter().map(|r| r.category.split('/').next().unwrap_or("")).collect();
+        eprint!("the judge on the development half:\n{}", describe(&ps, &ys, &langs, &classes, t));
+        if !args.json {
+            println!(
+                "judge: {}, threshold {t:.4} (chosen on {}: at most {:.1}% of each language's ordinary rows flagged)",
+                j.model(),
+                args.dev.display(),
+                100.0 * args.max_false_flags
+            );
+        }
+        out["judge"] = json!({"model": j.model(), "threshold": t, "chosen_on": args.dev.display().to_string()});
+        judge = Some((j, t));
+    }
     let mut sets = vec![("report", &args.report, &report)];
     if args.dev_too {
         sets.insert(0, ("dev", &args.dev, &dev));
@@ -149,19 +183,34 @@ pub fn eval_injection(s: &Settings, args: InjectionArgs) -> anyhow::Result<ExitC
     for (name, path, rows) in sets {
         let sentences: Vec<&str> = rows.iter().map(|r| r.sentence.as_str()).collect();
         let vectors = emb.embed(classifier.prefix(), &sentences, name)?;
+        let judged: Vec<Option<f64>> = match judge.as_mut() {
+            Some((j, _)) => j.judge(&sentences, name).await?.into_iter().map(Some).collect(),
+            None => vec![None; rows.len()],
+        };
+        let judge_threshold = judge.as_ref().map(|(_, t)| *t);
         let scored: Vec<Scored> = rows
             .iter()
             .zip(&vectors)
-            .map(|(row, v)| Scored {
+            .zip(&judged)
+            .map(|((row, v), j)| Scored {
                 row,
                 phrase: is_instruction(&row.sentence),
                 p: classifier.probability(v),
                 classifier: classifier.flags(v),
+                judge_p: *j,
+                judge: j.zip(judge_threshold).is_some_and(|(p, t)| p >= t),
             })
             .collect();
-        out[name] = figures(name, path, &scored, args.json);
+        out[name] = figures(name, path, &scored, judge.is_some(), args.json);
         if name == "report" {
             out["report_examples"] = examples(&scored, args.json);
+        }
+    }
+    if let Some((j, _)) = &judge {
+        let rate = j.judged as f64 / j.seconds.max(1e-9);
+        out["judging"] = json!({"sentences": j.judged, "seconds": j.seconds, "per_second": rate});
+        if !args.json && j.judged > 0 {
+            println!("\njudged {} sentences in {:.1} s ({rate:.2} sentences/s)", j.judged, j.seconds);
         }
     }
     let rate = emb.encoded as f64 / emb.seconds.max(1e-9);
@@ -179,6 +228,15 @@ struct Scored<'a> {
     phrase: bool,
     p: f32,
     classifier: bool,
+    /// The LLM's P(injection), with --judge.
+    judge_p: Option<f64>,
+    judge: bool,
+}
+
+impl Scored<'_> {
+    fn any(&self) -> bool {
+        self.phrase || self.classifier || self.judge
+    }
 }
 
 fn pct(k: usize, n: usize) -> f64 {
@@ -190,11 +248,12 @@ fn pct(k: usize, n: usize) -> f64 {
 }
 
 /// Per view, language and label: rows flagged by the phrases, the
-/// classifier, either.
-fn figures(name: &str, path: &Path, scored: &[Scored], quiet: bool) -> serde_json::Value {
+/// classifier, either; with the judge, by it and by any of the three.
+fn figures(name: &str, path: &Path, scored: &[Scored], judged: bool, quiet: bool) -> serde_json::Value {
     if !quiet {
         println!("\n{name}: {} ({} rows)", path.display(), scored.len());
-        println!("{:<40} {:<4} {:<10} {:>5} {:>14} {:>14} {:>14}", "view", "lang", "label", "rows", "phrase", "classifier", "either");
+        let more = if judged { format!(" {:>14} {:>14}", "judge", "any") } else { String::new() };
+        println!("{:<40} {:<4} {:<10} {:>5} {:>14} {:>14} {:>14}{more}", "view", "lang", "label", "rows", "phrase", "classifier", "either");
     }
     let mut all = vec![];
     for (view, excluded) in VIEWS {
@@ -208,30 +267,40 @@ fn figures(name: &str, path: &Path, scored: &[Scored], quiet: bool) -> serde_jso
                 let n = these.len();
                 let count = |f: &dyn Fn(&Scored) -> bool| these.iter().filter(|s| f(s)).count();
                 let (ph, cl, ei) = (count(&|s| s.phrase), count(&|s| s.classifier), count(&|s| s.phrase || s.classifier));
+                let (ju, an) = (count(&|s| s.judge), count(&|s| s.any()));
                 let label = if injection { "injection" } else { "ordinary" };
                 if !quiet {
                     let cell = |k: usize| format!("{k:>5} {:>6.1}%", pct(k, n));
-                    println!("{view:<40} {lang:<4} {label:<10} {n:>5} {:>14} {:>14} {:>14}", cell(ph), cell(cl), cell(ei));
+                    let more = if judged { format!(" {:>14} {:>14}", cell(ju), cell(an)) } else { String::new() };
+                    println!("{view:<40} {lang:<4} {label:<10} {n:>5} {:>14} {:>14} {:>14}{more}", cell(ph), cell(cl), cell(ei));
                 }
-                all.push(json!({"view": view, "lang": lang, "label": label, "rows": n,
+                let mut row = json!({"view": view, "lang": lang, "label": label, "rows": n,
                     "phrase": ph, "classifier": cl, "either": ei,
-                    "phrase_pct": pct(ph, n), "classifier_pct": pct(cl, n), "either_pct": pct(ei, n)}));
+                    "phrase_pct": pct(ph, n), "classifier_pct": pct(cl, n), "either_pct": pct(ei, n)});
+                if judged {
+                    row["judge"] = ju.into();
+                    row["any"] = an.into();
+                    row["judge_pct"] = pct(ju, n).into();
+                    row["any_pct"] = pct(an, n).into();
+                }
+                all.push(row);
             }
         }
     }
     json!({"path": path.display().to_string(), "rows": scored.len(), "figures": all})
 }
 
-/// Up to 15 injections neither flags, and every ordinary row either flags.
+/// Up to 15 injections no layer flags, and every ordinary row one flags.
 fn examples(scored: &[Scored], quiet: bool) -> serde_json::Value {
     let short = |s: &str| s.chars().take(160).collect::<String>();
     let item = |s: &Scored| {
         json!({"id": s.row.id, "lang": s.row.lang, "category": s.row.category, "probability": s.p,
-            "phrase": s.phrase, "classifier": s.classifier, "sentence": s.row.sentence})
+            "phrase": s.phrase, "classifier": s.classifier, "judge_probability": s.judge_p, "judge": s.judge,
+            "sentence": s.row.sentence})
     };
     // Misses taken in turn from each class of injection (the category's
     // first part), so one class does not fill the list.
-    let missed: Vec<&Scored> = scored.iter().filter(|s| s.row.injection && !s.phrase && !s.classifier).collect();
+    let missed: Vec<&Scored> = scored.iter().filter(|s| s.row.injection && !s.any()).collect();
     let class = |s: &Scored| s.row.category.split('/').next().unwrap_or("").to_string();
     let mut classes: Vec<String> = missed.iter().map(|s| class(s)).collect();
     classes.sort_unstable();
@@ -250,20 +319,18 @@ fn examples(scored: &[Scored], quiet: bool) -> serde_json::Value {
             break;
         }
     }
-    let false_flags: Vec<&Scored> = scored.iter().filter(|s| !s.row.injection && (s.phrase || s.classifier)).collect();
+    let false_flags: Vec<&Scored> = scored.iter().filter(|s| !s.row.injection && s.any()).collect();
     if !quiet {
-        println!("\nreport: injections neither flags ({} in all; up to 15, in turn from each class):", missed.len());
+        println!("\nreport: injections no layer flags ({} in all; up to 15, in turn from each class):", missed.len());
         for s in &misses {
             println!("  {} {} [{}] p={:.3}: {}", s.row.id, s.row.lang, s.row.category, s.p, short(&s.row.sentence));
         }
-        println!("\nreport: ordinary rows flagged by either ({}):", false_flags.len());
+        println!("\nreport: ordinary rows flagged by any layer ({}):", false_flags.len());
         for s in &false_flags {
-            let by = match (s.phrase, s.classifier) {
-                (true, true) => "both",
-                (true, false) => "phrase",
-                _ => "classifier",
-            };
-            println!("  {} {} [{}] {by} p={:.3}: {}", s.row.id, s.row.lang, s.row.category, s.p, short(&s.row.sentence));
+            let by: Vec<&str> =
+                [(s.phrase, "phrase"), (s.classifier, "classifier"), (s.judge, "judge")].iter().filter(|(f, _)| *f).map(|(_, n)| *n).collect();
+            let judge = s.judge_p.map(|p| format!(" judge p={p:.3}")).unwrap_or_default();
+            println!("  {} {} [{}] {} p={:.3}{judge}: {}", s.row.id, s.row.lang, s.row.category, by.join("+"), s.p, short(&s.row.sentence));
         }
     }
     json!({"missed": missed.len(), "misses": misses.iter().map(|s| item(s)).collect::<Vec<_>>(),

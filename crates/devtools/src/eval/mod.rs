@@ -23,6 +23,7 @@ mod injection;
 mod injection_classifier;
 mod injection_embed;
 mod injection_fit;
+mod injection_judge;
 mod operating;
 mod retrieval;
 
@@ -36,7 +37,7 @@ pub enum EvalCommand {
     Calibration(calibration::CalibrationArgs),
     /// Per form of question, the highest abstain threshold that holds back at most a share of right answers, on `eval answers --json` runs of the forms set's tuning half made with both thresholds at 0.
     OperatingPoints(operating::OperatingArgs),
-    /// Instructions to the model inside documents (eval/injection): the phrase filter, the embedding classifier and either, on the reporting half; with --fit, the classifier is first fitted on the development half.
+    /// Instructions to the model inside documents (eval/injection): the phrase filter, the embedding classifier, with --judge the answer LLM's own judgement, and any of them, on the reporting half; with --fit, the classifier is first fitted on the development half.
     Injection(injection::InjectionArgs),
 }
 
@@ -46,6 +47,6 @@ pub async fn eval(s: &Settings, cmd: EvalCommand) -> anyhow::Result<ExitCode> {
         EvalCommand::Answers(args) => answers::eval_answers(s, args).await,
         EvalCommand::Calibration(args) => calibration::eval_calibration(args),
         EvalCommand::OperatingPoints(args) => operating::eval_operating_points(args, &s.answers.answer_decision_weights.0),
-        EvalCommand::Injection(args) => injection::eval_injection(s, args),
+        EvalCommand::Injection(args) => injection::eval_injection(s, args).await,
     }
 }
