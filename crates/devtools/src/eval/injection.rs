@@ -327,8 +327,11 @@ fn examples(scored: &[Scored], quiet: bool) -> serde_json::Value {
         }
         println!("\nreport: ordinary rows flagged by any layer ({}):", false_flags.len());
         for s in &false_flags {
-            let by: Vec<&str> =
-                [(s.phrase, "phrase"), (s.classifier, "classifier"), (s.judge, "judge")].iter().filter(|(f, _)| *f).map(|(_, n)| *n).collect();
+            let by: Vec<&str> = [(s.phrase, "phrase"), (s.classifier, "classifier"), (s.judge, "judge")]
+                .iter()
+                .filter(|(f, _)| *f)
+                .map(|(_, n)| *n)
+                .collect();
             let judge = s.judge_p.map(|p| format!(" judge p={p:.3}")).unwrap_or_default();
             println!("  {} {} [{}] {} p={:.3}{judge}: {}", s.row.id, s.row.lang, s.row.category, by.join("+"), s.p, short(&s.row.sentence));
         }

@@ -66,9 +66,8 @@ fn p_yes(c: &Completion) -> f64 {
     let Some(first) = c.logprobs.first() else {
         return if c.content.trim().eq_ignore_ascii_case("yes") { 1.0 } else { 0.0 };
     };
-    let mass = |word: &str| {
-        first.top_logprobs.iter().filter(|t| t.token.trim().eq_ignore_ascii_case(word)).map(|t| t.logprob.exp()).sum::<f64>()
-    };
+    let mass =
+        |word: &str| first.top_logprobs.iter().filter(|t| t.token.trim().eq_ignore_ascii_case(word)).map(|t| t.logprob.exp()).sum::<f64>();
     let (yes, no) = (mass("yes"), mass("no"));
     if yes + no > 0.0 {
         yes / (yes + no)
@@ -123,9 +122,9 @@ impl Judge {
         todo.sort_unstable();
         todo.dedup();
         let mut file = match &self.path {
-            Some(p) => Some(
-                std::fs::OpenOptions::new().create(true).append(true).open(p).with_context(|| format!("opening {}", p.display()))?,
-            ),
+            Some(p) => {
+                Some(std::fs::OpenOptions::new().create(true).append(true).open(p).with_context(|| format!("opening {}", p.display()))?)
+            }
             None => None,
         };
         let start = Instant::now();
