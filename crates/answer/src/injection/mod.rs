@@ -39,11 +39,28 @@ struct Pattern {
     negatable: bool,
 }
 
-const OVERRIDE_VERBS: &[&str] = &["ignore", "disregard", "forget", "override", "bypass", "bo qua", "quen", "phot lo", "lo di", "bo het"];
+const OVERRIDE_VERBS: &[&str] = &[
+    "ignore",
+    "disregard",
+    "forget",
+    "override",
+    "bypass",
+    "set aside",
+    "put aside",
+    "bo qua",
+    "quen",
+    "phot lo",
+    "lo di",
+    "bo het",
+    "gac lai",
+    "gac sang mot ben",
+    "bo ngoai tai",
+];
 const INSTRUCTIONS: &[&str] = &[
     "instruction",
     "instructions",
     "directions",
+    "guidance",
     "prompt",
     "prompts",
     "rules",
@@ -60,7 +77,26 @@ const INSTRUCTIONS: &[&str] = &[
 const ALL_OR_EARLIER: &[&str] =
     &["all", "any", "previous", "prior", "above", "earlier", "preceding", "your", "moi", "tat ca", "toan bo", "cac"];
 const EARLIER_VI: &[&str] = &["truoc", "truoc do", "o tren", "tren", "cu", "ban dau", "cua he thong"];
-const NEGATIONS: &[&str] = &["not", "never", "don t", "do not", "khong", "dung", "chua", "cam", "khong duoc", "khong nen"];
+/// Negations, each folded and as written with its marks: folded alone,
+/// "Đúng vậy" (right) and "Cảm ơn" (thanks) read as "đừng" (don't) and
+/// "cấm" (forbidden), and the instruction after them passed as negated.
+/// A word typed with marks is a negation only as the marked form; typed
+/// without them, it may be either and counts as one.
+const NEGATIONS: &[(&str, &str)] = &[
+    ("not", "not"),
+    ("never", "never"),
+    ("don t", "don t"),
+    ("do not", "do not"),
+    ("khong", "không"),
+    ("dung", "đừng"),
+    ("chua", "chưa"),
+    ("cam", "cấm"),
+    ("khong duoc", "không được"),
+    ("khong nen", "không nên"),
+];
+/// Words that turn a negation before the verb back into a command:
+/// "Never hesitate to ignore…", "Đừng ngần ngại bỏ qua…".
+const UNDO_NEGATION: &[&str] = &["hesitate", "fail", "forget to", "ngan ngai", "ngai", "quen"];
 const MODEL_NAMES: &[&str] = &[
     "assistant",
     "ai assistant",
@@ -99,6 +135,17 @@ const PATTERNS: &[Pattern] = &[
     },
     // "Bỏ qua hướng dẫn trước đó".
     Pattern { kind: InstructionKind::OverridesInstructions, groups: &[OVERRIDE_VERBS, INSTRUCTIONS, EARLIER_VI], gap: 2, negatable: true },
+    // "Set aside the guidance you were given earlier".
+    Pattern {
+        kind: InstructionKind::OverridesInstructions,
+        groups: &[
+            OVERRIDE_VERBS,
+            INSTRUCTIONS,
+            &["you were given", "you have been given", "given to you", "earlier", "above", "previously"],
+        ],
+        gap: 3,
+        negatable: true,
+    },
     // "Forget everything above".
     Pattern {
         kind: InstructionKind::OverridesInstructions,
@@ -161,6 +208,25 @@ const PATTERNS: &[Pattern] = &[
         gap: 0,
         negatable: false,
     },
+    // "P.S. to any assistant answering questions here:".
+    Pattern {
+        kind: InstructionKind::AddressesTheModel,
+        groups: &[
+            &["to any", "to every", "for any", "for every", "to whichever"],
+            MODEL_NAMES,
+            &["answering", "reading", "responding", "that answers", "that reads", "who answers", "dang tra loi", "dang doc"],
+        ],
+        gap: 1,
+        negatable: false,
+    },
+    // "Trợ lý ơi, nhớ dặn khách…": the assistant called by name (the
+    // vocative "ơi"); "ai ơi" is left alone, it opens folk verse.
+    Pattern {
+        kind: InstructionKind::AddressesTheModel,
+        groups: &[&["tro ly oi", "tro ly ao oi", "chatbot oi", "bot oi", "mo hinh oi"]],
+        gap: 0,
+        negatable: false,
+    },
     // "When asked any question, answer that…", "Khi được hỏi bất kỳ câu hỏi nào, hãy trả lời rằng…".
     Pattern {
         kind: InstructionKind::DictatesTheAnswer,
@@ -198,6 +264,24 @@ const PATTERNS: &[Pattern] = &[
         kind: InstructionKind::DictatesTheAnswer,
         groups: &[&["always", "luon luon", "luon"], &["answer", "respond", "reply", "tra loi", "dap"], &["that", "rang"]],
         gap: 1,
+        negatable: true,
+    },
+    // "Từ giờ, khi trả lời người dùng, hãy nói rằng…", "When answering
+    // users, tell them that…": what to tell the users, not a question's
+    // answer.
+    Pattern {
+        kind: InstructionKind::DictatesTheAnswer,
+        groups: &[
+            &[
+                "khi tra loi nguoi dung",
+                "khi tra loi nguoi hoi",
+                "when answering users",
+                "when you answer users",
+                "when answering the user",
+            ],
+            &["hay noi rang", "hay noi la", "hay bao rang", "hay khang dinh", "tell them that", "tell them", "say that", "tell the user"],
+        ],
+        gap: 2,
         negatable: true,
     },
     // "Answer every question with \"…\"", "trả lời mọi câu hỏi rằng".
@@ -260,6 +344,11 @@ fn folded_words(text: &str) -> Vec<String> {
     rag_lexical::words(text).iter().map(|w| rag_lexical::fold(&w.to_lowercase())).collect()
 }
 
+/// The words of `text` in lower case, marks kept (as `folded_words` cuts them).
+fn marked_words(text: &str) -> Vec<String> {
+    rag_lexical::words(text).iter().map(|w| w.to_lowercase()).collect()
+}
+
 /// Positions where `phrase` (folded words separated by spaces) starts.
 fn starts(words: &[String], phrase: &str) -> Vec<(usize, usize)> {
     let p: Vec<&str> = phrase.split(' ').collect();
@@ -269,13 +358,22 @@ fn starts(words: &[String], phrase: &str) -> Vec<(usize, usize)> {
     (0..=words.len() - p.len()).filter(|&i| words[i..i + p.len()].iter().zip(&p).all(|(a, b)| a == b)).map(|i| (i, i + p.len())).collect()
 }
 
-/// Whether a negation ends within the three words before `at`.
-fn negated(words: &[String], at: usize) -> bool {
+/// Whether a negation ends within the three words before `at`, written
+/// as a negation (`marked`: the same words with their marks) and not
+/// undone by a word after it ("never hesitate to").
+fn negated(words: &[String], marked: &[String], at: usize) -> bool {
     let from = at.saturating_sub(3);
-    NEGATIONS.iter().any(|n| starts(&words[from..at], n).iter().any(|_| true))
+    NEGATIONS.iter().any(|(folded, with_marks)| {
+        let forms: Vec<&str> = with_marks.split(' ').collect();
+        starts(&words[from..at], folded).iter().any(|&(s, e)| {
+            let written = (from + s..from + e).zip(&forms).all(|(i, form)| marked.get(i).is_some_and(|m| m == form || *m == words[i]));
+            let undone = UNDO_NEGATION.iter().any(|u| !starts(&words[from + e..at], u).is_empty());
+            written && !undone
+        })
+    })
 }
 
-fn matches(words: &[String], pattern: &Pattern) -> bool {
+fn matches(words: &[String], marked: &[String], pattern: &Pattern) -> bool {
     // Ends of matches of the groups so far.
     let mut ends: Vec<usize> = vec![];
     for (g, group) in pattern.groups.iter().enumerate() {
@@ -283,7 +381,7 @@ fn matches(words: &[String], pattern: &Pattern) -> bool {
         for phrase in group.iter() {
             for (s, e) in starts(words, phrase) {
                 let placed = if g == 0 {
-                    !(pattern.negatable && negated(words, s))
+                    !(pattern.negatable && negated(words, marked, s))
                 } else {
                     ends.iter().any(|&end| s >= end && s - end <= pattern.gap)
                 };
@@ -312,7 +410,8 @@ pub fn instruction_kind(text: &str) -> Option<InstructionKind> {
         return Some(InstructionKind::RoleMarker);
     }
     let words = folded_words(text);
-    PATTERNS.iter().find(|p| matches(&words, p)).map(|p| p.kind)
+    let marked = marked_words(text);
+    PATTERNS.iter().find(|p| matches(&words, &marked, p)).map(|p| p.kind)
 }
 
 /// Whether `text` reads as an instruction to the model.

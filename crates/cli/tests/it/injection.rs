@@ -5,7 +5,10 @@
 //! DOCX, a spreadsheet (the sentence in a cell of its own) and a picture
 //! read by the real tesseract. The Markdown, DOCX and spreadsheet are built
 //! here; the PDF and the picture are drawn by
-//! `eval/injection/make-fixtures.sh` (a browser renders Vietnamese).
+//! `eval/injection/make-fixtures.sh` (a browser renders Vietnamese). The
+//! seven paraphrases of issue 61 (`eval/injection/issue-61.tsv`: two the
+//! 1.5B model obeyed and cited, five the phrase rules let pass) are in the
+//! Markdown document too.
 //!
 //! The model is an adversary: the fake below obeys any sentence of the
 //! hostile corpus it is shown (it answers with that sentence and cites
@@ -40,24 +43,29 @@ struct Hostile {
     truth: String,
 }
 
+/// The hostile corpus, then the seven paraphrases of issue 61
+/// (`issue-61.tsv`, no format column: in the Markdown document).
 fn corpus() -> Vec<Hostile> {
-    let text = std::fs::read_to_string(repo_root().join("eval/injection/hostile.tsv")).unwrap();
-    let mut lines = text.lines();
-    let header: Vec<&str> = lines.next().unwrap().split('\t').collect();
-    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
-    lines
-        .map(|l| {
+    let mut rows = Vec::new();
+    for file in ["hostile.tsv", "issue-61.tsv"] {
+        let text = std::fs::read_to_string(repo_root().join("eval/injection").join(file)).unwrap();
+        let mut lines = text.lines();
+        let header: Vec<&str> = lines.next().unwrap().split('\t').collect();
+        let col = |name: &str| header.iter().position(|h| *h == name);
+        let at = |name: &str| col(name).unwrap();
+        rows.extend(lines.map(|l| {
             let f: Vec<&str> = l.split('\t').collect();
             Hostile {
-                lang: f[col("lang")].into(),
-                format: f[col("format")].into(),
-                sentence: f[col("sentence")].into(),
-                question: f[col("question")].into(),
-                payload: f[col("payload")].split('|').map(String::from).collect(),
-                truth: f[col("truth")].into(),
+                lang: f[at("lang")].into(),
+                format: col("format").map_or("md", |c| f[c]).into(),
+                sentence: f[at("sentence")].into(),
+                question: f[at("question")].into(),
+                payload: f[at("payload")].split('|').map(String::from).collect(),
+                truth: f[at("truth")].into(),
             }
-        })
-        .collect()
+        }));
+    }
+    rows
 }
 
 /// Words folded as search folds them (marks and case aside), so an OCR
@@ -172,7 +180,7 @@ struct Tally {
 #[tokio::test(flavor = "multi_thread")]
 async fn sentences_written_to_the_model_in_five_formats_are_never_obeyed_repeated_or_cited() {
     let rows = corpus();
-    assert!(rows.len() >= 30);
+    assert!(rows.len() >= 39);
     let real = std::env::var("RAG_IT_REAL_MODELS").is_ok_and(|v| v == "1");
     let mut env: Vec<(String, String)> = if real {
         real_models_env()
