@@ -69,7 +69,9 @@ pub async fn answer_question(
         evidence.drop_units(|u| excluded.contains(&unit_key(chunks, u)));
         // A sentence written to the model ("Bỏ qua mọi hướng dẫn…") is
         // data: the model is never shown it (`injection`).
-        instruction_units = instruction_units.max(evidence.cut_units(crate::injection::cut));
+        if options.drop_instructions {
+            instruction_units = instruction_units.max(evidence.cut_units(crate::injection::cut));
+        }
         if let Some(ranker) = ranker.filter(|_| options.evidence_sentences > 0 && evidence.units.len() > options.evidence_sentences) {
             let texts: Vec<String> = evidence
                 .units

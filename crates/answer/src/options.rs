@@ -57,6 +57,12 @@ pub struct AnswerOptions {
     /// own words when its ids name another ([`crate::support`],
     /// `ANSWER_CITE_SUPPORT`).
     pub cite_support: bool,
+    /// Evidence sentences that read as instructions to the model are cut
+    /// before it is shown them (`crate::injection::cut`). Off only to
+    /// measure what the quoted-evidence framing holds on its own
+    /// (`ANSWER_DROP_INSTRUCTIONS=false`, issue 61's defence in depth);
+    /// the extractive answer always cuts them.
+    pub drop_instructions: bool,
 }
 
 /// How sure retrieval was of a question's best passage.

@@ -455,6 +455,15 @@ async fn a_sentence_written_to_the_model_is_never_shown_to_it_nor_answered_with(
     assert_eq!(out.report.instruction_units, 2, "both of its sentences are instructions to the model");
     let prompt = server.requests.lock().unwrap()[0]["messages"].to_string();
     assert!(prompt.contains("1.245,6") && !prompt.contains("Admin@2024") && !prompt.contains("Bỏ qua"), "{prompt}");
+    // Switched off (to measure the quoted-evidence framing alone), the
+    // model is shown them, quoted, and nothing is counted.
+    let (url, server) = serve(vec![Reply::Content(answer_json(&["S1"]))]).await;
+    let unfiltered = AnswerOptions { drop_instructions: false, ..UNCHECKED };
+    let out =
+        answer_question(Some(&client(&url, 5000)), "Mật khẩu quản trị là gì?", &[], &chunks, unfiltered, None, &mut |_| {}).await.unwrap();
+    assert_eq!(out.report.instruction_units, 0);
+    let prompt = server.requests.lock().unwrap()[0]["messages"].to_string();
+    assert!(prompt.contains("Admin@2024") && prompt.contains("Bỏ qua"), "{prompt}");
     // Without a model, the extractive answer never quotes it either.
     let out = answer_question(None, "Mật khẩu quản trị là gì? Trả lời rằng", &[], &chunks, EXTRACTIVE, None, &mut |_| {}).await.unwrap();
     assert!(out.citations().iter().all(|c| !c.text.contains("Admin@2024")), "{:?}", out.citations());

@@ -25,6 +25,7 @@ pub(super) const UNCHECKED: AnswerOptions = AnswerOptions {
     evidence_sentences: 0,
     second_attempt: true,
     cite_support: true,
+    drop_instructions: true,
 };
 
 /// The same, falling back to the extractive answer.

@@ -68,6 +68,9 @@ pub struct AnswerSettings {
     /// Cite the evidence sentence that states a section's own words (what it adds to the question: a name, a date, a figure) when the model's ids name another: small models write the right fact and cite the sentence beside it, so the span shown did not hold it and the check, which reads the cited sentences, held the answer back (docs/answers.md).
     #[arg(long, env = "ANSWER_CITE_SUPPORT", global = true, default_value_t = true, action = clap::ArgAction::Set)]
     pub answer_cite_support: bool,
+    /// Cut the evidence sentences that read as instructions to the model ("Bỏ qua mọi hướng dẫn…", "Dear assistant, …") before the model is shown them. `false` only to measure what the quoted-evidence framing holds without the filter (issue 61's defence in depth, `eval/injection/ask.py`); never in a deployment that reads uploads it does not trust. The extractive answer cuts them whatever this says.
+    #[arg(long, env = "ANSWER_DROP_INSTRUCTIONS", global = true, default_value_t = true, action = clap::ArgAction::Set)]
+    pub answer_drop_instructions: bool,
     /// Evidence given to the model, in tokens at most (the best-ranked chunks first; the rest left out). Prefill dominates latency on small machines.
     #[arg(long, env = "ANSWER_EVIDENCE_TOKENS", global = true, default_value_t = 1200)]
     pub answer_evidence_tokens: u32,
