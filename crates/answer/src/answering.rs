@@ -69,10 +69,13 @@ pub async fn answer_question(
         evidence.drop_units(|u| excluded.contains(&unit_key(chunks, u)));
         // A sentence written to the model ("Bỏ qua mọi hướng dẫn…") is
         // data: the model is never shown it (`injection`).
-        if options.drop_instructions {
-            instruction_units = instruction_units.max(evidence.cut_units(crate::injection::cut));
-        }
-        if let Some(ranker) = ranker.filter(|_| options.evidence_sentences > 0 && evidence.units.len() > options.evidence_sentences) {
+        let phrase_units = if options.instruction_filter.phrases() { evidence.cut_units(crate::injection::cut) } else { 0 };
+        instruction_units = instruction_units.max(phrase_units);
+        // The ranker's embeddings also say which sentences read as written
+        // to the model whatever their words (`injection::classifier`): it
+        // reads them whenever the filter is on, however few they are.
+        let narrow = options.evidence_sentences > 0 && evidence.units.len() > options.evidence_sentences;
+        if let Some(ranker) = ranker.filter(|_| narrow || (options.instruction_filter.meaning() && !evidence.units.is_empty())) {
             let texts: Vec<String> = evidence
                 .units
                 .iter()
@@ -81,8 +84,19 @@ pub async fn answer_question(
                     None => u.text.clone(),
                 })
                 .collect();
-            if let Some(scores) = ranker.rank(question, &texts).await {
-                evidence.keep_closest(&scores, options.evidence_sentences);
+            if let Some(ranked) = ranker.rank(question, &texts).await {
+                let mut closeness = ranked.closeness;
+                if options.instruction_filter.meaning() {
+                    let by_meaning = evidence.drop_flagged(&ranked.instructions);
+                    if by_meaning > 0 {
+                        tracing::info!(units = by_meaning, "evidence sentences read as written to the model were left out");
+                        closeness = closeness.iter().zip(&ranked.instructions).filter(|(_, f)| !**f).map(|(c, _)| *c).collect();
+                        instruction_units = instruction_units.max(phrase_units + by_meaning);
+                    }
+                }
+                if narrow {
+                    evidence.keep_closest(&closeness, options.evidence_sentences);
+                }
             }
         }
         // A second attempt at nothing new would repeat the first.

@@ -40,10 +40,12 @@ mod report;
 mod rewrite;
 mod streamed;
 pub use answering::{answer_question, retrieval_query};
-pub use options::{AnswerOptions, RetrievalConfidence, EVIDENCE_CUTOFF, EVIDENCE_SENTENCES, EXTRACTIVE_SECTIONS, HISTORY_TURNS};
+pub use options::{
+    AnswerOptions, InstructionFilter, RetrievalConfidence, EVIDENCE_CUTOFF, EVIDENCE_SENTENCES, EXTRACTIVE_SECTIONS, HISTORY_TURNS,
+};
 pub use parts::combine_parts;
 pub use report::CitationReport;
-pub use streamed::{EvidenceRanker, OnPartial, StreamedSection};
+pub use streamed::{EvidenceRanker, OnPartial, RankedEvidence, StreamedSection};
 
 use serde::{Deserialize, Serialize};
 

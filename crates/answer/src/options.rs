@@ -57,12 +57,36 @@ pub struct AnswerOptions {
     /// own words when its ids name another ([`crate::support`],
     /// `ANSWER_CITE_SUPPORT`).
     pub cite_support: bool,
-    /// Evidence sentences that read as instructions to the model are cut
-    /// before it is shown them (`crate::injection::cut`). Off only to
-    /// measure what the quoted-evidence framing holds on its own
-    /// (`ANSWER_DROP_INSTRUCTIONS=false`, issue 61's defence in depth);
-    /// the extractive answer always cuts them.
-    pub drop_instructions: bool,
+    /// Which evidence sentences that read as instructions to the model are
+    /// left out before it is shown them (`ANSWER_INSTRUCTION_FILTER`).
+    pub instruction_filter: InstructionFilter,
+}
+
+/// What recognises the evidence sentences written to the model, which the
+/// model is then never shown (`crate::injection`). The extractive answer
+/// always leaves out those the phrases recognise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum InstructionFilter {
+    /// The phrase rules and the classifier over the evidence ranker's
+    /// embeddings (`RankedEvidence::instructions`).
+    #[default]
+    PhrasesAndMeaning,
+    /// The phrase rules only (as before the classifier was in the answer
+    /// path: to measure what it adds).
+    Phrases,
+    /// None: to measure what the quoted-evidence framing holds on its own
+    /// (issue 61's defence in depth). Never for uploads one does not trust.
+    Off,
+}
+
+impl InstructionFilter {
+    pub fn phrases(self) -> bool {
+        self != InstructionFilter::Off
+    }
+
+    pub fn meaning(self) -> bool {
+        self == InstructionFilter::PhrasesAndMeaning
+    }
 }
 
 /// How sure retrieval was of a question's best passage.

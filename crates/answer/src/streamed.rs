@@ -5,15 +5,28 @@
 use crate::Citation;
 
 /// How close each evidence sentence is to the question (the embedder's
-/// cosine, say), so a model is shown the few that can answer it.
+/// cosine, say), so a model is shown the few that can answer it; and,
+/// from the same embeddings, which sentences read as written to the model
+/// (`injection::classifier`), so it is never shown them.
 pub trait EvidenceRanker: Sync {
-    /// One score per text, higher is closer; None when it cannot tell (the
-    /// model is then shown every sentence).
+    /// A score and a flag per text; None when it cannot tell (the model is
+    /// then shown every sentence the phrase rules let through).
     fn rank<'a>(
         &'a self,
         question: &'a str,
         texts: &'a [String],
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Option<Vec<f64>>> + Send + 'a>>;
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Option<RankedEvidence>> + Send + 'a>>;
+}
+
+/// What an [`EvidenceRanker`] says of the evidence sentences, one entry per
+/// text in each list.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RankedEvidence {
+    /// Higher is closer to the question.
+    pub closeness: Vec<f64>,
+    /// The sentence reads as written to the model, by its meaning (empty:
+    /// the ranker's embeddings are not those the classifier reads).
+    pub instructions: Vec<bool>,
 }
 
 /// A section while the answer is written: its text so far and, once the

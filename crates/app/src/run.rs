@@ -185,7 +185,7 @@ pub async fn start_stages(
                     evidence_sentences: s.answers.answer_evidence_sentences,
                     second_attempt: s.answers.answer_second_look,
                     cite_support: s.answers.answer_cite_support,
-                    drop_instructions: s.answers.answer_drop_instructions,
+                    instruction_filter: s.answers.answer_instruction_filter.into(),
                 },
                 evidence_cutoff: s.answers.answer_evidence_cutoff,
                 output: StageOutput::new(producer.clone(), answerer::STAGE),

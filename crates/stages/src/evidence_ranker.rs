@@ -1,11 +1,15 @@
 //! The answerer's evidence ranker: the workspace's embedder scores each
 //! evidence sentence against the question, so a model is shown the few
-//! sentences that can answer it (`ANSWER_EVIDENCE_SENTENCES`).
+//! sentences that can answer it (`ANSWER_EVIDENCE_SENTENCES`); the same
+//! embeddings, when they are the ones the instruction classifier was
+//! fitted on (multilingual-e5-small with its `passage: ` prefix), say
+//! which sentences read as written to the model (issue 61).
 
 use std::future::Future;
 use std::pin::Pin;
 
-use rag_answer::EvidenceRanker;
+use rag_answer::injection::classifier::InstructionClassifier;
+use rag_answer::{EvidenceRanker, RankedEvidence};
 use rag_embed::{Embedder, InputKind};
 use tracing::warn;
 
@@ -20,7 +24,7 @@ pub struct EmbedderRanker<'a> {
 }
 
 impl EvidenceRanker for EmbedderRanker<'_> {
-    fn rank<'a>(&'a self, _question: &'a str, texts: &'a [String]) -> Pin<Box<dyn Future<Output = Option<Vec<f64>>> + Send + 'a>> {
+    fn rank<'a>(&'a self, _question: &'a str, texts: &'a [String]) -> Pin<Box<dyn Future<Output = Option<RankedEvidence>> + Send + 'a>> {
         Box::pin(async move {
             let query = match self.embedder.embed(&[self.query.to_string()], InputKind::Query).await {
                 Ok(mut v) if v.len() == 1 => v.remove(0),
@@ -38,9 +42,24 @@ impl EvidenceRanker for EmbedderRanker<'_> {
                     return None;
                 }
             };
-            Some(sentences.iter().map(|s| cosine(&query, s)).collect())
+            let closeness = sentences.iter().map(|s| cosine(&query, s)).collect();
+            let instructions = match reads(self.embedder) {
+                Some(classifier) => sentences.iter().map(|s| classifier.flags(s)).collect(),
+                None => Vec::new(),
+            };
+            Some(RankedEvidence { closeness, instructions })
         })
     }
+}
+
+/// The shipped classifier, when `embedder` makes the embeddings it reads:
+/// its model, as passages with e5's prefix. Another model's vectors (of
+/// the same length, all-MiniLM-L6-v2's) would be read as noise.
+fn reads(embedder: &Embedder) -> Option<&'static InstructionClassifier> {
+    let classifier = rag_answer::injection::shipped_classifier()?;
+    let (identity, _) = embedder.identity()?;
+    let prefixed = embedder.convention() == rag_embed::InputConvention::Prefix && classifier.prefix() == "passage: ";
+    (prefixed && identity == format!("{}+prefix", classifier.model())).then_some(classifier)
 }
 
 fn cosine(a: &[f32], b: &[f32]) -> f64 {
@@ -54,5 +73,35 @@ fn cosine(a: &[f32], b: &[f32]) -> f64 {
         0.0
     } else {
         dot / (na.sqrt() * nb.sqrt())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rag_embed::{InputConvention, OpenAiConfig};
+
+    fn embedder(model: &str, convention: InputConvention) -> Embedder {
+        let cfg = OpenAiConfig {
+            base_url: "http://127.0.0.1:9/v1".into(),
+            model: model.into(),
+            api_key: secrecy::SecretString::from("unused"),
+            dimension: 384,
+            batch_size: 8,
+            timeout: std::time::Duration::from_secs(1),
+            max_retries: 0,
+            retry_backoff: std::time::Duration::from_millis(1),
+        };
+        Embedder::openai(cfg, convention).unwrap()
+    }
+
+    #[test]
+    fn the_classifier_reads_only_the_embeddings_it_was_fitted_on() {
+        assert!(reads(&embedder("multilingual-e5-small", InputConvention::Prefix)).is_some());
+        // Another model of the same length, or e5 without its prefixes.
+        assert!(reads(&embedder("all-MiniLM-L6-v2", InputConvention::None)).is_none());
+        assert!(reads(&embedder("all-MiniLM-L6-v2", InputConvention::Prefix)).is_none());
+        assert!(reads(&embedder("multilingual-e5-small", InputConvention::None)).is_none());
+        assert!(reads(&Embedder::none()).is_none());
     }
 }

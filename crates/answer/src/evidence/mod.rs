@@ -81,6 +81,17 @@ impl Evidence {
         self.keep(&keep);
     }
 
+    /// Leaves out the units `flagged` marks (one flag per unit; any other
+    /// length leaves every unit in). Returns how many were left out.
+    pub fn drop_flagged(&mut self, flagged: &[bool]) -> usize {
+        if flagged.len() != self.units.len() {
+            return 0;
+        }
+        let keep: Vec<bool> = flagged.iter().map(|f| !f).collect();
+        self.keep(&keep);
+        flagged.iter().filter(|f| **f).count()
+    }
+
     /// Cuts each unit for which `cut` says how many of its chars may be
     /// shown down to that opening (its span and text), or leaves it out
     /// when that is 0 or the unit is a table row shown with its header

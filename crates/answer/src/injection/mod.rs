@@ -6,7 +6,25 @@
 //! extractive answers, and counted. Recognised by phrase patterns over the
 //! folded words (marks and case aside), not by imperatives as such: a
 //! manual's "Nhấn nút Lưu" or "Press Save" addresses a reader and stays
-//! evidence.
+//! evidence. Beside the phrases, a classifier over a sentence's
+//! multilingual-e5-small embedding ([`classifier`]) recognises one by what
+//! it asks whatever its words; the answerer reads it from the embeddings
+//! its evidence ranker makes anyway (`RankedEvidence::instructions`).
+
+pub mod classifier;
+
+/// The classifier shipped with the crate, loaded once (None only if its
+/// weights did not load, which `classifier`'s tests rule out).
+pub fn shipped_classifier() -> Option<&'static classifier::InstructionClassifier> {
+    static SHIPPED: std::sync::OnceLock<Option<classifier::InstructionClassifier>> = std::sync::OnceLock::new();
+    SHIPPED
+        .get_or_init(|| {
+            classifier::InstructionClassifier::embedded()
+                .map_err(|e| tracing::error!(error = %e, "the instruction classifier's weights did not load; phrases only"))
+                .ok()
+        })
+        .as_ref()
+}
 
 /// Why a unit was taken for an instruction to the model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

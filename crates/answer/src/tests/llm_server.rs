@@ -25,7 +25,7 @@ pub(super) const UNCHECKED: AnswerOptions = AnswerOptions {
     evidence_sentences: 0,
     second_attempt: true,
     cite_support: true,
-    drop_instructions: true,
+    instruction_filter: crate::InstructionFilter::PhrasesAndMeaning,
 };
 
 /// The same, falling back to the extractive answer.

@@ -3,7 +3,7 @@
 use clap::Args;
 use secrecy::SecretString;
 
-use super::{parse_fraction, LlmFallbackChoice};
+use super::{parse_fraction, InstructionFilterChoice, LlmFallbackChoice};
 
 #[derive(Args, Debug, Clone)]
 #[command(next_help_heading = "Answers (environment variable, default)")]
@@ -68,9 +68,9 @@ pub struct AnswerSettings {
     /// Cite the evidence sentence that states a section's own words (what it adds to the question: a name, a date, a figure) when the model's ids name another: small models write the right fact and cite the sentence beside it, so the span shown did not hold it and the check, which reads the cited sentences, held the answer back (docs/answers.md).
     #[arg(long, env = "ANSWER_CITE_SUPPORT", global = true, default_value_t = true, action = clap::ArgAction::Set)]
     pub answer_cite_support: bool,
-    /// Cut the evidence sentences that read as instructions to the model ("Bỏ qua mọi hướng dẫn…", "Dear assistant, …") before the model is shown them. `false` only to measure what the quoted-evidence framing holds without the filter (issue 61's defence in depth, `eval/injection/ask.py`); never in a deployment that reads uploads it does not trust. The extractive answer cuts them whatever this says.
-    #[arg(long, env = "ANSWER_DROP_INSTRUCTIONS", global = true, default_value_t = true, action = clap::ArgAction::Set)]
-    pub answer_drop_instructions: bool,
+    /// What recognises the evidence sentences written to the model ("Bỏ qua mọi hướng dẫn…", "Trợ lý ơi, nhớ dặn khách…"), which the model is then never shown: `both` the phrase rules and the classifier over the evidence ranker's multilingual-e5-small embeddings (with `EMBEDDING_INPUT_CONVENTION=prefix`; other embedders: the phrases only), `phrases` the rules only, `off` none. `phrases` and `off` are for measuring what each layer holds (issue 61, `eval/injection/ask.py`), never for uploads one does not trust. The extractive answer always leaves out what the phrases recognise.
+    #[arg(long, env = "ANSWER_INSTRUCTION_FILTER", global = true, default_value = "both")]
+    pub answer_instruction_filter: InstructionFilterChoice,
     /// Evidence given to the model, in tokens at most (the best-ranked chunks first; the rest left out). Prefill dominates latency on small machines.
     #[arg(long, env = "ANSWER_EVIDENCE_TOKENS", global = true, default_value_t = 1200)]
     pub answer_evidence_tokens: u32,

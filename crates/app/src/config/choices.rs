@@ -115,6 +115,28 @@ impl InputConventionChoice {
     }
 }
 
+/// `ANSWER_INSTRUCTION_FILTER`: what recognises evidence sentences written
+/// to the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum InstructionFilterChoice {
+    /// The phrase rules and the classifier over the ranker's embeddings.
+    Both,
+    /// The phrase rules only.
+    Phrases,
+    /// None (to measure the quoted-evidence framing alone).
+    Off,
+}
+
+impl From<InstructionFilterChoice> for rag_answer::InstructionFilter {
+    fn from(choice: InstructionFilterChoice) -> Self {
+        match choice {
+            InstructionFilterChoice::Both => rag_answer::InstructionFilter::PhrasesAndMeaning,
+            InstructionFilterChoice::Phrases => rag_answer::InstructionFilter::Phrases,
+            InstructionFilterChoice::Off => rag_answer::InstructionFilter::Off,
+        }
+    }
+}
+
 /// `ANSWER_LLM_FALLBACK`: what an answer becomes when the LLM fails.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum LlmFallbackChoice {

@@ -24,8 +24,8 @@ pub use answers::AnswerSettings;
 pub use api::ApiSettings;
 pub use blobs::BlobSettings;
 pub use choices::{
-    EmbedderChoice, EncoderPrecisionChoice, InputConventionChoice, LexicalIndexChoice, LlmFallbackChoice, LogFormat, OcrChoice,
-    ParserIsolationChoice, RevisionRetentionChoice,
+    EmbedderChoice, EncoderPrecisionChoice, InputConventionChoice, InstructionFilterChoice, LexicalIndexChoice, LlmFallbackChoice,
+    LogFormat, OcrChoice, ParserIsolationChoice, RevisionRetentionChoice,
 };
 pub use database::DatabaseSettings;
 pub use embedding::EmbeddingSettings;

@@ -2,22 +2,22 @@
 //! (issue 61), recognised by the phrase filter
 //! (`rag_answer::injection::is_instruction`), by the classifier over the
 //! in-process multilingual-e5-small embedding
-//! (`injection_classifier.rs`), and by either, on the sets built
+//! (`rag_answer::injection::classifier`), and by either, on the sets built
 //! by `eval/injection/build-sets.py`; with `--judge`, also by the answer
 //! LLM's own judgement (`injection_judge.rs`), its threshold chosen on the
 //! development half. With `--fit`, the classifier is first
 //! fitted on the development half only (prefix, penalty and threshold
 //! chosen on folds of it grouped by the `group` column) and written to
-//! `crates/devtools/src/eval/injection_classifier.json`; the reporting half is
+//! `crates/answer/src/injection/classifier.json`; the reporting half is
 //! never fitted or chosen on.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use super::injection_classifier::{ClassifierWeights, Fitting, HeldOut, HiddenLayer, InstructionClassifier};
 use anyhow::Context;
 use clap::Args;
+use rag_answer::injection::classifier::{ClassifierWeights, Fitting, HeldOut, HiddenLayer, InstructionClassifier};
 use rag_answer::injection::is_instruction;
 use rag_app::config::Settings;
 use serde_json::json;
@@ -41,7 +41,7 @@ pub struct InjectionArgs {
     #[arg(long)]
     fit: bool,
     /// Where --fit writes the weights.
-    #[arg(long, default_value = "crates/devtools/src/eval/injection_classifier.json")]
+    #[arg(long, default_value = "crates/answer/src/injection/classifier.json")]
     out: PathBuf,
     /// Folds of the development half (grouped) that choose prefix, penalty and threshold.
     #[arg(long, default_value_t = 5)]
@@ -75,6 +75,12 @@ pub struct InjectionArgs {
     /// Keep the LLM's judgements in this file between runs (JSON lines, keyed by model, prompt and sentence).
     #[arg(long)]
     judge_cache: Option<PathBuf>,
+    /// Write every scored row of the halves reported (id, set, language,
+    /// label, category, each layer's flag and the probabilities) to this
+    /// file, one JSON object per line: to join with other runs
+    /// (`eval/injection/ask.py`).
+    #[arg(long)]
+    scores: Option<PathBuf>,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -180,6 +186,7 @@ pub async fn eval_injection(s: &Settings, args: InjectionArgs) -> anyhow::Result
     if args.dev_too {
         sets.insert(0, ("dev", &args.dev, &dev));
     }
+    let sets_first = sets[0].0;
     for (name, path, rows) in sets {
         let sentences: Vec<&str> = rows.iter().map(|r| r.sentence.as_str()).collect();
         let vectors = emb.embed(classifier.prefix(), &sentences, name)?;
@@ -201,6 +208,9 @@ pub async fn eval_injection(s: &Settings, args: InjectionArgs) -> anyhow::Result
                 judge: j.zip(judge_threshold).is_some_and(|(p, t)| p >= t),
             })
             .collect();
+        if let Some(file) = &args.scores {
+            write_scores(file, name, &scored, name != sets_first)?;
+        }
         out[name] = figures(name, path, &scored, judge.is_some(), args.json);
         if name == "report" {
             out["report_examples"] = examples(&scored, args.json);
@@ -221,6 +231,20 @@ pub async fn eval_injection(s: &Settings, args: InjectionArgs) -> anyhow::Result
         println!("\nembedded {} sentences in {:.1} s ({rate:.1} sentences/s)", emb.encoded, emb.seconds);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Every row of `set` as scored, one JSON object per line (appended to
+/// the file after the first set).
+fn write_scores(file: &Path, set: &str, scored: &[Scored], append: bool) -> anyhow::Result<()> {
+    use std::io::Write;
+    let f = std::fs::OpenOptions::new().create(true).write(true).append(append).truncate(!append).open(file)?;
+    let mut out = std::io::BufWriter::new(f);
+    for s in scored {
+        let row = json!({"set": set, "id": s.row.id, "lang": s.row.lang, "injection": s.row.injection, "category": s.row.category,
+            "phrase": s.phrase, "probability": s.p, "classifier": s.classifier, "judge_probability": s.judge_p, "judge": s.judge});
+        writeln!(out, "{row}")?;
+    }
+    out.flush().with_context(|| format!("writing {}", file.display()))
 }
 
 struct Scored<'a> {

@@ -7,8 +7,8 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use super::injection_classifier::ClassifierWeights;
 use anyhow::Context;
+use rag_answer::injection::classifier::ClassifierWeights;
 use rag_app::config::Settings;
 use rag_bert::SentenceEncoder;
 use serde_json::Value;
@@ -106,7 +106,7 @@ fn write_cache(path: &Path, cache: &HashMap<String, Vec<f32>>) -> anyhow::Result
     Ok(out.flush()?)
 }
 
-/// `injection_classifier.json`'s text: indented objects, each array of numbers on
+/// `classifier.json`'s text: indented objects, each array of numbers on
 /// one line (a row of the hidden layer per line), numbers with the
 /// digits of an f32.
 pub(super) fn weights_text(weights: &ClassifierWeights) -> anyhow::Result<String> {

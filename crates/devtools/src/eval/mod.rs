@@ -20,7 +20,6 @@ mod calibration_fit;
 mod dataset;
 mod forms;
 mod injection;
-mod injection_classifier;
 mod injection_embed;
 mod injection_fit;
 mod injection_judge;

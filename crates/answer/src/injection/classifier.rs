@@ -4,7 +4,7 @@
 //! the embedding's dimensions (or over one hidden ReLU layer of them, when
 //! the weights file has one), fitted on the development half of the
 //! injection sets (`eval/injection/dev.tsv`) by `rag-dev eval injection
-//! --fit`, which writes `injection_classifier.json` beside this file; its threshold
+//! --fit`, which writes `classifier.json` beside this file; its threshold
 //! was chosen on held-out folds of that half. Pure: no I/O beyond the
 //! weights included at build time, no encoder here (the caller embeds the
 //! sentence, with [`InstructionClassifier::prefix`] prepended, by the model
@@ -13,7 +13,7 @@
 use serde::{Deserialize, Serialize};
 
 /// The weights shipped with the crate.
-const EMBEDDED: &str = include_str!("injection_classifier.json");
+const EMBEDDED: &str = include_str!("classifier.json");
 
 /// The prefixes multilingual-e5 was trained with.
 const PREFIXES: &[&str] = &["query: ", "passage: "];
@@ -100,7 +100,7 @@ impl InstructionClassifier {
         Self::from_json(EMBEDDED)
     }
 
-    /// Weights from a `injection_classifier.json` text.
+    /// Weights from a `classifier.json` text.
     pub fn from_json(text: &str) -> Result<Self, ClassifierError> {
         Self::from_weights(serde_json::from_str(text)?)
     }
