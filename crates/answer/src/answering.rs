@@ -103,6 +103,16 @@ pub async fn answer_question(
         if n > 0 && evidence.units.iter().all(|u| shown.contains(&unit_key(chunks, u))) {
             break;
         }
+        // Nothing left to read (every sentence was written to the model):
+        // the documents do not say, and the model is not asked on nothing.
+        if evidence.units.is_empty() {
+            if n + 1 < attempts {
+                continue; // the second attempt reads every retrieved chunk
+            }
+            let mut out = AnswerOutcome::plain(AnswerMode::NoAnswer, abstention(question), true);
+            out.report.instruction_units = instruction_units;
+            return Ok(out);
+        }
         shown.extend(evidence.units.iter().map(|u| unit_key(chunks, u)));
         let error = match attempt(client, question, history, chunks, &evidence, options, on_partial).await {
             Ok(seen) => {
